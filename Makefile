@@ -1,0 +1,34 @@
+# Two commands matter: `make run` (serve on embedded SQLite) and `make test` (the whole suite).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint format bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: ## create or refresh .venv
+	rm -f $(STAMP)
+	$(MAKE) $(STAMP)
+
+run: $(STAMP) ## migrate, bootstrap a sandbox platform on first start, serve on 127.0.0.1:8000
+	$(BIN)/platpay serve
+
+test: $(STAMP) ## the whole suite (SQLite always; PostgreSQL too when PLATPAY_TEST_DATABASE_URL is set)
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

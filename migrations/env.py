@@ -1,0 +1,79 @@
+"""Alembic environment: one script set for SQLite and PostgreSQL (batch mode for SQLite's ALTER limits)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy import JSON, text
+from sqlalchemy.engine import Connection
+
+from platpay.config import get_settings
+from platpay.db.base import Base, import_all_models
+from platpay.db.database import build_engine
+
+import_all_models()
+target_metadata = Base.metadata
+MIGRATION_LOCK_ID = 7_342_001  # serializes concurrent `migrate` runs on PostgreSQL
+
+
+def _url() -> str:
+    return context.config.get_main_option("sqlalchemy.url") or get_settings().database_url
+
+
+def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+    """Render our JSON/JSONB variant by name instead of its repr."""
+    if type_ == "type" and isinstance(obj, JSON):
+        autogen_context.imports.add("import platpay.db.types")  # type: ignore[attr-defined]
+        return "platpay.db.types.JsonType"
+    return False
+
+
+def _configure(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        render_item=_render_item,
+        compare_type=True,
+        compare_server_default=False,
+    )
+
+
+def _run(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+    try:
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+    finally:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID})
+            connection.commit()
+
+
+async def _run_async() -> None:
+    engine = build_engine(_url(), null_pool=True)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_run)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    connection = context.config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+    else:
+        asyncio.run(_run_async())

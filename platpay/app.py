@@ -1,0 +1,234 @@
+"""create_app(settings): middleware, error handlers, routers, operations endpoints and the lifespan that
+runs the embedded job runner."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import structlog
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from platpay import API_VERSION, BASE_PATH
+from platpay.config import Settings, get_settings
+from platpay.db import migrate
+from platpay.db.database import Database
+from platpay.errors import ApiError, ErrorBody, InternalError
+from platpay.jobs import registry
+from platpay.jobs.runner import JobRunner
+from platpay.logging import configure as configure_logging
+from platpay.metrics import JOBS_OLDEST_DUE_AGE, JOBS_QUEUE_DEPTH, REGISTRY, WEBHOOK_DELIVERIES
+from platpay.middleware import EdgeMiddleware
+
+log = structlog.get_logger("platpay.app")
+
+_STATUS_CODES = {
+    400: "INVALID_INPUT",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    429: "RATE_LIMITED",
+}
+
+
+def _error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(
+        {"status": status, "code": code, "message": message, "details": details or {}}, status_code=status, headers=headers
+    )
+
+
+def _field_name(loc: tuple[Any, ...]) -> tuple[str, str]:
+    location = str(loc[0]) if loc else "body"
+    parts = [str(part) for part in loc[1:]]
+    if location == "body" and parts and parts[0].isdigit() and len(loc) == 2:
+        parts = []  # json_invalid reports a character offset, not a field
+    return (".".join(parts) or location), location
+
+
+def _clean(message: str) -> str:
+    return message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+
+
+async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    fields = []
+    for error in exc.errors():
+        field, location = _field_name(tuple(error.get("loc", ())))
+        kind = error.get("type", "")
+        if kind == "json_invalid":
+            message = f"request body is not valid JSON: {error.get('ctx', {}).get('error', 'parse error')}"
+        elif kind == "missing" and field == "body":
+            message = "a JSON request body is required"
+        elif kind == "model_attributes_type" and field == "body":
+            message = "the request body must be a JSON object"
+        else:
+            message = _clean(str(error.get("msg", "invalid")))
+        fields.append({"field": field, "location": location, "message": message})
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return _error_response(400, "INVALID_INPUT", f"invalid input: {summary}", {"fields": fields})
+
+
+async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers or None)
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    status = exc.status_code
+    code = _STATUS_CODES.get(status, "INVALID_INPUT" if 400 <= status < 500 else "INTERNAL_ERROR")
+    if status == 404:
+        message = f"no such endpoint: {request.method} {request.url.path}"
+    elif status == 405:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    elif status == 401:
+        message = "malformed Authorization header: use HTTP Basic with clientId:clientSecret"
+    else:
+        message = str(exc.detail)
+    headers = dict(exc.headers or {})
+    if status == 401:
+        headers["WWW-Authenticate"] = 'Basic realm="platpay"'
+    return _error_response(status, code, message, headers=headers or None)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.error("request.unhandled", path=request.url.path, error=repr(exc), exc_info=exc)
+    error = InternalError("internal error; the request id identifies it in our logs")
+    return JSONResponse(error.body(), status_code=500)
+
+
+def _custom_openapi(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title="platpay",
+        version=API_VERSION,
+        description=(
+            "Self-hostable Platform Payments Service. Every error is `{status, code, message, details}`. "
+            "Authenticate with HTTP Basic (`clientId:clientSecret`)."
+        ),
+        routes=app.routes,
+    )
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict):
+                operation.get("responses", {}).pop("422", None)
+    components = schema.get("components", {}).get("schemas", {})
+    components.pop("HTTPValidationError", None)
+    components.pop("ValidationError", None)
+    app.openapi_schema = schema
+    return schema
+
+
+def create_app(settings: Settings | None = None, *, database: Database | None = None, embedded_worker: bool | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_level, json_output=settings.log_json)
+    run_worker = settings.run_embedded_worker if embedded_worker is None else embedded_worker
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own_db = database is None
+        db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
+        app.state.db = db
+        registry.load_handlers(settings.job_plugins)
+        runner_task = None
+        runner = None
+        if run_worker:
+            runner = JobRunner(db, settings, name="embedded")
+            app.state.runner = runner
+            runner_task = asyncio.create_task(runner.run_forever())
+        try:
+            yield
+        finally:
+            if runner is not None and runner_task is not None:
+                runner.stop()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(runner_task, timeout=settings.job_lease_seconds)
+            from platpay.events.delivery import close_clients
+
+            await close_clients()
+            if own_db:
+                await db.dispose()
+
+    app = FastAPI(
+        title="platpay",
+        version=API_VERSION,
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    if database is not None:
+        app.state.db = database
+
+    app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)
+
+    from platpay.routers import ROUTERS, body_limits
+
+    for router in ROUTERS:
+        app.include_router(router, prefix=BASE_PATH)
+
+    @app.get("/healthz", tags=["Operations"], responses={500: {"model": ErrorBody}})
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["Operations"], responses={503: {"model": ErrorBody}})
+    async def readyz(request: Request) -> Response:
+        """Readiness: the database answers and its schema is at the latest migration."""
+        db: Database = request.app.state.db
+        try:
+            async with db.read() as session:
+                await session.execute(text("SELECT 1"))
+                current = await migrate.current_revision(session)
+        except Exception as error:
+            return _error_response(503, "SERVICE_UNAVAILABLE", f"database unreachable: {type(error).__name__}")
+        head = migrate.head_revision()
+        if current != head:
+            return _error_response(
+                503,
+                "SERVICE_UNAVAILABLE",
+                f"database schema is at {current}, expected {head}: run `platpay migrate`",
+                {"current": current, "head": head},
+            )
+        return JSONResponse({"status": "ready", "migration": current})
+
+    @app.get("/metrics", tags=["Operations"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    async def metrics(request: Request) -> Response:
+        """Prometheus metrics."""
+        from platpay.events import repository as events_repository
+        from platpay.jobs import repository as jobs_repository
+        from platpay.kit import clock
+
+        db: Database = request.app.state.db
+        async with db.read() as session:
+            stats = await jobs_repository.queue_stats(session, now=clock.now())
+            deliveries = await events_repository.delivery_counts(session)
+        for state in ("QUEUED", "RUNNING", "DEAD"):
+            JOBS_QUEUE_DEPTH.labels(state).set(stats["by_state"].get(state, 0))
+        JOBS_OLDEST_DUE_AGE.set(stats["oldest_due_age_seconds"])
+        for status in ("PENDING", "DELIVERED", "FAILED"):
+            WEBHOOK_DELIVERIES.labels(status).set(deliveries.get(status, 0))
+        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
+    app.add_middleware(EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings))
+    return app
+
+
+def factory() -> FastAPI:
+    """Entry point for `uvicorn --factory` with several worker processes."""
+    return create_app()

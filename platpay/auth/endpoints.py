@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from fastapi import Query, Request, Response
+
+from platpay.auth import service as auth_service
+from platpay.auth.principals import Manager, Viewer, get_db
+from platpay.auth.schemas import ApiToken, ApiTokenCreate
+from platpay.auth.service import Principal
+from platpay.kit import idempotency
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.routing import api_router, as_utc
+from fastapi import Depends
+
+router = api_router(tags=["API Tokens"])
+
+
+@router.post("/tokens", status_code=201, response_model=ApiToken)
+async def create_token(
+    body: ApiTokenCreate,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Manager,
+) -> Response:
+    """Create an API token; its clientSecret is in this response only."""
+
+    async def operation(session):  # type: ignore[no-untyped-def]
+        token = await auth_service.create_token(
+            session, principal=principal, name=body.name, permissions=body.permissions
+        )
+        return 201, token.to_api()
+
+    return await idempotency.execute(
+        get_db(request),
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        request_fingerprint=idempotency.fingerprint(request.method, request.url.path, body.model_dump(mode="json")),
+        operation=operation,
+    )
+
+
+@router.get("/tokens", response_model=Page[ApiToken])
+async def list_tokens(
+    request: Request,
+    name: str | None = Query(None, max_length=200, description="exact token name"),
+    created_after: datetime | None = Query(None, alias="createdAfter"),
+    created_before: datetime | None = Query(None, alias="createdBefore"),
+    updated_after: datetime | None = Query(None, alias="updatedAfter"),
+    updated_before: datetime | None = Query(None, alias="updatedBefore"),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List live API tokens, newest first."""
+    async with get_db(request).read() as session:
+        page = await auth_service.list_tokens(
+            session,
+            tenant_id=principal.tenant.id,
+            params=params,
+            name=name,
+            created_after=as_utc(created_after),
+            created_before=as_utc(created_before),
+            updated_after=as_utc(updated_after),
+            updated_before=as_utc(updated_before),
+        )
+    return page.envelope([auth_service.to_schema(row).to_api() for row in page.items])
+
+
+@router.get("/tokens/{tokenId}", response_model=ApiToken)
+async def get_token(tokenId: str, request: Request, principal: Principal = Viewer) -> ApiToken:  # noqa: N803
+    """Get an API token (never its secret)."""
+    async with get_db(request).read() as session:
+        return await auth_service.get_token(session, tenant_id=principal.tenant.id, token_id=tokenId)
+
+
+@router.delete("/tokens/{tokenId}", status_code=204, response_class=Response)
+async def delete_token(tokenId: str, request: Request, principal: Principal = Manager) -> Response:  # noqa: N803
+    """Delete an API token; it stops authenticating immediately."""
+    async with get_db(request).transaction() as session:
+        await auth_service.delete_token(session, tenant_id=principal.tenant.id, token_id=tokenId)
+    return Response(status_code=204)

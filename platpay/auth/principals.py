@@ -1,0 +1,78 @@
+"""FastAPI dependencies that authenticate the caller and enforce token permissions."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPBasic, HTTPBasicCredentials
+
+from platpay.auth import service as auth_service
+from platpay.auth.schemas import Permission
+from platpay.auth.service import Principal
+from platpay.db.database import Database
+from platpay.errors import Forbidden, Unauthorized
+
+basic_scheme = HTTPBasic(
+    auto_error=False,
+    realm="platpay",
+    description="HTTP Basic with an API token: `clientId` as username, `clientSecret` as password",
+)
+
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
+
+
+def get_db(request: Request) -> Database:
+    return request.app.state.db
+
+
+async def current_principal(
+    request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
+) -> Principal:
+    if credentials is None:
+        raise Unauthorized("missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE)
+    db: Database = request.app.state.db
+    async with db.read() as session:
+        principal = await auth_service.authenticate(
+            session, client_id=credentials.username, client_secret=credentials.password
+        )
+    if principal is None:
+        raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
+    request.state.principal = principal
+    return principal
+
+
+def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
+    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token)."""
+
+    async def dependency(principal: Principal = Depends(current_principal)) -> Principal:
+        if not principal.allows(permission):
+            raise Forbidden(
+                f"this token lacks the {permission.value} permission",
+                details={"requiredPermission": permission.value, "tokenPermissions": sorted(principal.permissions)},
+            )
+        return principal
+
+    dependency.__name__ = f"require_{permission.value.lower()}"
+    return dependency
+
+
+def require_sandbox(permission: Permission) -> Callable[..., Awaitable[Principal]]:
+    """Sandbox-only endpoints answer 403 to production credentials."""
+    base = require(permission)
+
+    async def dependency(principal: Principal = Depends(base)) -> Principal:
+        if not principal.tenant.is_sandbox:
+            raise Forbidden(
+                "sandbox endpoints are not available with production credentials",
+                details={"environment": principal.tenant.environment},
+            )
+        return principal
+
+    dependency.__name__ = f"require_sandbox_{permission.value.lower()}"
+    return dependency
+
+
+Viewer = Depends(require(Permission.VIEW))
+Manager = Depends(require(Permission.MANAGE))
+Transactor = Depends(require(Permission.TRANSACT))

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.auth.models import ApiTokenRow
+from platpay.platforms.models import PlatformRow, TenantRow
+
+
+async def credential_with_tenant(session: AsyncSession, client_id: str) -> Any:
+    """The live token for `client_id` with its tenant and platform, in one query: authentication runs on
+    every request, so this join is the one place auth reads the platforms tables directly."""
+    stmt = (
+        select(
+            ApiTokenRow.id,
+            ApiTokenRow.permissions,
+            ApiTokenRow.secret_sha256,
+            TenantRow,
+            PlatformRow.is_regulated,
+        )
+        .join(TenantRow, TenantRow.id == ApiTokenRow.tenant_id)
+        .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
+        .where(ApiTokenRow.client_id == client_id, ApiTokenRow.deleted_at.is_(None))
+    )
+    return (await session.execute(stmt)).first()
+
+
+def list_query(
+    *,
+    tenant_id: str,
+    name: str | None,
+    created_after: datetime | None,
+    created_before: datetime | None,
+    updated_after: datetime | None,
+    updated_before: datetime | None,
+) -> Select[Any]:
+    stmt = select(ApiTokenRow).where(ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None))
+    if name is not None:
+        stmt = stmt.where(ApiTokenRow.name == name)
+    if created_after is not None:
+        stmt = stmt.where(ApiTokenRow.created_at >= created_after)
+    if created_before is not None:
+        stmt = stmt.where(ApiTokenRow.created_at <= created_before)
+    if updated_after is not None:
+        stmt = stmt.where(ApiTokenRow.updated_at >= updated_after)
+    if updated_before is not None:
+        stmt = stmt.where(ApiTokenRow.updated_at <= updated_before)
+    return stmt
+
+
+async def get(session: AsyncSession, *, tenant_id: str, token_id: str, for_update: bool = False) -> ApiTokenRow | None:
+    stmt = select(ApiTokenRow).where(
+        ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None)
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def live_tokens_for_update(session: AsyncSession, *, tenant_id: str) -> list[ApiTokenRow]:
+    """Every live token of the tenant, locked, so two concurrent deletes can't remove the last MANAGE one."""
+    stmt = (
+        select(ApiTokenRow)
+        .where(ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None))
+        .order_by(ApiTokenRow.id)
+        .with_for_update()
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def soft_delete(session: AsyncSession, *, tenant_id: str, token_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(ApiTokenRow)
+        .where(ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None))
+        .values(deleted_at=now, updated_at=now)
+    )
+    return bool(result.rowcount)
+
+
+async def count_live(session: AsyncSession, *, tenant_id: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count()).where(ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None))
+        )
+        or 0
+    )

@@ -1,0 +1,204 @@
+"""`platpay` command line: serve | worker | migrate | platform create."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from typing import Annotated
+
+import typer
+
+from platpay import BASE_PATH
+from platpay.config import Settings, get_settings
+
+# Locals are never shown in tracebacks: they can hold secrets.
+app = typer.Typer(
+    help="platpay: Platform Payments Service",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+platform_app = typer.Typer(help="Manage platforms", no_args_is_help=True)
+app.add_typer(platform_app, name="platform")
+
+
+def _settings(**overrides: object) -> Settings:
+    base = get_settings()
+    return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+async def _bootstrap_if_empty(settings: Settings) -> dict[str, object] | None:
+    """On a fresh database create one sandbox platform and return its sandbox credentials."""
+    from platpay.db.database import Database
+    from platpay.platforms import service as platforms_service
+
+    db = Database(settings.database_url, null_pool=True)
+    try:
+        async with db.transaction() as session:
+            if await platforms_service.any_platform_exists(session):
+                return None
+            created = await platforms_service.create_platform(
+                session, name="Sandbox Platform", is_regulated=False, currency_codes=None, uma_domain=None, settings=settings
+            )
+    finally:
+        await db.dispose()
+    client_id, secret = created.credentials["sandbox"]
+    return {"platformId": created.platform_id, "clientId": client_id, "clientSecret": secret}
+
+
+def _print_banner(settings: Settings, credentials: dict[str, object] | None) -> None:
+    base = settings.base_url() + BASE_PATH
+    out = sys.stdout
+    if credentials is None:
+        out.write(
+            f"platpay serving {base}\n"
+            "  (platform already bootstrapped; new credentials: `platpay platform create --name NAME --json`)\n"
+        )
+    else:
+        out.write(
+            "\nplatpay: sandbox platform bootstrapped. These credentials are shown once.\n"
+            f"  base URL      {base}\n"
+            f"  platformId    {credentials['platformId']}\n"
+            f"  clientId      {credentials['clientId']}\n"
+            f"  clientSecret  {credentials['clientSecret']}\n"
+            f"  try: curl -u {credentials['clientId']}:{credentials['clientSecret']} {base}/config\n\n"
+        )
+    out.flush()
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the database schema to the latest migration."""
+    from platpay.db import migrate as migrations
+
+    settings = get_settings()
+    migrations.upgrade(settings.database_url)
+    typer.echo(f"database at {migrations.head_revision()}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="interface to bind")] = None,
+    port: Annotated[int | None, typer.Option(help="TCP port")] = None,
+    workers: Annotated[int, typer.Option(help="HTTP server processes")] = 1,
+    no_worker: Annotated[bool, typer.Option("--no-worker", help="do not run the job runner in-process")] = False,
+) -> None:
+    """Migrate, bootstrap a sandbox platform on an empty database, and serve the API."""
+    import uvicorn
+
+    from platpay.db import migrate as migrations
+
+    settings = _settings(host=host, port=port)
+    if no_worker:
+        settings = settings.model_copy(update={"run_embedded_worker": False})
+    migrations.upgrade(settings.database_url)
+    credentials = asyncio.run(_bootstrap_if_empty(settings))
+    _print_banner(settings, credentials)
+    common = {"host": settings.host, "port": settings.port, "access_log": False, "log_level": "warning"}
+    if workers > 1:
+        # Children rebuild settings from the environment; carry the CLI overrides there.
+        os.environ["PLATPAY_HOST"] = settings.host
+        os.environ["PLATPAY_PORT"] = str(settings.port)
+        os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "false" if no_worker else "true"
+        uvicorn.run("platpay.app:factory", factory=True, workers=workers, **common)
+    else:
+        from platpay.app import create_app
+
+        uvicorn.run(create_app(settings), **common)
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(help="jobs run at once")] = None,
+) -> None:
+    """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process."""
+    from platpay.db.database import Database
+    from platpay.jobs import registry
+    from platpay.jobs.runner import JobRunner
+    from platpay.logging import configure
+
+    settings = _settings(job_concurrency=concurrency)
+    configure(settings.log_level, json_output=settings.log_json)
+    registry.load_handlers(settings.job_plugins)
+
+    async def main() -> None:
+        db = Database(settings.database_url, pool_size=settings.db_pool_size)
+        runner = JobRunner(db, settings, name=f"worker-{os.getpid()}")
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, runner.stop)
+        try:
+            await runner.run_forever()
+        finally:
+            from platpay.events.delivery import close_clients
+
+            await close_clients()
+            await db.dispose()
+
+    asyncio.run(main())
+
+
+@platform_app.command("create")
+def platform_create(
+    name: Annotated[str, typer.Option(help="platform name")],
+    regulated: Annotated[
+        bool, typer.Option("--regulated/--unregulated", help="regulated platforms run their own KYC")
+    ] = False,
+    currencies: Annotated[str | None, typer.Option(help="comma-separated currency codes, e.g. USD,EUR")] = None,
+    uma_domain: Annotated[str | None, typer.Option(help="UMA domain, e.g. pay.example.com")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Create a platform directly in the database and print its sandbox and production credentials."""
+    from platpay.db import migrate as migrations
+    from platpay.db.database import Database
+    from platpay.errors import ApiError
+    from platpay.platforms import service as platforms_service
+
+    settings = get_settings()
+    migrations.upgrade(settings.database_url)
+    codes = [c.strip().upper() for c in currencies.split(",") if c.strip()] if currencies else None
+
+    async def create() -> platforms_service.CreatedPlatform:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.transaction() as session:
+                return await platforms_service.create_platform(
+                    session,
+                    name=name,
+                    is_regulated=regulated,
+                    currency_codes=codes,
+                    uma_domain=uma_domain,
+                    settings=settings,
+                )
+        finally:
+            await db.dispose()
+
+    try:
+        created = asyncio.run(create())
+    except ApiError as error:
+        typer.echo(json.dumps(error.body()), err=True)
+        raise typer.Exit(code=2) from None
+    result = {
+        "platformId": created.platform_id,
+        **{
+            env: {"clientId": cid, "clientSecret": secret}
+            for env, (cid, secret) in created.credentials.items()
+        },
+    }
+    if as_json:
+        typer.echo(json.dumps(result))
+    else:
+        for env in ("sandbox", "production"):
+            typer.echo(f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}")  # type: ignore[index]
+        typer.echo(f"platformId={created.platform_id}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""Settings, read from the environment with the PLATPAY_ prefix."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_SQLITE_PATH = Path("var") / "platpay.db"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PLATPAY_", extra="ignore")
+
+    database_url: str = Field(
+        default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
+        description="SQLAlchemy URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    public_base_url: str | None = Field(
+        default=None, description="Base URL printed at start and used in links; defaults to http://host:port"
+    )
+    var_dir: Path = Path("var")
+    master_key: str | None = Field(
+        default=None,
+        description="base64url 32-byte key sealing secrets at rest (webhook signing keys); "
+        "generated under var/ when unset, which suits a single machine only",
+    )
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    # HTTP
+    max_body_bytes: int = 1_048_576
+    max_upload_bytes: int = 52_428_800
+    db_pool_size: int = 10
+
+    # Jobs
+    run_embedded_worker: bool = True
+    job_poll_seconds: float = 0.25
+    job_lease_seconds: float = 30.0
+    job_batch_size: int = 32
+    job_concurrency: int = 16
+    job_max_attempts: int = 25
+    job_plugins: str = Field(default="", description="comma-separated modules registering extra job handlers")
+
+    # Webhooks
+    webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")
+    webhook_retry_max_interval_seconds: float = 1800.0
+    webhook_retry_max_age_seconds: float = 7 * 24 * 3600.0
+    webhook_timeout_seconds: float = 10.0
+    webhook_response_max_chars: int = 2048
+    production_webhooks_require_public_https: bool = Field(
+        default=False,
+        description="SSRF protection: production tenants may only use https endpoints on public addresses",
+    )
+
+    # Idempotency
+    idempotency_retention_hours: int = 48
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def base_url(self) -> str:
+        return self.public_base_url or f"http://{self.host}:{self.port}"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,105 @@
+"""Every error the API returns is an ApiError rendered as {status, code, message, details}."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+
+class ErrorBody(BaseModel):
+    """The one error shape: `status` equals the HTTP status; `details` names what was wrong."""
+
+    status: int = Field(description="HTTP status code")
+    code: str = Field(description="machine-readable error code, e.g. INVALID_INPUT")
+    message: str = Field(description="what went wrong, with the offending value")
+    details: dict[str, Any] = Field(default_factory=dict, description="structured context, e.g. bad fields")
+
+
+class ApiError(Exception):
+    status: ClassVar[int] = 500
+    code: ClassVar[str] = "INTERNAL_ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or {}
+        self.headers = headers or {}
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+
+    def body(self) -> dict[str, Any]:
+        return {"status": self.status, "code": self.code, "message": self.message, "details": self.details}
+
+
+class InvalidInput(ApiError):
+    status = 400
+    code = "INVALID_INPUT"
+
+
+class Unauthorized(ApiError):
+    status = 401
+    code = "UNAUTHORIZED"
+
+
+class Forbidden(ApiError):
+    status = 403
+    code = "FORBIDDEN"
+
+
+class NotFound(ApiError):
+    status = 404
+    code = "NOT_FOUND"
+
+
+class MethodNotAllowed(ApiError):
+    status = 405
+    code = "METHOD_NOT_ALLOWED"
+
+
+class Conflict(ApiError):
+    status = 409
+    code = "CONFLICT"
+
+
+class Gone(ApiError):
+    status = 410
+    code = "GONE"
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class RateLimited(ApiError):
+    status = 429
+    code = "RATE_LIMITED"
+
+
+class InternalError(ApiError):
+    status = 500
+    code = "INTERNAL_ERROR"
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    code = "SERVICE_UNAVAILABLE"
+
+
+def invalid_field(field: str, message: str, *, code: str | None = None, **extra: Any) -> InvalidInput:
+    """A 400 naming one bad field, in the same details shape as framework validation errors."""
+    entry = {"field": field, "message": message, **extra}
+    return InvalidInput(f"{field}: {message}", details={"fields": [entry]}, code=code)

@@ -1,0 +1,234 @@
+"""Signed webhook delivery: the `webhook.deliver` job, the HTTP send, retry policy and reply hooks.
+
+Delivery is at-least-once: a worker that dies after the receiver answered but before recording it sends
+again with the same envelope `id`, which receivers dedupe on. Nothing here holds a database transaction
+while waiting on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import Settings
+from platpay.events import repository, signing
+from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+from platpay.kit import clock
+from platpay.kit.crypto.webhook_signing import HEADER, signature_header
+from platpay.kit.ids import new_id
+from platpay.kit.urls import resolves_to_public
+from platpay.metrics import WEBHOOK_ATTEMPTS
+from platpay.jobs.registry import handler
+from platpay.jobs.runner import JobContext
+
+PENDING, DELIVERED, FAILED = "PENDING", "DELIVERED", "FAILED"
+USER_AGENT = "platpay-webhooks/1"
+
+
+@dataclass(frozen=True)
+class AttemptResult:
+    status: int | None
+    body: str | None
+    latency_ms: int
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+ReplyHook = Callable[[AsyncSession, WebhookDeliveryRow, EventRow, AttemptResult], Awaitable[None]]
+_reply_hooks: dict[str, ReplyHook] = {}
+
+
+def on_reply(event_type: str) -> Callable[[ReplyHook], ReplyHook]:
+    """Register what to do with the receiver's answer to `event_type` (e.g. incoming-payment approval).
+    The hook runs in the transaction that records the attempt."""
+
+    def register(hook: ReplyHook) -> ReplyHook:
+        _reply_hooks[event_type] = hook
+        return hook
+
+    return register
+
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+
+
+def _client() -> httpx.AsyncClient:
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None:
+        client = httpx.AsyncClient(
+            follow_redirects=False,
+            trust_env=False,  # never route webhooks through an environment proxy
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        )
+        _clients[loop] = client
+    return client
+
+
+async def close_clients() -> None:
+    loop = asyncio.get_running_loop()
+    client = _clients.pop(loop, None)
+    if client is not None:
+        await client.aclose()
+
+
+def envelope(*, delivery_id: str, event_type: str, data: Any, at: datetime) -> bytes:
+    return json.dumps(
+        {"id": delivery_id, "type": event_type, "timestamp": clock.isoformat(at), "data": data},
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
+
+
+async def send(url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_chars: int) -> AttemptResult:
+    started = clock.monotonic()
+    try:
+        async with _client().stream(
+            "POST", url, content=body, headers=headers, timeout=httpx.Timeout(timeout)
+        ) as response:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= max_chars * 4:
+                    break
+            text = b"".join(chunks).decode("utf-8", errors="replace")[:max_chars]
+            return AttemptResult(response.status_code, text, int((clock.monotonic() - started) * 1000), None)
+    except httpx.TimeoutException:
+        error = f"timed out after {timeout:g}s"
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    except OSError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    return AttemptResult(None, None, int((clock.monotonic() - started) * 1000), error)
+
+
+async def sign_and_send(
+    session_factory: Callable[[], Any],
+    *,
+    settings: Settings,
+    tenant_id: str,
+    environment: str,
+    url: str,
+    body: bytes,
+) -> AttemptResult:
+    """Check the SSRF guard, sign with the tenant's key, POST."""
+    if settings.production_webhooks_require_public_https and environment == "production":
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not await resolves_to_public(parts.hostname or ""):
+            return AttemptResult(None, None, 0, "blocked: production webhooks must use https on a public address")
+    async with session_factory() as session:
+        key = await signing.signing_key(session, tenant_id=tenant_id, settings=settings)
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, HEADER: signature_header(key, body)}
+    return await send(
+        url, body, headers, timeout=settings.webhook_timeout_seconds, max_chars=settings.webhook_response_max_chars
+    )
+
+
+def retry_delay(attempt_count: int, settings: Settings) -> timedelta:
+    """Exponential backoff with jitter: base, 2·base, 4·base … capped, each scaled by U(0.5, 1]."""
+    raw = min(settings.webhook_retry_base_seconds * 2 ** max(attempt_count - 1, 0), settings.webhook_retry_max_interval_seconds)
+    return timedelta(seconds=raw * random.uniform(0.5, 1.0))
+
+
+def should_retry(delivery: WebhookDeliveryRow, result: AttemptResult) -> bool:
+    if result.ok or not delivery.retryable:
+        return False
+    return result.status != 409  # the receiver already processed this id
+
+
+async def record_attempt(
+    session: AsyncSession,
+    *,
+    delivery: WebhookDeliveryRow,
+    event: EventRow,
+    result: AttemptResult,
+    at: datetime,
+    settings: Settings,
+) -> datetime | None:
+    """Store the attempt and move the delivery on; returns when to try again, or None."""
+    session.add(
+        WebhookAttemptRow(
+            id=new_id("WebhookAttempt"),
+            delivery_id=delivery.id,
+            tenant_id=delivery.tenant_id,
+            attempted_at=at,
+            response_status=result.status,
+            latency_ms=result.latency_ms,
+            response_body=result.body,
+            error=result.error,
+        )
+    )
+    now = clock.now()
+    delivery.attempt_count += 1
+    delivery.first_attempt_at = delivery.first_attempt_at or at
+    delivery.last_response_status = result.status
+    delivery.last_error = result.error
+    delivery.updated_at = now
+    next_at: datetime | None = None
+    if result.ok:
+        delivery.status = DELIVERED
+        delivery.delivered_at = now
+        outcome = "delivered"
+    elif should_retry(delivery, result):
+        candidate = now + retry_delay(delivery.attempt_count, settings)
+        if candidate - delivery.first_attempt_at <= timedelta(seconds=settings.webhook_retry_max_age_seconds):
+            next_at = candidate
+            outcome = "retry"
+        else:
+            delivery.status = FAILED
+            outcome = "gave_up"
+    else:
+        delivery.status = FAILED
+        outcome = "failed"
+    delivery.next_attempt_at = next_at
+    if next_at is None:
+        delivery.job_id = None
+    WEBHOOK_ATTEMPTS.labels(outcome=outcome).inc()
+    hook = _reply_hooks.get(event.type)
+    if hook is not None:
+        await hook(session, delivery, event, result)
+    return next_at
+
+
+@handler("webhook.deliver")
+async def deliver(ctx: JobContext) -> None:
+    delivery_id = ctx.payload["deliveryId"]
+    async with ctx.db.read() as session:
+        delivery = await repository.get_delivery(session, delivery_id=delivery_id)
+        event = await repository.get_event(session, delivery.event_id) if delivery else None
+        environment = await _environment(session, delivery.tenant_id) if delivery else None
+    if delivery is None or event is None or delivery.status != PENDING or delivery.job_id != ctx.job_id:
+        return  # superseded by a redelivery, or already settled
+    at = clock.now()
+    body = envelope(delivery_id=delivery.id, event_type=event.type, data=event.data, at=at)
+    result = await sign_and_send(
+        ctx.db.read, settings=ctx.settings, tenant_id=delivery.tenant_id, environment=environment or "", url=delivery.url, body=body
+    )
+    async with ctx.transaction() as session:
+        locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
+        if locked is None or locked.job_id != ctx.job_id or locked.status != PENDING:
+            return
+        next_at = await record_attempt(session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings)
+        if next_at is not None:
+            ctx.retry_at(next_at, reason=result.error or f"receiver answered {result.status}")
+
+
+async def _environment(session: AsyncSession, tenant_id: str) -> str | None:
+    from platpay.platforms import service as platforms_service
+
+    return await platforms_service.environment_of(session, tenant_id=tenant_id)

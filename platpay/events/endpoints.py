@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from fastapi import Depends, Query, Request
+
+from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
+from platpay.auth.schemas import Permission
+from platpay.auth.service import Principal
+from platpay.events import service as events_service
+from platpay.events.schemas import TestWebhookResult, WebhookDelivery, WebhookDeliveryDetail
+from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.routing import api_router, as_utc
+
+router = api_router(tags=["Webhooks"])
+sandbox_router = api_router(tags=["Sandbox"])
+
+
+@router.get("/webhooks/deliveries", response_model=Page[WebhookDelivery])
+async def list_deliveries(
+    request: Request,
+    status: Literal["PENDING", "DELIVERED", "FAILED"] | None = Query(None),
+    event_type: str | None = Query(None, alias="type", max_length=64, description="event type, e.g. TEST"),
+    created_after: datetime | None = Query(None, alias="createdAfter"),
+    created_before: datetime | None = Query(None, alias="createdBefore"),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List webhook deliveries, newest first."""
+    async with get_db(request).read() as session:
+        page, items = await events_service.list_deliveries(
+            session,
+            tenant_id=principal.tenant.id,
+            params=params,
+            status=status,
+            event_type=event_type,
+            created_after=as_utc(created_after),
+            created_before=as_utc(created_before),
+        )
+    return page.envelope([item.to_api() for item in items])
+
+
+@router.get("/webhooks/deliveries/{deliveryId}", response_model=WebhookDeliveryDetail)
+async def get_delivery(deliveryId: str, request: Request, principal: Principal = Viewer) -> WebhookDeliveryDetail:  # noqa: N803
+    """Get one delivery with its payload and every attempt."""
+    async with get_db(request).read() as session:
+        return await events_service.get_delivery(session, tenant_id=principal.tenant.id, delivery_id=deliveryId)
+
+
+@router.post("/webhooks/deliveries/{deliveryId}/redeliver", status_code=202, response_model=WebhookDelivery)
+async def redeliver(deliveryId: str, request: Request, principal: Principal = Manager) -> WebhookDelivery:  # noqa: N803
+    """Send a delivery again now, with the same envelope id."""
+    async with get_db(request).transaction() as session:
+        return await events_service.redeliver(session, tenant_id=principal.tenant.id, delivery_id=deliveryId)
+
+
+@sandbox_router.post("/sandbox/webhooks/test", response_model=TestWebhookResult)
+async def send_test_webhook(
+    request: Request, principal: Principal = Depends(require_sandbox(Permission.MANAGE))
+) -> dict:
+    """Send a TEST webhook now and report what the endpoint answered (sandbox only)."""
+    result = await events_service.send_test_now(
+        get_db(request), tenant=principal.tenant, settings=request.app.state.settings
+    )
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)

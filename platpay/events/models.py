@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, JsonType, UtcDateTime
+
+
+class EventRow(Base):
+    """Something that happened to a resource, written in the transaction that made it happen."""
+
+    __tablename__ = "events"
+    __table_args__ = (Index("ix_events_tenant_id_id", "tenant_id", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    type: Mapped[str] = mapped_column(String(64))
+    data: Mapped[dict[str, Any]] = mapped_column(JsonType)  # the resource exactly as GET returns it
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookDeliveryRow(Base):
+    """One event sent to one endpoint. Its id is the envelope `id`, stable across every retry."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_tenant_id_id", "tenant_id", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Webhook:<uuid>
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    event_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("events.id"), index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    url: Mapped[str] = mapped_column(String(2048))
+    status: Mapped[str] = mapped_column(String(16))  # PENDING | DELIVERED | FAILED
+    retryable: Mapped[bool]
+    job_id: Mapped[str | None] = mapped_column(IdColumn())  # the job that will make the next attempt
+    attempt_count: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    last_response_status: Mapped[int | None]
+    last_error: Mapped[str | None] = mapped_column(Text)
+    first_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookAttemptRow(Base):
+    __tablename__ = "webhook_attempts"
+    __table_args__ = (Index("ix_webhook_attempts_delivery_id_id", "delivery_id", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("webhook_deliveries.id"))
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    attempted_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    response_status: Mapped[int | None]
+    latency_ms: Mapped[int]
+    response_body: Mapped[str | None] = mapped_column(Text)  # truncated
+    error: Mapped[str | None] = mapped_column(Text)  # timeout / connection error, when no response

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from platpay.kit.api_model import ApiModel
+
+DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
+
+
+class WebhookAttempt(ApiModel):
+    attempted_at: datetime
+    response_status: int | None = Field(default=None, description="absent when no HTTP answer came back")
+    latency_ms: int
+    response_body: str | None = Field(default=None, description="the receiver's answer, truncated")
+    error: str | None = Field(default=None, description="timeout or connection error")
+
+
+class WebhookDelivery(ApiModel):
+    id: str = Field(description="the envelope `id` the receiver sees; stable across retries")
+    event_id: str
+    type: str = Field(description="the event type, e.g. OUTGOING_PAYMENT.COMPLETED")
+    url: str
+    status: DeliveryStatus
+    attempt_count: int
+    next_attempt_at: datetime | None = None
+    last_response_status: int | None = None
+    last_error: str | None = None
+    delivered_at: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class WebhookDeliveryDetail(WebhookDelivery):
+    data: dict[str, Any] = Field(description="the event's resource, as sent in the envelope")
+    attempts: list[WebhookAttempt]
+
+
+class TestWebhookResult(BaseModel):
+    """What the receiver answered to the on-demand TEST event (snake_case names, as the reference has)."""
+
+    url: str
+    response_status: int = Field(description="the HTTP status the endpoint answered")
+    response_body: str | None = Field(default=None, description="the endpoint's answer, truncated")

@@ -1,0 +1,205 @@
+"""The outbox: events written in the business transaction, webhook deliveries scheduled as jobs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import Settings
+from platpay.db.database import Database
+from platpay.errors import InvalidInput, NotFound
+from platpay.events import delivery as delivery_mod
+from platpay.events import repository, types
+from platpay.events.models import EventRow, WebhookDeliveryRow
+from platpay.events.schemas import TestWebhookResult, WebhookAttempt, WebhookDelivery, WebhookDeliveryDetail
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock
+from platpay.kit.api_model import ApiModel
+from platpay.kit.ids import new_id
+from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.platforms.context import TenantContext
+
+DELIVER_JOB = "webhook.deliver"
+
+
+class WebhookEndpointNotSet(InvalidInput):
+    code = "WEBHOOK_ENDPOINT_NOT_SET"
+
+
+class WebhookDeliveryError(InvalidInput):
+    code = "WEBHOOK_DELIVERY_ERROR"
+
+
+class DeliveryNotFound(NotFound):
+    code = "WEBHOOK_DELIVERY_NOT_FOUND"
+
+
+def _payload(resource: ApiModel | dict[str, Any]) -> dict[str, Any]:
+    return resource.to_api() if isinstance(resource, ApiModel) else resource
+
+
+async def emit(
+    session: AsyncSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
+) -> EventRow:
+    """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint."""
+    from platpay.platforms import service as platforms_service
+
+    if type not in types.ALL:
+        raise ValueError(f"unknown event type {type!r}")
+    now = clock.now()
+    event = EventRow(id=new_id("Event"), tenant_id=tenant_id, type=type, data=_payload(resource), created_at=now)
+    session.add(event)
+    url = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
+    if url:
+        await _schedule(session, event=event, url=url, now=now)
+    return event
+
+
+async def _schedule(session: AsyncSession, *, event: EventRow, url: str, now: datetime) -> WebhookDeliveryRow:
+    delivery = WebhookDeliveryRow(
+        id=new_id("Webhook"),
+        tenant_id=event.tenant_id,
+        event_id=event.id,
+        event_type=event.type,
+        url=url,
+        status=delivery_mod.PENDING,
+        retryable=event.type not in types.NOT_RETRIED,
+        attempt_count=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(delivery)
+    await session.flush()
+    delivery.job_id = await jobs_service.enqueue(
+        session, DELIVER_JOB, {"deliveryId": delivery.id}, tenant_id=event.tenant_id, run_at=now
+    )
+    return delivery
+
+
+def _delivery_schema(row: WebhookDeliveryRow) -> WebhookDelivery:
+    return WebhookDelivery(
+        id=row.id,
+        event_id=row.event_id,
+        type=row.event_type,
+        url=row.url,
+        status=row.status,  # type: ignore[arg-type]
+        attempt_count=row.attempt_count,
+        next_attempt_at=row.next_attempt_at,
+        last_response_status=row.last_response_status,
+        last_error=row.last_error,
+        delivered_at=row.delivered_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def list_deliveries(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    params: PageParams,
+    status: str | None = None,
+    event_type: str | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+) -> tuple[PageResult[WebhookDeliveryRow], list[WebhookDelivery]]:
+    stmt = repository.deliveries_query(
+        tenant_id=tenant_id,
+        status=status,
+        event_type=event_type,
+        created_after=created_after,
+        created_before=created_before,
+    )
+    page = await paginate(session, stmt, id_column=WebhookDeliveryRow.id, params=params)
+    return page, [_delivery_schema(row) for row in page.items]
+
+
+async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDeliveryDetail:
+    row = await repository.get_delivery(session, delivery_id=delivery_id, tenant_id=tenant_id)
+    if row is None:
+        raise DeliveryNotFound(f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id})
+    event = await repository.get_event(session, row.event_id)
+    attempts = await repository.attempts_of(session, delivery_id=row.id)
+    return WebhookDeliveryDetail(
+        **_delivery_schema(row).model_dump(),
+        data=event.data if event else {},
+        attempts=[
+            WebhookAttempt(
+                attempted_at=a.attempted_at,
+                response_status=a.response_status,
+                latency_ms=a.latency_ms,
+                response_body=a.response_body,
+                error=a.error,
+            )
+            for a in attempts
+        ],
+    )
+
+
+async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDelivery:
+    """Send the same delivery (same envelope id) again now, whatever its state; a scheduled retry is
+    superseded so the receiver is not sent two copies for one request."""
+    row = await repository.get_delivery(session, delivery_id=delivery_id, tenant_id=tenant_id, for_update=True)
+    if row is None:
+        raise DeliveryNotFound(f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id})
+    now = clock.now()
+    row.status = delivery_mod.PENDING
+    row.next_attempt_at = now
+    row.updated_at = now
+    row.job_id = await jobs_service.enqueue(
+        session, DELIVER_JOB, {"deliveryId": row.id}, tenant_id=tenant_id, run_at=now
+    )
+    return _delivery_schema(row)
+
+
+async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settings) -> TestWebhookResult:
+    """Send a TEST event synchronously and report the receiver's answer. Record, commit, call, record:
+    no transaction is open while the receiver is being called."""
+    from platpay.platforms import service as platforms_service
+
+    async with db.transaction() as session:
+        url = await platforms_service.webhook_endpoint(session, tenant_id=tenant.id)
+        if not url:
+            raise WebhookEndpointNotSet("no webhookEndpoint is configured; set one with PATCH /config")
+        now = clock.now()
+        event = EventRow(id=new_id("Event"), tenant_id=tenant.id, type=types.TEST, data={}, created_at=now)
+        session.add(event)
+        delivery = WebhookDeliveryRow(
+            id=new_id("Webhook"),
+            tenant_id=tenant.id,
+            event_id=event.id,
+            event_type=types.TEST,
+            url=url,
+            status=delivery_mod.PENDING,
+            retryable=False,
+            attempt_count=0,
+            next_attempt_at=None,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(delivery)
+    at = clock.now()
+    body = delivery_mod.envelope(delivery_id=delivery.id, event_type=types.TEST, data={}, at=at)
+    result = await delivery_mod.sign_and_send(
+        db.read, settings=settings, tenant_id=tenant.id, environment=tenant.environment, url=url, body=body
+    )
+    async with db.transaction() as session:
+        locked = await repository.get_delivery(session, delivery_id=delivery.id, for_update=True)
+        assert locked is not None
+        await delivery_mod.record_attempt(
+            session, delivery=locked, event=event, result=result, at=at, settings=settings
+        )
+    if result.status is None:
+        raise WebhookDeliveryError(
+            f"could not deliver the test webhook to {url}: {result.error}",
+            details={"url": url, "deliveryId": delivery.id, "error": result.error},
+        )
+    if not result.ok:
+        raise WebhookDeliveryError(
+            f"the webhook endpoint {url} answered {result.status}",
+            details={"url": url, "deliveryId": delivery.id, "response_status": result.status, "response_body": result.body},
+        )
+    return TestWebhookResult(url=url, response_status=result.status, response_body=result.body)

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, JsonType, UtcDateTime
+
+
+class JobRow(Base):
+    """A durable unit of background work, written in the business transaction that needs it.
+
+    state: QUEUED (due at run_at) -> RUNNING (lease_until, lease_token) -> DONE | DEAD; a RUNNING job whose
+    lease expired is claimable again, which is how a crashed worker's job gets retried.
+    """
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        Index("ix_jobs_state_run_at", "state", "run_at"),
+        Index("ix_jobs_state_lease_until", "state", "lease_until"),
+        Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    tenant_id: Mapped[str | None] = mapped_column(IdColumn())
+    payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    state: Mapped[str] = mapped_column(String(16))
+    run_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    attempts: Mapped[int] = mapped_column(default=0)  # claims so far, crashed ones included
+    max_attempts: Mapped[int]
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    lease_token: Mapped[str | None] = mapped_column(String(36))
+    dedupe_key: Mapped[str | None] = mapped_column(String(200))  # at most one job per key, ever
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -1,0 +1,285 @@
+"""The job runner: claims due jobs under a lease, runs their handlers, finishes them exactly once.
+
+Exactly-once effects: a handler that writes to the database does so inside `ctx.transaction()`, which
+marks the job DONE in the same transaction, conditional on still holding the lease. If the worker crashed
+(or lost the lease) the transaction never commits, the lease expires, and another worker re-runs the job
+from scratch. Handlers that talk to the outside world (webhooks) are at-least-once by nature and say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import traceback
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import Settings
+from platpay.db.database import Database
+from platpay.jobs import registry, repository
+from platpay.jobs.service import ENQUEUED_FLAG
+from platpay.kit import clock
+
+log = structlog.get_logger("platpay.jobs")
+
+
+class LeaseLost(Exception):
+    """Another worker owns this job now; everything this attempt wrote is rolled back."""
+
+
+class RetryLater(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a handler to run the job again at `run_at` (its attempt counter is reset)."""
+
+    def __init__(self, run_at: datetime, reason: str = "") -> None:
+        super().__init__(reason)
+        self.run_at = run_at
+        self.reason = reason
+
+
+@dataclass
+class JobContext:
+    job_id: str
+    kind: str
+    payload: dict[str, Any]
+    tenant_id: str | None
+    attempt: int
+    db: Database
+    settings: Settings
+    _token: str
+    _finished: bool = False
+    _retry_at: datetime | None = None
+    _retry_reason: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def retry_at(self, when: datetime, reason: str = "") -> None:
+        """Inside `transaction()`: reschedule this job instead of finishing it."""
+        self._retry_at = when
+        self._retry_reason = reason
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A write transaction that also finishes (or reschedules) this job, atomically with its effects."""
+        if self._finished:
+            raise RuntimeError("job already finished in an earlier transaction")
+        async with self.db.transaction() as session:
+            yield session
+            now = clock.now()
+            if self._retry_at is not None:
+                ok = await repository.reschedule(
+                    session,
+                    job_id=self.job_id,
+                    token=self._token,
+                    now=now,
+                    run_at=self._retry_at,
+                    error=self._retry_reason,
+                    reset_attempts=True,
+                )
+            else:
+                ok = await repository.finish(session, job_id=self.job_id, token=self._token, now=now)
+            if not ok:
+                raise LeaseLost(self.job_id)
+        self._finished = True
+
+
+class JobRunner:
+    def __init__(self, db: Database, settings: Settings, *, name: str | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.name = name or f"runner-{uuid.uuid4().hex[:8]}"
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._running: set[asyncio.Task[None]] = set()
+        self._last_maintenance = 0.0
+        self.processed = 0
+        db.on_commit(self._on_commit)
+
+    def _on_commit(self, session: AsyncSession) -> None:
+        if session.info.pop(ENQUEUED_FLAG, False):
+            self._wake.set()
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._running.discard(task)
+        self._wake.set()  # a slot is free
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    @property
+    def lease(self) -> timedelta:
+        return timedelta(seconds=self.settings.job_lease_seconds)
+
+    async def claim(self, limit: int) -> list[tuple[dict[str, Any], str]]:
+        token = str(uuid.uuid4())
+        async with self.db.transaction() as session:
+            now = clock.now()
+            buried = await repository.bury_exhausted(session, now=now)
+            if buried:
+                log.warning("jobs.buried", count=buried)
+            rows = await repository.claim(
+                session, now=now, lease_until=now + self.lease, token=token, limit=limit
+            )
+            claimed = [
+                (
+                    {
+                        "id": row.id,
+                        "kind": row.kind,
+                        "payload": row.payload,
+                        "tenant_id": row.tenant_id,
+                        "attempts": row.attempts,
+                        "max_attempts": row.max_attempts,
+                    },
+                    token,
+                )
+                for row in rows
+            ]
+        return claimed
+
+    async def _heartbeat(self, job_id: str, token: str) -> None:
+        interval = max(self.settings.job_lease_seconds / 3, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            async with self.db.transaction() as session:
+                if not await repository.extend_lease(
+                    session, job_id=job_id, token=token, lease_until=clock.now() + self.lease
+                ):
+                    return
+
+    def _failure_delay(self, attempts: int) -> timedelta:
+        base = min(2 ** max(attempts - 1, 0), 300)
+        return timedelta(seconds=base * (0.5 + random.random() / 2))
+
+    async def execute(self, job: dict[str, Any], token: str) -> None:
+        ctx = JobContext(
+            job_id=job["id"],
+            kind=job["kind"],
+            payload=job["payload"],
+            tenant_id=job["tenant_id"],
+            attempt=job["attempts"],
+            db=self.db,
+            settings=self.settings,
+            _token=token,
+        )
+        handler = registry.get(job["kind"])
+        heartbeat = asyncio.create_task(self._heartbeat(job["id"], token))
+        try:
+            if handler is None:
+                raise LookupError(f"no handler registered for job kind {job['kind']!r}")
+            await handler(ctx)
+            if not ctx._finished:
+                async with ctx.transaction():
+                    pass
+            self.processed += 1
+        except LeaseLost:
+            log.warning("job.lease_lost", job_id=job["id"], kind=job["kind"])
+        except RetryLater as retry:
+            await self._reschedule(job, token, run_at=retry.run_at, error=retry.reason, reset=True)
+        except Exception as error:  # a failing handler must not take the runner down
+            dead = job["attempts"] >= job["max_attempts"]
+            log.error(
+                "job.failed",
+                job_id=job["id"],
+                kind=job["kind"],
+                attempt=job["attempts"],
+                dead=dead,
+                error=repr(error),
+            )
+            await self._reschedule(
+                job,
+                token,
+                run_at=clock.now() + self._failure_delay(job["attempts"]),
+                error="".join(traceback.format_exception_only(error))[:2000],
+                reset=False,
+                dead=dead,
+            )
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _reschedule(
+        self,
+        job: dict[str, Any],
+        token: str,
+        *,
+        run_at: datetime,
+        error: str | None,
+        reset: bool,
+        dead: bool = False,
+    ) -> None:
+        async with self.db.transaction() as session:
+            await repository.reschedule(
+                session,
+                job_id=job["id"],
+                token=token,
+                now=clock.now(),
+                run_at=run_at,
+                error=error,
+                reset_attempts=reset,
+                dead=dead,
+            )
+
+    async def run_once(self) -> int:
+        """Claim what fits in the free slots and start it; returns how many were started."""
+        free = self.settings.job_concurrency - len(self._running)
+        if free <= 0:
+            return 0
+        claimed = await self.claim(min(free, self.settings.job_batch_size))
+        for job, token in claimed:
+            task = asyncio.create_task(self.execute(job, token))
+            self._running.add(task)
+            task.add_done_callback(self._task_done)
+        return len(claimed)
+
+    async def run_until_idle(self, *, timeout: float = 30.0) -> int:
+        """Run every due job (and jobs they enqueue) until none is due; for tests and the CLI."""
+        deadline = clock.monotonic() + timeout
+        started = 0
+        while clock.monotonic() < deadline:
+            count = await self.run_once()
+            started += count
+            if self._running:
+                await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
+            elif count == 0:
+                return started
+        raise TimeoutError(f"jobs still due after {timeout}s")
+
+    async def _maintenance(self) -> None:
+        """Housekeeping every few minutes; safe to run concurrently in every worker."""
+        if clock.monotonic() - self._last_maintenance < 300:
+            return
+        self._last_maintenance = clock.monotonic()
+        from platpay.kit import idempotency
+
+        now = clock.now()
+        async with self.db.transaction() as session:
+            await idempotency.purge_expired(session, before=now)
+            await repository.purge_finished(session, before=now - timedelta(days=7))
+
+    async def run_forever(self) -> None:
+        log.info("jobs.runner_started", runner=self.name)
+        while not self._stopping.is_set():
+            try:
+                started = await self.run_once()
+                await self._maintenance()
+            except Exception as error:  # database briefly unreachable: back off, keep going
+                log.error("jobs.claim_failed", error=repr(error))
+                started = 0
+                await asyncio.sleep(1.0)
+            if started == 0 or len(self._running) >= self.settings.job_concurrency:
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.job_poll_seconds)
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=self.settings.job_lease_seconds)
+        log.info("jobs.runner_stopped", runner=self.name)

@@ -1,0 +1,75 @@
+"""Secrets at rest (private keys, later wallet mnemonics) sealed with AES-256-GCM under the master key.
+
+Sealed form: "v1." + base64url(nonce(12) || ciphertext+tag). The purpose string is bound as associated
+data so a value sealed for one purpose can never be opened as another.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from pathlib import Path
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+_PREFIX = "v1."
+
+
+def _b64d(value: str) -> bytes:
+    return base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+
+
+def _b64e(value: bytes) -> str:
+    return base64.urlsafe_b64encode(value).rstrip(b"=").decode()
+
+
+class Sealer:
+    def __init__(self, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError("master key must be 32 bytes")
+        self._aead = AESGCM(key)
+
+    def seal(self, plaintext: bytes, *, purpose: str) -> str:
+        nonce = os.urandom(12)
+        return _PREFIX + _b64e(nonce + self._aead.encrypt(nonce, plaintext, purpose.encode()))
+
+    def open(self, sealed: str, *, purpose: str) -> bytes:
+        if not sealed.startswith(_PREFIX):
+            raise ValueError("unknown sealed-value version")
+        raw = _b64d(sealed[len(_PREFIX) :])
+        return self._aead.decrypt(raw[:12], raw[12:], purpose.encode())
+
+
+def load_master_key(configured: str | None, var_dir: Path) -> bytes:
+    """The configured key, or one generated once under var/ (single-machine deployments only)."""
+    if configured:
+        key = _b64d(configured.strip())
+        if len(key) != 32:
+            raise ValueError("PLATPAY_MASTER_KEY must be base64url of exactly 32 bytes")
+        return key
+    path = var_dir / "master.key"
+    if path.exists():
+        return _b64d(path.read_text().strip())
+    var_dir.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_bytes(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, _b64e(key).encode())
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return key
+
+
+_sealers: dict[tuple[str | None, str], Sealer] = {}
+
+
+def get_sealer(configured: str | None, var_dir: Path) -> Sealer:
+    """The process-wide sealer for these settings (keys are loaded once)."""
+    cache_key = (configured, str(var_dir.resolve()))
+    sealer = _sealers.get(cache_key)
+    if sealer is None:
+        sealer = _sealers[cache_key] = Sealer(load_master_key(configured, var_dir))
+    return sealer

@@ -1,0 +1,113 @@
+"""One pure-ASGI layer at the edge: request id, body size limit, metrics and the access log.
+
+A single layer (not BaseHTTPMiddleware) keeps per-request overhead low; it never reads bodies or headers
+into the log, so no secret can reach a log line from here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import Any
+
+import structlog
+
+from platpay.errors import PayloadTooLarge
+from platpay.metrics import HTTP_LATENCY, HTTP_REQUESTS
+
+log = structlog.get_logger("platpay.access")
+REQUEST_ID_HEADER = b"x-request-id"
+_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_QUIET_PATHS = {"/healthz", "/readyz", "/metrics"}
+
+
+class EdgeMiddleware:
+    def __init__(self, app: Any, *, max_body_bytes: int, body_limits: dict[str, int]) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.body_limits = body_limits
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = None
+        content_length = None
+        for name, value in scope["headers"]:
+            if name == REQUEST_ID_HEADER:
+                candidate = value.decode("latin-1")
+                request_id = candidate if _VALID_REQUEST_ID.match(candidate) else None
+            elif name == b"content-length":
+                content_length = value
+        request_id = request_id or uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        limit = self.body_limits.get(scope["path"], self.max_body_bytes)
+        status_holder = [500]
+        encoded_id = request_id.encode()
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status_holder[0] = message["status"]
+                message["headers"] = [*message.get("headers", []), (REQUEST_ID_HEADER, encoded_id)]
+            await send(message)
+
+        received = 0
+
+        async def limited_receive() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise PayloadTooLarge(
+                        f"request body exceeds the {limit}-byte limit", details={"limitBytes": limit}
+                    )
+            return message
+
+        try:
+            declared = int(content_length) if content_length is not None else None
+        except ValueError:
+            declared = None
+        try:
+            if declared is not None and declared > limit:
+                error = PayloadTooLarge(
+                    f"request body of {declared} bytes exceeds the {limit}-byte limit", details={"limitBytes": limit}
+                )
+                await _send_error(send_with_id, error.status, error.body(), drain=receive)
+            else:
+                await self.app(scope, limited_receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = scope.get("route")
+            template = getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
+            method = scope["method"]
+            status = status_holder[0]
+            HTTP_REQUESTS.labels(method, template, str(status)).inc()
+            HTTP_LATENCY.labels(method, template).observe(elapsed)
+            if scope["path"] not in _QUIET_PATHS:
+                log.info(
+                    "request",
+                    method=method,
+                    path=scope["path"],
+                    route=template,
+                    status=status,
+                    duration_ms=round(elapsed * 1000, 2),
+                    client=(scope.get("client") or ("-",))[0],
+                )
+
+
+async def _send_error(send: Any, status: int, body: dict[str, Any], *, drain: Any) -> None:
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,33 @@
+"""What a request knows about its tenant once authenticated (loaded with the credential, one query)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+SANDBOX = "sandbox"
+PRODUCTION = "production"
+
+
+@dataclass(frozen=True, slots=True)
+class TenantContext:
+    id: str
+    platform_id: str
+    environment: str
+    is_regulated: bool
+    config_id: str
+    uma_domain: str
+    webhook_endpoint: str | None
+    supported_currencies: list[dict[str, Any]]
+    webhook_public_key_pem: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def is_sandbox(self) -> bool:
+        return self.environment == SANDBOX
+
+    @property
+    def currency_codes(self) -> list[str]:
+        return [entry["currencyCode"] for entry in self.supported_currencies]

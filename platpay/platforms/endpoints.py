@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from fastapi import Request
+
+from platpay.auth.principals import Manager, Viewer, get_db
+from platpay.auth.service import Principal
+from platpay.kit.routing import api_router
+from platpay.platforms import service as platforms_service
+from platpay.platforms.schemas import PlatformConfig, PlatformConfigUpdate
+
+router = api_router(tags=["Platform Configuration"])
+
+
+@router.get("/config", response_model=PlatformConfig)
+async def get_config(principal: Principal = Viewer) -> PlatformConfig:
+    """Get this environment's platform configuration, including the webhook signing public key."""
+    return platforms_service.render_config(principal.tenant)
+
+
+@router.patch("/config", response_model=PlatformConfig)
+async def update_config(body: PlatformConfigUpdate, request: Request, principal: Principal = Manager) -> PlatformConfig:
+    """Update the configuration partially; a new webhookEndpoint receives one TEST event."""
+    async with get_db(request).transaction() as session:
+        return await platforms_service.update_config(
+            session, tenant=principal.tenant, update=body, settings=request.app.state.settings
+        )

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.platforms.models import PlatformRow, TenantRow
+
+
+async def get_tenant(session: AsyncSession, tenant_id: str, *, for_update: bool = False) -> TenantRow | None:
+    stmt = select(TenantRow).where(TenantRow.id == tenant_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def get_platform(session: AsyncSession, platform_id: str) -> PlatformRow | None:
+    return await session.get(PlatformRow, platform_id)
+
+
+async def count_platforms(session: AsyncSession) -> int:
+    return len((await session.scalars(select(PlatformRow.id).limit(1))).all())
+
+
+async def webhook_endpoint(session: AsyncSession, tenant_id: str) -> str | None:
+    return await session.scalar(select(TenantRow.webhook_endpoint).where(TenantRow.id == tenant_id))
+
+
+async def public_key_and_sealed_private(session: AsyncSession, tenant_id: str) -> tuple[str, str] | None:
+    row = (
+        await session.execute(
+            select(TenantRow.webhook_public_key_pem, TenantRow.webhook_private_key_sealed).where(
+                TenantRow.id == tenant_id
+            )
+        )
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+async def list_tenants(session: AsyncSession) -> list[TenantRow]:
+    return list((await session.scalars(select(TenantRow).order_by(TenantRow.id))).all())

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from platpay.kit.api_model import ApiModel, ApiRequest
+
+
+class CustomerInfoFieldName(StrEnum):
+    FULL_NAME = "FULL_NAME"
+    BIRTH_DATE = "BIRTH_DATE"
+    NATIONALITY = "NATIONALITY"
+    PHONE_NUMBER = "PHONE_NUMBER"
+    EMAIL = "EMAIL"
+    POSTAL_ADDRESS = "POSTAL_ADDRESS"
+    TAX_ID = "TAX_ID"
+    REGISTRATION_NUMBER = "REGISTRATION_NUMBER"
+    USER_TYPE = "USER_TYPE"
+    COUNTRY_OF_RESIDENCE = "COUNTRY_OF_RESIDENCE"
+    ACCOUNT_IDENTIFIER = "ACCOUNT_IDENTIFIER"
+    FI_LEGAL_ENTITY_NAME = "FI_LEGAL_ENTITY_NAME"
+    FI_ADDRESS = "FI_ADDRESS"
+    PURPOSE_OF_PAYMENT = "PURPOSE_OF_PAYMENT"
+    ULTIMATE_INSTITUTION_COUNTRY = "ULTIMATE_INSTITUTION_COUNTRY"
+    IDENTIFIER = "IDENTIFIER"
+    BUSINESS_TYPE = "BUSINESS_TYPE"
+    COMPANY_LEGAL_NAME = "COMPANY_LEGAL_NAME"
+    ID_TYPE = "ID_TYPE"
+    ID_NUMBER = "ID_NUMBER"
+
+
+TransactionType = Literal["INCOMING", "OUTGOING"]
+MAX_AMOUNT = 9_000_000_000_000_000
+
+
+class CounterpartyFieldDefinition(ApiModel):
+    name: CustomerInfoFieldName
+    mandatory: bool
+
+
+class CounterpartyFieldDefinitionIn(ApiRequest):
+    name: CustomerInfoFieldName
+    mandatory: bool
+
+
+class PlatformCurrencyConfigIn(ApiRequest):
+    currency_code: str = Field(min_length=1, max_length=8, description="a code from the currency catalog")
+    min_amount: int = Field(ge=0, le=MAX_AMOUNT, description="smallest sendable amount, minor units")
+    max_amount: int = Field(ge=0, le=MAX_AMOUNT, description="largest sendable amount, minor units")
+    required_counterparty_fields: list[CounterpartyFieldDefinitionIn] = Field(max_length=20)
+    enabled_transaction_types: list[TransactionType] = Field(min_length=1, max_length=2)
+
+
+class PlatformCurrencyConfig(ApiModel):
+    currency_code: str
+    min_amount: int
+    max_amount: int
+    required_counterparty_fields: list[CounterpartyFieldDefinition]
+    enabled_transaction_types: list[TransactionType]
+    provider_required_customer_fields: list[CustomerInfoFieldName] | None = Field(
+        default=None, description="read-only; omitted when the provider requires nothing"
+    )
+    provider_required_counterparty_customer_fields: list[CustomerInfoFieldName] | None = Field(
+        default=None, description="read-only; omitted when the provider requires nothing"
+    )
+
+
+class PlatformConfig(ApiModel):
+    id: str = Field(examples=["PlatformConfig:019542f5-b3e7-1d02-0000-000000000003"])
+    environment: Literal["sandbox", "production"] = Field(description="the environment these credentials use")
+    uma_domain: str
+    proxy_uma_subdomain: str
+    webhook_endpoint: str | None = None
+    webhook_public_key: str = Field(description="PEM (SPKI) P-256 key verifying X-Svc-Signature")
+    supported_currencies: list[PlatformCurrencyConfig]
+    is_regulated_financial_institution: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+class PlatformConfigUpdate(ApiRequest):
+    """Partial update: omitted fields keep their values; `webhookEndpoint: null` removes the endpoint."""
+
+    uma_domain: str | None = Field(default=None, min_length=1, max_length=253)
+    webhook_endpoint: str | None = Field(default=None, max_length=2048)
+    supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(default=None, min_length=1, max_length=50)

@@ -1,0 +1,197 @@
+"""Test fixtures: real SQLite always, real PostgreSQL when PLATPAY_TEST_DATABASE_URL is set.
+
+SQLite: the schema is migrated once into a template file that each test copies. PostgreSQL: one database
+migrated per session, every table truncated before each test. Every DB test runs on each backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+os.environ.setdefault("PLATPAY_MASTER_KEY", base64.urlsafe_b64encode(b"k" * 32).rstrip(b"=").decode())
+os.environ.setdefault("PLATPAY_LOG_JSON", "true")
+
+from platpay import BASE_PATH  # noqa: E402
+from platpay.app import create_app  # noqa: E402
+from platpay.config import Settings, get_settings  # noqa: E402
+from platpay.db import migrate  # noqa: E402
+from platpay.db.database import Database  # noqa: E402
+from platpay.jobs import registry  # noqa: E402
+from platpay.jobs.runner import JobRunner  # noqa: E402
+from platpay.kit import clock  # noqa: E402
+from tests.support.receiver import WebhookReceiver  # noqa: E402
+
+PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
+BACKENDS = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]
+
+
+def _pg_admin_url(url: str) -> tuple[str, str]:
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    return parsed.set(database="postgres").render_as_string(hide_password=False), parsed.database or "platpay_test"
+
+
+async def _pg_recreate(url: str) -> None:
+    import asyncpg
+
+    admin, name = _pg_admin_url(url)
+    dsn = admin.replace("postgresql+asyncpg", "postgresql")
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name
+        )
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    migrate.upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> str | None:
+    if not PG_URL:
+        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
+            pytest.fail("PLATPAY_TEST_REQUIRE_POSTGRES is set but PLATPAY_TEST_DATABASE_URL is not")
+        return None
+    try:
+        asyncio.run(_pg_recreate(PG_URL))
+    except Exception as error:
+        pytest.fail(f"PostgreSQL at {PG_URL} is unreachable: {error!r}")
+    migrate.upgrade(PG_URL)
+    return PG_URL
+
+
+async def _truncate_all(db: Database) -> None:
+    from sqlalchemy import text
+
+    from platpay.db.base import Base, import_all_models
+
+    import_all_models()
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    async with db.transaction() as session:
+        await session.execute(text(f"TRUNCATE {names} CASCADE"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if backend == "sqlite":
+        template = request.getfixturevalue("sqlite_template")
+        target = tmp_path / "platpay.db"
+        shutil.copyfile(template, target)
+        return f"sqlite+aiosqlite:///{target}"
+    url = request.getfixturevalue("pg_database")
+    assert url is not None
+    return url
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return get_settings().model_copy(
+        update={
+            "database_url": database_url,
+            "var_dir": tmp_path / "var",
+            "webhook_retry_base_seconds": 0.05,
+            "webhook_timeout_seconds": 3.0,
+            "job_lease_seconds": 5.0,
+            "job_poll_seconds": 0.05,
+            "run_embedded_worker": False,
+        }
+    )
+
+
+@pytest.fixture
+async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
+    database = Database(settings.database_url, pool_size=5)
+    if backend == "postgresql":
+        await _truncate_all(database)
+    registry.load_handlers()
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _reset_clock() -> Iterator[None]:
+    clock.reset()
+    yield
+    clock.reset()
+
+
+@pytest.fixture
+async def app(settings: Settings, db: Database) -> Any:
+    return create_app(settings, database=db, embedded_worker=False)
+
+
+@pytest.fixture
+async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url=f"http://testserver{BASE_PATH}") as c:
+        yield c
+
+
+@pytest.fixture
+async def runner(db: Database, settings: Settings) -> AsyncIterator[JobRunner]:
+    from platpay.events.delivery import close_clients
+
+    yield JobRunner(db, settings, name="test")
+    await close_clients()
+
+
+async def create_platform(db: Database, settings: Settings, **kwargs: Any) -> dict[str, Any]:
+    from platpay.platforms import service as platforms_service
+
+    async with db.transaction() as session:
+        created = await platforms_service.create_platform(
+            session,
+            name=kwargs.get("name", "Test Platform"),
+            is_regulated=kwargs.get("is_regulated", False),
+            currency_codes=kwargs.get("currencies"),
+            uma_domain=kwargs.get("uma_domain"),
+            settings=settings,
+        )
+    return {
+        "platform_id": created.platform_id,
+        "sandbox": created.credentials["sandbox"],
+        "production": created.credentials["production"],
+    }
+
+
+@pytest.fixture
+async def platform(db: Database, settings: Settings) -> dict[str, Any]:
+    return await create_platform(db, settings)
+
+
+@pytest.fixture
+def auth(platform: dict[str, Any]) -> tuple[str, str]:
+    """Sandbox credentials (clientId, clientSecret) of the test platform."""
+    return platform["sandbox"]
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookReceiver]:
+    r = WebhookReceiver().start()
+    yield r
+    r.stop()
