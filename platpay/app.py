@@ -43,9 +43,17 @@ _STATUS_CODES = {
 }
 
 
-def _error_response(status: int, code: str, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+def _error_response(
+    status: int,
+    code: str,
+    message: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
-        {"status": status, "code": code, "message": message, "details": details or {}}, status_code=status, headers=headers
+        {"status": status, "code": code, "message": message, "details": details or {}},
+        status_code=status,
+        headers=headers,
     )
 
 
@@ -129,7 +137,9 @@ def _custom_openapi(app: FastAPI) -> dict[str, Any]:
     return schema
 
 
-def create_app(settings: Settings | None = None, *, database: Database | None = None, embedded_worker: bool | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, database: Database | None = None, embedded_worker: bool | None = None
+) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
     run_worker = settings.run_embedded_worker if embedded_worker is None else embedded_worker
@@ -195,7 +205,9 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
                 await session.execute(text("SELECT 1"))
                 current = await migrate.current_revision(session)
         except Exception as error:
-            return _error_response(503, "SERVICE_UNAVAILABLE", f"database unreachable: {type(error).__name__}")
+            return _error_response(
+                503, "SERVICE_UNAVAILABLE", f"database unreachable: {type(error).__name__}"
+            )
         head = migrate.head_revision()
         if current != head:
             return _error_response(
@@ -206,7 +218,12 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
             )
         return JSONResponse({"status": "ready", "migration": current})
 
-    @app.get("/metrics", tags=["Operations"], response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    @app.get(
+        "/metrics",
+        tags=["Operations"],
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}}},
+    )
     async def metrics(request: Request) -> Response:
         """Prometheus metrics."""
         from platpay.events import repository as events_repository
@@ -225,7 +242,9 @@ def create_app(settings: Settings | None = None, *, database: Database | None = 
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
-    app.add_middleware(EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings))
+    app.add_middleware(
+        EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings)
+    )
     return app
 
 

@@ -41,7 +41,12 @@ async def _bootstrap_if_empty(settings: Settings) -> dict[str, object] | None:
             if await platforms_service.any_platform_exists(session):
                 return None
             created = await platforms_service.create_platform(
-                session, name="Sandbox Platform", is_regulated=False, currency_codes=None, uma_domain=None, settings=settings
+                session,
+                name="Sandbox Platform",
+                is_regulated=False,
+                currency_codes=None,
+                uma_domain=None,
+                settings=settings,
             )
     finally:
         await db.dispose()
@@ -84,7 +89,9 @@ def serve(
     host: Annotated[str | None, typer.Option(help="interface to bind")] = None,
     port: Annotated[int | None, typer.Option(help="TCP port")] = None,
     workers: Annotated[int, typer.Option(help="HTTP server processes")] = 1,
-    no_worker: Annotated[bool, typer.Option("--no-worker", help="do not run the job runner in-process")] = False,
+    no_worker: Annotated[
+        bool, typer.Option("--no-worker", help="do not run the job runner in-process")
+    ] = False,
 ) -> None:
     """Migrate, bootstrap a sandbox platform on an empty database, and serve the API."""
     import uvicorn
@@ -147,7 +154,9 @@ def platform_create(
     regulated: Annotated[
         bool, typer.Option("--regulated/--unregulated", help="regulated platforms run their own KYC")
     ] = False,
-    currencies: Annotated[str | None, typer.Option(help="comma-separated currency codes, e.g. USD,EUR")] = None,
+    currencies: Annotated[
+        str | None, typer.Option(help="comma-separated currency codes, e.g. USD,EUR")
+    ] = None,
     uma_domain: Annotated[str | None, typer.Option(help="UMA domain, e.g. pay.example.com")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
@@ -192,7 +201,9 @@ def platform_create(
         typer.echo(json.dumps(result))
     else:
         for env in ("sandbox", "production"):
-            typer.echo(f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}")  # type: ignore[index]
+            typer.echo(
+                f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}"
+            )  # type: ignore[index]
         typer.echo(f"platformId={created.platform_id}")
 
 

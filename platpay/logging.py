@@ -22,7 +22,9 @@ def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]
 
 
 def configure(level: str = "INFO", *, json_output: bool = True) -> None:
-    logging.basicConfig(format="%(message)s", stream=sys.stdout, level=getattr(logging, level.upper(), logging.INFO))
+    logging.basicConfig(
+        format="%(message)s", stream=sys.stdout, level=getattr(logging, level.upper(), logging.INFO)
+    )
     renderer = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
     structlog.configure(
         processors=[

@@ -8,7 +8,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 HTTP_REQUESTS = Counter(
-    "platpay_http_requests_total", "HTTP requests by route template and status", ["method", "route", "status"],
+    "platpay_http_requests_total",
+    "HTTP requests by route template and status",
+    ["method", "route", "status"],
     registry=REGISTRY,
 )
 HTTP_LATENCY = Histogram(
@@ -18,9 +20,7 @@ HTTP_LATENCY = Histogram(
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
     registry=REGISTRY,
 )
-JOBS_QUEUE_DEPTH = Gauge(
-    "platpay_jobs", "jobs by state (DONE excluded)", ["state"], registry=REGISTRY
-)
+JOBS_QUEUE_DEPTH = Gauge("platpay_jobs", "jobs by state (DONE excluded)", ["state"], registry=REGISTRY)
 JOBS_OLDEST_DUE_AGE = Gauge(
     "platpay_jobs_oldest_due_age_seconds", "how long the oldest due job has waited", registry=REGISTRY
 )
@@ -31,5 +31,8 @@ WEBHOOK_ATTEMPTS = Counter(
     registry=REGISTRY,
 )
 WEBHOOK_DELIVERIES = Gauge(
-    "platpay_webhook_deliveries", "webhook deliveries by status (all processes)", ["status"], registry=REGISTRY
+    "platpay_webhook_deliveries",
+    "webhook deliveries by status (all processes)",
+    ["status"],
+    registry=REGISTRY,
 )

@@ -76,7 +76,8 @@ class EdgeMiddleware:
         try:
             if declared is not None and declared > limit:
                 error = PayloadTooLarge(
-                    f"request body of {declared} bytes exceeds the {limit}-byte limit", details={"limitBytes": limit}
+                    f"request body of {declared} bytes exceeds the {limit}-byte limit",
+                    details={"limitBytes": limit},
                 )
                 await _send_error(send_with_id, error.status, error.body(), drain=receive)
             else:
@@ -107,7 +108,11 @@ async def _send_error(send: Any, status: int, body: dict[str, Any], *, drain: An
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), (b"connection", b"close")],
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"connection", b"close"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": payload})

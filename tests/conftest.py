@@ -20,15 +20,15 @@ import pytest
 os.environ.setdefault("PLATPAY_MASTER_KEY", base64.urlsafe_b64encode(b"k" * 32).rstrip(b"=").decode())
 os.environ.setdefault("PLATPAY_LOG_JSON", "true")
 
-from platpay import BASE_PATH  # noqa: E402
-from platpay.app import create_app  # noqa: E402
-from platpay.config import Settings, get_settings  # noqa: E402
-from platpay.db import migrate  # noqa: E402
-from platpay.db.database import Database  # noqa: E402
-from platpay.jobs import registry  # noqa: E402
-from platpay.jobs.runner import JobRunner  # noqa: E402
-from platpay.kit import clock  # noqa: E402
-from tests.support.receiver import WebhookReceiver  # noqa: E402
+from platpay import BASE_PATH
+from platpay.app import create_app
+from platpay.config import Settings, get_settings
+from platpay.db import migrate
+from platpay.db.database import Database
+from platpay.jobs import registry
+from platpay.jobs.runner import JobRunner
+from platpay.kit import clock
+from tests.support.receiver import WebhookReceiver
 
 PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
 BACKENDS = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]
@@ -38,7 +38,9 @@ def _pg_admin_url(url: str) -> tuple[str, str]:
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
-    return parsed.set(database="postgres").render_as_string(hide_password=False), parsed.database or "platpay_test"
+    return parsed.set(database="postgres").render_as_string(
+        hide_password=False
+    ), parsed.database or "platpay_test"
 
 
 async def _pg_recreate(url: str) -> None:
@@ -49,7 +51,8 @@ async def _pg_recreate(url: str) -> None:
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+            name,
         )
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         await conn.execute(f'CREATE DATABASE "{name}"')

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from fastapi import Query, Request, Response
+from fastapi import Depends, Query, Request, Response
 
 from platpay.auth import service as auth_service
 from platpay.auth.principals import Manager, Viewer, get_db
@@ -12,7 +12,6 @@ from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import api_router, as_utc
-from fastapi import Depends
 
 router = api_router(tags=["API Tokens"])
 
@@ -36,7 +35,9 @@ async def create_token(
         get_db(request),
         tenant_id=principal.tenant.id,
         key=idempotency_key,
-        request_fingerprint=idempotency.fingerprint(request.method, request.url.path, body.model_dump(mode="json")),
+        request_fingerprint=idempotency.fingerprint(
+            request.method, request.url.path, body.model_dump(mode="json")
+        ),
         operation=operation,
     )
 
@@ -68,14 +69,14 @@ async def list_tokens(
 
 
 @router.get("/tokens/{tokenId}", response_model=ApiToken)
-async def get_token(tokenId: str, request: Request, principal: Principal = Viewer) -> ApiToken:  # noqa: N803
+async def get_token(tokenId: str, request: Request, principal: Principal = Viewer) -> ApiToken:
     """Get an API token (never its secret)."""
     async with get_db(request).read() as session:
         return await auth_service.get_token(session, tenant_id=principal.tenant.id, token_id=tokenId)
 
 
 @router.delete("/tokens/{tokenId}", status_code=204, response_class=Response)
-async def delete_token(tokenId: str, request: Request, principal: Principal = Manager) -> Response:  # noqa: N803
+async def delete_token(tokenId: str, request: Request, principal: Principal = Manager) -> Response:
     """Delete an API token; it stops authenticating immediately."""
     async with get_db(request).transaction() as session:
         await auth_service.delete_token(session, tenant_id=principal.tenant.id, token_id=tokenId)

@@ -30,7 +30,9 @@ async def current_principal(
     request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
 ) -> Principal:
     if credentials is None:
-        raise Unauthorized("missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE)
+        raise Unauthorized(
+            "missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE
+        )
     db: Database = request.app.state.db
     async with db.read() as session:
         principal = await auth_service.authenticate(
@@ -49,7 +51,10 @@ def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
         if not principal.allows(permission):
             raise Forbidden(
                 f"this token lacks the {permission.value} permission",
-                details={"requiredPermission": permission.value, "tokenPermissions": sorted(principal.permissions)},
+                details={
+                    "requiredPermission": permission.value,
+                    "tokenPermissions": sorted(principal.permissions),
+                },
             )
         return principal
 

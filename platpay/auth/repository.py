@@ -51,7 +51,9 @@ def list_query(
     return stmt
 
 
-async def get(session: AsyncSession, *, tenant_id: str, token_id: str, for_update: bool = False) -> ApiTokenRow | None:
+async def get(
+    session: AsyncSession, *, tenant_id: str, token_id: str, for_update: bool = False
+) -> ApiTokenRow | None:
     stmt = select(ApiTokenRow).where(
         ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None)
     )
@@ -74,7 +76,9 @@ async def live_tokens_for_update(session: AsyncSession, *, tenant_id: str) -> li
 async def soft_delete(session: AsyncSession, *, tenant_id: str, token_id: str, now: datetime) -> bool:
     result = await session.execute(
         update(ApiTokenRow)
-        .where(ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None))
+        .where(
+            ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None)
+        )
         .values(deleted_at=now, updated_at=now)
     )
     return bool(result.rowcount)

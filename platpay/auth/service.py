@@ -86,7 +86,9 @@ async def create_token(
             "the creating token has",
             details={"missingPermissions": missing},
         )
-    row, secret = await issue_token(session, tenant_id=principal.tenant.id, name=name, permissions=permissions)
+    row, secret = await issue_token(
+        session, tenant_id=principal.tenant.id, name=name, permissions=permissions
+    )
     return to_schema(row, secret=secret)
 
 

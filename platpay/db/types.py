@@ -42,5 +42,5 @@ class UtcDateTime(TypeDecorator[datetime]):
 JsonType = JSON().with_variant(JSONB(), "postgresql")
 
 
-def IdColumn() -> Any:  # noqa: N802 - reads like a type in model definitions
+def IdColumn() -> Any:
     return String(64)

@@ -23,13 +23,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.events import repository, signing
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+from platpay.jobs.registry import handler
+from platpay.jobs.runner import JobContext
 from platpay.kit import clock
 from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
 from platpay.kit.urls import resolves_to_public
 from platpay.metrics import WEBHOOK_ATTEMPTS
-from platpay.jobs.registry import handler
-from platpay.jobs.runner import JobContext
 
 PENDING, DELIVERED, FAILED = "PENDING", "DELIVERED", "FAILED"
 USER_AGENT = "platpay-webhooks/1"
@@ -62,7 +62,9 @@ def on_reply(event_type: str) -> Callable[[ReplyHook], ReplyHook]:
     return register
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _client() -> httpx.AsyncClient:
@@ -93,7 +95,9 @@ def envelope(*, delivery_id: str, event_type: str, data: Any, at: datetime) -> b
     ).encode()
 
 
-async def send(url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_chars: int) -> AttemptResult:
+async def send(
+    url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_chars: int
+) -> AttemptResult:
     started = clock.monotonic()
     try:
         async with _client().stream(
@@ -130,18 +134,31 @@ async def sign_and_send(
     if settings.production_webhooks_require_public_https and environment == "production":
         parts = urlsplit(url)
         if parts.scheme != "https" or not await resolves_to_public(parts.hostname or ""):
-            return AttemptResult(None, None, 0, "blocked: production webhooks must use https on a public address")
+            return AttemptResult(
+                None, None, 0, "blocked: production webhooks must use https on a public address"
+            )
     async with session_factory() as session:
         key = await signing.signing_key(session, tenant_id=tenant_id, settings=settings)
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, HEADER: signature_header(key, body)}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        HEADER: signature_header(key, body),
+    }
     return await send(
-        url, body, headers, timeout=settings.webhook_timeout_seconds, max_chars=settings.webhook_response_max_chars
+        url,
+        body,
+        headers,
+        timeout=settings.webhook_timeout_seconds,
+        max_chars=settings.webhook_response_max_chars,
     )
 
 
 def retry_delay(attempt_count: int, settings: Settings) -> timedelta:
     """Exponential backoff with jitter: base, 2·base, 4·base … capped, each scaled by U(0.5, 1]."""
-    raw = min(settings.webhook_retry_base_seconds * 2 ** max(attempt_count - 1, 0), settings.webhook_retry_max_interval_seconds)
+    raw = min(
+        settings.webhook_retry_base_seconds * 2 ** max(attempt_count - 1, 0),
+        settings.webhook_retry_max_interval_seconds,
+    )
     return timedelta(seconds=raw * random.uniform(0.5, 1.0))
 
 
@@ -217,13 +234,20 @@ async def deliver(ctx: JobContext) -> None:
     at = clock.now()
     body = envelope(delivery_id=delivery.id, event_type=event.type, data=event.data, at=at)
     result = await sign_and_send(
-        ctx.db.read, settings=ctx.settings, tenant_id=delivery.tenant_id, environment=environment or "", url=delivery.url, body=body
+        ctx.db.read,
+        settings=ctx.settings,
+        tenant_id=delivery.tenant_id,
+        environment=environment or "",
+        url=delivery.url,
+        body=body,
     )
     async with ctx.transaction() as session:
         locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
         if locked is None or locked.job_id != ctx.job_id or locked.status != PENDING:
             return
-        next_at = await record_attempt(session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings)
+        next_at = await record_attempt(
+            session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings
+        )
         if next_at is not None:
             ctx.retry_at(next_at, reason=result.error or f"receiver answered {result.status}")
 

@@ -42,14 +42,18 @@ async def list_deliveries(
 
 
 @router.get("/webhooks/deliveries/{deliveryId}", response_model=WebhookDeliveryDetail)
-async def get_delivery(deliveryId: str, request: Request, principal: Principal = Viewer) -> WebhookDeliveryDetail:  # noqa: N803
+async def get_delivery(
+    deliveryId: str, request: Request, principal: Principal = Viewer
+) -> WebhookDeliveryDetail:
     """Get one delivery with its payload and every attempt."""
     async with get_db(request).read() as session:
-        return await events_service.get_delivery(session, tenant_id=principal.tenant.id, delivery_id=deliveryId)
+        return await events_service.get_delivery(
+            session, tenant_id=principal.tenant.id, delivery_id=deliveryId
+        )
 
 
 @router.post("/webhooks/deliveries/{deliveryId}/redeliver", status_code=202, response_model=WebhookDelivery)
-async def redeliver(deliveryId: str, request: Request, principal: Principal = Manager) -> WebhookDelivery:  # noqa: N803
+async def redeliver(deliveryId: str, request: Request, principal: Principal = Manager) -> WebhookDelivery:
     """Send a delivery again now, with the same envelope id."""
     async with get_db(request).transaction() as session:
         return await events_service.redeliver(session, tenant_id=principal.tenant.id, delivery_id=deliveryId)

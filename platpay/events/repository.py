@@ -25,7 +25,11 @@ async def get_event(session: AsyncSession, event_id: str) -> EventRow | None:
 
 
 async def attempts_of(session: AsyncSession, *, delivery_id: str) -> list[WebhookAttemptRow]:
-    stmt = select(WebhookAttemptRow).where(WebhookAttemptRow.delivery_id == delivery_id).order_by(WebhookAttemptRow.id)
+    stmt = (
+        select(WebhookAttemptRow)
+        .where(WebhookAttemptRow.delivery_id == delivery_id)
+        .order_by(WebhookAttemptRow.id)
+    )
     return list((await session.scalars(stmt)).all())
 
 
@@ -51,6 +55,8 @@ def deliveries_query(
 
 async def delivery_counts(session: AsyncSession) -> dict[str, int]:
     rows = (
-        await session.execute(select(WebhookDeliveryRow.status, func.count()).group_by(WebhookDeliveryRow.status))
+        await session.execute(
+            select(WebhookDeliveryRow.status, func.count()).group_by(WebhookDeliveryRow.status)
+        )
     ).all()
     return {status: count for status, count in rows}

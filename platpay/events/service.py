@@ -49,7 +49,9 @@ async def emit(
     if type not in types.ALL:
         raise ValueError(f"unknown event type {type!r}")
     now = clock.now()
-    event = EventRow(id=new_id("Event"), tenant_id=tenant_id, type=type, data=_payload(resource), created_at=now)
+    event = EventRow(
+        id=new_id("Event"), tenant_id=tenant_id, type=type, data=_payload(resource), created_at=now
+    )
     session.add(event)
     url = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
     if url:
@@ -120,7 +122,9 @@ async def list_deliveries(
 async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDeliveryDetail:
     row = await repository.get_delivery(session, delivery_id=delivery_id, tenant_id=tenant_id)
     if row is None:
-        raise DeliveryNotFound(f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id})
+        raise DeliveryNotFound(
+            f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id}
+        )
     event = await repository.get_event(session, row.event_id)
     attempts = await repository.attempts_of(session, delivery_id=row.id)
     return WebhookDeliveryDetail(
@@ -142,9 +146,13 @@ async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: st
 async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDelivery:
     """Send the same delivery (same envelope id) again now, whatever its state; a scheduled retry is
     superseded so the receiver is not sent two copies for one request."""
-    row = await repository.get_delivery(session, delivery_id=delivery_id, tenant_id=tenant_id, for_update=True)
+    row = await repository.get_delivery(
+        session, delivery_id=delivery_id, tenant_id=tenant_id, for_update=True
+    )
     if row is None:
-        raise DeliveryNotFound(f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id})
+        raise DeliveryNotFound(
+            f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id}
+        )
     now = clock.now()
     row.status = delivery_mod.PENDING
     row.next_attempt_at = now
@@ -200,6 +208,11 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
     if not result.ok:
         raise WebhookDeliveryError(
             f"the webhook endpoint {url} answered {result.status}",
-            details={"url": url, "deliveryId": delivery.id, "response_status": result.status, "response_body": result.body},
+            details={
+                "url": url,
+                "deliveryId": delivery.id,
+                "response_status": result.status,
+                "response_body": result.body,
+            },
         )
     return TestWebhookResult(url=url, response_status=result.status, response_body=result.body)

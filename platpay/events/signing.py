@@ -8,14 +8,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.kit.crypto import p256
 from platpay.kit.crypto.sealing import get_sealer
-from platpay.platforms import service as platforms_service
-
 from platpay.kit.crypto.webhook_signing import SEAL_PURPOSE
+from platpay.platforms import service as platforms_service
 
 _keys: dict[str, ec.EllipticCurvePrivateKey] = {}
 
 
-async def signing_key(session: AsyncSession, *, tenant_id: str, settings: Settings) -> ec.EllipticCurvePrivateKey:
+async def signing_key(
+    session: AsyncSession, *, tenant_id: str, settings: Settings
+) -> ec.EllipticCurvePrivateKey:
     key = _keys.get(tenant_id)
     if key is None:
         sealed = await platforms_service.sealed_webhook_key(session, tenant_id=tenant_id)

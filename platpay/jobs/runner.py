@@ -34,7 +34,7 @@ class LeaseLost(Exception):
     """Another worker owns this job now; everything this attempt wrote is rolled back."""
 
 
-class RetryLater(Exception):  # noqa: N818 - a signal, not an error
+class RetryLater(Exception):
     """Raised by a handler to run the job again at `run_at` (its attempt counter is reset)."""
 
     def __init__(self, run_at: datetime, reason: str = "") -> None:

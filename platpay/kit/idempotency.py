@@ -31,11 +31,11 @@ from sqlalchemy import String, Text, delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from platpay.config import get_settings
 from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.types import IdColumn, UtcDateTime
 from platpay.errors import ApiError, Conflict, InvalidInput
-from platpay.config import get_settings
 from platpay.kit import clock
 from platpay.kit.crypto.sealing import get_sealer
 
@@ -177,6 +177,7 @@ async def purge_expired(session: AsyncSession, *, before: datetime) -> int:
 
 async def find(session: AsyncSession, *, tenant_id: str, key: str) -> IdempotencyKeyRow | None:
     return await session.scalar(
-        select(IdempotencyKeyRow).where(IdempotencyKeyRow.tenant_id == tenant_id, IdempotencyKeyRow.key == key)
+        select(IdempotencyKeyRow).where(
+            IdempotencyKeyRow.tenant_id == tenant_id, IdempotencyKeyRow.key == key
+        )
     )
-

@@ -31,9 +31,9 @@ class Page(BaseModel, Generic[T]):
     """Paginated envelope: `nextCursor` is present only when `hasMore` is true."""
 
     data: list[T]
-    hasMore: bool  # noqa: N815 - wire name
+    hasMore: bool
     nextCursor: str | None = Field(default=None, description="pass as `cursor` to get the next page")
-    totalCount: int = Field(description="items matching the filters, ignoring pagination")  # noqa: N815
+    totalCount: int = Field(description="items matching the filters, ignoring pagination")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,9 @@ class ApiRoute(APIRoute):
             return handler
 
         async def checked(request: Request) -> Response:
-            has_body = request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
+            has_body = (
+                request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
+            )
             if has_body:
                 media = _media_type(request.headers.get("content-type"))
                 json_ok = expected == "application/json" and (media == expected or media.endswith("+json"))

@@ -41,7 +41,11 @@ def validate_webhook_url(url: str, *, field: str, require_public_https: bool) ->
             raise invalid_field(field, "production webhooks must use https")
         host = parts.hostname.lower()
         address = _ip(host)
-        if host == "localhost" or host.endswith(".localhost") or (address is not None and not address.is_global):
+        if (
+            host == "localhost"
+            or host.endswith(".localhost")
+            or (address is not None and not address.is_global)
+        ):
             raise invalid_field(field, "production webhooks must point to a public address")
     return url
 

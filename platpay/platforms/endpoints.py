@@ -18,7 +18,9 @@ async def get_config(principal: Principal = Viewer) -> PlatformConfig:
 
 
 @router.patch("/config", response_model=PlatformConfig)
-async def update_config(body: PlatformConfigUpdate, request: Request, principal: Principal = Manager) -> PlatformConfig:
+async def update_config(
+    body: PlatformConfigUpdate, request: Request, principal: Principal = Manager
+) -> PlatformConfig:
     """Update the configuration partially; a new webhookEndpoint receives one TEST event."""
     async with get_db(request).transaction() as session:
         return await platforms_service.update_config(

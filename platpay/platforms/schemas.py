@@ -86,4 +86,6 @@ class PlatformConfigUpdate(ApiRequest):
 
     uma_domain: str | None = Field(default=None, min_length=1, max_length=253)
     webhook_endpoint: str | None = Field(default=None, max_length=2048)
-    supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(default=None, min_length=1, max_length=50)
+    supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(
+        default=None, min_length=1, max_length=50
+    )

@@ -34,7 +34,9 @@ from platpay.platforms.schemas import (
 
 DEFAULT_CURRENCIES = ("USD", "USDC", "USDB")
 DEFAULT_MAX_AMOUNT = 1_000_000_000_000
-_DOMAIN_RE = re.compile(r"^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
+_DOMAIN_RE = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$"
+)
 
 
 @cache
@@ -99,7 +101,9 @@ async def create_platform(
         currencies.require(code, field="currencies")
     domain = validate_uma_domain(uma_domain or f"{_slug(name)}.platpay.test")
     now = clock.now()
-    platform = PlatformRow(id=new_id("Platform"), name=name, is_regulated=is_regulated, created_at=now, updated_at=now)
+    platform = PlatformRow(
+        id=new_id("Platform"), name=name, is_regulated=is_regulated, created_at=now, updated_at=now
+    )
     session.add(platform)
     await session.flush()
     sealer = get_sealer(settings.master_key, settings.var_dir)
@@ -134,7 +138,9 @@ def _currency_view(entry: dict[str, Any]) -> PlatformCurrencyConfig:
         currency_code=entry["currencyCode"],
         min_amount=entry["minAmount"],
         max_amount=entry["maxAmount"],
-        required_counterparty_fields=[CounterpartyFieldDefinition(**f) for f in entry["requiredCounterpartyFields"]],
+        required_counterparty_fields=[
+            CounterpartyFieldDefinition(**f) for f in entry["requiredCounterpartyFields"]
+        ],
         enabled_transaction_types=entry["enabledTransactionTypes"],
         provider_required_customer_fields=required["customer"] or None,
         provider_required_counterparty_customer_fields=required["counterparty"] or None,
@@ -180,7 +186,8 @@ def _validate_currencies(entries: list[PlatformCurrencyConfigIn]) -> list[dict[s
                 "minAmount": entry.min_amount,
                 "maxAmount": entry.max_amount,
                 "requiredCounterpartyFields": [
-                    {"name": f.name.value, "mandatory": f.mandatory} for f in entry.required_counterparty_fields
+                    {"name": f.name.value, "mandatory": f.mandatory}
+                    for f in entry.required_counterparty_fields
                 ],
                 "enabledTransactionTypes": list(entry.enabled_transaction_types),
             }

@@ -31,5 +31,6 @@ def verify_header(public_key_pem: str, header_value: str, body: bytes) -> bool:
         return False
     return p256.verify_der(p256.public_key_from_pem(public_key_pem), signature, body)
 
+
 # Associated data when the tenant's private signing key is sealed at rest.
 SEAL_PURPOSE = "webhook-signing-key"

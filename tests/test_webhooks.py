@@ -1,0 +1,188 @@
+"""Signed webhook delivery through the outbox and the job runner, against a real HTTP receiver."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from platpay.events import service as events_service
+from platpay.events.delivery import retry_delay
+from platpay.kit.crypto.webhook_signing import verify_header
+from tests.conftest import create_platform
+from tests.support.jobs import run_jobs_until
+from tests.support.receiver import Reply
+
+
+async def _set_endpoint(client, auth, url):
+    response = await client.patch("/config", auth=auth, json={"webhookEndpoint": url})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def _emit(db, tenant_id, event_type="CUSTOMER.KYC_APPROVED", data=None):
+    async with db.transaction() as session:
+        event = await events_service.emit(
+            session, tenant_id=tenant_id, type=event_type, resource=data or {"id": "Customer:x"}
+        )
+    return event.id
+
+
+async def _tenant_id(client, auth, db):
+    from sqlalchemy import text
+
+    config_id = (await client.get("/config", auth=auth)).json()["id"]
+    async with db.read() as session:
+        return await session.scalar(text("SELECT id FROM tenants WHERE config_id = :c"), {"c": config_id})
+
+
+class TestDelivery:
+    async def test_receiver_failing_twice_then_succeeding_gets_one_event_three_attempts(
+        self, client, auth, db, runner, receiver
+    ):
+        config = await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("TEST")) == 1)
+        tenant_id = await _tenant_id(client, auth, db)
+        receiver.replies(500, 503)
+        await _emit(db, tenant_id, data={"id": "Customer:1", "kycStatus": "APPROVED"})
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 3)
+
+        requests = receiver.of_type("CUSTOMER.KYC_APPROVED")
+        ids = {r.json["id"] for r in requests}
+        assert len(ids) == 1 and next(iter(ids)).startswith("Webhook:")
+        for r in requests:
+            assert verify_header(config["webhookPublicKey"], r.headers["x-svc-signature"], r.body)
+            assert json.loads(r.headers["x-svc-signature"])["v"] == "1"
+            assert r.json["data"] == {"id": "Customer:1", "kycStatus": "APPROVED"}
+            assert r.headers["content-type"] == "application/json"
+        delivery = (await client.get(f"/webhooks/deliveries/{ids.pop()}", auth=auth)).json()
+        assert delivery["status"] == "DELIVERED"
+        assert [a["responseStatus"] for a in delivery["attempts"]] == [500, 503, 200]
+        assert all(a["latencyMs"] >= 0 for a in delivery["attempts"])
+        assert delivery["attemptCount"] == 3
+
+    async def test_signature_fails_for_a_tampered_body(self, client, auth, db, runner, receiver):
+        config = await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        r = receiver.received[0]
+        assert verify_header(config["webhookPublicKey"], r.headers["x-svc-signature"], r.body)
+        assert not verify_header(config["webhookPublicKey"], r.headers["x-svc-signature"], r.body + b" ")
+
+    async def test_timeouts_and_connection_errors_are_retried_and_recorded(
+        self, client, auth, db, runner, receiver, settings
+    ):
+        settings.webhook_timeout_seconds = 0.3
+        await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        tenant_id = await _tenant_id(client, auth, db)
+        receiver.replies(Reply(status=200, delay=1.0))
+        await _emit(db, tenant_id)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 2)
+        listed = (
+            await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+        ).json()
+        delivery = (await client.get(f"/webhooks/deliveries/{listed['data'][0]['id']}", auth=auth)).json()
+        await run_jobs_until(runner, lambda: True)
+        delivery = (await client.get(f"/webhooks/deliveries/{listed['data'][0]['id']}", auth=auth)).json()
+        assert "timed out" in delivery["attempts"][0]["error"]
+        assert "responseStatus" not in delivery["attempts"][0]
+        assert delivery["status"] == "DELIVERED"
+
+    async def test_a_409_reply_is_not_retried(self, client, auth, db, runner, receiver):
+        await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        receiver.replies(409)
+        await _emit(db, await _tenant_id(client, auth, db))
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 1)
+        await runner.run_until_idle()
+        listed = (await client.get("/webhooks/deliveries", auth=auth, params={"status": "FAILED"})).json()
+        assert [d["lastResponseStatus"] for d in listed["data"]] == [409]
+        assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 1
+
+    async def test_test_events_are_not_retried(self, client, auth, runner, receiver):
+        receiver.replies(500)
+        await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        await runner.run_until_idle()
+        listed = (await client.get("/webhooks/deliveries", auth=auth)).json()["data"]
+        assert [(d["type"], d["status"], d["attemptCount"]) for d in listed] == [("TEST", "FAILED", 1)]
+
+    async def test_gives_up_after_the_maximum_age(self, client, auth, db, runner, receiver, settings):
+        settings.webhook_retry_max_age_seconds = 0.4
+        receiver.default = Reply(status=500)
+        await _set_endpoint(client, auth, receiver.url)
+        await _emit(db, await _tenant_id(client, auth, db))
+        delivery_status = {}
+
+        async def settled():
+            listed = (
+                await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+            ).json()
+            delivery_status["d"] = listed["data"][0]
+            return listed["data"][0]["status"] == "FAILED"
+
+        for _ in range(200):
+            await runner.run_until_idle()
+            if await settled():
+                break
+            import asyncio
+
+            await asyncio.sleep(0.02)
+        d = delivery_status["d"]
+        assert d["status"] == "FAILED" and d["attemptCount"] >= 2
+        assert "nextAttemptAt" not in d
+
+    async def test_redeliver_sends_the_same_id_again(self, client, auth, db, runner, receiver):
+        await _set_endpoint(client, auth, receiver.url)
+        await _emit(db, await _tenant_id(client, auth, db))
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 1)
+        delivery_id = receiver.of_type("CUSTOMER.KYC_APPROVED")[0].json["id"]
+        response = await client.post(f"/webhooks/deliveries/{delivery_id}/redeliver", auth=auth)
+        assert response.status_code == 202 and response.json()["status"] == "PENDING"
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 2)
+        assert {r.json["id"] for r in receiver.of_type("CUSTOMER.KYC_APPROVED")} == {delivery_id}
+        detail = (await client.get(f"/webhooks/deliveries/{delivery_id}", auth=auth)).json()
+        assert detail["attemptCount"] == 2 and detail["status"] == "DELIVERED"
+
+    async def test_redeliver_of_a_pending_retry_does_not_send_twice(
+        self, client, auth, db, runner, receiver, settings
+    ):
+        settings.webhook_retry_base_seconds = 60  # the scheduled retry is far away
+        await _set_endpoint(client, auth, receiver.url)
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        receiver.replies(500)
+        await _emit(db, await _tenant_id(client, auth, db))
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 1)
+        delivery_id = receiver.of_type("CUSTOMER.KYC_APPROVED")[0].json["id"]
+        await client.post(f"/webhooks/deliveries/{delivery_id}/redeliver", auth=auth)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 2)
+        from platpay.kit import clock
+
+        clock.advance(timedelta(minutes=5))  # the superseded retry becomes due and must do nothing
+        await runner.run_until_idle()
+        assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 2
+
+    async def test_events_without_an_endpoint_are_recorded_but_not_delivered(self, client, auth, db, runner):
+        await _emit(db, await _tenant_id(client, auth, db))
+        assert await runner.run_until_idle() == 0
+        assert (await client.get("/webhooks/deliveries", auth=auth)).json()["totalCount"] == 0
+
+
+class TestDeliveryApi:
+    async def test_unknown_or_foreign_delivery_is_404(self, client, auth, db, settings, runner, receiver):
+        other = await create_platform(db, settings, name="Other")
+        await _set_endpoint(client, other["sandbox"], receiver.url)
+        theirs = (await client.get("/webhooks/deliveries", auth=other["sandbox"])).json()["data"][0]["id"]
+        assert (await client.get(f"/webhooks/deliveries/{theirs}", auth=auth)).status_code == 404
+        assert (await client.post(f"/webhooks/deliveries/{theirs}/redeliver", auth=auth)).status_code == 404
+        assert (await client.get("/webhooks/deliveries", auth=auth)).json()["totalCount"] == 0
+        missing = await client.get("/webhooks/deliveries/Webhook:nope", auth=auth)
+        assert missing.status_code == 404 and missing.json()["code"] == "WEBHOOK_DELIVERY_NOT_FOUND"
+
+
+class TestRetryPolicy:
+    def test_first_retry_within_base_doubling_and_capped(self, settings):
+        settings.webhook_retry_base_seconds = 5
+        settings.webhook_retry_max_interval_seconds = 1800
+        for attempt, ceiling in [(1, 5), (2, 10), (3, 20), (4, 40), (12, 1800), (30, 1800)]:
+            delays = [retry_delay(attempt, settings).total_seconds() for _ in range(200)]
+            assert max(delays) <= ceiling and min(delays) >= ceiling / 2
