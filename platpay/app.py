@@ -15,7 +15,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from platpay import API_VERSION, BASE_PATH
 from platpay.config import Settings, get_settings
@@ -105,13 +107,39 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     headers = dict(exc.headers or {})
     if status == 401:
         headers["WWW-Authenticate"] = 'Basic realm="platpay"'
+    elif status == 405:
+        headers["Allow"] = ", ".join(_allowed_methods(request))
     return _error_response(status, code, message, headers=headers or None)
+
+
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method the path serves (each method is its own route; Starlette's 405 names only the first)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     log.error("request.unhandled", path=request.url.path, error=repr(exc), exc_info=exc)
     error = InternalError("internal error; the request id identifies it in our logs")
     return JSONResponse(error.body(), status_code=500)
+
+
+# SQLSTATEs for client text the database cannot hold (PostgreSQL refuses NUL characters): a 400, not a 500.
+_UNSTORABLE_TEXT = {"22021", "22P05"}
+
+
+async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
+    if getattr(exc.orig, "sqlstate", None) in _UNSTORABLE_TEXT:
+        message = "the request holds text that cannot be stored (a NUL character)"
+        return _error_response(400, "INVALID_INPUT", message)
+    return await _unexpected(request, exc)
 
 
 def _custom_openapi(app: FastAPI) -> dict[str, Any]:
@@ -184,6 +212,7 @@ def create_app(
     app.add_exception_handler(ApiError, _api_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(DBAPIError, _database_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
 
     from platpay.routers import ROUTERS, body_limits
@@ -222,7 +251,7 @@ def create_app(
         "/metrics",
         tags=["Operations"],
         response_class=Response,
-        responses={200: {"content": {"text/plain": {}}}},
+        responses={200: {"content": {"text/plain": {}}}, 500: {"model": ErrorBody}},
     )
     async def metrics(request: Request) -> Response:
         """Prometheus metrics."""

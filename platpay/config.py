@@ -60,6 +60,16 @@ class Settings(BaseSettings):
     # Idempotency
     idempotency_retention_hours: int = 48
 
+    # Bulk customer import
+    bulk_import_max_bytes: int = Field(
+        default=52_428_800,
+        ge=1,
+        description="largest CSV file POST /customers/bulk/csv accepts (bytes); a larger one is refused with 400",
+    )
+    bulk_import_chunk_rows: int = Field(
+        default=1000, ge=1, le=5000, description="CSV rows an import job validates and creates per transaction"
+    )
+
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")

@@ -11,10 +11,11 @@ import re
 import time
 import uuid
 from typing import Any
+from urllib.parse import parse_qsl
 
 import structlog
 
-from platpay.errors import PayloadTooLarge
+from platpay.errors import InvalidInput, PayloadTooLarge
 from platpay.metrics import HTTP_LATENCY, HTTP_REQUESTS
 
 log = structlog.get_logger("platpay.access")
@@ -73,8 +74,14 @@ class EdgeMiddleware:
             declared = int(content_length) if content_length is not None else None
         except ValueError:
             declared = None
+        nul_fields = _nul_fields(scope)
         try:
-            if declared is not None and declared > limit:
+            if nul_fields:
+                error = InvalidInput(
+                    "invalid input: the URL must not contain NUL characters", details={"fields": nul_fields}
+                )
+                await _send_error(send_with_id, error.status, error.body(), drain=receive)
+            elif declared is not None and declared > limit:
                 error = PayloadTooLarge(
                     f"request body of {declared} bytes exceeds the {limit}-byte limit",
                     details={"limitBytes": limit},
@@ -100,6 +107,22 @@ class EdgeMiddleware:
                     duration_ms=round(elapsed * 1000, 2),
                     client=(scope.get("client") or ("-",))[0],
                 )
+
+
+def _nul_fields(scope: dict[str, Any]) -> list[dict[str, str]]:
+    """Path and query parameters holding a NUL character: no identifier or filter can, and PostgreSQL
+    refuses to compare text with one, so they are refused here before any route sees them."""
+    fields = []
+    message = "must not contain NUL characters"
+    if "\x00" in scope["path"]:
+        fields.append({"field": "path", "location": "path", "message": message})
+    query = scope.get("query_string", b"")
+    if b"%00" in query or b"\x00" in query:
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            if "\x00" in name or "\x00" in value:
+                field = name.replace("\x00", "\\x00")
+                fields.append({"field": field, "location": "query", "message": message})
+    return fields
 
 
 async def _send_error(send: Any, status: int, body: dict[str, Any], *, drain: Any) -> None:

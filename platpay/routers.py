@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+from platpay.accounts.endpoints import router as accounts_router
 from platpay.auth.endpoints import router as tokens_router
+from platpay import BASE_PATH
 from platpay.config import Settings
+from platpay.customers import bulk as bulk_service
+from platpay.customers.bulk_endpoints import UPLOAD_PATH
+from platpay.customers.bulk_endpoints import router as bulk_customers_router
 from platpay.events.endpoints import router as webhooks_router
 from platpay.events.endpoints import sandbox_router as sandbox_webhooks_router
+from platpay.customers.endpoints import router as customers_router
+from platpay.customers.endpoints import sandbox_router as sandbox_customers_router
 from platpay.platforms.endpoints import router as config_router
 
-ROUTERS = (config_router, tokens_router, webhooks_router, sandbox_webhooks_router)
+# Order matters where paths overlap: /customers/internal-accounts and /customers/bulk/... before
+# /customers/{customerId}.
+ROUTERS = (
+    config_router,
+    tokens_router,
+    accounts_router,
+    bulk_customers_router,
+    customers_router,
+    webhooks_router,
+    sandbox_webhooks_router,
+    sandbox_customers_router,
+)
 
 
 def body_limits(settings: Settings) -> dict[str, int]:
     """Paths that take larger bodies than PLATPAY_MAX_BODY_BYTES (uploads)."""
-    return {}
+    # The CSV limit itself is checked on the file (a clear 400); the body may exceed it by the multipart
+    # envelope, and anything beyond that is cut off at the edge with 413.
+    return {f"{BASE_PATH}{UPLOAD_PATH}": settings.bulk_import_max_bytes + bulk_service.MULTIPART_ALLOWANCE_BYTES}

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from datetime import datetime
-
 from fastapi import Depends, Query, Request, Response
 
 from platpay.auth import service as auth_service
@@ -11,7 +9,7 @@ from platpay.auth.service import Principal
 from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, page_params
-from platpay.kit.routing import api_router, as_utc
+from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
 router = api_router(tags=["API Tokens"])
 
@@ -46,10 +44,10 @@ async def create_token(
 async def list_tokens(
     request: Request,
     name: str | None = Query(None, max_length=200, description="exact token name"),
-    created_after: datetime | None = Query(None, alias="createdAfter"),
-    created_before: datetime | None = Query(None, alias="createdBefore"),
-    updated_after: datetime | None = Query(None, alias="updatedAfter"),
-    updated_before: datetime | None = Query(None, alias="updatedBefore"),
+    created_after: QueryTimestamp | None = Query(None, alias="createdAfter"),
+    created_before: QueryTimestamp | None = Query(None, alias="createdBefore"),
+    updated_after: QueryTimestamp | None = Query(None, alias="updatedAfter"),
+    updated_before: QueryTimestamp | None = Query(None, alias="updatedBefore"),
     params: PageParams = Depends(page_params),
     principal: Principal = Viewer,
 ) -> dict:

@@ -34,10 +34,9 @@ async def current_principal(
             "missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE
         )
     db: Database = request.app.state.db
-    async with db.read() as session:
-        principal = await auth_service.authenticate(
-            session, client_id=credentials.username, client_secret=credentials.password
-        )
+    principal = await auth_service.authenticate_request(
+        db, client_id=credentials.username, client_secret=credentials.password
+    )
     if principal is None:
         raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
     request.state.principal = principal

@@ -3,29 +3,47 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.auth.models import ApiTokenRow
+from platpay.db.database import Database, LeanSelect
 from platpay.platforms.models import PlatformRow, TenantRow
 
-
-async def credential_with_tenant(session: AsyncSession, client_id: str) -> Any:
-    """The live token for `client_id` with its tenant and platform, in one query: authentication runs on
-    every request, so this join is the one place auth reads the platforms tables directly."""
-    stmt = (
-        select(
-            ApiTokenRow.id,
-            ApiTokenRow.permissions,
-            ApiTokenRow.secret_sha256,
-            TenantRow,
-            PlatformRow.is_regulated,
-        )
-        .join(TenantRow, TenantRow.id == ApiTokenRow.tenant_id)
-        .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
-        .where(ApiTokenRow.client_id == client_id, ApiTokenRow.deleted_at.is_(None))
+# Authentication runs on every request: one query for the live token with its tenant and platform (the
+# one place auth reads the platforms tables directly), flat columns in this order.
+CREDENTIAL = LeanSelect(
+    select(
+        ApiTokenRow.id,
+        ApiTokenRow.permissions,
+        ApiTokenRow.secret_sha256,
+        TenantRow.id,
+        TenantRow.platform_id,
+        TenantRow.environment,
+        PlatformRow.is_regulated,
+        TenantRow.config_id,
+        TenantRow.uma_domain,
+        TenantRow.webhook_endpoint,
+        TenantRow.supported_currencies,
+        TenantRow.webhook_public_key_pem,
+        TenantRow.created_at,
+        TenantRow.updated_at,
     )
-    return (await session.execute(stmt)).first()
+    .join(TenantRow, TenantRow.id == ApiTokenRow.tenant_id)
+    .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
+    .where(ApiTokenRow.client_id == bindparam("client_id"), ApiTokenRow.deleted_at.is_(None))
+)
+
+
+async def credential(db: Database, client_id: str) -> tuple[Any, ...] | None:
+    """The CREDENTIAL row for `client_id`, read without an ORM session (`Database.fetch_first`)."""
+    return await db.fetch_first(CREDENTIAL, {"client_id": client_id})
+
+
+async def credential_with_tenant(session: AsyncSession, client_id: str) -> tuple[Any, ...] | None:
+    """The CREDENTIAL row for `client_id` inside the caller's session."""
+    row = (await session.execute(CREDENTIAL.statement, {"client_id": client_id})).first()
+    return tuple(row) if row is not None else None
 
 
 def list_query(

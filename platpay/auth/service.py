@@ -7,6 +7,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,6 +15,7 @@ from platpay.auth import repository
 from platpay.auth.errors import LastManageToken, PermissionEscalation, TokenNotFound
 from platpay.auth.models import ApiTokenRow
 from platpay.auth.schemas import ApiToken, Permission
+from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -137,25 +139,58 @@ async def delete_token(session: AsyncSession, *, tenant_id: str, token_id: str) 
 
 
 async def authenticate(session: AsyncSession, *, client_id: str, client_secret: str) -> Principal | None:
-    row = await repository.credential_with_tenant(session, client_id) if len(client_id) <= 64 else None
-    expected = row.secret_sha256 if row is not None else _DUMMY_HASH
+    """Check HTTP Basic credentials inside the caller's session."""
+    row = await repository.credential_with_tenant(session, client_id) if _usable(client_id) else None
+    return _principal(row, client_secret)
+
+
+async def authenticate_request(db: Database, *, client_id: str, client_secret: str) -> Principal | None:
+    """Check HTTP Basic credentials with one lean read (no ORM session): the per-request path. Nothing is
+    cached, so a deleted token stops authenticating at once in every process."""
+    row = await repository.credential(db, client_id) if _usable(client_id) else None
+    return _principal(row, client_secret)
+
+
+def _usable(client_id: str) -> bool:
+    return len(client_id) <= 64 and "\x00" not in client_id  # PostgreSQL refuses text holding NUL
+
+
+def _principal(row: tuple[Any, ...] | None, client_secret: str) -> Principal | None:
+    """The principal for a repository.CREDENTIAL row whose secret matches; the comparison runs (against a
+    dummy hash) even for an unknown client id, so both failures cost the same."""
+    expected = row[2] if row is not None else _DUMMY_HASH
     if not hmac.compare_digest(_hash_secret(client_secret), expected) or row is None:
         return None
-    tenant = row.TenantRow
+    (
+        token_id,
+        permissions,
+        _secret_sha256,
+        tenant_id,
+        platform_id,
+        environment,
+        is_regulated,
+        config_id,
+        uma_domain,
+        webhook_endpoint,
+        supported_currencies,
+        webhook_public_key_pem,
+        created_at,
+        updated_at,
+    ) = row
     return Principal(
-        token_id=row.id,
-        permissions=frozenset(row.permissions),
+        token_id=token_id,
+        permissions=frozenset(permissions),
         tenant=TenantContext(
-            id=tenant.id,
-            platform_id=tenant.platform_id,
-            environment=tenant.environment,
-            is_regulated=row.is_regulated,
-            config_id=tenant.config_id,
-            uma_domain=tenant.uma_domain,
-            webhook_endpoint=tenant.webhook_endpoint,
-            supported_currencies=tenant.supported_currencies,
-            webhook_public_key_pem=tenant.webhook_public_key_pem,
-            created_at=tenant.created_at,
-            updated_at=tenant.updated_at,
+            id=tenant_id,
+            platform_id=platform_id,
+            environment=environment,
+            is_regulated=is_regulated,
+            config_id=config_id,
+            uma_domain=uma_domain,
+            webhook_endpoint=webhook_endpoint,
+            supported_currencies=supported_currencies,
+            webhook_public_key_pem=webhook_public_key_pem,
+            created_at=created_at,
+            updated_at=updated_at,
         ),
     )

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from fastapi import Depends, Query, Request
@@ -11,7 +10,7 @@ from platpay.auth.service import Principal
 from platpay.events import service as events_service
 from platpay.events.schemas import TestWebhookResult, WebhookDelivery, WebhookDeliveryDetail
 from platpay.kit.pagination import Page, PageParams, page_params
-from platpay.kit.routing import api_router, as_utc
+from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
 router = api_router(tags=["Webhooks"])
 sandbox_router = api_router(tags=["Sandbox"])
@@ -22,8 +21,8 @@ async def list_deliveries(
     request: Request,
     status: Literal["PENDING", "DELIVERED", "FAILED"] | None = Query(None),
     event_type: str | None = Query(None, alias="type", max_length=64, description="event type, e.g. TEST"),
-    created_after: datetime | None = Query(None, alias="createdAfter"),
-    created_before: datetime | None = Query(None, alias="createdBefore"),
+    created_after: QueryTimestamp | None = Query(None, alias="createdAfter"),
+    created_before: QueryTimestamp | None = Query(None, alias="createdBefore"),
     params: PageParams = Depends(page_params),
     principal: Principal = Viewer,
 ) -> dict:

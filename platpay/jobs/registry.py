@@ -14,7 +14,12 @@ Handler = Callable[["JobContext"], Awaitable[None]]
 _HANDLERS: dict[str, Handler] = {}
 
 # Modules that register handlers. A new domain with jobs adds itself here.
-HANDLER_MODULES = ("platpay.jobs.builtin", "platpay.events.delivery")
+HANDLER_MODULES = (
+    "platpay.jobs.builtin",
+    "platpay.events.delivery",
+    "platpay.accounts.jobs",
+    "platpay.customers.bulk_jobs",
+)
 
 
 def handler(kind: str) -> Callable[[Handler], Handler]:

@@ -51,9 +51,15 @@ async def claim(
         .limit(limit)
         .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
     )
+    # Lock the ids first, then update exactly those. As one `UPDATE … WHERE id IN (SELECT … LIMIT n FOR
+    # UPDATE SKIP LOCKED)` PostgreSQL may plan a nested-loop semi join that rescans the locking subquery
+    # per outer row, claiming the whole queue instead of `limit` jobs.
+    ids = list((await session.scalars(due)).all())
+    if not ids:
+        return []
     result = await session.execute(
         update(JobRow)
-        .where(JobRow.id.in_(due.scalar_subquery()), _claimable(now))
+        .where(JobRow.id.in_(ids), _claimable(now))
         .values(
             state=RUNNING,
             lease_until=lease_until,

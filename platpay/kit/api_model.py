@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic.alias_generators import to_camel
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_has_nul(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    return False
 
 
 class ApiModel(BaseModel):
@@ -21,3 +31,11 @@ class ApiRequest(BaseModel):
     """A request body: only the documented camelCase names are accepted."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", str_strip_whitespace=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul_characters(cls, value: Any) -> Any:
+        # No text we store may hold NUL (PostgreSQL refuses it); refused here alike on every backend.
+        if _has_nul(value):
+            raise ValueError("must not contain NUL characters")
+        return value

@@ -3,13 +3,17 @@ wrong media type, and omits null fields from responses."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi import params as fastapi_params
 from fastapi.routing import APIRoute
+from pydantic import AfterValidator, BeforeValidator
+from starlette.requests import ClientDisconnect
 
 from platpay.errors import ErrorBody, UnsupportedMediaType
 
@@ -18,26 +22,44 @@ _ERROR_DESCRIPTIONS = {
     401: "Missing or invalid credentials",
     403: "The credentials may not do this",
     404: "Not found (or not visible to these credentials)",
-    405: "Method not allowed on this path",
     409: "Conflicts with the resource's current state",
     413: "Request body too large",
     415: "Unsupported content type",
     429: "Too many requests",
     500: "Internal error",
 }
+_ERROR_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "the Basic challenge", "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "integer"}}},
+}
+# A matched operation never answers 405 (that is another method on its path), so none lists it.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text} for status, text in _ERROR_DESCRIPTIONS.items()
 }
+for _status, _headers in _ERROR_HEADERS.items():
+    ERROR_RESPONSES[_status]["headers"] = _headers
 
 
 def _media_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
+def _with_error_body(responses: dict[int | str, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
+    """An error documented without a body (`responses={410: {"description": "customer deleted"}}`) has ours."""
+    completed = dict(responses)
+    for status, doc in responses.items():
+        if str(status)[0] in "45" and "model" not in doc and "content" not in doc:
+            completed[status] = {**doc, "model": ErrorBody}
+    return completed
+
+
 class ApiRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         kwargs["response_model_exclude_none"] = True
+        kwargs["responses"] = _with_error_body(kwargs.get("responses") or {})
         super().__init__(path, endpoint, **kwargs)
+        if self.body_field is None:  # only an operation that takes a body can answer 415
+            self.responses = {status: doc for status, doc in self.responses.items() if str(status) != "415"}
 
     def _expected_media_type(self) -> str | None:
         if self.body_field is None:
@@ -63,6 +85,15 @@ class ApiRoute(APIRoute):
                         f"send the body as {expected}, not {media or 'an unlabelled body'}",
                         details={"expected": expected, "received": media or None},
                     )
+                # Read (and cache) the body here: an over-limit chunked body then answers 413 from the edge
+                # middleware's PayloadTooLarge, which FastAPI's own body parsing would turn into a bare 400.
+                # A form is parsed (and cached) instead of read whole: its files stream to spooled
+                # temporary files, so an upload is never held in memory.
+                with contextlib.suppress(ClientDisconnect):
+                    if expected == "multipart/form-data":
+                        await request.form()
+                    else:
+                        await request.body()
             return await handler(request)
 
         return checked
@@ -77,3 +108,17 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _iso_datetime_only(value: Any) -> Any:
+    # Pydantic would also take "0.5" or "1700000000" as Unix time; the documented format is ISO 8601.
+    if isinstance(value, str) and not _ISO_DATETIME.match(value):
+        raise ValueError("must be an ISO 8601 timestamp, e.g. 2025-10-13T12:00:00Z")
+    return value
+
+
+QueryTimestamp = Annotated[datetime, BeforeValidator(_iso_datetime_only), AfterValidator(as_utc)]
+"""A timestamp query filter (`createdAfter=2025-10-13T12:00:00Z`): ISO 8601 only, returned in UTC."""

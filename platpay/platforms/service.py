@@ -91,7 +91,9 @@ async def create_platform(
     uma_domain: str | None,
     settings: Settings,
 ) -> CreatedPlatform:
-    """A platform with a sandbox and a production tenant, each with its own signing key and a MANAGE token."""
+    """A platform with a sandbox and a production tenant, each with its own signing key, a MANAGE token and
+    an internal account per supported currency."""
+    from platpay.accounts import service as accounts_service
     from platpay.auth import service as auth_service
 
     if not name.strip():
@@ -125,6 +127,7 @@ async def create_platform(
         )
         session.add(tenant)
         await session.flush()
+        await accounts_service.ensure_platform_accounts(session, tenant_id=tenant.id, codes=codes)
         token, secret = await auth_service.issue_token(
             session, tenant_id=tenant.id, name=f"{environment} bootstrap", permissions=list(Permission)
         )
@@ -211,10 +214,20 @@ def tenant_context(row: TenantRow, *, is_regulated: bool) -> TenantContext:
     )
 
 
+async def load_tenant(session: AsyncSession, *, tenant_id: str) -> TenantContext:
+    """The tenant as an authenticated request sees it, for jobs acting on a tenant's behalf."""
+    row = await repository.get_tenant(session, tenant_id)
+    platform = await repository.get_platform(session, row.platform_id) if row is not None else None
+    if row is None or platform is None:
+        raise TenantNotFound(f"tenant {tenant_id} not found")
+    return tenant_context(row, is_regulated=platform.is_regulated)
+
+
 async def update_config(
     session: AsyncSession, *, tenant: TenantContext, update: PlatformConfigUpdate, settings: Settings
 ) -> PlatformConfig:
     """Partial update. A new or changed webhookEndpoint gets one TEST event."""
+    from platpay.accounts import service as accounts_service
     from platpay.events import service as events_service
     from platpay.events import types as event_types
 
@@ -241,11 +254,16 @@ async def update_config(
             )
         endpoint_changed = new_url is not None and new_url != row.webhook_endpoint
         row.webhook_endpoint = new_url
+    added: list[str] = []
     if "supported_currencies" in fields and update.supported_currencies is not None:
+        before = {entry["currencyCode"] for entry in row.supported_currencies}
         row.supported_currencies = _validate_currencies(update.supported_currencies)
+        added = [e["currencyCode"] for e in row.supported_currencies if e["currencyCode"] not in before]
     if fields:
         row.updated_at = clock.now()
     await session.flush()
+    if added:
+        await accounts_service.on_currencies_added(session, tenant_id=row.id, codes=added)
     if endpoint_changed:
         await events_service.emit(session, tenant_id=row.id, type=event_types.TEST, resource={})
     return render_config(tenant_context(row, is_regulated=tenant.is_regulated))

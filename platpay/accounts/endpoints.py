@@ -1,0 +1,244 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import Depends, Query, Request, Response
+
+from platpay.accounts import discoveries
+from platpay.accounts import external_service as external
+from platpay.accounts import service as internal
+from platpay.accounts.schemas import (
+    DiscoveryList,
+    ExternalAccount,
+    ExternalAccountCreate,
+    InternalAccount,
+    InternalAccountList,
+    PlatformExternalAccountCreate,
+)
+from platpay.auth.principals import Manager, Viewer, get_db
+from platpay.auth.service import Principal
+from platpay.kit import idempotency
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.routing import api_router
+
+router = api_router()
+AccountType = Literal["INTERNAL_FIAT", "INTERNAL_CRYPTO", "EMBEDDED_WALLET"]
+CurrencyQuery = Query(None, min_length=1, max_length=8)
+
+
+@router.get("/customers/internal-accounts", response_model=Page[InternalAccount], tags=["Internal Accounts"])
+async def list_customer_internal_accounts(
+    request: Request,
+    currency: str | None = CurrencyQuery,
+    customer_id: str | None = Query(None, alias="customerId", max_length=64),
+    account_type: AccountType | None = Query(None, alias="type"),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List customers' internal accounts with balances and deposit instructions."""
+    async with get_db(request).read() as session:
+        page, accounts = await internal.list_customer_accounts(
+            session,
+            tenant_id=principal.tenant.id,
+            params=params,
+            customer_id=customer_id,
+            currency=currency,
+            account_type=account_type,
+        )
+    return page.envelope([a.to_api() for a in accounts])
+
+
+@router.get("/platform/internal-accounts", response_model=InternalAccountList, tags=["Internal Accounts"])
+async def list_platform_internal_accounts(
+    request: Request,
+    currency: str | None = CurrencyQuery,
+    account_type: AccountType | None = Query(None, alias="type"),
+    principal: Principal = Viewer,
+) -> dict:
+    """The platform's own internal accounts, one per supported currency."""
+    async with get_db(request).read() as session:
+        accounts = await internal.list_platform_accounts(
+            session, tenant_id=principal.tenant.id, currency=currency, account_type=account_type
+        )
+    return {"data": [a.to_api() for a in accounts]}
+
+
+async def _create_external(
+    request: Request,
+    principal: Principal,
+    key: str | None,
+    body: ExternalAccountCreate | PlatformExternalAccountCreate,
+    customer_id: str | None,
+    default_deposit: bool,
+) -> Response:
+    async def operation(session):  # type: ignore[no-untyped-def]
+        account = await external.create_external_account(
+            session,
+            tenant=principal.tenant,
+            customer_id=customer_id,
+            currency=body.currency,
+            account_info=body.account_info,
+            platform_account_id=body.platform_account_id,
+            default_uma_deposit_account=default_deposit,
+        )
+        return 201, account.to_api()
+
+    return await idempotency.execute(
+        get_db(request),
+        tenant_id=principal.tenant.id,
+        key=key,
+        request_fingerprint=idempotency.fingerprint(
+            request.method, request.url.path, body.model_dump(mode="json")
+        ),
+        operation=operation,
+    )
+
+
+@router.post(
+    "/customers/external-accounts",
+    status_code=201,
+    response_model=ExternalAccount,
+    tags=["External Accounts"],
+)
+async def create_customer_external_account(
+    body: ExternalAccountCreate,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Manager,
+) -> Response:
+    """Register a customer's bank account or wallet (the platform's own when customerId is absent)."""
+    return await _create_external(
+        request, principal, idempotency_key, body, body.customer_id, body.default_uma_deposit_account
+    )
+
+
+@router.get("/customers/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])
+async def list_customer_external_accounts(
+    request: Request,
+    currency: str | None = CurrencyQuery,
+    customer_id: str | None = Query(None, alias="customerId", max_length=64),
+    platform_account_id: str | None = Query(None, alias="platformAccountId", max_length=255),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List customers' external accounts, newest first."""
+    async with get_db(request).read() as session:
+        page = await external.list_external_accounts(
+            session,
+            tenant_id=principal.tenant.id,
+            platform=False,
+            params=params,
+            customer_id=customer_id,
+            currency=currency,
+            platform_account_id=platform_account_id,
+        )
+    return page.envelope([external.to_schema(row).to_api() for row in page.items])
+
+
+@router.get(
+    "/customers/external-accounts/{externalAccountId}",
+    response_model=ExternalAccount,
+    tags=["External Accounts"],
+)
+async def get_customer_external_account(
+    externalAccountId: str, request: Request, principal: Principal = Viewer
+) -> ExternalAccount:
+    """Get a customer's external account."""
+    async with get_db(request).read() as session:
+        return await external.get_external_account(
+            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=False
+        )
+
+
+@router.delete(
+    "/customers/external-accounts/{externalAccountId}",
+    status_code=204,
+    response_class=Response,
+    tags=["External Accounts"],
+)
+async def delete_customer_external_account(
+    externalAccountId: str, request: Request, principal: Principal = Manager
+) -> Response:
+    """Delete a customer's external account."""
+    async with get_db(request).transaction() as session:
+        await external.delete_external_account(
+            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=False
+        )
+    return Response(status_code=204)
+
+
+@router.post(
+    "/platform/external-accounts", status_code=201, response_model=ExternalAccount, tags=["External Accounts"]
+)
+async def create_platform_external_account(
+    body: PlatformExternalAccountCreate,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Manager,
+) -> Response:
+    """Register one of the platform's own bank accounts or wallets."""
+    return await _create_external(request, principal, idempotency_key, body, None, False)
+
+
+@router.get("/platform/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])
+async def list_platform_external_accounts(
+    request: Request,
+    currency: str | None = CurrencyQuery,
+    platform_account_id: str | None = Query(None, alias="platformAccountId", max_length=255),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List the platform's external accounts, newest first."""
+    async with get_db(request).read() as session:
+        page = await external.list_external_accounts(
+            session,
+            tenant_id=principal.tenant.id,
+            platform=True,
+            params=params,
+            currency=currency,
+            platform_account_id=platform_account_id,
+        )
+    return page.envelope([external.to_schema(row).to_api() for row in page.items])
+
+
+@router.get(
+    "/platform/external-accounts/{externalAccountId}",
+    response_model=ExternalAccount,
+    tags=["External Accounts"],
+)
+async def get_platform_external_account(
+    externalAccountId: str, request: Request, principal: Principal = Viewer
+) -> ExternalAccount:
+    """Get one of the platform's external accounts."""
+    async with get_db(request).read() as session:
+        return await external.get_external_account(
+            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=True
+        )
+
+
+@router.delete(
+    "/platform/external-accounts/{externalAccountId}",
+    status_code=204,
+    response_class=Response,
+    tags=["External Accounts"],
+)
+async def delete_platform_external_account(
+    externalAccountId: str, request: Request, principal: Principal = Manager
+) -> Response:
+    """Delete one of the platform's external accounts."""
+    async with get_db(request).transaction() as session:
+        await external.delete_external_account(
+            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=True
+        )
+    return Response(status_code=204)
+
+
+@router.get("/discoveries", response_model=DiscoveryList, tags=["Discoveries"])
+async def list_discoveries(
+    country: str | None = Query(None, min_length=2, max_length=2, description="ISO 3166-1 alpha-2"),
+    currency: str | None = CurrencyQuery,
+    principal: Principal = Viewer,
+) -> dict:
+    """Receiving institutions per corridor; use bankName in external accounts."""
+    return {"data": discoveries.list_institutions(country=country, currency=currency)}

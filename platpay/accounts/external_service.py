@@ -1,0 +1,195 @@
+"""External accounts: bank accounts, wallets and other destinations outside platpay, for customers and for
+the platform. Validation per corridor lives in validators/; the sandbox beneficiary name check here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import repository
+from platpay.accounts.models import ExternalAccountRow
+from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
+from platpay.accounts.validators import corridors
+from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.kit import clock, currencies
+from platpay.kit.ids import new_id
+from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.platforms.context import TenantContext
+
+PLATFORM_OWNER = "platform"
+
+# Sandbox name check: the last three characters of the account's primary identifier (INTERFACE-FACTS §7).
+_NAME_CHECK = {
+    "102": "NOT_MATCHED",
+    "103": "PARTIAL_MATCH",
+    "104": "PENDING",
+    "106": "UNSUPPORTED",
+    "107": "CHECKED_BY_RECEIVING_FI",
+}
+REJECTED_SUFFIX = "105"
+
+
+class ExternalAccountNotFound(NotFound):
+    code = "REFERENCE_NOT_FOUND"
+
+
+class DuplicateExternalAccount(Conflict):
+    code = "CONFLICT"
+
+
+class InvalidBankAccount(InvalidInput):
+    code = "INVALID_BANK_ACCOUNT"
+
+
+def magic_suffix(identifier: str) -> str:
+    """The three characters sandbox behaviour keys on; an email-like key carries them in its user part."""
+    local = identifier.split("@", 1)[0] if "@" in identifier else identifier
+    return local[-3:]
+
+
+def _name_check(
+    *, sandbox: bool, identifier: str, beneficiary: dict[str, Any] | None
+) -> tuple[str | None, str | None]:
+    if beneficiary is None:
+        return None, None  # wallets carry no beneficiary: nothing to check
+    if not sandbox:
+        return "UNSUPPORTED", None  # no name-check provider is configured for production
+    status = _NAME_CHECK.get(magic_suffix(identifier), "MATCHED")
+    name = beneficiary.get("fullName") or beneficiary.get("legalName")
+    verified = name if status in ("MATCHED", "PARTIAL_MATCH") else None
+    return status, verified
+
+
+def to_schema(row: ExternalAccountRow) -> ExternalAccount:
+    return ExternalAccount(
+        id=row.id,
+        customer_id=row.customer_id,
+        status=row.status,  # type: ignore[arg-type]
+        platform_account_id=row.platform_account_id,
+        currency=row.currency,
+        default_uma_deposit_account=row.default_uma_deposit_account,
+        beneficiary_verification_status=row.beneficiary_verification_status,  # type: ignore[arg-type]
+        beneficiary_verified_data=BeneficiaryVerifiedData(full_name=row.beneficiary_verified_name)
+        if row.beneficiary_verified_name
+        else None,
+        account_info=corridors.response_account_info(row.account_info),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def create_external_account(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    customer_id: str | None,
+    currency: str,
+    account_info: Any,
+    platform_account_id: str | None,
+    default_uma_deposit_account: bool,
+) -> ExternalAccount:
+    from platpay.customers import service as customers_service
+
+    currencies.require(currency, field="currency")
+    if customer_id is not None:
+        await customers_service.load_active(session, tenant_id=tenant.id, customer_id=customer_id)
+    elif default_uma_deposit_account:
+        raise InvalidInput(
+            "defaultUmaDepositAccount applies to customer accounts only",
+            details={"fields": [{"field": "defaultUmaDepositAccount", "message": "needs a customerId"}]},
+        )
+    info = corridors.validate_account_info(currency=currency, account_info=account_info)
+    identifier = corridors.primary_identifier(info)
+    if tenant.is_sandbox and magic_suffix(identifier) == REJECTED_SUFFIX:
+        raise InvalidBankAccount(
+            f"the receiving institution rejected account {identifier} (sandbox suffix {REJECTED_SUFFIX})",
+            details={
+                "fields": [{"field": "accountInfo", "message": "rejected by the receiving institution"}]
+            },
+        )
+    owner_key = customer_id or PLATFORM_OWNER
+    identity_key = corridors.duplicate_key(info)[:200]
+    duplicate = await repository.find_external_duplicate(
+        session, tenant_id=tenant.id, owner_key=owner_key, identity_key=identity_key
+    )
+    if duplicate is not None:
+        raise DuplicateExternalAccount(
+            f"this {info['accountType']} is already registered for this owner as {duplicate}",
+            details={"existingAccountId": duplicate},
+        )
+    now = clock.now()
+    if default_uma_deposit_account and customer_id is not None:
+        await repository.clear_default_deposit(session, tenant_id=tenant.id, customer_id=customer_id, now=now)
+    status, verified_name = _name_check(
+        sandbox=tenant.is_sandbox, identifier=identifier, beneficiary=info.get("beneficiary")
+    )
+    row = ExternalAccountRow(
+        id=new_id("ExternalAccount"),
+        tenant_id=tenant.id,
+        customer_id=customer_id,
+        owner_key=owner_key,
+        identity_key=identity_key,
+        currency=currency,
+        account_type=info["accountType"],
+        account_info=info,
+        status="ACTIVE",
+        platform_account_id=platform_account_id,
+        default_uma_deposit_account=default_uma_deposit_account,
+        beneficiary_verification_status=status,
+        beneficiary_verified_name=verified_name,
+        created_at=now,
+        updated_at=now,
+        deleted_at=None,
+    )
+    session.add(row)
+    await session.flush()
+    return to_schema(row)
+
+
+async def load(
+    session: AsyncSession, *, tenant_id: str, account_id: str, platform: bool
+) -> ExternalAccountRow:
+    row = await repository.get_external(session, tenant_id=tenant_id, account_id=account_id)
+    if row is None or (row.customer_id is None) != platform:
+        raise ExternalAccountNotFound(
+            f"external account {account_id!r} not found", details={"accountId": account_id}
+        )
+    return row
+
+
+async def get_external_account(
+    session: AsyncSession, *, tenant_id: str, account_id: str, platform: bool
+) -> ExternalAccount:
+    return to_schema(await load(session, tenant_id=tenant_id, account_id=account_id, platform=platform))
+
+
+async def list_external_accounts(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    platform: bool,
+    params: PageParams,
+    customer_id: str | None = None,
+    currency: str | None = None,
+    platform_account_id: str | None = None,
+) -> PageResult[ExternalAccountRow]:
+    stmt = repository.external_query(
+        tenant_id=tenant_id,
+        platform=platform,
+        customer_id=customer_id,
+        currency=currency,
+        platform_account_id=platform_account_id,
+    )
+    return await paginate(session, stmt, id_column=ExternalAccountRow.id, params=params)
+
+
+async def delete_external_account(
+    session: AsyncSession, *, tenant_id: str, account_id: str, platform: bool
+) -> None:
+    row = await load(session, tenant_id=tenant_id, account_id=account_id, platform=platform)
+    now = clock.now()
+    row.deleted_at = now
+    row.updated_at = now
+    row.default_uma_deposit_account = False
+    await session.flush()

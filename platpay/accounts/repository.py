@@ -1,0 +1,183 @@
+"""All SQL on internal and external accounts; every query is tenant-scoped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
+from platpay.db.portable import insert_ignore
+
+
+async def insert_internal(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(insert_ignore(session, InternalAccountRow.__table__, rows))
+
+
+async def existing_currencies(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str | None]
+) -> set[tuple[str | None, str]]:
+    """(customer_id, currency) pairs that already have an internal account (None = platform)."""
+    stmt = select(InternalAccountRow.customer_id, InternalAccountRow.currency).where(
+        InternalAccountRow.tenant_id == tenant_id
+    )
+    ids = [c for c in customer_ids if c is not None]
+    conditions = []
+    if ids:
+        conditions.append(InternalAccountRow.customer_id.in_(ids))
+    if None in customer_ids:
+        conditions.append(InternalAccountRow.customer_id.is_(None))
+    if not conditions:
+        return set()
+    rows = await session.execute(stmt.where(or_(*conditions)))
+    return {(row.customer_id, row.currency) for row in rows}
+
+
+def internal_query(
+    *,
+    tenant_id: str,
+    platform: bool,
+    customer_id: str | None = None,
+    currency: str | None = None,
+    account_type: str | None = None,
+) -> Select[Any]:
+    stmt = select(InternalAccountRow).where(InternalAccountRow.tenant_id == tenant_id)
+    stmt = stmt.where(
+        InternalAccountRow.customer_id.is_(None) if platform else InternalAccountRow.customer_id.is_not(None)
+    )
+    if customer_id is not None:
+        stmt = stmt.where(InternalAccountRow.customer_id == customer_id)
+    if currency is not None:
+        stmt = stmt.where(InternalAccountRow.currency == currency)
+    if account_type is not None:
+        stmt = stmt.where(InternalAccountRow.type == account_type)
+    return stmt
+
+
+async def get_internal(
+    session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
+) -> InternalAccountRow | None:
+    stmt = select(InternalAccountRow).where(
+        InternalAccountRow.id == account_id, InternalAccountRow.tenant_id == tenant_id
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def customers_without_account(
+    session: AsyncSession, *, tenant_id: str, currency: str, limit: int
+) -> list[str]:
+    """Active customers with no `currency` account yet. Reads the customers table directly: it is the
+    accounts domain's question, asked in pages by the backfill job."""
+    from platpay.customers.models import CustomerRow
+
+    has_account = (
+        select(InternalAccountRow.id)
+        .where(InternalAccountRow.customer_id == CustomerRow.id, InternalAccountRow.currency == currency)
+        .exists()
+    )
+    stmt = (
+        select(CustomerRow.id)
+        .where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None), ~has_account)
+        .order_by(CustomerRow.id)
+        .limit(limit)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def all_of(session: AsyncSession, stmt: Select[Any]) -> list[Any]:
+    return list((await session.scalars(stmt)).all())
+
+
+async def close_for_customer(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, now: datetime
+) -> list[InternalAccountRow]:
+    rows = list(
+        (
+            await session.scalars(
+                select(InternalAccountRow)
+                .where(
+                    InternalAccountRow.tenant_id == tenant_id,
+                    InternalAccountRow.customer_id == customer_id,
+                    InternalAccountRow.status != "CLOSED",
+                )
+                .order_by(InternalAccountRow.id)
+                .with_for_update()
+            )
+        ).all()
+    )
+    for row in rows:
+        row.status = "CLOSED"
+        row.updated_at = now
+    return rows
+
+
+# External accounts
+
+
+async def find_external_duplicate(
+    session: AsyncSession, *, tenant_id: str, owner_key: str, identity_key: str
+) -> str | None:
+    return await session.scalar(
+        select(ExternalAccountRow.id).where(
+            ExternalAccountRow.tenant_id == tenant_id,
+            ExternalAccountRow.owner_key == owner_key,
+            ExternalAccountRow.identity_key == identity_key,
+            ExternalAccountRow.deleted_at.is_(None),
+        )
+    )
+
+
+async def clear_default_deposit(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, now: datetime
+) -> None:
+    await session.execute(
+        update(ExternalAccountRow)
+        .where(
+            ExternalAccountRow.tenant_id == tenant_id,
+            ExternalAccountRow.customer_id == customer_id,
+            ExternalAccountRow.default_uma_deposit_account.is_(True),
+            ExternalAccountRow.deleted_at.is_(None),
+        )
+        .values(default_uma_deposit_account=False, updated_at=now)
+    )
+
+
+def external_query(
+    *,
+    tenant_id: str,
+    platform: bool,
+    customer_id: str | None = None,
+    currency: str | None = None,
+    platform_account_id: str | None = None,
+) -> Select[Any]:
+    stmt = select(ExternalAccountRow).where(
+        ExternalAccountRow.tenant_id == tenant_id, ExternalAccountRow.deleted_at.is_(None)
+    )
+    stmt = stmt.where(
+        ExternalAccountRow.customer_id.is_(None) if platform else ExternalAccountRow.customer_id.is_not(None)
+    )
+    if customer_id is not None:
+        stmt = stmt.where(ExternalAccountRow.customer_id == customer_id)
+    if currency is not None:
+        stmt = stmt.where(ExternalAccountRow.currency == currency)
+    if platform_account_id is not None:
+        stmt = stmt.where(ExternalAccountRow.platform_account_id == platform_account_id)
+    return stmt
+
+
+async def get_external(
+    session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
+) -> ExternalAccountRow | None:
+    stmt = select(ExternalAccountRow).where(
+        ExternalAccountRow.id == account_id,
+        ExternalAccountRow.tenant_id == tenant_id,
+        ExternalAccountRow.deleted_at.is_(None),
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)

@@ -1,0 +1,175 @@
+"""Internal accounts: one per configured currency for every customer and for the platform, each backed by
+a ledger account with the same id. Balances come from the ledger; deposit details from instructions.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import instructions, repository
+from platpay.accounts.models import InternalAccountRow
+from platpay.accounts.schemas import InternalAccount, PaymentInstructions
+from platpay.errors import NotFound
+from platpay.kit import clock, currencies
+from platpay.kit.ids import new_id
+from platpay.kit.money import currency_amount
+from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.ledger import service as ledger_service
+from platpay.platforms.context import TenantContext
+
+BACKFILL_JOB = "accounts.backfill_currency"
+BACKFILL_PAGE = 500
+
+
+class InternalAccountNotFound(NotFound):
+    code = "REFERENCE_NOT_FOUND"
+
+
+def account_type_for(currency: str, *, customer: bool) -> str:
+    if currency == "USDB" and customer:
+        return "EMBEDDED_WALLET"  # embedded wallets are provisioned for USDB (INTERFACE-FACTS §3.4)
+    kind = currencies.require(currency).kind
+    return "INTERNAL_CRYPTO" if kind == "CRYPTO" else "INTERNAL_FIAT"
+
+
+async def _open(
+    session: AsyncSession, *, tenant_id: str, owners: list[str | None], codes: list[str]
+) -> list[dict[str, Any]]:
+    """Create the missing (owner, currency) accounts; existing ones are left alone (safe to repeat)."""
+    existing = await repository.existing_currencies(session, tenant_id=tenant_id, customer_ids=owners)
+    now = clock.now()
+    rows = [
+        {
+            "id": new_id("InternalAccount"),
+            "tenant_id": tenant_id,
+            "customer_id": owner,
+            "currency": code,
+            "type": account_type_for(code, customer=owner is not None),
+            "status": "ACTIVE",
+            "private_enabled": False if owner is not None and code == "USDB" else None,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for owner in owners
+        for code in codes
+        if (owner, code) not in existing
+    ]
+    await repository.insert_internal(session, rows)
+    await ledger_service.open_internal_accounts(
+        session, tenant_id=tenant_id, accounts=[(r["id"], r["currency"]) for r in rows]
+    )
+    return rows
+
+
+async def open_customer_accounts(
+    session: AsyncSession, *, tenant: TenantContext, customer_ids: list[str]
+) -> None:
+    if customer_ids:
+        await _open(session, tenant_id=tenant.id, owners=list(customer_ids), codes=tenant.currency_codes)
+
+
+async def ensure_platform_accounts(session: AsyncSession, *, tenant_id: str, codes: list[str]) -> None:
+    await _open(session, tenant_id=tenant_id, owners=[None], codes=codes)
+
+
+async def on_currencies_added(session: AsyncSession, *, tenant_id: str, codes: list[str]) -> None:
+    """A currency added to the config: the platform's account now, every customer's through a job (a
+    platform may have millions of customers; the job works through them in pages and survives crashes)."""
+    from platpay.jobs import service as jobs_service
+
+    await ensure_platform_accounts(session, tenant_id=tenant_id, codes=codes)
+    for code in codes:
+        await jobs_service.enqueue(
+            session, BACKFILL_JOB, {"tenantId": tenant_id, "currency": code}, tenant_id=tenant_id
+        )
+
+
+async def backfill_page(session: AsyncSession, *, tenant_id: str, currency: str) -> int:
+    """Open `currency` accounts for the next page of active customers lacking one; returns how many."""
+    customer_ids = await repository.customers_without_account(
+        session, tenant_id=tenant_id, currency=currency, limit=BACKFILL_PAGE
+    )
+    if customer_ids:
+        await _open(session, tenant_id=tenant_id, owners=list(customer_ids), codes=[currency])
+    return len(customer_ids)
+
+
+async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, customer_id: str) -> None:
+    from platpay.events import service as events_service
+
+    rows = await repository.close_for_customer(
+        session, tenant_id=tenant_id, customer_id=customer_id, now=clock.now()
+    )
+    await session.flush()
+    for account in await render(session, rows):
+        await events_service.emit(
+            session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.STATUS_UPDATED", resource=account
+        )
+
+
+async def render(session: AsyncSession, rows: list[InternalAccountRow]) -> list[InternalAccount]:
+    balances = await ledger_service.balances(session, [row.id for row in rows])
+    accounts = []
+    for row in rows:
+        balance = balances[row.id]
+        accounts.append(
+            InternalAccount(
+                id=row.id,
+                customer_id=row.customer_id,
+                type=row.type,  # type: ignore[arg-type]
+                status=row.status,  # type: ignore[arg-type]
+                balance=currency_amount(balance.available, row.currency),  # type: ignore[arg-type]
+                total_balance=currency_amount(balance.total, row.currency),  # type: ignore[arg-type]
+                funding_payment_instructions=[
+                    PaymentInstructions(**item) for item in instructions.funding_instructions(row)
+                ],
+                private_enabled=row.private_enabled,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+            )
+        )
+    return accounts
+
+
+async def list_customer_accounts(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    params: PageParams,
+    customer_id: str | None = None,
+    currency: str | None = None,
+    account_type: str | None = None,
+) -> tuple[PageResult[InternalAccountRow], list[InternalAccount]]:
+    stmt = repository.internal_query(
+        tenant_id=tenant_id,
+        platform=False,
+        customer_id=customer_id,
+        currency=currency,
+        account_type=account_type,
+    )
+    page = await paginate(session, stmt, id_column=InternalAccountRow.id, params=params)
+    return page, await render(session, page.items)
+
+
+async def list_platform_accounts(
+    session: AsyncSession, *, tenant_id: str, currency: str | None = None, account_type: str | None = None
+) -> list[InternalAccount]:
+    stmt = repository.internal_query(
+        tenant_id=tenant_id, platform=True, currency=currency, account_type=account_type
+    )
+    rows = await repository.all_of(session, stmt.order_by(InternalAccountRow.currency))
+    return await render(session, rows)
+
+
+async def get_internal(
+    session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
+) -> InternalAccountRow:
+    row = await repository.get_internal(
+        session, tenant_id=tenant_id, account_id=account_id, for_update=for_update
+    )
+    if row is None:
+        raise InternalAccountNotFound(
+            f"internal account {account_id!r} not found", details={"accountId": account_id}
+        )
+    return row

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import Body, Depends, Query, Request, Response
+
+from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
+from platpay.auth.schemas import Permission
+from platpay.auth.service import Principal
+from platpay.customers import service as customers_service
+from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
+from platpay.kit import idempotency
+from platpay.kit.api_model import ApiRequest
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.routing import QueryTimestamp, api_router
+
+router = api_router(tags=["Customers"])
+sandbox_router = api_router(tags=["Sandbox"])
+
+
+@router.post("/customers", status_code=201, response_model=Customer)
+async def create_customer(
+    body: CustomerCreate,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Manager,
+) -> Response:
+    """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""
+
+    async def operation(session):  # type: ignore[no-untyped-def]
+        customer = await customers_service.create_customer(session, tenant=principal.tenant, body=body)
+        return 201, customer.to_api()
+
+    return await idempotency.execute(
+        get_db(request),
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        request_fingerprint=idempotency.fingerprint(
+            request.method, request.url.path, body.model_dump(mode="json")
+        ),
+        operation=operation,
+    )
+
+
+@router.get("/customers", response_model=Page[Customer])
+async def list_customers(
+    request: Request,
+    platform_customer_id: str | None = Query(None, alias="platformCustomerId", max_length=255),
+    customer_type: Literal["INDIVIDUAL", "BUSINESS"] | None = Query(None, alias="customerType"),
+    created_after: QueryTimestamp | None = Query(None, alias="createdAfter"),
+    created_before: QueryTimestamp | None = Query(None, alias="createdBefore"),
+    updated_after: QueryTimestamp | None = Query(None, alias="updatedAfter"),
+    updated_before: QueryTimestamp | None = Query(None, alias="updatedBefore"),
+    region: str | None = Query(
+        None, min_length=2, max_length=2, pattern="^[A-Z]{2}$", description="ISO 3166-1 alpha-2"
+    ),
+    currency: str | None = Query(
+        None, min_length=1, max_length=8, description="customers using this currency"
+    ),
+    uma_address: str | None = Query(None, alias="umaAddress", max_length=320, description="case-insensitive"),
+    include_deleted: bool = Query(False, alias="isIncludingDeleted"),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List customers, newest first; filters combine."""
+    db = get_db(request)
+    async with db.read() as session:
+        page = await customers_service.list_customers(
+            session,
+            tenant_id=principal.tenant.id,
+            dialect=db.dialect,
+            params=params,
+            platform_customer_id=platform_customer_id,
+            customer_type=customer_type,
+            created_after=created_after,
+            created_before=created_before,
+            updated_after=updated_after,
+            updated_before=updated_before,
+            region=region,
+            currency=currency,
+            uma_address=uma_address,
+            include_deleted=include_deleted,
+        )
+    return page.envelope([customers_service.to_schema(row).to_api() for row in page.items])
+
+
+@router.get("/customers/{customerId}", response_model=Customer)
+async def get_customer(customerId: str, request: Request, principal: Principal = Viewer) -> Customer:
+    """Get a customer (a deleted one reports isDeleted: true)."""
+    async with get_db(request).read() as session:
+        return await customers_service.get_customer(
+            session, tenant_id=principal.tenant.id, customer_id=customerId
+        )
+
+
+@router.patch(
+    "/customers/{customerId}", response_model=Customer, responses={410: {"description": "customer deleted"}}
+)
+async def update_customer(
+    customerId: str, body: CustomerUpdate, request: Request, principal: Principal = Manager
+) -> Customer:
+    """Update a customer's fields; customerType is required and selects which fields apply."""
+    async with get_db(request).transaction() as session:
+        return await customers_service.update_customer(
+            session, tenant=principal.tenant, customer_id=customerId, body=body
+        )
+
+
+@router.delete(
+    "/customers/{customerId}", response_model=Customer, responses={410: {"description": "already deleted"}}
+)
+async def delete_customer(customerId: str, request: Request, principal: Principal = Manager) -> Customer:
+    """Delete a customer (soft: kept for audit, hidden from lists, its accounts closed)."""
+    async with get_db(request).transaction() as session:
+        return await customers_service.delete_customer(
+            session, tenant_id=principal.tenant.id, customer_id=customerId
+        )
+
+
+class KycStatusChange(ApiRequest):
+    kyc_status: KycStatus
+
+
+@sandbox_router.post("/sandbox/customers/{customerId}/kyc", response_model=Customer)
+async def simulate_kyc_outcome(
+    customerId: str,
+    request: Request,
+    body: KycStatusChange = Body(...),
+    principal: Principal = Depends(require_sandbox(Permission.MANAGE)),
+) -> Customer:
+    """Set a customer's kycStatus as a review would, firing CUSTOMER.KYC_*/KYB_* (sandbox only)."""
+    async with get_db(request).transaction() as session:
+        return await customers_service.set_kyc_status(
+            session, tenant_id=principal.tenant.id, customer_id=customerId, status=body.kyc_status
+        )

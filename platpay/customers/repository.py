@@ -1,0 +1,131 @@
+"""All SQL on customers; every query is scoped to one tenant."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, exists, func, literal_column, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.customers.models import CustomerRow
+
+
+async def get(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
+) -> CustomerRow | None:
+    stmt = select(CustomerRow).where(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def taken_platform_customer_ids(
+    session: AsyncSession, *, tenant_id: str, values: list[str]
+) -> set[str]:
+    if not values:
+        return set()
+    rows = await session.scalars(
+        select(CustomerRow.platform_customer_id).where(
+            CustomerRow.tenant_id == tenant_id,
+            CustomerRow.deleted_at.is_(None),
+            CustomerRow.platform_customer_id.in_(values),
+        )
+    )
+    return set(rows.all())
+
+
+async def taken_uma_addresses(session: AsyncSession, *, tenant_id: str, values: list[str]) -> set[str]:
+    if not values:
+        return set()
+    rows = await session.scalars(
+        select(CustomerRow.uma_address).where(
+            CustomerRow.tenant_id == tenant_id,
+            CustomerRow.deleted_at.is_(None),
+            CustomerRow.uma_address.in_(values),
+        )
+    )
+    return set(rows.all())
+
+
+async def insert_many(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(CustomerRow.__table__.insert(), rows)
+
+
+def _has_currency(dialect: str, currency: str) -> Any:
+    if dialect == "postgresql":
+        return CustomerRow.currencies.op("@>")(func.jsonb_build_array(currency))
+    each = func.json_each(CustomerRow.currencies).table_valued("value").alias("each_currency")
+    return exists(select(literal_column("1")).select_from(each).where(each.c.value == currency))
+
+
+def list_query(
+    *,
+    tenant_id: str,
+    dialect: str,
+    platform_customer_id: str | None = None,
+    customer_type: str | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+    region: str | None = None,
+    currency: str | None = None,
+    uma_address: str | None = None,
+    include_deleted: bool = False,
+) -> Select[Any]:
+    stmt = select(CustomerRow).where(CustomerRow.tenant_id == tenant_id)
+    if not include_deleted:
+        stmt = stmt.where(CustomerRow.deleted_at.is_(None))
+    if platform_customer_id is not None:
+        stmt = stmt.where(CustomerRow.platform_customer_id == platform_customer_id)
+    if customer_type is not None:
+        stmt = stmt.where(CustomerRow.customer_type == customer_type)
+    if created_after is not None:
+        stmt = stmt.where(CustomerRow.created_at >= created_after)
+    if created_before is not None:
+        stmt = stmt.where(CustomerRow.created_at <= created_before)
+    if updated_after is not None:
+        stmt = stmt.where(CustomerRow.updated_at >= updated_after)
+    if updated_before is not None:
+        stmt = stmt.where(CustomerRow.updated_at <= updated_before)
+    if region is not None:
+        stmt = stmt.where(CustomerRow.region == region)
+    if currency is not None:
+        stmt = stmt.where(_has_currency(dialect, currency))
+    if uma_address is not None:
+        stmt = stmt.where(CustomerRow.uma_address == uma_address.lower())
+    return stmt
+
+
+async def soft_delete(session: AsyncSession, *, tenant_id: str, customer_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(CustomerRow)
+        .where(
+            CustomerRow.id == customer_id,
+            CustomerRow.tenant_id == tenant_id,
+            CustomerRow.deleted_at.is_(None),
+        )
+        .values(deleted_at=now, updated_at=now)
+    )
+    return bool(result.rowcount)
+
+
+async def active_ids_page(
+    session: AsyncSession, *, tenant_id: str, after_id: str | None, limit: int
+) -> list[str]:
+    stmt = select(CustomerRow.id).where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None))
+    if after_id is not None:
+        stmt = stmt.where(CustomerRow.id > after_id)
+    return list((await session.scalars(stmt.order_by(CustomerRow.id).limit(limit))).all())
+
+
+async def by_uma_address(session: AsyncSession, *, tenant_id: str, uma_address: str) -> CustomerRow | None:
+    return await session.scalar(
+        select(CustomerRow).where(
+            CustomerRow.tenant_id == tenant_id,
+            CustomerRow.uma_address == uma_address,
+            CustomerRow.deleted_at.is_(None),
+        )
+    )

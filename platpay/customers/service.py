@@ -1,0 +1,411 @@
+"""Customers: create (one or many: the API and the bulk import share one path), read, update, delete,
+KYC status changes with their events, and the provider-requirement check money movement calls."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.customers import repository
+from platpay.customers import validators as v
+from platpay.customers.errors import (
+    CustomerDeleted,
+    CustomerNotFound,
+    MissingMandatoryUserInfo,
+    PlatformCustomerIdExists,
+    UmaAddressExists,
+)
+from platpay.customers.models import CustomerRow
+from platpay.customers.schemas import Address, BusinessInfo, Customer, CustomerCreate, CustomerUpdate
+from platpay.errors import ApiError, InvalidInput
+from platpay.kit import clock
+from platpay.kit.ids import new_id, uuid7
+from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.platforms.context import TenantContext
+
+INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality")
+BUSINESS_ONLY = ("business_info",)
+KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
+
+
+@dataclass
+class Outcome:
+    """One customer of a batch: the inserted row values, or why it was refused."""
+
+    row: dict[str, Any] | None = None
+    problems: list[v.Problem] = field(default_factory=list)
+
+
+def draft_from_create(body: CustomerCreate) -> dict[str, Any]:
+    draft = body.model_dump(exclude_unset=True)
+    return draft
+
+
+def _refusal(problems: list[v.Problem]) -> ApiError:
+    details = {"fields": [p.as_detail() for p in problems]}
+    summary = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
+    codes = {p.code for p in problems}
+    if codes == {"UMA_ADDRESS_EXISTS"}:
+        return UmaAddressExists(summary, details=details)
+    if codes == {"CONFLICT"}:
+        return PlatformCustomerIdExists(summary, details=details)
+    if codes == {v.MISSING_INFO}:
+        return MissingMandatoryUserInfo(f"missing customer information: {summary}", details=details)
+    if len(codes) == 1 and codes <= {"INVALID_CURRENCY", "INVALID_UMA_ADDRESS"}:
+        return InvalidInput(summary, details=details, code=codes.pop())
+    return InvalidInput(f"invalid customer: {summary}", details=details)
+
+
+def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]:
+    wrong = BUSINESS_ONLY if customer_type == "INDIVIDUAL" else INDIVIDUAL_ONLY
+    return [
+        v.Problem(v._camel(name), f"does not apply to {customer_type} customers")
+        for name in wrong
+        if draft.get(name) is not None
+    ]
+
+
+def _check_fields(
+    draft: dict[str, Any], *, tenant: TenantContext, today: date, creating: bool
+) -> tuple[dict[str, Any], list[v.Problem]]:
+    """Validate the fields present in `draft`; returns normalized values (snake_case) and problems."""
+    values: dict[str, Any] = {}
+    problems = _type_problems(draft, draft["customer_type"])
+    problems += v.check_name(draft.get("full_name"), "fullName")
+    birth, date_problems = v.parse_past_date(draft.get("birth_date"), "birthDate", today=today)
+    problems += date_problems
+    if birth is not None:
+        values["birth_date"] = birth
+    problems += v.check_country(draft.get("nationality"), "nationality")
+    problems += v.check_country(draft.get("region"), "region")
+    problems += v.check_email(draft.get("email"))
+    problems += v.check_address(draft.get("address"))
+    problems += v.check_business_info(draft.get("business_info"), creating=creating, today=today)
+    problems += v.check_currencies(draft.get("currencies"), platform_codes=tenant.currency_codes)
+    pcid = draft.get("platform_customer_id")
+    if pcid is not None and (pcid != pcid.strip() or not pcid.isprintable()):
+        problems.append(
+            v.Problem("platformCustomerId", "must be printable without leading or trailing spaces")
+        )
+    if draft.get("uma_address") is not None:
+        uma, uma_problems = v.normalize_uma_address(draft["uma_address"], domain=tenant.uma_domain)
+        problems += uma_problems
+        values["uma_address"] = uma
+    for key in (
+        "full_name",
+        "nationality",
+        "region",
+        "email",
+        "address",
+        "business_info",
+        "currencies",
+        "platform_customer_id",
+    ):
+        if key in draft:
+            values[key] = draft[key]
+    return values, problems
+
+
+def _generated_uma(tenant: TenantContext) -> str:
+    return f"${secrets.token_hex(6)}@{tenant.uma_domain}"
+
+
+def _provider_required(codes: list[str]) -> dict[str, list[str]]:
+    from platpay.platforms import service as platforms_service
+
+    return {code: platforms_service.provider_requirements(code)["customer"] for code in codes}
+
+
+async def create_many(
+    session: AsyncSession, *, tenant: TenantContext, drafts: list[dict[str, Any]]
+) -> list[Outcome]:
+    """Validate and insert customers (and their internal accounts) as one batch; refused drafts are reported,
+    not raised, so a bulk import can record them per row while the rest are created."""
+    from platpay.accounts import service as accounts_service
+
+    now = clock.now()
+    today = now.date()
+    outcomes: list[Outcome] = []
+    for draft in drafts:
+        if draft.get("customer_type") not in ("INDIVIDUAL", "BUSINESS"):
+            outcomes.append(
+                Outcome(problems=[v.Problem("customerType", "is required: INDIVIDUAL or BUSINESS")])
+            )
+            continue
+        values, problems = _check_fields(draft, tenant=tenant, today=today, creating=True)
+        if not problems and draft.get("currencies"):
+            merged = {"customer_type": draft["customer_type"], **values}
+            problems += v.missing_for_currencies(merged, _provider_required(draft["currencies"]))
+        if problems:
+            outcomes.append(Outcome(problems=problems))
+            continue
+        customer_id = new_id("Customer")
+        row = {
+            "id": customer_id,
+            "tenant_id": tenant.id,
+            "customer_type": draft["customer_type"],
+            "platform_customer_id": values.get("platform_customer_id") or uuid7().hex,
+            "uma_address": values.get("uma_address") or _generated_uma(tenant),
+            "kyc_status": "APPROVED" if tenant.is_regulated else "PENDING",
+            "region": values.get("region"),
+            "currencies": values.get("currencies") or list(tenant.currency_codes),
+            "email": values.get("email"),
+            "full_name": values.get("full_name"),
+            "birth_date": values.get("birth_date"),
+            "nationality": values.get("nationality"),
+            "address": values.get("address"),
+            "business_info": _jsonable(values.get("business_info")),
+            "created_at": now,
+            "updated_at": now,
+            "deleted_at": None,
+        }
+        outcomes.append(Outcome(row=row))
+
+    await _refuse_duplicates(session, tenant=tenant, outcomes=outcomes)
+    rows = [o.row for o in outcomes if o.row is not None]
+    await repository.insert_many(session, rows)
+    await accounts_service.open_customer_accounts(
+        session, tenant=tenant, customer_ids=[r["id"] for r in rows]
+    )
+    return outcomes
+
+
+def _jsonable(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    return {
+        k: (val.isoformat() if isinstance(val, date) else val) for k, val in info.items() if val is not None
+    }
+
+
+async def _refuse_duplicates(
+    session: AsyncSession, *, tenant: TenantContext, outcomes: list[Outcome]
+) -> None:
+    live = [o for o in outcomes if o.row is not None]
+    taken_ids = await repository.taken_platform_customer_ids(
+        session, tenant_id=tenant.id, values=[o.row["platform_customer_id"] for o in live]
+    )  # type: ignore[index]
+    taken_umas = await repository.taken_uma_addresses(
+        session, tenant_id=tenant.id, values=[o.row["uma_address"] for o in live]
+    )  # type: ignore[index]
+    for outcome in live:
+        row = outcome.row
+        assert row is not None
+        problems = []
+        if row["platform_customer_id"] in taken_ids:
+            problems.append(
+                v.Problem(
+                    "platformCustomerId",
+                    f"{row['platform_customer_id']!r} belongs to another active customer",
+                    code="CONFLICT",
+                )
+            )
+        if row["uma_address"] in taken_umas:
+            problems.append(
+                v.Problem("umaAddress", f"{row['uma_address']} is already taken", code="UMA_ADDRESS_EXISTS")
+            )
+        if problems:
+            outcome.row, outcome.problems = None, problems
+        else:
+            taken_ids.add(row["platform_customer_id"])  # later rows of the same batch collide with this one
+            taken_umas.add(row["uma_address"])
+
+
+def _duplicate_error(error: IntegrityError) -> ApiError:
+    message = str(error.orig)
+    if "uma" in message:
+        return UmaAddressExists(
+            "umaAddress: already taken",
+            details={"fields": [{"field": "umaAddress", "message": "already taken"}]},
+        )
+    return PlatformCustomerIdExists(
+        "platformCustomerId: belongs to another active customer",
+        details={
+            "fields": [{"field": "platformCustomerId", "message": "belongs to another active customer"}]
+        },
+    )
+
+
+async def create_customer(session: AsyncSession, *, tenant: TenantContext, body: CustomerCreate) -> Customer:
+    try:
+        async with session.begin_nested():
+            [outcome] = await create_many(session, tenant=tenant, drafts=[draft_from_create(body)])
+    except IntegrityError as error:  # a concurrent create took the same unique value between check and insert
+        raise _duplicate_error(error) from None
+    if outcome.row is None:
+        raise _refusal(outcome.problems)
+    return to_schema_from_values(outcome.row)
+
+
+def to_schema_from_values(row: dict[str, Any]) -> Customer:
+    return to_schema(CustomerRow(**row))
+
+
+def to_schema(row: CustomerRow) -> Customer:
+    info = row.business_info
+    return Customer(
+        id=row.id,
+        platform_customer_id=row.platform_customer_id,
+        customer_type=row.customer_type,  # type: ignore[arg-type]
+        uma_address=row.uma_address,
+        kyc_status=row.kyc_status,  # type: ignore[arg-type]
+        region=row.region,
+        currencies=list(row.currencies),
+        email=row.email,
+        full_name=row.full_name,
+        birth_date=row.birth_date,
+        nationality=row.nationality,
+        address=Address(**row.address) if row.address else None,
+        business_info=BusinessInfo(**info) if info else None,
+        is_deleted=row.deleted_at is not None,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def load(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
+) -> CustomerRow:
+    row = await repository.get(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update)
+    if row is None:
+        raise CustomerNotFound(f"customer {customer_id!r} not found", details={"customerId": customer_id})
+    return row
+
+
+async def load_active(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
+) -> CustomerRow:
+    row = await load(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update)
+    if row.deleted_at is not None:
+        raise CustomerDeleted(f"customer {customer_id!r} was deleted", details={"customerId": customer_id})
+    return row
+
+
+async def get_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
+    return to_schema(await load(session, tenant_id=tenant_id, customer_id=customer_id))
+
+
+async def list_customers(
+    session: AsyncSession, *, tenant_id: str, dialect: str, params: PageParams, **filters: Any
+) -> PageResult[CustomerRow]:
+    stmt = repository.list_query(tenant_id=tenant_id, dialect=dialect, **filters)
+    return await paginate(session, stmt, id_column=CustomerRow.id, params=params)
+
+
+def _customer_dict(row: CustomerRow) -> dict[str, Any]:
+    return {
+        "customer_type": row.customer_type,
+        "full_name": row.full_name,
+        "birth_date": row.birth_date,
+        "nationality": row.nationality,
+        "email": row.email,
+        "address": row.address,
+        "business_info": row.business_info,
+    }
+
+
+async def update_customer(
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str, body: CustomerUpdate
+) -> Customer:
+    row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
+    draft = body.model_dump(exclude_unset=True)
+    problems: list[v.Problem] = []
+    if draft["customer_type"] != row.customer_type:
+        problems.append(
+            v.Problem("customerType", f"is {row.customer_type} and cannot change to {draft['customer_type']}")
+        )
+    if "region" in draft:
+        problems.append(v.Problem("region", "is immutable after create"))
+    problems += [
+        v.Problem(v._camel(k), "cannot be null: omit it to keep its value")
+        for k, val in draft.items()
+        if val is None
+    ]
+    if problems:
+        raise _refusal(problems)
+    values, problems = _check_fields(draft, tenant=tenant, today=clock.now().date(), creating=False)
+    if problems:
+        raise _refusal(problems)
+    if "business_info" in values:
+        merged_info = {**(row.business_info or {}), **(_jsonable(values["business_info"]) or {})}
+        if row.business_info is None:
+            problems += v.check_business_info(
+                values["business_info"], creating=True, today=clock.now().date()
+            )
+        values["business_info"] = merged_info
+    merged = {**_customer_dict(row), **values}
+    if "currencies" in values:
+        problems += v.missing_for_currencies(merged, _provider_required(values["currencies"]))
+    new_pcid, new_uma = values.get("platform_customer_id"), values.get("uma_address")
+    if new_pcid not in (None, row.platform_customer_id) and await repository.taken_platform_customer_ids(
+        session, tenant_id=tenant.id, values=[new_pcid]
+    ):
+        problems.append(v.Problem("platformCustomerId", "belongs to another active customer", code="CONFLICT"))
+    if new_uma not in (None, row.uma_address) and await repository.taken_uma_addresses(
+        session, tenant_id=tenant.id, values=[new_uma]
+    ):
+        problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", code="UMA_ADDRESS_EXISTS"))
+    if problems:
+        raise _refusal(problems)
+    for key, value in values.items():
+        setattr(row, key, value)
+    row.updated_at = clock.now()
+    try:
+        async with session.begin_nested():
+            await session.flush()
+    except IntegrityError as error:
+        raise _duplicate_error(error) from None
+    return to_schema(row)
+
+
+async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
+    """Soft delete: the customer leaves lists (unless asked for), its keys are freed, its accounts close."""
+    from platpay.accounts import service as accounts_service
+
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
+    await accounts_service.close_customer_accounts(session, tenant_id=tenant_id, customer_id=customer_id)
+    now = clock.now()
+    row.deleted_at = now
+    row.updated_at = now
+    await session.flush()
+    return to_schema(row)
+
+
+async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: str, status: str) -> Customer:
+    """Move kycStatus and emit CUSTOMER.KYC_<STATUS> (KYB_ for businesses). Re-entering PENDING emits too."""
+    from platpay.events import service as events_service
+
+    if status not in KYC_EVENT_STATUSES:
+        raise InvalidInput(f"kycStatus must be one of {', '.join(KYC_EVENT_STATUSES)}")
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
+    if row.kyc_status == status and status != "PENDING":
+        return to_schema(row)
+    row.kyc_status = status
+    row.updated_at = clock.now()
+    await session.flush()
+    customer = to_schema(row)
+    family = "KYB" if row.customer_type == "BUSINESS" else "KYC"
+    await events_service.emit(
+        session, tenant_id=tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer
+    )
+    return customer
+
+
+async def ensure_ready_for_currency(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str
+) -> CustomerRow:
+    """Money movement in `currency` needs every provider-required field for it (SPEC §2 rule 1)."""
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
+    problems = v.missing_for_currencies(_customer_dict(row), _provider_required([currency]))
+    if problems:
+        raise _refusal(problems)
+    return row
+
+
+async def uma_address_owner(session: AsyncSession, *, tenant_id: str, uma_address: str) -> CustomerRow | None:
+    return await repository.by_uma_address(session, tenant_id=tenant_id, uma_address=uma_address.lower())

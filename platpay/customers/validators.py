@@ -1,0 +1,237 @@
+"""Customer field rules (SPEC §2 rules 1-6). Every check returns problems instead of raising so that one
+400 (or one bulk-import row error) can name every bad field at once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from platpay.kit import countries, currencies
+
+MISSING_INFO = "MISSING_MANDATORY_USER_INFO"
+
+# Letters (any script), single spaces, and the punctuation real names carry: hyphen, apostrophe, period.
+_NAME_RE = re.compile(r"^[^\W\d_]+(?:[ '\-.][^\W\d_]*)*\.?$")
+_EMAIL_RE = re.compile(
+    r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
+)
+_UMA_USER_RE = re.compile(r"^[a-z0-9._+\-]+$")
+_TAX_ID_RE = re.compile(r"^[A-Za-z0-9\-./ ]{1,64}$")
+UMA_MAX_USERNAME = 64  # including the leading $
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str
+    message: str
+    code: str = "INVALID_INPUT"
+
+    def as_detail(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+def check_name(value: str | None, field: str) -> list[Problem]:
+    if value is None:
+        return []
+    if value != value.strip() or "  " in value:
+        return [Problem(field, "must not have leading, trailing or repeated spaces")]
+    if not _NAME_RE.match(value):
+        return [Problem(field, "must contain only letters, single spaces, hyphens, apostrophes and periods")]
+    return []
+
+
+def parse_past_date(value: str | None, field: str, *, today: date) -> tuple[date | None, list[Problem]]:
+    if value is None:
+        return None, []
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        return None, [Problem(field, f"must be a date as YYYY-MM-DD, got {value!r}")]
+    try:
+        parsed = date.fromisoformat(value)
+    except ValueError:
+        return None, [Problem(field, f"{value!r} is not a real calendar date")]
+    if parsed >= today:
+        return None, [Problem(field, f"{value} is not in the past")]
+    if parsed.year < 1900:
+        return None, [Problem(field, f"{value} is before 1900")]
+    return parsed, []
+
+
+def check_country(value: str | None, field: str) -> list[Problem]:
+    if value is not None and not countries.is_country(value):
+        return [Problem(field, f"{value!r} is not an ISO 3166-1 alpha-2 country code (e.g. US, MX)")]
+    return []
+
+
+def check_email(value: str | None, field: str = "email") -> list[Problem]:
+    if value is not None and (not _EMAIL_RE.match(value) or len(value) > 254):
+        return [Problem(field, f"{value!r} is not a valid email address")]
+    return []
+
+
+def normalize_uma_address(
+    value: str, *, domain: str, field: str = "umaAddress"
+) -> tuple[str | None, list[Problem]]:
+    """`$username@domain`, username a-z 0-9 - _ . + (case-insensitive, stored lowercase), ≤64 with the $."""
+    lowered = value.strip().lower()
+    if not lowered.startswith("$") or lowered.count("@") != 1:
+        return None, [Problem(field, f"must look like $username@{domain}", code="INVALID_UMA_ADDRESS")]
+    username, at_domain = lowered.split("@")
+    if len(username) > UMA_MAX_USERNAME or len(username) < 2:
+        return None, [
+            Problem(
+                field,
+                f"the $username part must be 2-{UMA_MAX_USERNAME} characters including the $",
+                code="INVALID_UMA_ADDRESS",
+            )
+        ]
+    if not _UMA_USER_RE.match(username[1:]):
+        return None, [
+            Problem(
+                field, "the username may only use a-z, 0-9, '-', '_', '.', '+'", code="INVALID_UMA_ADDRESS"
+            )
+        ]
+    if at_domain != domain.lower():
+        return None, [
+            Problem(
+                field, f"the domain must be this platform's UMA domain {domain!r}", code="INVALID_UMA_ADDRESS"
+            )
+        ]
+    return lowered, []
+
+
+def check_address(address: dict[str, Any] | None, field: str = "address") -> list[Problem]:
+    if address is None:
+        return []
+    problems = []
+    for key in ("line1", "postal_code", "country"):
+        if not address.get(key):
+            problems.append(Problem(f"{field}.{_camel(key)}", "is required in an address"))
+    problems += check_country(address.get("country"), f"{field}.country")
+    for key in ("line1", "line2", "city", "state", "postal_code"):
+        text = address.get(key)
+        if text is not None and (text != text.strip() or not text.strip() or not text.isprintable()):
+            problems.append(
+                Problem(f"{field}.{_camel(key)}", "must be printable text without leading or trailing spaces")
+            )
+    return problems
+
+
+def check_business_info(
+    info: dict[str, Any] | None, *, creating: bool, today: date, field: str = "businessInfo"
+) -> list[Problem]:
+    if info is None:
+        return []
+    problems: list[Problem] = []
+    # SPEC §2: which businessInfo fields are mandatory depends on the currency's provider (taxId,
+    # incorporatedOn come through providerRequiredCustomerFields); the legal name is what makes it a business.
+    if creating and info.get("legal_name") is None:
+        problems.append(Problem(f"{field}.legalName", "is required when businessInfo is given on create"))
+    for key in ("legal_name", "doing_business_as"):
+        value = info.get(key)
+        if value is not None and (value != value.strip() or "  " in value or not value.isprintable()):
+            problems.append(
+                Problem(f"{field}.{_camel(key)}", "must not have leading, trailing or repeated spaces")
+            )
+    for key in ("tax_id", "registration_number"):
+        value = info.get(key)
+        if value is not None and not _TAX_ID_RE.match(value):
+            problems.append(
+                Problem(f"{field}.{_camel(key)}", "may only contain letters, digits, spaces and - . /")
+            )
+    incorporated = info.get("incorporated_on")
+    if incorporated is not None and incorporated >= today:
+        problems.append(Problem(f"{field}.incorporatedOn", f"{incorporated} is not in the past"))
+    problems += check_country(info.get("country"), f"{field}.country")
+    for key in ("countries_of_operation", "expected_recipient_jurisdictions"):
+        for index, code in enumerate(info.get(key) or []):
+            problems += check_country(code, f"{field}.{_camel(key)}.{index}")
+    return problems
+
+
+def check_currencies(
+    codes: list[str] | None, *, platform_codes: list[str], field: str = "currencies"
+) -> list[Problem]:
+    if codes is None:
+        return []
+    problems = []
+    for index, code in enumerate(codes):
+        if currencies.get(code) is None:
+            problems.append(
+                Problem(f"{field}.{index}", f"unknown currency code {code!r}", code="INVALID_CURRENCY")
+            )
+        elif code not in platform_codes:
+            problems.append(
+                Problem(
+                    f"{field}.{index}",
+                    f"{code} is not among this platform's supportedCurrencies {platform_codes}",
+                    code="INVALID_CURRENCY",
+                )
+            )
+    if len(set(codes)) != len(codes):
+        problems.append(Problem(field, "a currency is listed twice"))
+    return problems
+
+
+# Which customer field satisfies a provider-required CustomerInfoFieldName, per customer type.
+_REQUIREMENT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
+    "INDIVIDUAL": {
+        "FULL_NAME": ("full_name",),
+        "BIRTH_DATE": ("birth_date",),
+        "NATIONALITY": ("nationality",),
+        "EMAIL": ("email",),
+        "POSTAL_ADDRESS": ("address",),
+        "COUNTRY_OF_RESIDENCE": ("address",),
+    },
+    "BUSINESS": {
+        "FULL_NAME": ("business_info", "legal_name"),
+        "COMPANY_LEGAL_NAME": ("business_info", "legal_name"),
+        "BIRTH_DATE": ("business_info", "incorporated_on"),
+        "TAX_ID": ("business_info", "tax_id"),
+        "REGISTRATION_NUMBER": ("business_info", "registration_number"),
+        "BUSINESS_TYPE": ("business_info", "business_type"),
+        "EMAIL": ("email",),
+        "POSTAL_ADDRESS": ("address",),
+        "COUNTRY_OF_RESIDENCE": ("address",),
+    },
+}
+_FIELD_NAMES = {
+    "full_name": "fullName",
+    "birth_date": "birthDate",
+    "nationality": "nationality",
+    "email": "email",
+    "address": "address",
+    "business_info": "businessInfo",
+}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _present(customer: dict[str, Any], path: tuple[str, ...]) -> bool:
+    value: Any = customer
+    for key in path:
+        if not isinstance(value, dict):
+            return False
+        value = value.get(key)
+    return value not in (None, "", [], {})
+
+
+def missing_for_currencies(customer: dict[str, Any], required: dict[str, list[str]]) -> list[Problem]:
+    """Problems for provider-required fields (by currency) the customer lacks. `required` maps a currency
+    code to its CustomerInfoFieldNames; fields that a customer type cannot carry are not asked for."""
+    mapping = _REQUIREMENT_FIELDS[customer["customer_type"]]
+    missing: dict[str, list[str]] = {}
+    for code, names in required.items():
+        for name in names:
+            path = mapping.get(name)
+            if path is not None and not _present(customer, path):
+                field = ".".join([_FIELD_NAMES.get(path[0], path[0]), *(_camel(p) for p in path[1:])])
+                missing.setdefault(field, []).append(code)
+    return [
+        Problem(field, f"required by the provider for {', '.join(codes)}", code=MISSING_INFO)
+        for field, codes in missing.items()
+    ]

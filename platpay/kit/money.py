@@ -1,0 +1,41 @@
+"""Money is an int of minor units with its currency. No floats anywhere near it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from platpay.kit import currencies
+
+
+class CurrencyOut(BaseModel):
+    code: str
+    name: str
+    symbol: str
+    decimals: int
+
+
+class CurrencyAmount(BaseModel):
+    amount: int = Field(description="minor units (cents for USD, satoshis for BTC)")
+    currency: CurrencyOut
+
+
+@dataclass(frozen=True, slots=True)
+class Money:
+    minor: int
+    currency: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.minor, int) or isinstance(self.minor, bool):
+            raise TypeError(f"money amounts are int minor units, got {type(self.minor).__name__}")
+
+    def as_api(self) -> dict[str, Any]:
+        return currency_amount(self.minor, self.currency)
+
+
+def currency_amount(minor: int, code: str) -> dict[str, Any]:
+    """The API's CurrencyAmount: {amount, currency: {code, name, symbol, decimals}}."""
+    currency = currencies.require(code)
+    return {"amount": minor, "currency": currency.as_api()}

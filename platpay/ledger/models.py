@@ -1,0 +1,64 @@
+"""The ledger's tables. Only platpay.ledger writes postings or balances.
+
+Every account holds money in two buckets: AVAILABLE (spendable) and HELD (reserved: payments in flight,
+card holds). An account's API `balance` is available; `totalBalance` is available + held. Every posting
+hits one (account, bucket) with a signed amount in minor units, positive meaning more money in that
+account; a journal entry's postings sum to zero in each currency, so every currency's trial balance is
+zero. System accounts (clearing per rail, FX trading, fees, sandbox funding) may go negative; customer and
+platform internal accounts may not.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, UtcDateTime
+
+
+class LedgerAccountRow(Base):
+    __tablename__ = "ledger_accounts"
+    __table_args__ = (UniqueConstraint("tenant_id", "code"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # internal accounts reuse their own id
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    currency: Mapped[str] = mapped_column(String(8))
+    kind: Mapped[str] = mapped_column(String(24))  # INTERNAL | CLEARING | FX | FEES | SANDBOX_FUNDING
+    code: Mapped[str] = mapped_column(String(120))  # unique per tenant, e.g. clearing:ACH:USD
+    allow_negative: Mapped[bool]
+    available: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units
+    held: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units, ≥ 0 for internal accounts
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class JournalEntryRow(Base):
+    __tablename__ = "journal_entries"
+    __table_args__ = (Index("ix_journal_entries_tenant_reference", "tenant_id", "reference"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    kind: Mapped[str] = mapped_column(String(40))  # e.g. FUNDING, TRANSFER_OUT_HOLD, FX_EXECUTE, REVERSAL
+    reference: Mapped[str | None] = mapped_column(String(120))  # the business object, e.g. Transaction:<uuid>
+    reverses_id: Mapped[str | None] = mapped_column(IdColumn())  # a correction points at what it reverses
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class PostingRow(Base):
+    __tablename__ = "postings"
+    __table_args__ = (
+        Index("ix_postings_account_id", "account_id"),
+        Index("ix_postings_entry_id", "entry_id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    entry_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("journal_entries.id"))
+    account_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("ledger_accounts.id"))
+    tenant_id: Mapped[str] = mapped_column(IdColumn())
+    currency: Mapped[str] = mapped_column(String(8))
+    bucket: Mapped[str] = mapped_column(String(10))  # AVAILABLE | HELD
+    amount: Mapped[int] = mapped_column(BigInteger)  # minor units, signed: + adds money to the account
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,0 +1,496 @@
+"""Customers: create, validate, read, update, list and filter, delete, KYC status events, isolation."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import create_platform
+from tests.support.jobs import run_jobs_until
+
+JANE = {
+    "customerType": "INDIVIDUAL",
+    "platformCustomerId": "user-1",
+    "fullName": "Jane Doe",
+    "birthDate": "1990-04-12",
+    "nationality": "US",
+    "email": "jane@example.com",
+    "address": {
+        "line1": "1 Main St",
+        "city": "Springfield",
+        "state": "IL",
+        "postalCode": "62701",
+        "country": "US",
+    },
+}
+ACME = {
+    "customerType": "BUSINESS",
+    "platformCustomerId": "biz-1",
+    "email": "ops@acme.example",
+    "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
+    "businessInfo": {
+        "legalName": "Acme Corp",
+        "taxId": "12-3456789",
+        "incorporatedOn": "2015-06-01",
+        "entityType": "LLC",
+    },
+}
+
+
+async def _count(client, auth, **params):
+    return (
+        await client.get("/customers", auth=auth, params={"isIncludingDeleted": "true", **params})
+    ).json()["totalCount"]
+
+
+class TestCreate:
+    async def test_individual_on_an_unregulated_platform_is_pending(self, client, auth):
+        response = await client.post("/customers", auth=auth, json=JANE)
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert body["id"].startswith("Customer:") and body["kycStatus"] == "PENDING"
+        assert body["fullName"] == "Jane Doe" and body["birthDate"] == "1990-04-12"
+        assert body["address"]["postalCode"] == "62701" and body["isDeleted"] is False
+        assert body["umaAddress"].startswith("$") and body["umaAddress"].endswith(
+            "@test-platform.platpay.test"
+        )
+        assert body["currencies"] == ["USD", "USDC", "USDB"]
+        assert (await client.get(f"/customers/{body['id']}", auth=auth)).json() == body
+
+    async def test_business_on_a_regulated_platform_is_approved(self, client, db, settings):
+        regulated = await create_platform(db, settings, is_regulated=True)
+        body = (await client.post("/customers", auth=regulated["sandbox"], json=ACME)).json()
+        assert body["kycStatus"] == "APPROVED" and body["customerType"] == "BUSINESS"
+        assert (
+            body["businessInfo"]["legalName"] == "Acme Corp"
+            and body["businessInfo"]["incorporatedOn"] == "2015-06-01"
+        )
+
+    async def test_only_customer_type_is_required(self, client, auth):
+        body = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+        assert len(body["platformCustomerId"]) == 32 and body["umaAddress"].startswith("$")
+
+    async def test_uma_address_is_normalized_to_lowercase_and_unique_case_insensitively(self, client, auth):
+        first = await client.post(
+            "/customers",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "umaAddress": "$Jane.Doe@Test-Platform.platpay.test"},
+        )
+        assert first.json()["umaAddress"] == "$jane.doe@test-platform.platpay.test"
+        again = await client.post(
+            "/customers",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "umaAddress": "$JANE.DOE@test-platform.platpay.test"},
+        )
+        assert again.status_code == 409 and again.json()["code"] == "UMA_ADDRESS_EXISTS"
+
+    async def test_duplicate_platform_customer_id_is_409_among_active_customers(self, client, auth):
+        first = (await client.post("/customers", auth=auth, json=JANE)).json()
+        dup = await client.post(
+            "/customers", auth=auth, json={"customerType": "INDIVIDUAL", "platformCustomerId": "user-1"}
+        )
+        assert dup.status_code == 409 and dup.json()["code"] == "CONFLICT"
+        await client.delete(f"/customers/{first['id']}", auth=auth)
+        reused = await client.post(
+            "/customers", auth=auth, json={"customerType": "INDIVIDUAL", "platformCustomerId": "user-1"}
+        )
+        assert reused.status_code == 201
+
+    async def test_idempotent_create(self, client, auth):
+        a = await client.post("/customers", auth=auth, json=JANE, headers={"Idempotency-Key": "c1"})
+        b = await client.post("/customers", auth=auth, json=JANE, headers={"Idempotency-Key": "c1"})
+        assert a.status_code == 201 and a.content == b.content
+        assert await _count(client, auth) == 1
+
+    async def test_internal_accounts_are_opened_per_platform_currency(self, client, auth):
+        customer = (await client.post("/customers", auth=auth, json=JANE)).json()
+        accounts = (
+            await client.get("/customers/internal-accounts", auth=auth, params={"customerId": customer["id"]})
+        ).json()
+        by_currency = {a["balance"]["currency"]["code"]: a for a in accounts["data"]}
+        assert set(by_currency) == {"USD", "USDC", "USDB"}
+        assert (
+            by_currency["USD"]["type"] == "INTERNAL_FIAT" and by_currency["USDC"]["type"] == "INTERNAL_CRYPTO"
+        )
+        assert (
+            by_currency["USDB"]["type"] == "EMBEDDED_WALLET"
+            and by_currency["USDB"]["privateEnabled"] is False
+        )
+        assert by_currency["USD"]["balance"] == {
+            "amount": 0,
+            "currency": {"code": "USD", "name": "US Dollar", "symbol": "$", "decimals": 2},
+        }
+        assert by_currency["USD"]["totalBalance"]["amount"] == 0
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("patch", "field", "code"),
+        [
+            ({"birthDate": "1990-02-30"}, "birthDate", "INVALID_INPUT"),
+            ({"birthDate": "2990-01-01"}, "birthDate", "INVALID_INPUT"),
+            ({"birthDate": "12/04/1990"}, "birthDate", "INVALID_INPUT"),
+            ({"fullName": "Jane  Doe"}, "fullName", "INVALID_INPUT"),
+            ({"fullName": "Jane $Doe"}, "fullName", "INVALID_INPUT"),
+            ({"fullName": "R2D2"}, "fullName", "INVALID_INPUT"),
+            ({"nationality": "XX"}, "nationality", "INVALID_INPUT"),
+            ({"email": "not-an-email"}, "email", "INVALID_INPUT"),
+            ({"address": {"line1": "1 Main", "postalCode": "1"}}, "address.country", "INVALID_INPUT"),
+            (
+                {"address": {"line1": "1 Main", "postalCode": "1", "country": "USA"}},
+                "address.country",
+                "INVALID_INPUT",
+            ),
+            (
+                {"address": {"line1": "1 Main", "postalCode": "1", "country": "ZZ"}},
+                "address.country",
+                "INVALID_INPUT",
+            ),
+            ({"umaAddress": "jane@test-platform.platpay.test"}, "umaAddress", "INVALID_UMA_ADDRESS"),
+            ({"umaAddress": "$jane@elsewhere.com"}, "umaAddress", "INVALID_UMA_ADDRESS"),
+            ({"umaAddress": "$ja ne@test-platform.platpay.test"}, "umaAddress", "INVALID_UMA_ADDRESS"),
+            (
+                {"umaAddress": "$" + "a" * 64 + "@test-platform.platpay.test"},
+                "umaAddress",
+                "INVALID_UMA_ADDRESS",
+            ),
+            (
+                {"businessInfo": {"legalName": "X", "taxId": "1", "incorporatedOn": "2020-01-01"}},
+                "businessInfo",
+                "INVALID_INPUT",
+            ),
+            ({"currencies": ["EUR"]}, "currencies.0", "INVALID_CURRENCY"),
+            ({"currencies": ["XYZ"]}, "currencies.0", "INVALID_CURRENCY"),
+            ({"region": "U1"}, "region", "INVALID_INPUT"),
+            ({"customerType": "ROBOT"}, "customerType", "INVALID_INPUT"),
+        ],
+    )
+    async def test_invalid_individual_names_the_field_and_creates_nothing(
+        self, client, auth, patch, field, code
+    ):
+        response = await client.post("/customers", auth=auth, json={**JANE, **patch})
+        assert response.status_code == 400, response.text
+        error = response.json()
+        assert error["code"] == code, error
+        assert field in [f["field"] for f in error["details"]["fields"]], error
+        assert await _count(client, auth) == 0
+
+    async def test_every_problem_is_named_at_once(self, client, auth):
+        response = await client.post(
+            "/customers",
+            auth=auth,
+            json={**JANE, "birthDate": "1990-13-01", "nationality": "XX", "email": "not-an-email"},
+        )
+        assert {f["field"] for f in response.json()["details"]["fields"]} == {
+            "birthDate",
+            "nationality",
+            "email",
+        }
+
+    async def test_missing_customer_type_is_400(self, client, auth):
+        response = await client.post("/customers", auth=auth, json={"fullName": "Jane"})
+        assert response.status_code == 400
+        assert "customerType" in [f["field"] for f in response.json()["details"]["fields"]]
+
+    @pytest.mark.parametrize(
+        ("business_info", "field"),
+        [
+            ({"taxId": "1", "incorporatedOn": "2020-01-01"}, "businessInfo.legalName"),
+            (
+                {"legalName": "Acme", "taxId": "1", "incorporatedOn": "2999-01-01"},
+                "businessInfo.incorporatedOn",
+            ),
+            (
+                {"legalName": "Acme", "taxId": "1", "incorporatedOn": "2020-01-01", "entityType": "GUILD"},
+                "businessInfo.entityType",
+            ),
+            (
+                {
+                    "legalName": "Acme",
+                    "taxId": "1",
+                    "incorporatedOn": "2020-01-01",
+                    "countriesOfOperation": ["US", "QQ"],
+                },
+                "businessInfo.countriesOfOperation.1",
+            ),
+        ],
+    )
+    async def test_invalid_business(self, client, auth, business_info, field):
+        response = await client.post("/customers", auth=auth, json={**ACME, "businessInfo": business_info})
+        assert response.status_code == 400, response.text
+        assert field in [f["field"] for f in response.json()["details"]["fields"]]
+
+    async def test_individual_fields_do_not_apply_to_a_business(self, client, auth):
+        response = await client.post("/customers", auth=auth, json={**ACME, "fullName": "Jane Doe"})
+        assert response.status_code == 400 and response.json()["details"]["fields"][0]["field"] == "fullName"
+
+    async def test_provider_required_fields_for_declared_currencies(self, client, auth):
+        response = await client.post(
+            "/customers",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "currencies": ["USD"], "fullName": "Jane Doe"},
+        )
+        assert response.status_code == 400
+        error = response.json()
+        assert error["code"] == "MISSING_MANDATORY_USER_INFO"
+        assert {f["field"] for f in error["details"]["fields"]} == {"birthDate", "address"}
+        ok = await client.post("/customers", auth=auth, json={**JANE, "currencies": ["USD", "USDC"]})
+        assert ok.status_code == 201 and ok.json()["currencies"] == ["USD", "USDC"]
+
+    async def test_business_requirements_follow_the_currency(self, client, auth):
+        response = await client.post(
+            "/customers",
+            auth=auth,
+            json={**ACME, "currencies": ["USD"], "businessInfo": {"legalName": "Acme Corp"}},
+        )
+        assert response.json()["code"] == "MISSING_MANDATORY_USER_INFO"
+        assert {f["field"] for f in response.json()["details"]["fields"]} == {
+            "businessInfo.incorporatedOn",
+            "businessInfo.taxId",
+        }
+        assert (
+            await client.post(
+                "/customers",
+                auth=auth,
+                json={**ACME, "currencies": ["USDC"], "businessInfo": {"legalName": "Acme Corp"}},
+            )
+        ).status_code == 201
+
+    async def test_usdb_needs_an_email(self, client, auth):
+        response = await client.post(
+            "/customers", auth=auth, json={"customerType": "BUSINESS", "currencies": ["USDB"]}
+        )
+        assert response.json()["code"] == "MISSING_MANDATORY_USER_INFO"
+        assert response.json()["details"]["fields"] == [
+            {"field": "email", "message": "required by the provider for USDB"}
+        ]
+
+
+class TestUpdate:
+    async def test_partial_update(self, client, auth):
+        created = (await client.post("/customers", auth=auth, json=JANE)).json()
+        response = await client.patch(
+            f"/customers/{created['id']}",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "email": "new@example.com"},
+        )
+        assert response.status_code == 200
+        body = response.json()
+        assert body["email"] == "new@example.com" and body["fullName"] == "Jane Doe"
+        assert body["updatedAt"] >= created["updatedAt"]
+
+    @pytest.mark.parametrize(
+        ("patch", "field"),
+        [
+            ({"customerType": "BUSINESS"}, "customerType"),
+            ({"customerType": "INDIVIDUAL", "region": "MX"}, "region"),
+            ({"customerType": "INDIVIDUAL", "email": None}, "email"),
+            ({"customerType": "INDIVIDUAL", "birthDate": "2100-01-01"}, "birthDate"),
+            ({"customerType": "INDIVIDUAL", "businessInfo": {"legalName": "X"}}, "businessInfo"),
+            ({"email": "x@example.com"}, "customerType"),
+        ],
+    )
+    async def test_invalid_updates_change_nothing(self, client, auth, patch, field):
+        created = (await client.post("/customers", auth=auth, json={**JANE, "region": "US"})).json()
+        response = await client.patch(f"/customers/{created['id']}", auth=auth, json=patch)
+        assert response.status_code == 400, response.text
+        assert field in [f["field"] for f in response.json()["details"]["fields"]]
+        assert (await client.get(f"/customers/{created['id']}", auth=auth)).json() == created
+
+    async def test_business_info_merges(self, client, auth):
+        created = (await client.post("/customers", auth=auth, json=ACME)).json()
+        body = (
+            await client.patch(
+                f"/customers/{created['id']}",
+                auth=auth,
+                json={"customerType": "BUSINESS", "businessInfo": {"registrationNumber": "R-9"}},
+            )
+        ).json()
+        assert (
+            body["businessInfo"]["legalName"] == "Acme Corp"
+            and body["businessInfo"]["registrationNumber"] == "R-9"
+        )
+
+    async def test_currencies_update_checks_provider_requirements(self, client, auth):
+        created = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+        refused = await client.patch(
+            f"/customers/{created['id']}",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "currencies": ["USDB"]},
+        )
+        assert refused.json()["code"] == "MISSING_MANDATORY_USER_INFO"
+        accepted = await client.patch(
+            f"/customers/{created['id']}",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "currencies": ["USDB"], "email": "a@b.co"},
+        )
+        assert accepted.status_code == 200 and accepted.json()["currencies"] == ["USDB"]
+
+    async def test_uma_address_change_conflicts(self, client, auth):
+        a = (
+            await client.post(
+                "/customers",
+                auth=auth,
+                json={"customerType": "INDIVIDUAL", "umaAddress": "$a@test-platform.platpay.test"},
+            )
+        ).json()
+        b = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+        response = await client.patch(
+            f"/customers/{b['id']}",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "umaAddress": a["umaAddress"].upper()},
+        )
+        assert response.status_code == 409 and response.json()["code"] == "UMA_ADDRESS_EXISTS"
+
+
+class TestDelete:
+    async def test_soft_delete(self, client, auth, runner, receiver):
+        await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+        created = (await client.post("/customers", auth=auth, json=JANE)).json()
+        deleted = await client.delete(f"/customers/{created['id']}", auth=auth)
+        assert deleted.status_code == 200 and deleted.json()["isDeleted"] is True
+        assert (await client.get(f"/customers/{created['id']}", auth=auth)).json()["isDeleted"] is True
+        assert (await client.get("/customers", auth=auth)).json()["totalCount"] == 0
+        listed = (await client.get("/customers", auth=auth, params={"isIncludingDeleted": "true"})).json()
+        assert [c["id"] for c in listed["data"]] == [created["id"]]
+        again = await client.delete(f"/customers/{created['id']}", auth=auth)
+        assert again.status_code == 410 and again.json()["code"] == "CUSTOMER_DELETED"
+        patched = await client.patch(
+            f"/customers/{created['id']}", auth=auth, json={"customerType": "INDIVIDUAL", "email": "a@b.co"}
+        )
+        assert patched.status_code == 410
+        accounts = (
+            await client.get("/customers/internal-accounts", auth=auth, params={"customerId": created["id"]})
+        ).json()["data"]
+        assert {a["status"] for a in accounts} == {"CLOSED"}
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INTERNAL_ACCOUNT.STATUS_UPDATED")) == 3)
+        assert {r.json["data"]["status"] for r in receiver.of_type("INTERNAL_ACCOUNT.STATUS_UPDATED")} == {
+            "CLOSED"
+        }
+
+    async def test_unknown_customer(self, client, auth):
+        for method in ("get", "delete"):
+            response = await getattr(client, method)("/customers/Customer:nope", auth=auth)
+            assert response.status_code == 404 and response.json()["code"] == "USER_NOT_FOUND"
+
+
+class TestKycStatus:
+    async def test_status_changes_fire_customer_events(self, client, auth, runner, receiver):
+        await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+        person = (await client.post("/customers", auth=auth, json=JANE)).json()
+        company = (await client.post("/customers", auth=auth, json=ACME)).json()
+        approved = await client.post(
+            f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
+        )
+        assert approved.status_code == 200 and approved.json()["kycStatus"] == "APPROVED"
+        await client.post(
+            f"/sandbox/customers/{company['id']}/kyc", auth=auth, json={"kycStatus": "REJECTED"}
+        )
+        await run_jobs_until(runner, lambda: len(receiver.received) == 3)
+        events = {r.json["type"]: r.json["data"] for r in receiver.received}
+        assert events["CUSTOMER.KYC_APPROVED"]["id"] == person["id"]
+        assert events["CUSTOMER.KYC_APPROVED"]["kycStatus"] == "APPROVED"
+        assert events["CUSTOMER.KYB_REJECTED"]["id"] == company["id"]
+        fetched = (await client.get(f"/customers/{person['id']}", auth=auth)).json()
+        assert events["CUSTOMER.KYC_APPROVED"] == fetched  # the payload is the resource as GET returns it
+
+    async def test_simulation_is_sandbox_only(self, client, platform):
+        prod = platform["production"]
+        created = (await client.post("/customers", auth=prod, json=JANE)).json()
+        response = await client.post(
+            f"/sandbox/customers/{created['id']}/kyc", auth=prod, json={"kycStatus": "APPROVED"}
+        )
+        assert response.status_code == 403
+
+
+class TestList:
+    async def test_filters_combine_and_paginate(self, client, auth):
+        ids = {}
+        for i in range(5):
+            ids[f"i{i}"] = (
+                await client.post(
+                    "/customers",
+                    auth=auth,
+                    json={
+                        "customerType": "INDIVIDUAL",
+                        "platformCustomerId": f"i{i}",
+                        "region": "MX" if i % 2 else "US",
+                    },
+                )
+            ).json()["id"]
+        for i in range(3):
+            await client.post(
+                "/customers",
+                auth=auth,
+                json={
+                    "customerType": "BUSINESS",
+                    "platformCustomerId": f"b{i}",
+                    "currencies": ["USDC"],
+                    "region": "US",
+                },
+            )
+        assert (await client.get("/customers", auth=auth, params={"customerType": "BUSINESS"})).json()[
+            "totalCount"
+        ] == 3
+        assert (await client.get("/customers", auth=auth, params={"region": "MX"})).json()["totalCount"] == 2
+        assert (
+            await client.get("/customers", auth=auth, params={"region": "US", "customerType": "INDIVIDUAL"})
+        ).json()["totalCount"] == 3
+        assert (await client.get("/customers", auth=auth, params={"currency": "USD"})).json()[
+            "totalCount"
+        ] == 5
+        assert (await client.get("/customers", auth=auth, params={"currency": "USDC"})).json()[
+            "totalCount"
+        ] == 8
+        assert (await client.get("/customers", auth=auth, params={"platformCustomerId": "i3"})).json()[
+            "data"
+        ][0]["id"] == ids["i3"]
+        seen, cursor = [], None
+        while True:
+            page = (
+                await client.get(
+                    "/customers", auth=auth, params={"limit": 3, **({"cursor": cursor} if cursor else {})}
+                )
+            ).json()
+            seen += [c["id"] for c in page["data"]]
+            if not page["hasMore"]:
+                break
+            cursor = page["nextCursor"]
+        assert len(seen) == len(set(seen)) == 8
+
+    async def test_uma_filter_is_case_insensitive(self, client, auth):
+        created = (
+            await client.post(
+                "/customers",
+                auth=auth,
+                json={"customerType": "INDIVIDUAL", "umaAddress": "$bob@test-platform.platpay.test"},
+            )
+        ).json()
+        found = (
+            await client.get(
+                "/customers", auth=auth, params={"umaAddress": "$BOB@test-platform.platpay.test"}
+            )
+        ).json()
+        assert [c["id"] for c in found["data"]] == [created["id"]]
+
+
+class TestIsolation:
+    async def test_other_tenants_cannot_see_customers(self, client, auth, db, settings, platform):
+        created = (await client.post("/customers", auth=auth, json=JANE)).json()
+        other = await create_platform(db, settings, name="Other")
+        for creds in (other["sandbox"], platform["production"]):
+            assert (await client.get(f"/customers/{created['id']}", auth=creds)).status_code == 404
+            assert (
+                await client.patch(
+                    f"/customers/{created['id']}", auth=creds, json={"customerType": "INDIVIDUAL"}
+                )
+            ).status_code == 404
+            assert (await client.delete(f"/customers/{created['id']}", auth=creds)).status_code == 404
+            assert (await client.get("/customers", auth=creds)).json()["totalCount"] == 0
+            accounts = (
+                await client.get(
+                    "/customers/internal-accounts", auth=creds, params={"customerId": created["id"]}
+                )
+            ).json()
+            assert accounts["totalCount"] == 0
+        # the same platformCustomerId is free in another tenant
+        assert (await client.post("/customers", auth=other["sandbox"], json=JANE)).status_code == 201
