@@ -23,6 +23,8 @@ app = typer.Typer(
 )
 platform_app = typer.Typer(help="Manage platforms", no_args_is_help=True)
 app.add_typer(platform_app, name="platform")
+ledger_app = typer.Typer(help="Inspect the ledger", no_args_is_help=True)
+app.add_typer(ledger_app, name="ledger")
 
 
 def _settings(**overrides: object) -> Settings:
@@ -205,6 +207,35 @@ def platform_create(
                 f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}"
             )  # type: ignore[index]
         typer.echo(f"platformId={created.platform_id}")
+
+
+@ledger_app.command("verify")
+def ledger_verify(
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as one JSON object")] = False,
+) -> None:
+    """Recompute every balance from postings and check every trial balance is zero (exit 1 if not)."""
+    from platpay.db.database import Database
+    from platpay.ledger import service as ledger_service
+
+    settings = get_settings()
+
+    async def run() -> ledger_service.VerifyReport:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.read() as session:
+                return await ledger_service.verify(session)
+        finally:
+            await db.dispose()
+
+    report = asyncio.run(run())
+    if as_json:
+        import dataclasses
+
+        typer.echo(json.dumps({"ok": report.ok, **dataclasses.asdict(report)}))
+    else:
+        for line in report.lines():
+            typer.echo(line)
+    raise typer.Exit(code=0 if report.ok else 1)
 
 
 def main() -> None:

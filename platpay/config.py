@@ -57,6 +57,14 @@ class Settings(BaseSettings):
         description="SSRF protection: production tenants may only use https endpoints on public addresses",
     )
 
+    # Sandbox rails
+    sandbox_settlement_seconds: float = Field(
+        default=1.0, description="how long a sandbox rail takes to settle a transfer after it starts processing"
+    )
+    sandbox_slow_failure_seconds: float = Field(
+        default=30.0, description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending"
+    )
+
     # Idempotency
     idempotency_retention_hours: int = 48
 

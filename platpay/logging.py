@@ -3,6 +3,7 @@ masks any key that looks secret as a second line of defence."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from typing import Any
@@ -13,10 +14,16 @@ _SECRET_MARKERS = ("secret", "password", "authorization", "token", "key", "signa
 _ALLOWED = {"token_id", "idempotency_key_present", "job_id", "request_id"}
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_secret(name: str) -> bool:
+    lowered = name.lower()
+    return lowered not in _ALLOWED and any(marker in lowered for marker in _SECRET_MARKERS)
+
+
 def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
-    for name in list(event):
-        lowered = name.lower()
-        if lowered not in _ALLOWED and any(marker in lowered for marker in _SECRET_MARKERS):
+    # Runs on every log line (one per request): the verdict per key name is memoized.
+    for name in event:
+        if _is_secret(name):
             event[name] = "[redacted]"
     return event
 

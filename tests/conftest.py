@@ -132,8 +132,17 @@ async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
     registry.load_handlers()
     try:
         yield database
+        await assert_ledger_verifies(database)  # every test that touched the database ends with this
     finally:
         await database.dispose()
+
+
+async def assert_ledger_verifies(database: Database) -> None:
+    from platpay.ledger import service as ledger_service
+
+    async with database.read() as session:
+        report = await ledger_service.verify(session)
+    assert report.ok, "\n".join(report.lines())
 
 
 @pytest.fixture(autouse=True)

@@ -147,6 +147,11 @@ async def create_external_account(
     return to_schema(row)
 
 
+async def find(session: AsyncSession, *, tenant_id: str, account_id: str) -> ExternalAccountRow | None:
+    """A live external account of the tenant, whoever owns it."""
+    return await repository.get_external(session, tenant_id=tenant_id, account_id=account_id)
+
+
 async def load(
     session: AsyncSession, *, tenant_id: str, account_id: str, platform: bool
 ) -> ExternalAccountRow:

@@ -9,12 +9,11 @@ from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
-from platpay.db.portable import insert_ignore
+from platpay.db.portable import insert_ignore_many
 
 
 async def insert_internal(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        await session.execute(insert_ignore(session, InternalAccountRow.__table__, rows))
+    await insert_ignore_many(session, InternalAccountRow.__table__, rows)  # any number of rows
 
 
 async def existing_currencies(
@@ -85,6 +84,17 @@ async def customers_without_account(
         .where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None), ~has_account)
         .order_by(CustomerRow.id)
         .limit(limit)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def internal_by_ids(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> list[InternalAccountRow]:
+    if not account_ids:
+        return []
+    stmt = (
+        select(InternalAccountRow)
+        .where(InternalAccountRow.tenant_id == tenant_id, InternalAccountRow.id.in_(account_ids))
+        .order_by(InternalAccountRow.id)
     )
     return list((await session.scalars(stmt)).all())
 

@@ -108,6 +108,15 @@ async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, cust
         )
 
 
+async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
+    """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry)."""
+    from platpay.events import service as events_service
+
+    rows = await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=account_ids)
+    for account in await render(session, rows):
+        await events_service.emit(session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account)
+
+
 async def render(session: AsyncSession, rows: list[InternalAccountRow]) -> list[InternalAccount]:
     balances = await ledger_service.balances(session, [row.id for row in rows])
     accounts = []

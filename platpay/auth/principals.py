@@ -26,9 +26,11 @@ def get_db(request: Request) -> Database:
     return request.app.state.db
 
 
-async def current_principal(
-    request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
-) -> Principal:
+async def _authenticate(request: Request, credentials: HTTPBasicCredentials | None) -> Principal:
+    """The request's principal, checked once per request however many dependencies ask for it."""
+    principal = getattr(request.state, "principal", None)
+    if isinstance(principal, Principal):
+        return principal
     if credentials is None:
         raise Unauthorized(
             "missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE
@@ -43,10 +45,22 @@ async def current_principal(
     return principal
 
 
-def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
-    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token)."""
+async def current_principal(
+    request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
+) -> Principal:
+    return await _authenticate(request, credentials)
 
-    async def dependency(principal: Principal = Depends(current_principal)) -> Principal:
+
+def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
+    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token).
+
+    It authenticates itself rather than depending on `current_principal`: every level of FastAPI
+    dependency costs per request, and this one runs on every authenticated call."""
+
+    async def dependency(
+        request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
+    ) -> Principal:
+        principal = await _authenticate(request, credentials)
         if not principal.allows(permission):
             raise Forbidden(
                 f"this token lacks the {permission.value} permission",

@@ -24,6 +24,10 @@ from sqlalchemy.pool import NullPool
 
 WRITE_OPTION = "platpay_write"
 
+# Called with the session after every successful write commit, by every Database; domains register here
+# at import (e.g. the ledger caches ids it read only once they are known to be committed).
+COMMIT_HOOKS: list[Callable[[AsyncSession], None]] = []
+
 
 def _sqlite_path(url: str) -> Path | None:
     database = make_url(url).database
@@ -145,7 +149,7 @@ class Database:
                     yield session
             finally:
                 await session.close()
-        for callback in self._after_commit:
+        for callback in (*COMMIT_HOOKS, *self._after_commit):
             callback(session)
 
     @contextlib.asynccontextmanager

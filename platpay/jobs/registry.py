@@ -19,6 +19,7 @@ HANDLER_MODULES = (
     "platpay.events.delivery",
     "platpay.accounts.jobs",
     "platpay.customers.bulk_jobs",
+    "platpay.payments.jobs",
 )
 
 

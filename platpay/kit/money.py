@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, Strict
 
 from platpay.kit import currencies
+
+# An amount in a request: a JSON integer of minor units. Strict, so "10" or 10.0 are refused rather than
+# coerced: a client that sends money as a string or a float has a bug worth hearing about.
+MinorUnits = Annotated[int, Strict()]
 
 
 class CurrencyOut(BaseModel):

@@ -1,15 +1,34 @@
-"""The ledger: the only code that writes ledger accounts' balances and postings."""
+"""The ledger: the only code that writes postings and balances.
+
+Invariants, enforced here and checked again by `verify`:
+1. An entry has at least two postings, and its postings sum to zero in every currency.
+2. Postings are append-only; a correction is a new (reversing) entry.
+3. A stored bucket (available, held) always equals the sum of the postings to it.
+4. Internal accounts never go below zero in either bucket: the balance change is a conditional UPDATE
+   that refuses instead (`InsufficientFunds`), so concurrent debits can never overdraw — on PostgreSQL
+   the row lock re-checks the condition on the latest version; SQLite has one writer.
+5. Accounts are updated in id order, so two entries touching the same accounts cannot deadlock.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.database import COMMIT_HOOKS
 from platpay.kit import clock
+from platpay.kit.ids import new_id
 from platpay.ledger import repository
+from platpay.ledger.errors import InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
 
 INTERNAL = "INTERNAL"
+AVAILABLE, HELD = "AVAILABLE", "HELD"
+# System account kinds: the outside world (clearing per rail), FX trading per currency, fee revenue,
+# and the sandbox's source of simulated deposits. They may go negative.
+CLEARING, FX, FEES, SANDBOX_FUNDING = "CLEARING", "FX", "FEES", "SANDBOX_FUNDING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +39,22 @@ class Balance:
     @property
     def total(self) -> int:
         return self.available + self.held
+
+
+@dataclass(frozen=True, slots=True)
+class Leg:
+    """One posting: `amount` minor units of `currency` into (+) or out of (−) a bucket of an account."""
+
+    account_id: str
+    currency: str
+    amount: int
+    bucket: str = AVAILABLE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.amount, int) or isinstance(self.amount, bool) or self.amount == 0:
+            raise UnbalancedEntry(f"a posting amount is a non-zero int of minor units, got {self.amount!r}")
+        if self.bucket not in (AVAILABLE, HELD):
+            raise UnbalancedEntry(f"unknown bucket {self.bucket!r}")
 
 
 async def open_internal_accounts(
@@ -47,6 +82,255 @@ async def open_internal_accounts(
     )
 
 
+_system_ids: dict[tuple[str, str], str] = {}  # (tenant, code) -> id; ids never change once created
+
+
+async def system_account(
+    session: AsyncSession, *, tenant_id: str, kind: str, currency: str, qualifier: str = ""
+) -> str:
+    """The id of a tenant's system account (created on first use), e.g. CLEARING for ACH in USD."""
+    code = ":".join(part for part in (kind.lower(), qualifier, currency) if part)
+    cached = _system_ids.get((tenant_id, code))
+    if cached is not None:
+        return cached
+    now = clock.now()
+    await repository.insert_accounts(
+        session,
+        [
+            {
+                "id": new_id("LedgerAccount"),
+                "tenant_id": tenant_id,
+                "currency": currency,
+                "kind": kind,
+                "code": code,
+                "allow_negative": True,
+                "available": 0,
+                "held": 0,
+                "created_at": now,
+                "updated_at": now,
+            }
+        ],
+    )
+    account_id = await repository.account_id_by_code(session, tenant_id=tenant_id, code=code)
+    assert account_id is not None
+    # Cache only what is committed-to-exist: an id read in a transaction that rolls back could name a row
+    # that was never committed, so the cache is filled on the next read instead if this one fails.
+    session.info.setdefault("platpay_ledger_new_system_ids", {})[(tenant_id, code)] = account_id
+    return account_id
+
+
+def _remember_committed_system_accounts(session: AsyncSession) -> None:
+    """After-commit hook: system account ids read in a committed transaction may be cached."""
+    _system_ids.update(session.info.pop("platpay_ledger_new_system_ids", {}))
+
+
+COMMIT_HOOKS.append(_remember_committed_system_accounts)
+
+
+def _check_balanced(legs: list[Leg]) -> None:
+    if len(legs) < 2:
+        raise UnbalancedEntry("an entry needs at least two postings")
+    totals: dict[str, int] = defaultdict(int)
+    for leg in legs:
+        totals[leg.currency] += leg.amount
+    unbalanced = {currency: total for currency, total in totals.items() if total != 0}
+    if unbalanced:
+        raise UnbalancedEntry(f"postings do not sum to zero per currency: {unbalanced}")
+
+
+@dataclass
+class Entry:
+    id: str
+    legs: list[Leg] = field(default_factory=list)
+
+
+async def post(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    kind: str,
+    reference: str | None,
+    legs: list[Leg],
+    reverses_id: str | None = None,
+) -> Entry:
+    """Write one balanced entry and move the balances it touches, or refuse with InsufficientFunds having
+    changed nothing (the caller's transaction is rolled back with it)."""
+    _check_balanced(legs)
+    now = clock.now()
+    deltas: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for leg in legs:
+        delta = deltas[(leg.account_id, leg.currency)]
+        delta[0 if leg.bucket == AVAILABLE else 1] += leg.amount
+    for (account_id, currency), (d_available, d_held) in sorted(deltas.items()):
+        if d_available == 0 and d_held == 0:
+            continue  # e.g. a release and re-hold on one account within the entry
+        applied = await repository.apply(
+            session,
+            tenant_id=tenant_id,
+            account_id=account_id,
+            currency=currency,
+            d_available=d_available,
+            d_held=d_held,
+            now=now,
+        )
+        if not applied:
+            await _explain_refusal(
+                session, tenant_id=tenant_id, account_id=account_id, currency=currency, needed=-d_available
+            )
+    entry_id = new_id("JournalEntry")
+    await repository.insert_entry(
+        session,
+        {
+            "id": entry_id,
+            "tenant_id": tenant_id,
+            "kind": kind,
+            "reference": reference,
+            "reverses_id": reverses_id,
+            "created_at": now,
+        },
+        [
+            {
+                "id": new_id("Posting"),
+                "entry_id": entry_id,
+                "account_id": leg.account_id,
+                "tenant_id": tenant_id,
+                "currency": leg.currency,
+                "bucket": leg.bucket,
+                "amount": leg.amount,
+                "created_at": now,
+            }
+            for leg in legs
+        ],
+    )
+    return Entry(id=entry_id, legs=legs)
+
+
+async def _explain_refusal(
+    session: AsyncSession, *, tenant_id: str, account_id: str, currency: str, needed: int
+) -> None:
+    account = await repository.get_account(session, tenant_id=tenant_id, account_id=account_id)
+    if account is None or account.currency != currency:
+        raise LedgerAccountMismatch(f"no {currency} ledger account {account_id} in tenant {tenant_id}")
+    raise InsufficientFunds(
+        f"insufficient funds: account {account_id} has {account.available} {currency} available "
+        f"(minor units), {needed} needed",
+        details={
+            "accountId": account_id,
+            "available": account.available,
+            "required": needed,
+            "currency": currency,
+        },
+    )
+
+
+async def reverse(
+    session: AsyncSession, *, tenant_id: str, entry_id: str, kind: str, reference: str | None
+) -> Entry:
+    """The correction of an entry: the same postings with opposite signs, pointing back at it."""
+    original = await repository.postings_of(session, [entry_id])
+    legs = [Leg(p.account_id, p.currency, -p.amount, p.bucket) for p in original]
+    return await post(
+        session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, reverses_id=entry_id
+    )
+
+
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, Balance]:
     found = await repository.balances(session, account_ids)
     return {account_id: Balance(*found.get(account_id, (0, 0))) for account_id in account_ids}
+
+
+async def entries_for(session: AsyncSession, *, tenant_id: str, reference: str) -> list[dict[str, Any]]:
+    """The entries recorded for a business object, with their postings (for audits and tests)."""
+    entries = await repository.entries_for(session, tenant_id=tenant_id, reference=reference)
+    postings = await repository.postings_of(session, [e.id for e in entries])
+    return [
+        {
+            "id": e.id,
+            "kind": e.kind,
+            "reversesId": e.reverses_id,
+            "postings": [
+                {"accountId": p.account_id, "currency": p.currency, "bucket": p.bucket, "amount": p.amount}
+                for p in postings
+                if p.entry_id == e.id
+            ],
+        }
+        for e in entries
+    ]
+
+
+@dataclass
+class VerifyReport:
+    counts: dict[str, int]
+    balance_mismatches: list[dict[str, Any]]
+    unbalanced_entries: list[dict[str, Any]]
+    thin_entries: list[str]
+    nonzero_trial_balances: list[dict[str, Any]]
+    negative_accounts: list[dict[str, Any]]
+    foreign_postings: list[dict[str, Any]]
+    trial_balances: list[dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.balance_mismatches
+            or self.unbalanced_entries
+            or self.thin_entries
+            or self.nonzero_trial_balances
+            or self.negative_accounts
+            or self.foreign_postings
+        )
+
+    def lines(self) -> list[str]:
+        c = self.counts
+        out = [f"ledger: {c['accounts']} accounts, {c['entries']} entries, {c['postings']} postings"]
+        problems = [
+            ("stored balance differs from its postings", self.balance_mismatches),
+            ("entry does not sum to zero in a currency", self.unbalanced_entries),
+            ("entry with fewer than two postings", [{"entryId": e} for e in self.thin_entries]),
+            ("trial balance is not zero", self.nonzero_trial_balances),
+            ("non-negative account below zero", self.negative_accounts),
+            ("posting in another currency or tenant than its account", self.foreign_postings),
+        ]
+        for title, items in problems:
+            for item in items[:50]:
+                out.append(f"MISMATCH {title}: {item}")
+            if len(items) > 50:
+                out.append(f"MISMATCH {title}: … {len(items) - 50} more")
+        out.append(
+            "OK: every balance equals its postings and every trial balance is zero" if self.ok else "FAILED"
+        )
+        return out
+
+
+async def verify(session: AsyncSession) -> VerifyReport:
+    """Recompute every balance from postings and check every invariant, across all tenants."""
+    trial = [
+        {"tenantId": r.tenant_id, "currency": r.currency, "total": int(r.total or 0), "accounts": r.accounts}
+        for r in await repository.trial_balances(session)
+    ]
+    return VerifyReport(
+        counts=await repository.counts(session),
+        balance_mismatches=[
+            {
+                "accountId": r.id,
+                "currency": r.currency,
+                "stored": {"available": r.available, "held": r.held},
+                "posted": {"available": int(r.posted_available), "held": int(r.posted_held)},
+            }
+            for r in await repository.stored_vs_posted(session)
+        ],
+        unbalanced_entries=[
+            {"entryId": r.entry_id, "currency": r.currency, "sum": int(r.total)}
+            for r in await repository.unbalanced_entries(session)
+        ],
+        thin_entries=[r.id for r in await repository.thin_entries(session)],
+        nonzero_trial_balances=[t for t in trial if t["total"] != 0],
+        negative_accounts=[
+            {"accountId": r.id, "available": r.available, "held": r.held}
+            for r in await repository.negative_accounts(session)
+        ],
+        foreign_postings=[
+            {"postingId": r.id, "accountId": r.account_id} for r in await repository.foreign_postings(session)
+        ],
+        trial_balances=trial,
+    )

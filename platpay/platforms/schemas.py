@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.money import MinorUnits
 
 
 class CustomerInfoFieldName(StrEnum):
@@ -48,8 +49,8 @@ class CounterpartyFieldDefinitionIn(ApiRequest):
 
 class PlatformCurrencyConfigIn(ApiRequest):
     currency_code: str = Field(min_length=1, max_length=8, description="a code from the currency catalog")
-    min_amount: int = Field(ge=0, le=MAX_AMOUNT, description="smallest sendable amount, minor units")
-    max_amount: int = Field(ge=0, le=MAX_AMOUNT, description="largest sendable amount, minor units")
+    min_amount: MinorUnits = Field(ge=0, le=MAX_AMOUNT, description="smallest sendable amount, minor units")
+    max_amount: MinorUnits = Field(ge=0, le=MAX_AMOUNT, description="largest sendable amount, minor units")
     required_counterparty_fields: list[CounterpartyFieldDefinitionIn] = Field(max_length=20)
     enabled_transaction_types: list[TransactionType] = Field(min_length=1, max_length=2)
 

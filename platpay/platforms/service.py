@@ -287,3 +287,25 @@ async def environment_of(session: AsyncSession, *, tenant_id: str) -> str | None
 
 async def any_platform_exists(session: AsyncSession) -> bool:
     return await repository.count_platforms(session) > 0
+
+
+_platform_of: dict[str, str] = {}  # tenant id -> platform id; never changes
+
+
+async def platform_of(session: AsyncSession, *, tenant_id: str) -> str:
+    platform_id = _platform_of.get(tenant_id)
+    if platform_id is None:
+        row = await repository.get_tenant(session, tenant_id)
+        if row is None:
+            raise TenantNotFound(f"tenant {tenant_id} not found")
+        platform_id = _platform_of[tenant_id] = row.platform_id
+    return platform_id
+
+
+async def tenant_context_of(session: AsyncSession, *, tenant_id: str) -> TenantContext:
+    """A tenant's context outside a request (jobs)."""
+    row = await repository.get_tenant(session, tenant_id)
+    if row is None:
+        raise TenantNotFound(f"tenant {tenant_id} not found")
+    platform = await repository.get_platform(session, row.platform_id)
+    return tenant_context(row, is_regulated=bool(platform and platform.is_regulated))

@@ -1,0 +1,68 @@
+"""Bulk customer import endpoints (SPEC §4.4). Registered before the customers router so that
+/customers/bulk/... is never taken for a customer id."""
+
+from __future__ import annotations
+
+from fastapi import File, Request, Response, UploadFile
+
+from platpay.auth.principals import Manager, Viewer, get_db
+from platpay.auth.service import Principal
+from platpay.customers import bulk as bulk_service
+from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkImportAccepted
+from platpay.kit import idempotency
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.routing import api_router
+
+router = api_router(tags=["Customers"])
+
+UPLOAD_PATH = "/customers/bulk/csv"
+
+_FILE_DESCRIPTION = (
+    "UTF-8 CSV, header row first. Columns (SPEC §2): umaAddress, platformCustomerId, customerType "
+    "(INDIVIDUAL|BUSINESS) always; INDIVIDUAL rows: fullName, birthDate (YYYY-MM-DD), addressLine1, city, "
+    "state, postalCode, country; BUSINESS rows: businessLegalName, addressLine1, city, state, postalCode, "
+    "country; optional: addressLine2, email, businessTaxId, businessRegistrationNumber, and "
+    "platformAccountId, description (accepted, ignored). Up to PLATPAY_BULK_IMPORT_MAX_BYTES (default 50 MiB)."
+)
+
+
+@router.post(
+    UPLOAD_PATH,
+    status_code=202,
+    response_model=BulkImportAccepted,
+    responses={400: {"description": "not a usable CSV: empty, not UTF-8 text, bad header, too large"}},
+)
+async def upload_customers_csv(
+    request: Request,
+    file: UploadFile = File(..., description=_FILE_DESCRIPTION),
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Manager,
+) -> Response:
+    """Upload a CSV of customers to create asynchronously; poll the returned job for progress."""
+    settings = request.app.state.settings
+    checked = await bulk_service.check_upload(file, max_bytes=settings.bulk_import_max_bytes)
+
+    async def operation(session):  # type: ignore[no-untyped-def]
+        accepted = await bulk_service.start_import(
+            session, tenant_id=principal.tenant.id, upload=file, checked=checked
+        )
+        return 202, accepted.to_api()
+
+    return await idempotency.execute(
+        get_db(request),
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        request_fingerprint=idempotency.fingerprint(
+            request.method, request.url.path, {"sha256": checked.sha256, "size": checked.size}
+        ),
+        operation=operation,
+    )
+
+
+@router.get("/customers/bulk/jobs/{jobId}", response_model=BulkCustomerImportJob)
+async def get_bulk_import_job(
+    jobId: str, request: Request, principal: Principal = Viewer
+) -> BulkCustomerImportJob:
+    """Get a bulk customer import: status, progress, per-row errors and completion time."""
+    async with get_db(request).read() as session:
+        return await bulk_service.get_job(session, tenant_id=principal.tenant.id, job_id=jobId)

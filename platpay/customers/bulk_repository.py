@@ -1,0 +1,69 @@
+"""All SQL on the bulk import tables; every query is scoped to one tenant."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.customers.bulk_models import BulkImportErrorRow, BulkImportFileChunkRow, BulkImportJobRow
+
+
+async def insert_job(session: AsyncSession, values: dict[str, Any]) -> None:
+    await session.execute(BulkImportJobRow.__table__.insert(), [values])
+
+
+async def insert_file_chunk(
+    session: AsyncSession, *, tenant_id: str, job_id: str, seq: int, data: bytes
+) -> None:
+    await session.execute(
+        BulkImportFileChunkRow.__table__.insert(),
+        [{"tenant_id": tenant_id, "job_id": job_id, "seq": seq, "data": data}],
+    )
+
+
+async def get_job(
+    session: AsyncSession, *, tenant_id: str, job_id: str, for_update: bool = False
+) -> BulkImportJobRow | None:
+    stmt = select(BulkImportJobRow).where(
+        BulkImportJobRow.id == job_id, BulkImportJobRow.tenant_id == tenant_id
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def file_chunk(session: AsyncSession, *, tenant_id: str, job_id: str, seq: int) -> bytes | None:
+    return await session.scalar(
+        select(BulkImportFileChunkRow.data).where(
+            BulkImportFileChunkRow.tenant_id == tenant_id,
+            BulkImportFileChunkRow.job_id == job_id,
+            BulkImportFileChunkRow.seq == seq,
+        )
+    )
+
+
+async def delete_file(session: AsyncSession, *, tenant_id: str, job_id: str) -> None:
+    await session.execute(
+        delete(BulkImportFileChunkRow).where(
+            BulkImportFileChunkRow.tenant_id == tenant_id, BulkImportFileChunkRow.job_id == job_id
+        )
+    )
+
+
+async def insert_errors(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(BulkImportErrorRow.__table__.insert(), rows)  # one executemany
+
+
+async def first_errors(
+    session: AsyncSession, *, tenant_id: str, job_id: str, limit: int
+) -> list[BulkImportErrorRow]:
+    rows = await session.scalars(
+        select(BulkImportErrorRow)
+        .where(BulkImportErrorRow.tenant_id == tenant_id, BulkImportErrorRow.job_id == job_id)
+        .order_by(BulkImportErrorRow.row_number)
+        .limit(limit)
+    )
+    return list(rows.all())

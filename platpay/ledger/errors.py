@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from platpay.errors import InvalidInput
+
+
+class InsufficientFunds(InvalidInput):
+    """The account's available balance does not cover the debit; nothing was moved."""
+
+    code = "INSUFFICIENT_BALANCE"
+
+
+class UnbalancedEntry(ValueError):
+    """A programming error: an entry whose postings do not sum to zero per currency is never written."""
+
+
+class LedgerAccountMismatch(ValueError):
+    """A programming error: a leg names an account of another tenant or currency, or none at all."""

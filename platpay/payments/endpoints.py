@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import Body, Depends, Query, Request, Response
+
+from platpay.accounts.schemas import InternalAccount
+from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
+from platpay.auth.schemas import Permission
+from platpay.auth.service import Principal
+from platpay.kit import idempotency
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.pagination import Page, PageParams, sorted_page_params
+from platpay.kit.routing import QueryTimestamp, api_router
+from platpay.payments import funding, transfers
+from platpay.payments import service as payments_service
+from platpay.payments.schemas import ConfirmReceipt, FundAccount, Transaction, TransferIn, TransferOut
+
+router = api_router()
+sandbox_router = api_router(tags=["Sandbox"])
+
+
+async def _idempotent(
+    request: Request, principal: Principal, key: str | None, body: object, operation, status: int = 201
+) -> Response:  # type: ignore[no-untyped-def]
+    async def run(session):  # type: ignore[no-untyped-def]
+        result = await operation(session)
+        return status, result.to_api()
+
+    return await idempotency.execute(
+        get_db(request),
+        tenant_id=principal.tenant.id,
+        key=key,
+        request_fingerprint=idempotency.fingerprint(
+            request.method, request.url.path, body.model_dump(mode="json")
+        ),  # type: ignore[attr-defined]
+        operation=run,
+    )
+
+
+@router.post("/transfer-out", status_code=201, response_model=Transaction, tags=["Same-Currency Transfers"])
+async def transfer_out(
+    body: TransferOut,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Transactor,
+) -> Response:
+    """Send from an internal account to the same customer's external account; funds are held until it settles."""
+    settings = request.app.state.settings
+    return await _idempotent(
+        request,
+        principal,
+        idempotency_key,
+        body,
+        lambda s: transfers.transfer_out(s, tenant=principal.tenant, body=body, settings=settings),
+    )
+
+
+@router.post("/transfer-in", status_code=201, response_model=Transaction, tags=["Same-Currency Transfers"])
+async def transfer_in(
+    body: TransferIn,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Transactor,
+) -> Response:
+    """Pull from an external account that supports it (ACH debit) into the same customer's internal account."""
+    settings = request.app.state.settings
+    return await _idempotent(
+        request,
+        principal,
+        idempotency_key,
+        body,
+        lambda s: transfers.transfer_in(s, tenant=principal.tenant, body=body, settings=settings),
+    )
+
+
+@router.get("/transactions", response_model=Page[Transaction], tags=["Transactions"])
+async def list_transactions(
+    request: Request,
+    customer_id: str | None = Query(
+        None, alias="customerId", max_length=64, description="the platform's id: its own transactions"
+    ),
+    platform_customer_id: str | None = Query(None, alias="platformCustomerId", max_length=255),
+    account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
+    sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
+    receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
+    status: Literal[
+        "CREATED", "PENDING", "PROCESSING", "COMPLETED", "REJECTED", "FAILED", "REFUNDED", "EXPIRED"
+    ]
+    | None = Query(None),
+    type_: Literal["INCOMING", "OUTGOING"] | None = Query(None, alias="type"),
+    reference: str | None = Query(None, max_length=120),
+    start_date: QueryTimestamp | None = Query(None, alias="startDate"),
+    end_date: QueryTimestamp | None = Query(None, alias="endDate"),
+    params: PageParams = Depends(sorted_page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List transactions (newest first unless sortOrder=asc); filters combine."""
+    async with get_db(request).read() as session:
+        page, items = await payments_service.list_transactions(
+            session,
+            tenant=principal.tenant,
+            params=params,
+            customer_id=customer_id,
+            platform_customer_id=platform_customer_id,
+            account_identifier=account_identifier,
+            sender_account_identifier=sender_account_identifier,
+            receiver_account_identifier=receiver_account_identifier,
+            status=status,
+            type_=type_,
+            reference=reference,
+            start_date=start_date,
+            end_date=end_date,
+        )
+    return page.envelope([t.to_api() for t in items])
+
+
+@router.get("/transactions/{transactionId}", response_model=Transaction, tags=["Transactions"])
+async def get_transaction(transactionId: str, request: Request, principal: Principal = Viewer) -> Transaction:
+    """Get one transaction."""
+    async with get_db(request).read() as session:
+        return await payments_service.get_transaction(
+            session, tenant=principal.tenant, transaction_id=transactionId
+        )
+
+
+@router.post("/transactions/{transactionId}/confirm", response_model=Transaction, tags=["Transactions"])
+async def confirm_receipt(
+    transactionId: str,
+    request: Request,
+    body: ConfirmReceipt | None = Body(None),
+    principal: Principal = Transactor,
+) -> Transaction:
+    """Record that the receipt reached the recipient (receiptDeliveryConfirmedAt, default now)."""
+    async with get_db(request).transaction() as session:
+        return await payments_service.confirm_receipt(
+            session,
+            tenant=principal.tenant,
+            transaction_id=transactionId,
+            at=body.receipt_delivery_confirmed_at if body else None,
+        )
+
+
+@sandbox_router.post("/sandbox/internal-accounts/{accountId}/fund", response_model=InternalAccount)
+async def fund_internal_account(
+    accountId: str,
+    body: FundAccount,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
+) -> Response:
+    """Deposit sandbox money into an internal account (fires INTERNAL_ACCOUNT.BALANCE_UPDATED)."""
+    return await _idempotent(
+        request,
+        principal,
+        idempotency_key,
+        body,
+        lambda s: funding.fund_internal_account(
+            s, tenant=principal.tenant, account_id=accountId, amount=body.amount
+        ),
+        status=200,
+    )

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, JsonType, UtcDateTime
+
+
+class TransactionRow(Base):
+    """A money movement as the API shows it. Its money lives in the ledger (entries reference its id);
+    its lifecycle moves through the job runner. `type` is the direction: OUTGOING or INCOMING."""
+
+    __tablename__ = "transactions"
+    __table_args__ = (
+        Index("ix_transactions_tenant_id_id", "tenant_id", "id"),
+        Index("ix_transactions_tenant_customer", "tenant_id", "customer_id"),
+        Index("ix_transactions_tenant_sender", "tenant_id", "sender_account_id"),
+        Index("ix_transactions_tenant_receiver", "tenant_id", "receiver_account_id"),
+        Index("ix_transactions_tenant_reference", "tenant_id", "reference"),
+        Index("ix_transactions_quote_id", "quote_id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    type: Mapped[str] = mapped_column(String(8))  # OUTGOING | INCOMING
+    kind: Mapped[str] = mapped_column(String(24))  # TRANSFER_OUT | TRANSFER_IN | QUOTE | UMA_INCOMING | ...
+    status: Mapped[str] = mapped_column(String(12))
+    customer_id: Mapped[str | None] = mapped_column(IdColumn())  # null: the platform's own transaction
+    platform_customer_id: Mapped[str | None] = mapped_column(String(255))
+    source: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    destination: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    sender_account_id: Mapped[str | None] = mapped_column(String(320))  # account id or UMA address
+    receiver_account_id: Mapped[str | None] = mapped_column(String(320))
+    sent_amount: Mapped[int | None] = mapped_column(BigInteger)  # minor units of sent_currency
+    sent_currency: Mapped[str | None] = mapped_column(String(8))
+    received_amount: Mapped[int | None] = mapped_column(BigInteger)  # minor units of received_currency
+    received_currency: Mapped[str | None] = mapped_column(String(8))
+    fee_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units of sent_currency
+    exchange_rate: Mapped[str | None] = mapped_column(
+        String(40)
+    )  # Decimal as text: sending units per receiving unit
+    rail: Mapped[str | None] = mapped_column(String(24))
+    reference: Mapped[str | None] = mapped_column(String(120))
+    outcome: Mapped[str | None] = mapped_column(String(24))  # the sandbox scenario chosen at creation
+    quote_id: Mapped[str | None] = mapped_column(IdColumn())
+    agent_id: Mapped[str | None] = mapped_column(IdColumn())
+    description: Mapped[str | None] = mapped_column(Text)
+    failure_reason: Mapped[str | None] = mapped_column(String(48))
+    refund: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    extra: Mapped[dict[str, Any]] = mapped_column(JsonType)  # rateDetails, counterpartyInformation, ...
+    settled_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    receipt_delivery_confirmed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

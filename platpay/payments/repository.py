@@ -1,0 +1,73 @@
+"""All SQL on transactions; every query is tenant-scoped."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.payments.models import TransactionRow
+
+
+async def get(
+    session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
+) -> TransactionRow | None:
+    stmt = select(TransactionRow).where(
+        TransactionRow.id == transaction_id, TransactionRow.tenant_id == tenant_id
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+def list_query(
+    *,
+    tenant_id: str,
+    customer_id: str | None = None,
+    platform_only: bool = False,
+    platform_customer_id: str | None = None,
+    account_identifier: str | None = None,
+    sender_account_identifier: str | None = None,
+    receiver_account_identifier: str | None = None,
+    status: str | None = None,
+    type_: str | None = None,
+    reference: str | None = None,
+    start_date: datetime | None = None,
+    end_date: datetime | None = None,
+) -> Select[Any]:
+    stmt = select(TransactionRow).where(TransactionRow.tenant_id == tenant_id)
+    if platform_only:
+        stmt = stmt.where(TransactionRow.customer_id.is_(None))
+    elif customer_id is not None:
+        stmt = stmt.where(TransactionRow.customer_id == customer_id)
+    if platform_customer_id is not None:
+        stmt = stmt.where(TransactionRow.platform_customer_id == platform_customer_id)
+    if account_identifier is not None:
+        stmt = stmt.where(
+            or_(
+                TransactionRow.sender_account_id == account_identifier,
+                TransactionRow.receiver_account_id == account_identifier,
+            )
+        )
+    if sender_account_identifier is not None:
+        stmt = stmt.where(TransactionRow.sender_account_id == sender_account_identifier)
+    if receiver_account_identifier is not None:
+        stmt = stmt.where(TransactionRow.receiver_account_id == receiver_account_identifier)
+    if status is not None:
+        stmt = stmt.where(TransactionRow.status == status)
+    if type_ is not None:
+        stmt = stmt.where(TransactionRow.type == type_)
+    if reference is not None:
+        stmt = stmt.where(TransactionRow.reference == reference)
+    if start_date is not None:
+        stmt = stmt.where(TransactionRow.created_at >= start_date)
+    if end_date is not None:
+        stmt = stmt.where(TransactionRow.created_at <= end_date)
+    return stmt
+
+
+async def insert(session: AsyncSession, row: TransactionRow) -> None:
+    session.add(row)
+    await session.flush()

@@ -1,0 +1,349 @@
+"""Same-currency transfers between a customer's internal and external accounts (SPEC §4.7).
+
+transfer-out: funds are HELD at creation (available drops, total keeps them), then the rail settles
+(held → clearing) or fails (held → available again). transfer-in: only from sources that support pull;
+nothing is credited until the rail settles (clearing → available). Steps run as jobs, each step's state
+change, ledger entry and webhook committing together with the job.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import external_service
+from platpay.accounts import service as accounts_service
+from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
+from platpay.accounts.validators import corridors
+from platpay.config import Settings
+from platpay.errors import Forbidden, InvalidInput, invalid_field
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock
+from platpay.kit.ids import new_id
+from platpay.ledger import service as ledger
+from platpay.payments import sandbox_outcomes as outcomes
+from platpay.payments import service as payments_service
+from platpay.payments.models import TransactionRow
+from platpay.payments.schemas import Transaction, TransferIn, TransferOut
+from platpay.platforms.context import TenantContext
+
+STEP_JOB = "payments.transfer_step"
+PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push
+
+
+class AmountOutOfRange(InvalidInput):
+    code = "AMOUNT_OUT_OF_RANGE"
+
+
+class CustomerNotReady(Forbidden):
+    code = "USER_NOT_READY"
+
+
+async def _accounts(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    internal_id: str,
+    external_id: str,
+    internal_field: str,
+    external_field: str,
+) -> tuple[InternalAccountRow, ExternalAccountRow]:
+    internal = await accounts_service.get_internal(session, tenant_id=tenant.id, account_id=internal_id)
+    external = await external_service.find(session, tenant_id=tenant.id, account_id=external_id)
+    if external is None:
+        raise invalid_field(external_field, f"no external account {external_id!r}", code="INVALID_INPUT")
+    if internal.customer_id != external.customer_id:
+        raise invalid_field(
+            external_field,
+            "the internal and external accounts must belong to the same customer (or both to the platform)",
+        )
+    if internal.currency != external.currency:
+        raise invalid_field(
+            external_field,
+            f"currencies differ ({internal.currency} vs {external.currency}): same-currency transfers only; use POST /quotes to convert",
+        )
+    if internal.status != "ACTIVE":
+        raise invalid_field(internal_field, f"internal account is {internal.status}")
+    if external.status != "ACTIVE":
+        raise invalid_field(external_field, f"external account is {external.status}")
+    return internal, external
+
+
+async def _customer_checks(
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
+) -> str | None:
+    """The customer's platformCustomerId after checking it may move money in `currency`."""
+    from platpay.customers import service as customers_service
+
+    if customer_id is None:
+        return None
+    customer = await customers_service.ensure_ready_for_currency(
+        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
+    )
+    if customer.kyc_status == "REJECTED":
+        raise CustomerNotReady(
+            f"customer {customer_id} failed KYC and cannot move money", details={"customerId": customer_id}
+        )
+    return customer.platform_customer_id
+
+
+def check_amount(tenant: TenantContext, *, currency: str, amount: int, field: str = "amount") -> None:
+    entry = next((c for c in tenant.supported_currencies if c["currencyCode"] == currency), None)
+    if entry is None:
+        raise invalid_field(
+            field, f"{currency} is not among this platform's supportedCurrencies", code="INVALID_CURRENCY"
+        )
+    if not entry["minAmount"] <= amount <= entry["maxAmount"]:
+        raise AmountOutOfRange(
+            f"{amount} is outside this platform's {currency} range {entry['minAmount']}-{entry['maxAmount']} (minor units)",
+            details={
+                "fields": [{"field": field, "message": "out of range"}],
+                "min": entry["minAmount"],
+                "max": entry["maxAmount"],
+            },
+        )
+
+
+async def emit_balances(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
+    """INTERNAL_ACCOUNT.BALANCE_UPDATED for internal accounts whose balance just changed."""
+    await accounts_service.emit_balance_updates(session, tenant_id=tenant_id, account_ids=account_ids)
+
+
+async def transfer_out(
+    session: AsyncSession, *, tenant: TenantContext, body: TransferOut, settings: Settings
+) -> Transaction:
+    internal, external = await _accounts(
+        session,
+        tenant=tenant,
+        internal_id=body.source.account_id,
+        external_id=body.destination.account_id,
+        internal_field="source.accountId",
+        external_field="destination.accountId",
+    )
+    rails = corridors.payment_rails(external.account_type)
+    rail = body.destination.payment_rail or (rails[0] if rails else external.account_type)
+    if body.destination.payment_rail is not None and body.destination.payment_rail not in rails:
+        raise invalid_field(
+            "destination.paymentRail",
+            f"{external.account_type} is paid over {rails}, not {body.destination.payment_rail}",
+        )
+    platform_customer_id = await _customer_checks(
+        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
+    )
+    amount = body.amount
+    if amount is None:
+        amount = (await ledger.balances(session, [internal.id]))[internal.id].available
+        if amount <= 0:
+            raise InvalidInput(
+                "the source account has no available balance to transfer", details={"accountId": internal.id}
+            )
+    check_amount(tenant, currency=internal.currency, amount=amount)
+    now = clock.now()
+    row = TransactionRow(
+        id=new_id("Transaction"),
+        tenant_id=tenant.id,
+        type="OUTGOING",
+        kind="TRANSFER_OUT",
+        status="PENDING",
+        customer_id=internal.customer_id,
+        platform_customer_id=platform_customer_id,
+        source={"sourceType": "ACCOUNT", "accountId": internal.id, "currency": internal.currency},
+        destination={
+            "destinationType": "ACCOUNT",
+            "accountId": external.id,
+            "currency": external.currency,
+            "paymentRail": rail,
+        },
+        sender_account_id=internal.id,
+        receiver_account_id=external.id,
+        sent_amount=amount,
+        sent_currency=internal.currency,
+        received_amount=amount,
+        received_currency=external.currency,
+        fee_amount=0,
+        rail=rail,
+        outcome=outcomes.transfer_outcome(
+            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        ),
+        description=body.description,
+        extra={},
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(row)
+    await ledger.post(
+        session,
+        tenant_id=tenant.id,
+        kind="TRANSFER_OUT_HOLD",
+        reference=row.id,
+        legs=[
+            ledger.Leg(internal.id, internal.currency, -amount, ledger.AVAILABLE),
+            ledger.Leg(internal.id, internal.currency, amount, ledger.HELD),
+        ],
+    )
+    transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
+    if row.outcome in outcomes.IMMEDIATE_FAILURES:
+        await _release(session, row)
+        transaction = await payments_service.move(
+            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=row.outcome
+        )
+    else:
+        await jobs_service.enqueue(
+            session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
+        )
+    await emit_balances(session, tenant_id=tenant.id, account_ids=[internal.id])
+    return transaction
+
+
+async def transfer_in(
+    session: AsyncSession, *, tenant: TenantContext, body: TransferIn, settings: Settings
+) -> Transaction:
+    internal, external = await _accounts(
+        session,
+        tenant=tenant,
+        internal_id=body.destination.account_id,
+        external_id=body.source.account_id,
+        internal_field="destination.accountId",
+        external_field="source.accountId",
+    )
+    rail = PULL_ACCOUNT_TYPES.get(external.account_type)
+    if rail is None:
+        instructions = (
+            "GET /customers/internal-accounts" if internal.customer_id else "GET /platform/internal-accounts"
+        )
+        raise invalid_field(
+            "source.accountId",
+            f"{external.account_type} accounts cannot be pulled from; deposit into the internal account using its "
+            f"fundingPaymentInstructions ({instructions})",
+        )
+    platform_customer_id = await _customer_checks(
+        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
+    )
+    check_amount(tenant, currency=internal.currency, amount=body.amount)
+    now = clock.now()
+    row = TransactionRow(
+        id=new_id("Transaction"),
+        tenant_id=tenant.id,
+        type="INCOMING",
+        kind="TRANSFER_IN",
+        status="PENDING",
+        customer_id=internal.customer_id,
+        platform_customer_id=platform_customer_id,
+        source={"sourceType": "ACCOUNT", "accountId": external.id, "currency": external.currency},
+        destination={"destinationType": "ACCOUNT", "accountId": internal.id, "currency": internal.currency},
+        sender_account_id=external.id,
+        receiver_account_id=internal.id,
+        received_amount=body.amount,
+        received_currency=internal.currency,
+        fee_amount=0,
+        rail=rail,
+        outcome=outcomes.transfer_outcome(
+            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        ),
+        description=body.description,
+        extra={},
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(row)
+    transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
+    if row.outcome in outcomes.IMMEDIATE_FAILURES:
+        transaction = await payments_service.move(
+            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=row.outcome
+        )
+    else:
+        await jobs_service.enqueue(
+            session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
+        )
+    return transaction
+
+
+async def _release(session: AsyncSession, row: TransactionRow) -> None:
+    account_id = row.source["accountId"]
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="TRANSFER_OUT_RELEASE",
+        reference=row.id,
+        legs=[
+            ledger.Leg(account_id, row.sent_currency or "", -(row.sent_amount or 0), ledger.HELD),
+            ledger.Leg(account_id, row.sent_currency or "", row.sent_amount or 0, ledger.AVAILABLE),
+        ],
+    )
+
+
+def settlement_delay(row: TransactionRow, settings: Settings) -> timedelta:
+    seconds = (
+        settings.sandbox_slow_failure_seconds
+        if row.outcome == "SLOW_FAILURE"
+        else settings.sandbox_settlement_seconds
+    )
+    return timedelta(seconds=seconds)
+
+
+async def step(
+    session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
+) -> None:
+    """Advance a transfer by one step; a step that no longer applies (already done) does nothing."""
+    from platpay.platforms import service as platforms_service
+
+    row = await payments_service.load(
+        session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
+    )
+    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    if step_name == "process" and row.status == "PENDING":
+        if row.type == "OUTGOING":  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
+            await payments_service.move(session, row, "PROCESSING", platform_id=platform_id)
+        await jobs_service.enqueue(
+            session,
+            STEP_JOB,
+            {"transactionId": row.id, "step": "settle"},
+            tenant_id=row.tenant_id,
+            run_at=clock.now() + settlement_delay(row, settings),
+        )
+    elif step_name == "settle" and row.status == ("PROCESSING" if row.type == "OUTGOING" else "PENDING"):
+        if row.outcome == outcomes.SUCCESS:
+            await _settle(session, row)
+            await payments_service.move(session, row, "COMPLETED", platform_id=platform_id)
+        else:
+            if row.kind == "TRANSFER_OUT":
+                await _release(session, row)
+                await emit_balances(session, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
+            await payments_service.move(
+                session, row, "FAILED", platform_id=platform_id, failure_reason=row.outcome
+            )
+
+
+async def _settle(session: AsyncSession, row: TransactionRow) -> None:
+    if row.kind == "TRANSFER_OUT":
+        account_id, currency, amount = row.source["accountId"], row.sent_currency or "", row.sent_amount or 0
+        clearing = await ledger.system_account(
+            session,
+            tenant_id=row.tenant_id,
+            kind=ledger.CLEARING,
+            currency=currency,
+            qualifier=row.rail or "",
+        )
+        legs = [
+            ledger.Leg(account_id, currency, -amount, ledger.HELD),
+            ledger.Leg(clearing, currency, amount),
+        ]
+        kind = "TRANSFER_OUT_SETTLE"
+    else:
+        account_id, currency, amount = (
+            row.destination["accountId"],
+            row.received_currency or "",
+            row.received_amount or 0,
+        )
+        clearing = await ledger.system_account(
+            session,
+            tenant_id=row.tenant_id,
+            kind=ledger.CLEARING,
+            currency=currency,
+            qualifier=row.rail or "",
+        )
+        legs = [ledger.Leg(clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
+        kind = "TRANSFER_IN_SETTLE"
+    await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
+    await emit_balances(session, tenant_id=row.tenant_id, account_ids=[account_id])

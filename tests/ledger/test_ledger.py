@@ -1,0 +1,201 @@
+"""The ledger's invariants: balanced entries, no overdraft, append-only corrections, and a verifier that
+catches every kind of corruption (including through the `platpay ledger verify` CLI)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from sqlalchemy import text
+
+from platpay.ledger import service as ledger
+from platpay.ledger.errors import InsufficientFunds, UnbalancedEntry
+from tests.conftest import create_platform
+
+
+@pytest.fixture
+async def accounts(db, settings):
+    created = await create_platform(db, settings)
+    async with db.read() as session:
+        tenant_id = await session.scalar(text("SELECT id FROM tenants WHERE environment = 'sandbox'"))
+    async with db.transaction() as session:
+        await ledger.open_internal_accounts(
+            session,
+            tenant_id=tenant_id,
+            accounts=[("InternalAccount:a", "USD"), ("InternalAccount:b", "USD")],
+        )
+        source = await ledger.system_account(
+            session, tenant_id=tenant_id, kind=ledger.SANDBOX_FUNDING, currency="USD"
+        )
+    return {
+        "tenant": tenant_id,
+        "a": "InternalAccount:a",
+        "b": "InternalAccount:b",
+        "source": source,
+        "platform": created,
+    }
+
+
+async def _post(db, accounts, legs, kind="TEST"):
+    async with db.transaction() as session:
+        return await ledger.post(session, tenant_id=accounts["tenant"], kind=kind, reference="ref", legs=legs)
+
+
+async def _balances(db, *ids):
+    async with db.read() as session:
+        found = await ledger.balances(session, list(ids))
+    return [(found[i].available, found[i].held) for i in ids]
+
+
+class TestPost:
+    async def test_balanced_entry_moves_balances(self, db, accounts):
+        await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -500), ledger.Leg(accounts["a"], "USD", 500)]
+        )
+        await _post(
+            db,
+            accounts,
+            [ledger.Leg(accounts["a"], "USD", -200), ledger.Leg(accounts["a"], "USD", 200, ledger.HELD)],
+        )
+        assert await _balances(db, accounts["a"], accounts["source"]) == [(300, 200), (-500, 0)]
+
+    @pytest.mark.parametrize(
+        "legs",
+        [
+            [("a", "USD", 100)],
+            [("source", "USD", -100), ("a", "USD", 99)],
+            [("source", "USD", -100), ("a", "EUR", 100)],
+        ],
+    )
+    async def test_unbalanced_entries_are_refused(self, db, accounts, legs):
+        with pytest.raises(UnbalancedEntry):
+            await _post(db, accounts, [ledger.Leg(accounts[a], c, n) for a, c, n in legs])
+        assert await _balances(db, accounts["a"]) == [(0, 0)]
+
+    @pytest.mark.parametrize("amount", [0, 1.5, True])
+    def test_postings_are_non_zero_integers(self, amount):
+        with pytest.raises(UnbalancedEntry):
+            ledger.Leg("x", "USD", amount)
+
+    async def test_overdraft_is_refused_and_nothing_moves(self, db, accounts):
+        await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -100), ledger.Leg(accounts["a"], "USD", 100)]
+        )
+        with pytest.raises(InsufficientFunds) as refused:
+            await _post(
+                db, accounts, [ledger.Leg(accounts["a"], "USD", -101), ledger.Leg(accounts["b"], "USD", 101)]
+            )
+        assert refused.value.details["available"] == 100
+        assert await _balances(db, accounts["a"], accounts["b"]) == [(100, 0), (0, 0)]
+
+    async def test_held_funds_cannot_go_negative_either(self, db, accounts):
+        await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -100), ledger.Leg(accounts["a"], "USD", 100)]
+        )
+        with pytest.raises(InsufficientFunds):
+            await _post(
+                db,
+                accounts,
+                [ledger.Leg(accounts["a"], "USD", -1, ledger.HELD), ledger.Leg(accounts["a"], "USD", 1)],
+            )
+
+    async def test_reversal_restores_and_points_back(self, db, accounts):
+        entry = await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -300), ledger.Leg(accounts["a"], "USD", 300)]
+        )
+        async with db.transaction() as session:
+            reversal = await ledger.reverse(
+                session, tenant_id=accounts["tenant"], entry_id=entry.id, kind="CORRECTION", reference="ref"
+            )
+        assert await _balances(db, accounts["a"], accounts["source"]) == [(0, 0), (0, 0)]
+        async with db.read() as session:
+            recorded = await ledger.entries_for(session, tenant_id=accounts["tenant"], reference="ref")
+        assert [e["id"] for e in recorded] == [entry.id, reversal.id] and recorded[1][
+            "reversesId"
+        ] == entry.id
+
+    async def test_system_accounts_are_created_once(self, db, accounts):
+        async with db.transaction() as session:
+            first = await ledger.system_account(
+                session, tenant_id=accounts["tenant"], kind=ledger.CLEARING, currency="USD", qualifier="ACH"
+            )
+            again = await ledger.system_account(
+                session, tenant_id=accounts["tenant"], kind=ledger.CLEARING, currency="USD", qualifier="ACH"
+            )
+        assert first == again
+
+
+class TestVerify:
+    async def _report(self, db):
+        async with db.read() as session:
+            return await ledger.verify(session)
+
+    async def test_clean_ledger_verifies(self, db, accounts):
+        await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -100), ledger.Leg(accounts["a"], "USD", 100)]
+        )
+        report = await self._report(db)
+        assert report.ok and report.counts["postings"] == 2
+        assert {
+            t["currency"]: t["total"] for t in report.trial_balances if t["tenantId"] == accounts["tenant"]
+        }["USD"] == 0
+
+    async def test_detects_a_tampered_balance(self, db, accounts, settings):
+        await _post(
+            db, accounts, [ledger.Leg(accounts["source"], "USD", -100), ledger.Leg(accounts["a"], "USD", 100)]
+        )
+        async with db.transaction() as session:
+            await session.execute(
+                text("UPDATE ledger_accounts SET available = 999 WHERE id = :a"), {"a": accounts["a"]}
+            )
+        report = await self._report(db)
+        assert not report.ok and report.balance_mismatches[0]["accountId"] == accounts["a"]
+        assert report.nonzero_trial_balances
+        result = subprocess.run(
+            [sys.executable, "-m", "platpay.cli", "ledger", "verify"],
+            env={**os.environ, "PLATPAY_DATABASE_URL": settings.database_url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert (
+            "MISMATCH stored balance differs from its postings" in result.stdout and "FAILED" in result.stdout
+        )
+        async with db.transaction() as session:  # repair so the suite's own end-of-test check passes
+            await session.execute(
+                text("UPDATE ledger_accounts SET available = 100 WHERE id = :a"), {"a": accounts["a"]}
+            )
+
+    async def test_detects_an_unbalanced_entry_and_a_negative_account(self, db, accounts):
+        async with db.transaction() as session:
+            await session.execute(
+                text(
+                    "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+                    "VALUES ('JournalEntry:bad', :t, 'BAD', NULL, NULL, '2026-01-01 00:00:00')"
+                ),
+                {"t": accounts["tenant"]},
+            )
+            await session.execute(
+                text(
+                    "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
+                    "VALUES ('Posting:bad', 'JournalEntry:bad', :a, :t, 'USD', 'AVAILABLE', -5, '2026-01-01 00:00:00')"
+                ),
+                {"a": accounts["a"], "t": accounts["tenant"]},
+            )
+            await session.execute(
+                text("UPDATE ledger_accounts SET available = -5 WHERE id = :a"), {"a": accounts["a"]}
+            )
+        report = await self._report(db)
+        assert [e["entryId"] for e in report.unbalanced_entries] == ["JournalEntry:bad"]
+        assert report.thin_entries == ["JournalEntry:bad"]
+        assert report.negative_accounts[0]["accountId"] == accounts["a"]
+        assert not report.balance_mismatches
+        async with db.transaction() as session:
+            await session.execute(text("DELETE FROM postings WHERE id = 'Posting:bad'"))
+            await session.execute(text("DELETE FROM journal_entries WHERE id = 'JournalEntry:bad'"))
+            await session.execute(
+                text("UPDATE ledger_accounts SET available = 0 WHERE id = :a"), {"a": accounts["a"]}
+            )
