@@ -30,5 +30,8 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+bench: $(STAMP) ## benchmarks, figures only (bench/README.md); HTTP_ARGS / JOBS_ARGS pass options through
+	bench/run_all.sh
+
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -114,9 +114,11 @@ def serve(
         os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "false" if no_worker else "true"
         uvicorn.run("platpay.app:factory", factory=True, workers=workers, **common)
     else:
-        from platpay.app import create_app
+        from platpay.app import create_app, freeze_startup_objects
 
-        uvicorn.run(create_app(settings), **common)
+        application = create_app(settings)
+        freeze_startup_objects()
+        uvicorn.run(application, **common)
 
 
 @app.command()

@@ -34,7 +34,6 @@ class Settings(BaseSettings):
 
     # HTTP
     max_body_bytes: int = 1_048_576
-    max_upload_bytes: int = 52_428_800
     db_pool_size: int = 10
 
     # Jobs
@@ -59,10 +58,43 @@ class Settings(BaseSettings):
 
     # Sandbox rails
     sandbox_settlement_seconds: float = Field(
-        default=1.0, description="how long a sandbox rail takes to settle a transfer after it starts processing"
+        default=1.0,
+        description="how long a sandbox rail takes to settle a transfer after it starts processing",
     )
     sandbox_slow_failure_seconds: float = Field(
-        default=30.0, description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending"
+        default=30.0,
+        description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending",
+    )
+
+    # Incoming payments
+    incoming_approval_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="how long after answering 202 to INCOMING_PAYMENT.PENDING (or, with no webhook endpoint, "
+        "after the payment arrived) the platform has to approve or reject it before it is auto-rejected",
+    )
+
+    # FX, quotes and their sandbox lifecycle (every delay a setting, so tests can compress it)
+    fx_rate_cache_seconds: float = Field(
+        default=300.0, ge=0, description="how long GET /exchange-rates and lookups reuse a fetched rate"
+    )
+    quote_ttl_seconds: float = Field(default=300.0, gt=0, description="how long a quote can be executed")
+    lookup_ttl_seconds: float = Field(
+        default=900.0, gt=0, description="how long a receiver lookup's lookupId can be used in a quote"
+    )
+    sandbox_quote_slow_seconds: float = Field(
+        default=360.0, description="how long a quote payout to a ...003 account takes to complete"
+    )
+    sandbox_bank_return_seconds: float = Field(
+        default=30.0, description="how long after COMPLETED a ...005 account's bank return turns it FAILED"
+    )
+    sandbox_refund_seconds: float = Field(
+        default=1.0, description="how long an automatic refund of a failed quote payout takes to settle"
+    )
+    sandbox_uma_long_pending_seconds: float = Field(
+        default=3600.0,
+        description="how long a $pending.long.* UMA counterparty takes: outgoing payments to it stay "
+        "PROCESSING, incoming ones from it arrive, this long",
     )
 
     # Idempotency
@@ -75,7 +107,10 @@ class Settings(BaseSettings):
         description="largest CSV file POST /customers/bulk/csv accepts (bytes); a larger one is refused with 400",
     )
     bulk_import_chunk_rows: int = Field(
-        default=1000, ge=1, le=5000, description="CSV rows an import job validates and creates per transaction"
+        default=1000,
+        ge=1,
+        le=5000,
+        description="CSV rows an import job validates and creates per transaction",
     )
 
     @property

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 13:58:27.830723
+Create Date: 2026-11-22 14:10:09.184327
 """
 from __future__ import annotations
 
@@ -190,6 +190,63 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_ledger_accounts')),
     sa.UniqueConstraint('tenant_id', 'code', name=op.f('uq_ledger_accounts_tenant_id_code'))
     )
+    op.create_table('quotes',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('tenant_id', sa.String(length=64), nullable=False),
+    sa.Column('customer_id', sa.String(length=64), nullable=True),
+    sa.Column('status', sa.String(length=12), nullable=False),
+    sa.Column('source', platpay.db.types.JsonType, nullable=False),
+    sa.Column('destination', platpay.db.types.JsonType, nullable=False),
+    sa.Column('funding', sa.String(length=20), nullable=False),
+    sa.Column('source_account_id', sa.String(length=64), nullable=True),
+    sa.Column('payout', sa.String(length=20), nullable=False),
+    sa.Column('destination_account_id', sa.String(length=64), nullable=True),
+    sa.Column('rail', sa.String(length=24), nullable=False),
+    sa.Column('sending_currency', sa.String(length=8), nullable=False),
+    sa.Column('receiving_currency', sa.String(length=8), nullable=False),
+    sa.Column('locked_side', sa.String(length=10), nullable=False),
+    sa.Column('sending_amount', sa.BigInteger(), nullable=False),
+    sa.Column('receiving_amount', sa.BigInteger(), nullable=False),
+    sa.Column('fixed_fee', sa.BigInteger(), nullable=False),
+    sa.Column('variable_fee', sa.BigInteger(), nullable=False),
+    sa.Column('variable_fee_bps', sa.Integer(), nullable=False),
+    sa.Column('exchange_rate', sa.String(length=40), nullable=False),
+    sa.Column('mid_rate', sa.String(length=40), nullable=False),
+    sa.Column('spread_bps', sa.Integer(), nullable=False),
+    sa.Column('transaction_id', sa.String(length=64), nullable=False),
+    sa.Column('lookup_id', sa.String(length=64), nullable=True),
+    sa.Column('payment_instructions', platpay.db.types.JsonType, nullable=True),
+    sa.Column('outcome', sa.String(length=32), nullable=False),
+    sa.Column('pull_outcome', sa.String(length=32), nullable=True),
+    sa.Column('debit_entry_id', sa.String(length=64), nullable=True),
+    sa.Column('description', sa.Text(), nullable=True),
+    sa.Column('executed_at', platpay.db.types.UtcDateTime(timezone=True), nullable=True),
+    sa.Column('expires_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], name=op.f('fk_quotes_tenant_id_tenants')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_quotes'))
+    )
+    with op.batch_alter_table('quotes', schema=None) as batch_op:
+        batch_op.create_index('ix_quotes_tenant_id_id', ['tenant_id', 'id'], unique=False)
+        batch_op.create_index('ix_quotes_transaction_id', ['transaction_id'], unique=False)
+
+    op.create_table('receiver_lookups',
+    sa.Column('id', sa.String(length=64), nullable=False),
+    sa.Column('tenant_id', sa.String(length=64), nullable=False),
+    sa.Column('kind', sa.String(length=20), nullable=False),
+    sa.Column('receiver', sa.String(length=320), nullable=False),
+    sa.Column('sender_customer_id', sa.String(length=64), nullable=True),
+    sa.Column('sending_currency', sa.String(length=8), nullable=False),
+    sa.Column('supported_currencies', platpay.db.types.JsonType, nullable=False),
+    sa.Column('created_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
+    sa.Column('expires_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['tenant_id'], ['tenants.id'], name=op.f('fk_receiver_lookups_tenant_id_tenants')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_receiver_lookups'))
+    )
+    with op.batch_alter_table('receiver_lookups', schema=None) as batch_op:
+        batch_op.create_index('ix_receiver_lookups_tenant_id_id', ['tenant_id', 'id'], unique=False)
+
     op.create_table('transactions',
     sa.Column('id', sa.String(length=64), nullable=False),
     sa.Column('tenant_id', sa.String(length=64), nullable=False),
@@ -398,6 +455,15 @@ def downgrade() -> None:
         batch_op.drop_index('ix_transactions_quote_id')
 
     op.drop_table('transactions')
+    with op.batch_alter_table('receiver_lookups', schema=None) as batch_op:
+        batch_op.drop_index('ix_receiver_lookups_tenant_id_id')
+
+    op.drop_table('receiver_lookups')
+    with op.batch_alter_table('quotes', schema=None) as batch_op:
+        batch_op.drop_index('ix_quotes_transaction_id')
+        batch_op.drop_index('ix_quotes_tenant_id_id')
+
+    op.drop_table('quotes')
     op.drop_table('ledger_accounts')
     with op.batch_alter_table('journal_entries', schema=None) as batch_op:
         batch_op.drop_index('ix_journal_entries_tenant_reference')

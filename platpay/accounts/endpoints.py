@@ -72,26 +72,20 @@ async def _create_external(
     customer_id: str | None,
     default_deposit: bool,
 ) -> Response:
-    async def operation(session):  # type: ignore[no-untyped-def]
-        account = await external.create_external_account(
-            session,
+    return await idempotency.respond(
+        request,
+        tenant_id=principal.tenant.id,
+        key=key,
+        body=body,
+        operation=lambda s: external.create_external_account(
+            s,
             tenant=principal.tenant,
             customer_id=customer_id,
             currency=body.currency,
             account_info=body.account_info,
             platform_account_id=body.platform_account_id,
             default_uma_deposit_account=default_deposit,
-        )
-        return 201, account.to_api()
-
-    return await idempotency.execute(
-        get_db(request),
-        tenant_id=principal.tenant.id,
-        key=key,
-        request_fingerprint=idempotency.fingerprint(
-            request.method, request.url.path, body.model_dump(mode="json")
         ),
-        operation=operation,
     )
 
 

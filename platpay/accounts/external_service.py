@@ -198,3 +198,10 @@ async def delete_external_account(
     row.updated_at = now
     row.default_uma_deposit_account = False
     await session.flush()
+
+
+async def default_uma_deposit_account(
+    session: AsyncSession, *, tenant_id: str, customer_id: str
+) -> ExternalAccountRow | None:
+    """Where the customer's incoming UMA payments land instead of its internal account, if anywhere."""
+    return await repository.default_deposit_account(session, tenant_id=tenant_id, customer_id=customer_id)

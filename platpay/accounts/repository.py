@@ -88,7 +88,9 @@ async def customers_without_account(
     return list((await session.scalars(stmt)).all())
 
 
-async def internal_by_ids(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> list[InternalAccountRow]:
+async def internal_by_ids(
+    session: AsyncSession, *, tenant_id: str, account_ids: list[str]
+) -> list[InternalAccountRow]:
     if not account_ids:
         return []
     stmt = (
@@ -191,3 +193,17 @@ async def get_external(
     if for_update:
         stmt = stmt.with_for_update()
     return await session.scalar(stmt)
+
+
+async def default_deposit_account(
+    session: AsyncSession, *, tenant_id: str, customer_id: str
+) -> ExternalAccountRow | None:
+    """The customer's live defaultUmaDepositAccount (at most one, see clear_default_deposit)."""
+    return await session.scalar(
+        select(ExternalAccountRow).where(
+            ExternalAccountRow.tenant_id == tenant_id,
+            ExternalAccountRow.customer_id == customer_id,
+            ExternalAccountRow.default_uma_deposit_account.is_(True),
+            ExternalAccountRow.deleted_at.is_(None),
+        )
+    )

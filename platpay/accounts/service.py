@@ -108,13 +108,29 @@ async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, cust
         )
 
 
-async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
-    """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry)."""
+async def emit_balance_updates(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    account_ids: list[str],
+    loaded: list[InternalAccountRow] | None = None,
+) -> None:
+    """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry).
+
+    `loaded`: rows of these accounts the caller already read in this session; reading them again would
+    return the very same objects (the session's identity map), so only the others are queried."""
     from platpay.events import service as events_service
 
-    rows = await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=account_ids)
+    known = {row.id: row for row in loaded or () if row.id in account_ids and row.tenant_id == tenant_id}
+    missing = [account_id for account_id in account_ids if account_id not in known]
+    if missing:
+        for row in await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=missing):
+            known[row.id] = row
+    rows = sorted(known.values(), key=lambda row: row.id)  # internal_by_ids' order
     for account in await render(session, rows):
-        await events_service.emit(session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account)
+        await events_service.emit(
+            session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account
+        )
 
 
 async def render(session: AsyncSession, rows: list[InternalAccountRow]) -> list[InternalAccount]:
@@ -182,3 +198,14 @@ async def get_internal(
             f"internal account {account_id!r} not found", details={"accountId": account_id}
         )
     return row
+
+
+async def customer_account_in(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str
+) -> InternalAccountRow | None:
+    """The customer's internal account in `currency` (one per owner and currency), if it has one."""
+    stmt = repository.internal_query(
+        tenant_id=tenant_id, platform=False, customer_id=customer_id, currency=currency
+    )
+    rows = await repository.all_of(session, stmt)
+    return rows[0] if rows else None

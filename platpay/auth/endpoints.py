@@ -23,20 +23,14 @@ async def create_token(
 ) -> Response:
     """Create an API token; its clientSecret is in this response only."""
 
-    async def operation(session):  # type: ignore[no-untyped-def]
-        token = await auth_service.create_token(
-            session, principal=principal, name=body.name, permissions=body.permissions
-        )
-        return 201, token.to_api()
-
-    return await idempotency.execute(
-        get_db(request),
+    return await idempotency.respond(
+        request,
         tenant_id=principal.tenant.id,
         key=idempotency_key,
-        request_fingerprint=idempotency.fingerprint(
-            request.method, request.url.path, body.model_dump(mode="json")
+        body=body,
+        operation=lambda s: auth_service.create_token(
+            s, principal=principal, name=body.name, permissions=body.permissions
         ),
-        operation=operation,
     )
 
 

@@ -42,20 +42,15 @@ async def upload_customers_csv(
     settings = request.app.state.settings
     checked = await bulk_service.check_upload(file, max_bytes=settings.bulk_import_max_bytes)
 
-    async def operation(session):  # type: ignore[no-untyped-def]
-        accepted = await bulk_service.start_import(
-            session, tenant_id=principal.tenant.id, upload=file, checked=checked
-        )
-        return 202, accepted.to_api()
-
-    return await idempotency.execute(
-        get_db(request),
+    return await idempotency.respond(
+        request,
         tenant_id=principal.tenant.id,
         key=idempotency_key,
-        request_fingerprint=idempotency.fingerprint(
-            request.method, request.url.path, {"sha256": checked.sha256, "size": checked.size}
+        body={"sha256": checked.sha256, "size": checked.size},
+        operation=lambda s: bulk_service.start_import(
+            s, tenant_id=principal.tenant.id, upload=file, checked=checked
         ),
-        operation=operation,
+        status=202,
     )
 
 

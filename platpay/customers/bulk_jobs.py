@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import structlog
+
 from platpay.customers import bulk
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext, LeaseLost
 from platpay.kit import clock
+
+log = structlog.get_logger("platpay.customers.bulk")
 
 
 @handler(bulk.IMPORT_JOB)
@@ -20,10 +24,10 @@ async def import_customers_chunk(ctx: JobContext) -> None:
     tenant_id, job_id = ctx.payload["tenantId"], ctx.payload["jobId"]
     try:
         async with ctx.transaction() as session:
-            more = await bulk.import_next_chunk(
+            chunk = await bulk.import_next_chunk(
                 session, tenant_id=tenant_id, job_id=job_id, max_rows=ctx.settings.bulk_import_chunk_rows
             )
-            if more:
+            if chunk.more:
                 ctx.retry_at(clock.now(), reason="next chunk")
     except LeaseLost:
         raise
@@ -37,3 +41,11 @@ async def import_customers_chunk(ctx: JobContext) -> None:
                 job_id=job_id,
                 reason=f"a chunk failed {ctx.attempt} times; last error: {type(error).__name__}",
             )
+        return
+    if chunk.refresh_statistics:
+        # Its own short transaction, after the chunk committed: an ANALYZE that fails costs nothing.
+        try:
+            async with ctx.db.transaction() as session:
+                await bulk.refresh_statistics(session)
+        except Exception as error:
+            log.warning("customers.bulk_import.analyze_failed", job_id=job_id, error=repr(error))

@@ -28,18 +28,12 @@ async def create_customer(
 ) -> Response:
     """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""
 
-    async def operation(session):  # type: ignore[no-untyped-def]
-        customer = await customers_service.create_customer(session, tenant=principal.tenant, body=body)
-        return 201, customer.to_api()
-
-    return await idempotency.execute(
-        get_db(request),
+    return await idempotency.respond(
+        request,
         tenant_id=principal.tenant.id,
         key=idempotency_key,
-        request_fingerprint=idempotency.fingerprint(
-            request.method, request.url.path, body.model_dump(mode="json")
-        ),
-        operation=operation,
+        body=body,
+        operation=lambda s: customers_service.create_customer(s, tenant=principal.tenant, body=body),
     )
 
 

@@ -345,7 +345,9 @@ async def update_customer(
     if new_pcid not in (None, row.platform_customer_id) and await repository.taken_platform_customer_ids(
         session, tenant_id=tenant.id, values=[new_pcid]
     ):
-        problems.append(v.Problem("platformCustomerId", "belongs to another active customer", code="CONFLICT"))
+        problems.append(
+            v.Problem("platformCustomerId", "belongs to another active customer", code="CONFLICT")
+        )
     if new_uma not in (None, row.uma_address) and await repository.taken_uma_addresses(
         session, tenant_id=tenant.id, values=[new_uma]
     ):
@@ -409,3 +411,14 @@ async def ensure_ready_for_currency(
 
 async def uma_address_owner(session: AsyncSession, *, tenant_id: str, uma_address: str) -> CustomerRow | None:
     return await repository.by_uma_address(session, tenant_id=tenant_id, uma_address=uma_address.lower())
+
+
+def info_fields_on_file(row: CustomerRow, names: list[str]) -> set[str]:
+    """Which of these CustomerInfoFieldNames the customer's registration already supplies (the same mapping
+    the provider-requirement check uses); the rest would have to come from the platform."""
+    return {
+        name
+        for name in names
+        if not v.missing_for_currencies(_customer_dict(row), {"_": [name]})
+        and name in v._REQUIREMENT_FIELDS[row.customer_type]
+    }

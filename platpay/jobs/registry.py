@@ -20,6 +20,8 @@ HANDLER_MODULES = (
     "platpay.accounts.jobs",
     "platpay.customers.bulk_jobs",
     "platpay.payments.jobs",
+    "platpay.fx.jobs",
+    "platpay.payments.incoming_jobs",
 )
 
 

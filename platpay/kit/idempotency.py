@@ -25,9 +25,10 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import Header
+from fastapi import Header, Request
 from fastapi.responses import Response
-from sqlalchemy import String, Text, delete, select, text
+from pydantic import BaseModel
+from sqlalchemy import String, Text, bindparam, delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -37,6 +38,7 @@ from platpay.db.database import Database
 from platpay.db.types import IdColumn, UtcDateTime
 from platpay.errors import ApiError, Conflict, InvalidInput
 from platpay.kit import clock
+from platpay.kit.api_model import ApiModel
 from platpay.kit.crypto.sealing import get_sealer
 
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -64,6 +66,13 @@ class IdempotencyKeyRow(Base):
     response_body: Mapped[str] = mapped_column(Text)  # sealed; see the module docstring
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime(), index=True)
+
+
+_KEYS = IdempotencyKeyRow.__table__
+# Core statements built once: this runs on every request that moves money (no ORM identity map needed).
+_STORED = select(
+    _KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at
+).where(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
 
 
 class IdempotencyKeyInUse(Conflict):
@@ -110,7 +119,6 @@ async def execute(
     key: str | None,
     request_fingerprint: str,
     operation: Operation,
-    retention: timedelta = timedelta(hours=48),
 ) -> Response:
     """Run `operation(session) -> (status, json_body)` at most once per (tenant, key)."""
     if key is None:
@@ -130,7 +138,7 @@ async def execute(
                     details={"idempotencyKey": key},
                 )
         now = clock.now()
-        stored = await session.get(IdempotencyKeyRow, (tenant_id, key))
+        stored = (await session.execute(_STORED, {"tenant_id": tenant_id, "key": key})).first()
         if stored is not None and stored.expires_at <= now:
             await session.execute(
                 delete(IdempotencyKeyRow).where(
@@ -156,16 +164,17 @@ async def execute(
                 raise
             status, body = error.status, error.body()
         rendered = render(body)
-        session.add(
-            IdempotencyKeyRow(
-                tenant_id=tenant_id,
-                key=key,
-                fingerprint=request_fingerprint,
-                response_status=status,
-                response_body=_sealer().seal(rendered, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
-                created_at=now,
-                expires_at=now + retention,
-            )
+        await session.execute(
+            _KEYS.insert(),
+            {
+                "tenant_id": tenant_id,
+                "key": key,
+                "fingerprint": request_fingerprint,
+                "response_status": status,
+                "response_body": _sealer().seal(rendered, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
+                "created_at": now,
+                "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
+            },
         )
     return _response(status, rendered, replayed=False)
 
@@ -180,4 +189,29 @@ async def find(session: AsyncSession, *, tenant_id: str, key: str) -> Idempotenc
         select(IdempotencyKeyRow).where(
             IdempotencyKeyRow.tenant_id == tenant_id, IdempotencyKeyRow.key == key
         )
+    )
+
+
+async def respond(
+    request: Request,
+    *,
+    tenant_id: str,
+    key: str | None,
+    body: BaseModel | dict[str, Any],
+    operation: Callable[[AsyncSession], Awaitable[ApiModel]],
+    status: int = 201,
+) -> Response:
+    """What every idempotent endpoint does: fingerprint the request, run `operation` at most once per key,
+    answer `status` with the resource it returns (or replay the first answer)."""
+    payload = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
+
+    async def run(session: AsyncSession) -> tuple[int, Any]:
+        return status, (await operation(session)).to_api()
+
+    return await execute(
+        request.app.state.db,
+        tenant_id=tenant_id,
+        key=key,
+        request_fingerprint=fingerprint(request.method, request.url.path, payload),
+        operation=run,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -114,3 +115,19 @@ async def paginate(
     rows = rows[: params.limit]
     next_cursor = _encode_cursor(getattr(rows[-1], id_column.key), params.descending) if has_more else None
     return PageResult(items=rows, has_more=has_more, next_cursor=next_cursor, total_count=int(total or 0))
+
+
+def paginate_items(items: Sequence[T], *, key: Callable[[T], str], params: PageParams) -> PageResult[T]:
+    """One page of an in-memory catalog (already filtered and sorted in the requested direction), in the
+    same envelope and cursor format as `paginate`. `key` is unique per item; the cursor carries the key of
+    the page's last item, so the next page starts right after it."""
+    start = 0
+    if params.after_id is not None:
+        keys = [key(item) for item in items]
+        if params.after_id not in keys:
+            raise invalid_field("cursor", "not a cursor returned by this list", location="query")
+        start = keys.index(params.after_id) + 1
+    page = list(items[start : start + params.limit])
+    has_more = start + params.limit < len(items)
+    next_cursor = _encode_cursor(key(page[-1]), params.descending) if has_more and page else None
+    return PageResult(items=page, has_more=has_more, next_cursor=next_cursor, total_count=len(items))

@@ -16,7 +16,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.db.database import COMMIT_HOOKS
 from platpay.kit import clock
@@ -114,14 +116,38 @@ async def system_account(
     account_id = await repository.account_id_by_code(session, tenant_id=tenant_id, code=code)
     assert account_id is not None
     # Cache only what is committed-to-exist: an id read in a transaction that rolls back could name a row
-    # that was never committed, so the cache is filled on the next read instead if this one fails.
-    session.info.setdefault("platpay_ledger_new_system_ids", {})[(tenant_id, code)] = account_id
+    # that was never committed, so the cache is filled on the next read instead if this one fails. The same
+    # goes for a SAVEPOINT rolled back inside a transaction that commits (the idempotency wrapper stores a
+    # refused request's 400 that way): the id is remembered with the savepoints it was read in.
+    session.info.setdefault(_NEW_SYSTEM_IDS, []).append(((tenant_id, code), account_id, _savepoints(session)))
     return account_id
 
 
+_NEW_SYSTEM_IDS = "platpay_ledger_new_system_ids"
+
+
+def _savepoints(session: AsyncSession) -> tuple[SessionTransaction, ...]:
+    """The savepoints open in `session`, innermost first."""
+    open_ = []
+    transaction = session.sync_session.get_nested_transaction()
+    while transaction is not None and transaction.nested:
+        open_.append(transaction)
+        transaction = transaction.parent
+    return tuple(open_)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _forget_rolled_back_system_accounts(session: Session, previous_transaction: SessionTransaction) -> None:
+    """A savepoint rolled back: ids read inside it may name rows that no longer exist."""
+    staged = session.info.get(_NEW_SYSTEM_IDS)
+    if staged:
+        session.info[_NEW_SYSTEM_IDS] = [item for item in staged if previous_transaction not in item[2]]
+
+
 def _remember_committed_system_accounts(session: AsyncSession) -> None:
-    """After-commit hook: system account ids read in a committed transaction may be cached."""
-    _system_ids.update(session.info.pop("platpay_ledger_new_system_ids", {}))
+    """After-commit hook: system account ids read in a committed transaction (outside any savepoint that
+    was rolled back) may be cached."""
+    _system_ids.update({key: account_id for key, account_id, _ in session.info.pop(_NEW_SYSTEM_IDS, [])})
 
 
 COMMIT_HOOKS.append(_remember_committed_system_accounts)

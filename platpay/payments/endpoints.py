@@ -20,24 +20,6 @@ router = api_router()
 sandbox_router = api_router(tags=["Sandbox"])
 
 
-async def _idempotent(
-    request: Request, principal: Principal, key: str | None, body: object, operation, status: int = 201
-) -> Response:  # type: ignore[no-untyped-def]
-    async def run(session):  # type: ignore[no-untyped-def]
-        result = await operation(session)
-        return status, result.to_api()
-
-    return await idempotency.execute(
-        get_db(request),
-        tenant_id=principal.tenant.id,
-        key=key,
-        request_fingerprint=idempotency.fingerprint(
-            request.method, request.url.path, body.model_dump(mode="json")
-        ),  # type: ignore[attr-defined]
-        operation=run,
-    )
-
-
 @router.post("/transfer-out", status_code=201, response_model=Transaction, tags=["Same-Currency Transfers"])
 async def transfer_out(
     body: TransferOut,
@@ -47,12 +29,13 @@ async def transfer_out(
 ) -> Response:
     """Send from an internal account to the same customer's external account; funds are held until it settles."""
     settings = request.app.state.settings
-    return await _idempotent(
+    return await idempotency.respond(
         request,
-        principal,
-        idempotency_key,
-        body,
-        lambda s: transfers.transfer_out(s, tenant=principal.tenant, body=body, settings=settings),
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: transfers.transfer_out(s, tenant=principal.tenant, body=body, settings=settings),
+        status=201,
     )
 
 
@@ -65,12 +48,13 @@ async def transfer_in(
 ) -> Response:
     """Pull from an external account that supports it (ACH debit) into the same customer's internal account."""
     settings = request.app.state.settings
-    return await _idempotent(
+    return await idempotency.respond(
         request,
-        principal,
-        idempotency_key,
-        body,
-        lambda s: transfers.transfer_in(s, tenant=principal.tenant, body=body, settings=settings),
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: transfers.transfer_in(s, tenant=principal.tenant, body=body, settings=settings),
+        status=201,
     )
 
 
@@ -150,12 +134,12 @@ async def fund_internal_account(
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Deposit sandbox money into an internal account (fires INTERNAL_ACCOUNT.BALANCE_UPDATED)."""
-    return await _idempotent(
+    return await idempotency.respond(
         request,
-        principal,
-        idempotency_key,
-        body,
-        lambda s: funding.fund_internal_account(
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: funding.fund_internal_account(
             s, tenant=principal.tenant, account_id=accountId, amount=body.amount
         ),
         status=200,

@@ -30,6 +30,8 @@ async def fund_internal_account(
             ledger.Leg(account.id, account.currency, amount),
         ],
     )
-    await accounts_service.emit_balance_updates(session, tenant_id=tenant.id, account_ids=[account.id])
+    await accounts_service.emit_balance_updates(
+        session, tenant_id=tenant.id, account_ids=[account.id], loaded=[account]
+    )
     [rendered] = await accounts_service.render(session, [account])
     return rendered

@@ -42,7 +42,7 @@ class TransactionRow(Base):
     fee_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units of sent_currency
     exchange_rate: Mapped[str | None] = mapped_column(
         String(40)
-    )  # Decimal as text: sending units per receiving unit
+    )  # Decimal as text: receiving units per sending unit
     rail: Mapped[str | None] = mapped_column(String(24))
     reference: Mapped[str | None] = mapped_column(String(120))
     outcome: Mapped[str | None] = mapped_column(String(24))  # the sandbox scenario chosen at creation

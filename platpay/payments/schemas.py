@@ -23,6 +23,27 @@ class Refund(ApiModel):
     reason: Literal["TRANSACTION_FAILED", "USER_CANCELLATION", "TIMEOUT"] | None = None
 
 
+class IncomingFailureDetails(ApiModel):
+    """Why an incoming payment failed at approval, as the platform (or its webhook endpoint) answered."""
+
+    code: str | None = Field(default=None, description="the code of a 403 or 422 webhook reply")
+    message: str | None = Field(default=None, description="the message of a 403 or 422 webhook reply")
+    reason: str | None = Field(
+        default=None, description="the reason given by a 403 webhook reply or POST /transactions/{id}/reject"
+    )
+    required_fields: list[str] | None = Field(
+        default=None, description="CustomerInfoFieldNames a 422 webhook reply asked the sender for"
+    )
+    missing_fields: list[str] | None = Field(
+        default=None,
+        description="mandatory requestedReceiverCustomerInfoFields a 200 approval did not supply",
+    )
+    response_status: int | None = Field(
+        default=None, description="the unexpected HTTP status the webhook endpoint answered"
+    )
+    error: str | None = Field(default=None, description="why the webhook could not be delivered")
+
+
 class Transaction(ApiModel):
     """OUTGOING or INCOMING (the `type` is the direction); fields beyond the common ones depend on it."""
 
@@ -38,7 +59,7 @@ class Transaction(ApiModel):
     sent_amount: CurrencyAmount | None = None
     received_amount: CurrencyAmount | None = None
     exchange_rate: float | None = Field(
-        default=None, description="sending units per receiving unit (display)"
+        default=None, description="receiving units per sending unit (the quote's exchangeRate)"
     )
     fees: CurrencyAmount | None = None
     quote_id: str | None = None
@@ -48,6 +69,9 @@ class Transaction(ApiModel):
     rate_details: dict[str, Any] | None = None
     counterparty_information: dict[str, Any] | None = None
     failure_reason: str | None = None
+    failure_details: IncomingFailureDetails | None = Field(
+        default=None, description="INCOMING only: what the platform answered when it rejected or failed it"
+    )
     description: str | None = None
     agent_id: str | None = None
     settled_at: datetime | None = None

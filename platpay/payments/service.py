@@ -52,6 +52,7 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         rate_details=extra.get("rateDetails"),
         counterparty_information=extra.get("counterpartyInformation"),
         failure_reason=row.failure_reason,
+        failure_details=extra.get("failureDetails"),
         description=row.description,
         agent_id=row.agent_id,
         settled_at=row.settled_at,

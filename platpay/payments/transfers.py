@@ -105,9 +105,17 @@ def check_amount(tenant: TenantContext, *, currency: str, amount: int, field: st
         )
 
 
-async def emit_balances(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
+async def emit_balances(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    account_ids: list[str],
+    loaded: list[InternalAccountRow] | None = None,
+) -> None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for internal accounts whose balance just changed."""
-    await accounts_service.emit_balance_updates(session, tenant_id=tenant_id, account_ids=account_ids)
+    await accounts_service.emit_balance_updates(
+        session, tenant_id=tenant_id, account_ids=account_ids, loaded=loaded
+    )
 
 
 async def transfer_out(
@@ -192,7 +200,7 @@ async def transfer_out(
         await jobs_service.enqueue(
             session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
         )
-    await emit_balances(session, tenant_id=tenant.id, account_ids=[internal.id])
+    await emit_balances(session, tenant_id=tenant.id, account_ids=[internal.id], loaded=[internal])
     return transaction
 
 

@@ -254,6 +254,7 @@ async def update_config(
             )
         endpoint_changed = new_url is not None and new_url != row.webhook_endpoint
         row.webhook_endpoint = new_url
+        session.info.get(_ENDPOINTS_READ, {}).pop(row.id, None)
     added: list[str] = []
     if "supported_currencies" in fields and update.supported_currencies is not None:
         before = {entry["currencyCode"] for entry in row.supported_currencies}
@@ -269,8 +270,17 @@ async def update_config(
     return render_config(tenant_context(row, is_regulated=tenant.is_regulated))
 
 
+_ENDPOINTS_READ = "platpay_webhook_endpoints"  # session.info: tenant id -> endpoint read in this transaction
+
+
 async def webhook_endpoint(session: AsyncSession, *, tenant_id: str) -> str | None:
-    return await repository.webhook_endpoint(session, tenant_id)
+    """The tenant's webhook endpoint, read once per transaction: a business transaction emitting several
+    events (a transfer: its status and the balance change) schedules them all to the same endpoint, with
+    one query instead of one per event. update_config forgets the value it replaces."""
+    read = session.info.setdefault(_ENDPOINTS_READ, {})
+    if tenant_id not in read:
+        read[tenant_id] = await repository.webhook_endpoint(session, tenant_id)
+    return read[tenant_id]
 
 
 async def sealed_webhook_key(session: AsyncSession, *, tenant_id: str) -> str:

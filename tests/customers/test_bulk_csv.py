@@ -97,7 +97,11 @@ class TestHeader:
         [
             (["umaAddress", "platformCustomerId", "customerType", "fulName"], "unknownColumns", ["fulName"]),
             (["umaAddress", "platformCustomerId", "customerType", ""], "blankColumnPositions", [4]),
-            (["umaAddress", "platformCustomerId", "customerType", "city", "City"], "repeatedColumns", ["city"]),
+            (
+                ["umaAddress", "platformCustomerId", "customerType", "city", "City"],
+                "repeatedColumns",
+                ["city"],
+            ),
             (["platformCustomerId", "fullName"], "missingColumns", ["umaAddress", "customerType"]),
         ],
     )
@@ -107,7 +111,17 @@ class TestHeader:
         assert caught.value.details[key] == value
 
     def test_columns_of_a_type_are_required_only_when_the_type_occurs(self):
-        columns = ["umaAddress", "platformCustomerId", "customerType", "businessLegalName", "addressLine1", "city", "state", "postalCode", "country"]
+        columns = [
+            "umaAddress",
+            "platformCustomerId",
+            "customerType",
+            "businessLegalName",
+            "addressLine1",
+            "city",
+            "state",
+            "postalCode",
+            "country",
+        ]
         bulk_csv.check_required_columns(columns, customer_types={"BUSINESS"})
         with pytest.raises(HeaderError) as caught:
             bulk_csv.check_required_columns(columns, customer_types={"BUSINESS", "INDIVIDUAL"})
@@ -116,7 +130,18 @@ class TestHeader:
 
 class TestRowMapping:
     def test_a_row_becomes_the_post_customers_body(self):
-        columns = ["customerType", "platformCustomerId", "umaAddress", "addressLine1", "city", "postalCode", "country", "businessLegalName", "businessTaxId", "description"]
+        columns = [
+            "customerType",
+            "platformCustomerId",
+            "umaAddress",
+            "addressLine1",
+            "city",
+            "postalCode",
+            "country",
+            "businessLegalName",
+            "businessTaxId",
+            "description",
+        ]
         cells = ["BUSINESS", "b1", "$b@x.test", "1 Main", " ", "94105", "US", "Acme", "12-3", "ignored"]
         assert bulk_csv.request_body(bulk_csv.row_values(columns, cells)) == {
             "customerType": "BUSINESS",

@@ -142,9 +142,13 @@ async def import_to_the_end(client, auth, runner, job_id: str) -> dict[str, Any]
 async def counts(db) -> dict[str, int]:
     async with db.read() as session:
         customers = await session.scalar(select(func.count()).select_from(CustomerRow))
-        distinct_ids = await session.scalar(select(func.count(func.distinct(CustomerRow.platform_customer_id))))
+        distinct_ids = await session.scalar(
+            select(func.count(func.distinct(CustomerRow.platform_customer_id)))
+        )
         accounts = await session.scalar(
-            select(func.count()).select_from(InternalAccountRow).where(InternalAccountRow.customer_id.is_not(None))
+            select(func.count())
+            .select_from(InternalAccountRow)
+            .where(InternalAccountRow.customer_id.is_not(None))
         )
         ledger = await session.scalar(
             select(func.count())
@@ -172,7 +176,9 @@ async def counts(db) -> dict[str, int]:
 class TestImport:
     async def test_a_thousand_rows_with_ten_bad_ones(self, client, auth, runner, receiver, db):
         await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
-        taken = await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL", "platformCustomerId": "cust-444"})
+        taken = await client.post(
+            "/customers", auth=auth, json={"customerType": "INDIVIDUAL", "platformCustomerId": "cust-444"}
+        )
         assert taken.status_code == 201
         rows = valid_rows(1000)
         bad = {  # row -> (its cells, the field named, the code POST /customers answers)
@@ -205,7 +211,10 @@ class TestImport:
             state = await job_of(client, auth, job_id)
             if state["status"] == "PROCESSING":
                 assert "completedAt" not in state
-                assert state["progress"]["processed"] == state["progress"]["successful"] + state["progress"]["failed"]
+                assert (
+                    state["progress"]["processed"]
+                    == state["progress"]["successful"] + state["progress"]["failed"]
+                )
             seen.append(state["progress"]["processed"])
         assert sorted(set(seen) - {0}) == list(range(CHUNK_ROWS, 1001, CHUNK_ROWS))
 
@@ -224,10 +233,23 @@ class TestImport:
             assert error["code"] == code, error
             assert error["message"].startswith(f"row {number}: ") and field in error["message"]
 
-        imported = (await client.get("/customers", auth=auth, params={"platformCustomerId": "cust-10"})).json()["data"][0]
-        assert imported["customerType"] == "BUSINESS" and imported["businessInfo"]["legalName"] == "Acme 10 Inc."
-        assert imported["address"] == {"line1": "500 Market St", "line2": "Suite 1", "city": "San Francisco", "state": "CA", "postalCode": "94105", "country": "US"}
-        one = (await client.get("/customers", auth=auth, params={"platformCustomerId": "cust-7"})).json()["data"][0]
+        imported = (
+            await client.get("/customers", auth=auth, params={"platformCustomerId": "cust-10"})
+        ).json()["data"][0]
+        assert (
+            imported["customerType"] == "BUSINESS" and imported["businessInfo"]["legalName"] == "Acme 10 Inc."
+        )
+        assert imported["address"] == {
+            "line1": "500 Market St",
+            "line2": "Suite 1",
+            "city": "San Francisco",
+            "state": "CA",
+            "postalCode": "94105",
+            "country": "US",
+        }
+        one = (await client.get("/customers", auth=auth, params={"platformCustomerId": "cust-7"})).json()[
+            "data"
+        ][0]
         assert one["fullName"] == "Jane O'Doe-Smith" and one["umaAddress"] == f"$user7@{DOMAIN}"
         assert one["kycStatus"] == "PENDING" and one["currencies"] == ["USD", "USDC", "USDB"]
         found = await counts(db)
@@ -250,13 +272,17 @@ class TestImport:
         job_id = (await upload(client, auth, data)).json()["jobId"]
         done = await import_to_the_end(client, auth, runner, job_id)
         assert done["progress"] == {"total": 3, "processed": 3, "successful": 2, "failed": 1}, done
-        zoe = (await client.get("/customers", auth=auth, params={"platformCustomerId": "a1"})).json()["data"][0]
+        zoe = (await client.get("/customers", auth=auth, params={"platformCustomerId": "a1"})).json()["data"][
+            0
+        ]
         assert zoe["fullName"] == "Zoë Åström" and zoe["address"]["line1"] == "1 Rue, Bât. B"
         # the quoted line break stays in its cell, which POST /customers refuses in an address line
         [error] = done["errors"]
         assert error["details"]["row"] == 2 and error["details"]["fields"][0]["field"] == "addressLine1"
 
-    async def test_rows_with_a_wrong_number_of_cells_or_empty_ids_are_named_by_row(self, client, auth, runner):
+    async def test_rows_with_a_wrong_number_of_cells_or_empty_ids_are_named_by_row(
+        self, client, auth, runner
+    ):
         header = "umaAddress,platformCustomerId,customerType,fullName,birthDate,addressLine1,city,state,postalCode,country\n"
         data = (
             header
@@ -297,15 +323,25 @@ class TestUploadRejections:
             (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "text/csv", "not UTF-8"),
             (b"PK\x03\x04\x14\x00\x06\x00", "application/octet-stream", "ZIP"),
             (b"umaAddress,platformCustomerId,customerType\n$a@x,p,\x00\x01\x02\n", "text/csv", "binary"),
-            (b"umaAddress,platformCustomerId,customerType\n$a@x,\xff\xfe,INDIVIDUAL\n", "text/csv", "not UTF-8"),
-            (b'umaAddress,platformCustomerId,customerType\n"$a@x"x,p,INDIVIDUAL\n', "text/csv", "not valid CSV"),
+            (
+                b"umaAddress,platformCustomerId,customerType\n$a@x,\xff\xfe,INDIVIDUAL\n",
+                "text/csv",
+                "not UTF-8",
+            ),
+            (
+                b'umaAddress,platformCustomerId,customerType\n"$a@x"x,p,INDIVIDUAL\n',
+                "text/csv",
+                "not valid CSV",
+            ),
             (b"", "text/csv", "empty"),
             (b"\r\n\r\n", "text/csv", "empty"),
             (b"umaAddress,platformCustomerId,customerType,fullName\r\n", "text/csv", "no data rows"),
             (b'{"customers": []}', "application/json", "not CSV"),
         ],
     )
-    async def test_what_is_not_a_csv_of_customers_is_refused(self, client, auth, db, data, content_type, words):
+    async def test_what_is_not_a_csv_of_customers_is_refused(
+        self, client, auth, db, data, content_type, words
+    ):
         body = _rejected(await upload(client, auth, data, content_type=content_type))
         assert body["code"] == "INVALID_INPUT" and words in body["message"], body
         assert body["details"]["fields"][0]["field"] == "file"
@@ -314,7 +350,16 @@ class TestUploadRejections:
     async def test_missing_required_columns_are_listed(self, client, auth, db):
         body = _rejected(await upload(client, auth, b"platformCustomerId,fullName\np1,Al Bo\n"))
         assert body["details"]["missingColumns"] == ["umaAddress", "customerType"]
-        header = ["umaAddress", "platformCustomerId", "customerType", "fullName", "addressLine1", "city", "postalCode", "country"]
+        header = [
+            "umaAddress",
+            "platformCustomerId",
+            "customerType",
+            "fullName",
+            "addressLine1",
+            "city",
+            "postalCode",
+            "country",
+        ]
         data = csv_bytes([{k: v for k, v in person(1).items() if k in header}], header=header)
         body = _rejected(await upload(client, auth, data))
         assert body["details"]["missingColumns"] == ["birthDate", "state"]
@@ -345,19 +390,32 @@ class TestUploadRejections:
     async def test_a_body_that_is_not_multipart_is_415(self, client, auth, db):
         response = await client.post("/customers/bulk/csv", auth=auth, json={"file": "a,b"})
         assert _rejected(response, 415)["details"]["expected"] == "multipart/form-data"
-        raw = await client.post("/customers/bulk/csv", auth=auth, content=csv_bytes(valid_rows(1)), headers={"Content-Type": "text/csv"})
+        raw = await client.post(
+            "/customers/bulk/csv",
+            auth=auth,
+            content=csv_bytes(valid_rows(1)),
+            headers={"Content-Type": "text/csv"},
+        )
         assert _rejected(raw, 415)["code"] == "UNSUPPORTED_MEDIA_TYPE"
         assert (await counts(db))["imports"] == 0
 
     async def test_a_form_without_the_file_field_is_400(self, client, auth, db):
-        response = await client.post("/customers/bulk/csv", auth=auth, files={"upload": ("c.csv", csv_bytes(valid_rows(1)), "text/csv")})
+        response = await client.post(
+            "/customers/bulk/csv",
+            auth=auth,
+            files={"upload": ("c.csv", csv_bytes(valid_rows(1)), "text/csv")},
+        )
         assert "file" in [f["field"] for f in _rejected(response)["details"]["fields"]]
-        as_text = await client.post("/customers/bulk/csv", auth=auth, data={"file": "a,b"}, files={"other": ("x", b"x")})
+        as_text = await client.post(
+            "/customers/bulk/csv", auth=auth, data={"file": "a,b"}, files={"other": ("x", b"x")}
+        )
         assert _rejected(as_text)["code"] == "INVALID_INPUT"
         assert (await counts(db))["imports"] == 0
 
     async def test_uploading_needs_the_manage_permission(self, client, auth, db):
-        token = (await client.post("/tokens", auth=auth, json={"name": "viewer", "permissions": ["VIEW"]})).json()
+        token = (
+            await client.post("/tokens", auth=auth, json={"name": "viewer", "permissions": ["VIEW"]})
+        ).json()
         viewer = (token["clientId"], token["clientSecret"])
         assert _rejected(await upload(client, viewer, csv_bytes(valid_rows(1))), 403)["code"] == "FORBIDDEN"
         assert (await counts(db))["imports"] == 0
@@ -386,7 +444,9 @@ class TestIdempotencyAndIsolation:
         assert _rejected(unknown, 404)["details"] == {"jobId": "Job:00000000-0000-7000-8000-000000000000"}
 
     async def test_each_tenant_imports_into_its_own_customers(self, client, auth, db, settings, runner):
-        other = (await create_platform(db, settings, name="Other", uma_domain=DOMAIN.replace("test-", "other-")))["sandbox"]
+        other = (
+            await create_platform(db, settings, name="Other", uma_domain=DOMAIN.replace("test-", "other-"))
+        )["sandbox"]
         mine = (await upload(client, auth, csv_bytes(valid_rows(3)))).json()["jobId"]
         rows = [{**r, "umaAddress": r["umaAddress"].replace("test-", "other-")} for r in valid_rows(2)]
         theirs = (await upload(client, other, csv_bytes(rows))).json()["jobId"]
@@ -455,7 +515,9 @@ class TestCrashes:
         assert found["customers"] == found["distinct_platform_ids"] == 300
         assert found["internal_accounts"] == found["ledger_accounts"] == 900
 
-    async def test_an_import_whose_chunk_keeps_failing_ends_failed_with_a_webhook(self, client, auth, db, runner, receiver):
+    async def test_an_import_whose_chunk_keeps_failing_ends_failed_with_a_webhook(
+        self, client, auth, db, runner, receiver
+    ):
         await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
         job_id = (await upload(client, auth, csv_bytes(valid_rows(150)))).json()["jobId"]
         failing = FailingInserts(db)
@@ -475,13 +537,17 @@ class TestCrashes:
         await run_jobs_until(runner, lambda: len(receiver.of_type("BULK_UPLOAD.FAILED")) == 1)
         assert receiver.of_type("BULK_UPLOAD.FAILED")[0].json["data"] == failed
 
-    async def test_a_stored_file_that_cannot_be_read_fails_the_import(self, client, auth, db, runner, receiver):
+    async def test_a_stored_file_that_cannot_be_read_fails_the_import(
+        self, client, auth, db, runner, receiver
+    ):
         await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
         data = csv_bytes(valid_rows(3))
         job_id = (await upload(client, auth, data)).json()["jobId"]
         corrupted = data[:-6] + b"\xff\xfe\xff\xfe\r\n"  # same length, no longer UTF-8
         async with db.transaction() as session:
-            await session.execute(text("UPDATE customer_import_file_chunks SET data = :data"), {"data": corrupted})
+            await session.execute(
+                text("UPDATE customer_import_file_chunks SET data = :data"), {"data": corrupted}
+            )
         failed = await import_to_the_end(client, auth, runner, job_id)
         assert failed["status"] == "FAILED" and "not UTF-8" in failed["failureReason"]
         await run_jobs_until(runner, lambda: len(receiver.of_type("BULK_UPLOAD.FAILED")) == 1)

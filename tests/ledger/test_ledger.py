@@ -126,6 +126,33 @@ class TestPost:
             )
         assert first == again
 
+    async def test_a_system_account_created_in_a_rolled_back_savepoint_is_created_again(self, db, accounts):
+        # The idempotency wrapper runs each operation in a SAVEPOINT and commits a refused request's 400;
+        # a system account first created inside that savepoint is gone with it, so its id must not be
+        # remembered (it was, and every later entry to it failed with LedgerAccountMismatch: a 500).
+        class Refused(Exception):
+            pass
+
+        async with db.transaction() as session:
+            with pytest.raises(Refused):
+                async with session.begin_nested():
+                    await ledger.system_account(
+                        session, tenant_id=accounts["tenant"], kind=ledger.FX, currency="MXN"
+                    )
+                    raise Refused
+        async with db.transaction() as session:
+            fx = await ledger.system_account(
+                session, tenant_id=accounts["tenant"], kind=ledger.FX, currency="MXN"
+            )
+            await ledger.post(
+                session,
+                tenant_id=accounts["tenant"],
+                kind="TEST",
+                reference="ref",
+                legs=[ledger.Leg(fx, "MXN", -100), ledger.Leg(fx, "MXN", 100, ledger.HELD)],
+            )
+        assert await _balances(db, fx) == [(-100, 100)]
+
 
 class TestVerify:
     async def _report(self, db):

@@ -1,0 +1,248 @@
+"""Helpers shared by the benchmarks: free ports, child processes, throwaway PostgreSQL databases, CPU time.
+
+Everything here talks to 127.0.0.1 only and ends only the processes it started (by their pid).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+DEFAULT_PG_ADMIN = os.environ.get(
+    "PLATPAY_BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+_NICENESS = 0
+
+
+def set_child_niceness(delta: int) -> None:
+    """Children started after this (servers, wrk, receivers) run at this niceness delta (negative: root)."""
+    global _NICENESS
+    _NICENESS = delta
+
+
+def child_setup() -> None:
+    """preexec_fn for our children."""
+    if _NICENESS:
+        os.nice(_NICENESS)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_http(url: str, *, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process {proc.pid} exited with {proc.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status < 500:
+                    return
+        except urllib.error.HTTPError as error:
+            if error.code < 500:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{url} did not answer within {timeout}s")
+
+
+def stop(proc: subprocess.Popen[Any], *, timeout: float = 10.0) -> None:
+    """SIGTERM the child we started (by pid), then SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc), or None where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def pg_cpu_snapshot(pids: set[int] | None = None) -> dict[int, float]:
+    """CPU seconds of the `postgres` processes on this machine (or only `pids`), by pid."""
+    snapshot: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or (pids is not None and int(entry.name) not in pids):
+            continue
+        try:
+            if (entry / "comm").read_text().strip() != "postgres":
+                continue
+        except OSError:
+            continue
+        value = cpu_seconds(int(entry.name))
+        if value is not None:
+            snapshot[int(entry.name)] = value
+    return snapshot
+
+
+def pg_cpu_seconds() -> float | None:
+    """CPU seconds of every `postgres` process on this machine, or None where unavailable."""
+    snapshot = pg_cpu_snapshot()
+    return sum(snapshot.values()) if snapshot else None
+
+
+def pg_cpu_delta(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU used between two snapshots by postgres processes alive at the second (never negative; backends
+    that exited in between are not counted)."""
+    return sum(max(0.0, value - before.get(pid, 0.0)) for pid, value in after.items())
+
+
+def system_busy_seconds() -> tuple[float, float] | None:
+    """(busy CPU seconds summed over all cores, wall-clock reference) from /proc/stat, or None."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(x) for x in fields]
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    steal = ticks[7] if len(ticks) > 7 else 0
+    busy = sum(ticks[:8]) - idle - steal
+    return busy / os.sysconf("SC_CLK_TCK"), time.monotonic()
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of our finished, waited-for children (the load generator runs)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def wait_until_quiet(limit_seconds: float, *, threshold_cores: float, ours: list[int]) -> float | None:
+    """Wait (at most `limit_seconds`) for a 1 s window in which processes other than `ours` use less than
+    `threshold_cores` (other people's tests on a shared machine); returns that window's load in cores."""
+    deadline = time.monotonic() + limit_seconds
+    while True:
+        before = system_busy_seconds()
+        own_before = sum(cpu_seconds(pid) or 0.0 for pid in ours)
+        time.sleep(1.0)
+        after = system_busy_seconds()
+        own_after = sum(cpu_seconds(pid) or 0.0 for pid in ours)
+        if before is None or after is None:
+            return None
+        foreign = max(0.0, (after[0] - before[0]) - (own_after - own_before)) / (after[1] - before[1])
+        if foreign < threshold_cores or time.monotonic() >= deadline:
+            return foreign
+
+
+# ---- PostgreSQL throwaway databases ----------------------------------------------------------------
+
+
+def _asyncpg_dsn(url: str) -> str:
+    return url.replace("postgresql+asyncpg://", "postgresql://")
+
+
+def _with_database(admin_url: str, name: str) -> str:
+    base, _, _ = _asyncpg_dsn(admin_url).rpartition("/")
+    return f"{base}/{name}"
+
+
+async def _pg_admin(admin_url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(_asyncpg_dsn(admin_url), timeout=10)
+    try:
+        for sql, args in statements:
+            await conn.execute(sql, *args)
+    finally:
+        await conn.close()
+
+
+def pg_backend_pids(admin_url: str, database_url: str) -> set[int]:
+    """The server processes serving connections to the database of `database_url`."""
+    import asyncpg
+
+    name = database_url.rsplit("/", 1)[1].split("?", 1)[0]
+
+    async def query() -> set[int]:
+        conn = await asyncpg.connect(_asyncpg_dsn(admin_url), timeout=10)
+        try:
+            rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
+        finally:
+            await conn.close()
+        return {int(row["pid"]) for row in rows}
+
+    return asyncio.run(query())
+
+
+def pg_reachable(admin_url: str = DEFAULT_PG_ADMIN) -> str | None:
+    """None when PostgreSQL answers, else the reason it does not."""
+    try:
+        asyncio.run(_pg_admin(admin_url, [("SELECT 1", ())]))
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+@contextlib.contextmanager
+def pg_database(admin_url: str = DEFAULT_PG_ADMIN, prefix: str = "platpay_bench") -> Iterator[str]:
+    """A fresh database `platpay_bench_<random>`, dropped afterwards; yields its SQLAlchemy asyncpg URL."""
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    assert not name.startswith("platpay_test")
+    asyncio.run(_pg_admin(admin_url, [(f'CREATE DATABASE "{name}"', ())]))
+    try:
+        yield _with_database(admin_url, name).replace("postgresql://", "postgresql+asyncpg://", 1)
+    finally:
+        asyncio.run(
+            _pg_admin(
+                admin_url,
+                [
+                    (
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = $1 AND pid <> pg_backend_pid()",
+                        (name,),
+                    ),
+                    (f'DROP DATABASE IF EXISTS "{name}"', ()),
+                ],
+            )
+        )
+
+
+def bench_env(**extra: str) -> dict[str, str]:
+    """The environment for a platpay child: no inherited PLATPAY_* settings except what we pass."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLATPAY_")}
+    env.update(extra)
+    return env
+
+
+def machine_summary() -> str:
+    cpus = os.cpu_count()
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return f"{cpus} CPU(s) {model}".strip() + f", Python {sys.version.split()[0]}"

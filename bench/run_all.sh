@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Run the platpay benchmarks one after the other (see bench/README.md). They print figures; none fails on
+# them. Arguments for each script come from the environment, e.g.
+#   HTTP_ARGS="--rounds 3 --nice -10" JOBS_ARGS="--jobs 20000" bench/run_all.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-.venv/bin/python}"
+
+echo "== GET /config under load: platpay on SQLite and PostgreSQL vs a bare Starlette app"
+# shellcheck disable=SC2086
+"$PY" bench/http_config.py ${HTTP_ARGS:-}
+echo
+echo "== job runner: no-op jobs/s and webhook deliveries/s, SQLite and PostgreSQL"
+# shellcheck disable=SC2086
+"$PY" bench/jobs_throughput.py ${JOBS_ARGS:-}

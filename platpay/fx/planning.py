@@ -1,0 +1,417 @@
+"""Who pays and who receives a quote: the request's source and destination checked and resolved into a
+plan (accounts, currencies, rail, sandbox outcome). Every refusal names the field it is about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import external_service
+from platpay.accounts import service as accounts_service
+from platpay.accounts.validators import corridors
+from platpay.errors import InvalidInput, NotFound, invalid_field
+from platpay.fx import fees, funding, lookups, outcomes
+from platpay.fx.errors import SelfPayment
+from platpay.fx.schemas import (
+    AccountQuoteDestination,
+    AccountQuoteSource,
+    QuoteRequest,
+    RealtimeFundingQuoteSource,
+    UmaAddressQuoteSource,
+)
+from platpay.kit import currencies
+from platpay.payments import uma
+from platpay.payments.transfers import PULL_ACCOUNT_TYPES, CustomerNotReady
+from platpay.platforms.context import TenantContext
+
+INTERNAL, PULL, REALTIME_FUNDING = "INTERNAL", "PULL", "REALTIME_FUNDING"  # how the quote is funded
+EXTERNAL, UMA = "EXTERNAL", "UMA"  # how it pays out (plus INTERNAL: credited to an internal account)
+
+
+class AccountNotFound(NotFound):
+    code = "REFERENCE_NOT_FOUND"
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    funding: str  # INTERNAL | PULL | REALTIME_FUNDING
+    currency: str
+    customer_id: str | None  # the sender; None: the platform
+    account_id: str | None  # the internal account debited, or the external account pulled from
+    api: dict[str, Any]  # the quote's `source`
+    transaction_source: dict[str, Any]  # the transaction's `source`
+    pull_outcome: str | None = None
+
+
+@dataclass(frozen=True)
+class DestinationPlan:
+    payout: str  # EXTERNAL | INTERNAL | UMA
+    currency: str
+    account_id: str | None  # external account paid, or internal account credited
+    rail: str  # the payout rail: the CLEARING account's qualifier
+    fee_corridor: str
+    outcome: str
+    api: dict[str, Any]
+    transaction_destination: dict[str, Any]
+    receiver: str  # account id or UMA address, for transaction filters
+    owner_customer_id: str | None = None  # whose account it is (None: the platform's)
+
+
+def _not_found(field: str, account_id: str) -> AccountNotFound:
+    return AccountNotFound(
+        f"{field}: no account {account_id!r}", details={"fields": [{"field": field, "message": "not found"}]}
+    )
+
+
+async def _sender(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    owner_id: str | None,
+    requested_id: str | None,
+    field: str,
+) -> str | None:
+    """The customer a payment is made for: the account's owner, or (platform accounts) the one named."""
+    if requested_id is None or requested_id == owner_id:
+        return owner_id
+    if owner_id is not None:
+        raise invalid_field(field, f"the account belongs to {owner_id}, not {requested_id}")
+    from platpay.customers import service as customers_service
+
+    await customers_service.load_active(session, tenant_id=tenant.id, customer_id=requested_id)
+    return requested_id
+
+
+async def check_sender(
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
+) -> str | None:
+    """The sender's platformCustomerId once it may move money in `currency` (None for the platform)."""
+    from platpay.customers import service as customers_service
+
+    if customer_id is None:
+        return None
+    customer = await customers_service.ensure_ready_for_currency(
+        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
+    )
+    if customer.kyc_status == "REJECTED":
+        raise CustomerNotReady(
+            f"customer {customer_id} failed KYC and cannot move money", details={"customerId": customer_id}
+        )
+    return customer.platform_customer_id
+
+
+def _configured_currency(tenant: TenantContext, code: str, field: str) -> str:
+    currencies.require(code, field=field)
+    if code not in tenant.currency_codes:
+        raise invalid_field(
+            field, f"{code} is not among this platform's supportedCurrencies", code="INVALID_CURRENCY"
+        )
+    return code
+
+
+async def _account_source(
+    session: AsyncSession, *, tenant: TenantContext, source: AccountQuoteSource
+) -> SourcePlan:
+    field = "source.accountId"
+    api = source.model_dump(by_alias=True, exclude_none=True)
+    if source.account_id.startswith("InternalAccount:"):
+        try:
+            account = await accounts_service.get_internal(
+                session, tenant_id=tenant.id, account_id=source.account_id
+            )
+        except NotFound:
+            raise _not_found(field, source.account_id) from None
+        if account.type == "EMBEDDED_WALLET":
+            raise invalid_field(
+                field,
+                "EMBEDDED_WALLET accounts need a wallet signature (Svc-Wallet-Signature) over the quote's "
+                "payloadToSign, which this deployment does not support yet; fund from another internal account",
+            )
+        if account.status != "ACTIVE":
+            raise invalid_field(field, f"internal account is {account.status}")
+        sender = await _sender(
+            session,
+            tenant=tenant,
+            owner_id=account.customer_id,
+            requested_id=source.customer_id,
+            field="source.customerId",
+        )
+        return SourcePlan(
+            funding=INTERNAL,
+            currency=account.currency,
+            customer_id=sender,
+            account_id=account.id,
+            api=api,
+            transaction_source={
+                "sourceType": "ACCOUNT",
+                "accountId": account.id,
+                "currency": account.currency,
+            },
+        )
+    external = (
+        await external_service.find(session, tenant_id=tenant.id, account_id=source.account_id)
+        if source.account_id.startswith("ExternalAccount:")
+        else None
+    )
+    if external is None:
+        raise _not_found(field, source.account_id)
+    if external.account_type not in PULL_ACCOUNT_TYPES:
+        raise invalid_field(
+            field,
+            f"{external.account_type} accounts cannot be pulled from; use a REALTIME_FUNDING source and pay "
+            "the quote's paymentInstructions instead",
+        )
+    if external.status != "ACTIVE":
+        raise invalid_field(field, f"external account is {external.status}")
+    sender = await _sender(
+        session,
+        tenant=tenant,
+        owner_id=external.customer_id,
+        requested_id=source.customer_id,
+        field="source.customerId",
+    )
+    from platpay.payments import sandbox_outcomes
+
+    return SourcePlan(
+        funding=PULL,
+        currency=external.currency,
+        customer_id=sender,
+        account_id=external.id,
+        api=api,
+        transaction_source={
+            "sourceType": "ACCOUNT",
+            "accountId": external.id,
+            "currency": external.currency,
+            "paymentRail": PULL_ACCOUNT_TYPES[external.account_type],
+        },
+        pull_outcome=sandbox_outcomes.transfer_outcome(
+            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        ),
+    )
+
+
+async def resolve_source(session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest) -> SourcePlan:
+    source = body.source
+    if isinstance(source, AccountQuoteSource):
+        return await _account_source(session, tenant=tenant, source=source)
+    if isinstance(source, RealtimeFundingQuoteSource):
+        currency = _configured_currency(tenant, source.currency, "source.currency")
+        network = funding.check_network(currency, source.crypto_network, field="source.cryptoNetwork")
+        customer_id = None
+        if source.customer_id is not None:
+            from platpay.customers import service as customers_service
+
+            await customers_service.load_active(session, tenant_id=tenant.id, customer_id=source.customer_id)
+            customer_id = source.customer_id
+        api = source.model_dump(by_alias=True, exclude_none=True)
+        if network is not None:
+            api["cryptoNetwork"] = network
+        transaction_source = {"sourceType": "REALTIME_FUNDING", "currency": currency}
+        if customer_id:
+            transaction_source["customerId"] = customer_id
+        return SourcePlan(REALTIME_FUNDING, currency, customer_id, None, api, transaction_source)
+    assert isinstance(source, UmaAddressQuoteSource)
+    currency = _configured_currency(tenant, source.currency, "source.currency")
+    counterparty = await uma.resolve(
+        session, tenant=tenant, address=source.uma_address, field="source.umaAddress"
+    )
+    if not counterparty.is_local:
+        raise invalid_field(
+            "source.umaAddress", "only this platform's own customers' UMA addresses can fund a quote"
+        )
+    api = {"sourceType": "UMA_ADDRESS", "umaAddress": counterparty.address, "currency": currency}
+    return SourcePlan(REALTIME_FUNDING, currency, counterparty.customer_id, None, api, dict(api))
+
+
+async def _internal_destination(
+    session: AsyncSession, *, tenant: TenantContext, destination: AccountQuoteDestination
+) -> DestinationPlan:
+    field = "destination.accountId"
+    try:
+        account = await accounts_service.get_internal(
+            session, tenant_id=tenant.id, account_id=destination.account_id
+        )
+    except NotFound:
+        raise _not_found(field, destination.account_id) from None
+    if account.status != "ACTIVE":
+        raise invalid_field(field, f"internal account is {account.status}")
+    if destination.payment_rail is not None:
+        raise invalid_field(
+            "destination.paymentRail", "internal accounts are credited directly; omit paymentRail"
+        )
+    return DestinationPlan(
+        payout=INTERNAL,
+        currency=account.currency,
+        account_id=account.id,
+        rail=INTERNAL,
+        fee_corridor=fees.INTERNAL,
+        outcome=outcomes.SUCCESS,
+        api=destination.model_dump(by_alias=True, exclude_none=True),
+        transaction_destination={
+            "destinationType": "ACCOUNT",
+            "accountId": account.id,
+            "currency": account.currency,
+        },
+        receiver=account.id,
+        owner_customer_id=account.customer_id,
+    )
+
+
+async def _account_destination(
+    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest, destination: AccountQuoteDestination
+) -> DestinationPlan:
+    if body.lookup_id is not None:
+        await lookups.require_lookup(
+            session,
+            tenant=tenant,
+            lookup_id=body.lookup_id,
+            kind=lookups.EXTERNAL_ACCOUNT,
+            receiver=destination.account_id,
+        )
+    if destination.account_id.startswith("InternalAccount:"):
+        return await _internal_destination(session, tenant=tenant, destination=destination)
+    field = "destination.accountId"
+    external = (
+        await external_service.find(session, tenant_id=tenant.id, account_id=destination.account_id)
+        if destination.account_id.startswith("ExternalAccount:")
+        else None
+    )
+    if external is None:
+        raise _not_found(field, destination.account_id)
+    if external.status != "ACTIVE":
+        raise invalid_field(field, f"external account is {external.status}")
+    rails = corridors.response_account_info(external.account_info).get("paymentRails") or []
+    if destination.payment_rail is not None and destination.payment_rail not in rails:
+        raise invalid_field(
+            "destination.paymentRail",
+            f"{external.account_type} is paid over {rails or 'its own network'}, not {destination.payment_rail}",
+        )
+    rail = destination.payment_rail or (rails[0] if rails else external.account_type)
+    api = destination.model_dump(by_alias=True, exclude_none=True)
+    if rails:
+        api["paymentRail"] = rail
+    return DestinationPlan(
+        payout=EXTERNAL,
+        currency=external.currency,
+        account_id=external.id,
+        rail=rail,
+        fee_corridor=rail if rails else fees.CRYPTO,
+        outcome=outcomes.for_external_account(
+            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        ),
+        api=api,
+        transaction_destination={
+            "destinationType": "ACCOUNT",
+            "accountId": external.id,
+            "currency": external.currency,
+            **({"paymentRail": rail} if rails else {}),
+        },
+        receiver=external.id,
+        owner_customer_id=external.customer_id,
+    )
+
+
+async def _local_uma_account(
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str
+) -> str:
+    account = await accounts_service.customer_account_in(
+        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
+    )
+    if account is None or account.status != "ACTIVE":
+        raise invalid_field("destination.currency", f"the receiver has no active {currency} account")
+    return account.id
+
+
+async def resolve_destination(
+    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest
+) -> DestinationPlan:
+    destination = body.destination
+    if isinstance(destination, AccountQuoteDestination):
+        return await _account_destination(session, tenant=tenant, body=body, destination=destination)
+    counterparty = await uma.resolve(
+        session, tenant=tenant, address=destination.uma_address, field="destination.umaAddress"
+    )
+    if body.lookup_id is None:
+        raise invalid_field(
+            "lookupId", f"is required for UMA destinations: GET /receiver/uma/{counterparty.address} first"
+        )
+    await lookups.require_lookup(
+        session,
+        tenant=tenant,
+        lookup_id=body.lookup_id,
+        kind=lookups.UMA_ADDRESS,
+        receiver=counterparty.address,
+    )
+    currency = destination.currency or counterparty.currencies[0]
+    currencies.require(currency, field="destination.currency")
+    if currency not in counterparty.currencies:
+        raise invalid_field(
+            "destination.currency",
+            f"{counterparty.address} receives {', '.join(counterparty.currencies)}, not {currency}",
+        )
+    api = {"destinationType": "UMA_ADDRESS", "umaAddress": counterparty.address, "currency": currency}
+    common: dict[str, Any] = {
+        "currency": currency,
+        "fee_corridor": fees.UMA,
+        "api": api,
+        "transaction_destination": dict(api),
+        "receiver": counterparty.address,
+        "rail": UMA,
+    }
+    if counterparty.is_local:
+        assert counterparty.customer_id is not None
+        account_id = await _local_uma_account(
+            session, tenant=tenant, customer_id=counterparty.customer_id, currency=currency
+        )
+        return DestinationPlan(
+            payout=INTERNAL,
+            account_id=account_id,
+            outcome=outcomes.SUCCESS,
+            owner_customer_id=counterparty.customer_id,
+            **common,
+        )
+    return DestinationPlan(
+        payout=UMA,
+        account_id=None,
+        outcome=outcomes.for_uma(counterparty.behaviour, sandbox=tenant.is_sandbox),
+        **common,
+    )
+
+
+def check_pair(*, tenant: TenantContext, source: SourcePlan, destination: DestinationPlan) -> None:
+    """Cross-party and cross-currency rules, once both ends are known."""
+    if source.currency == destination.currency:
+        raise InvalidInput(
+            f"{source.currency} to {destination.currency} needs no exchange: quotes are for cross-currency "
+            "payments; use POST /transfer-out (internal to external account) or POST /transfer-in (pull into "
+            "an internal account) for same-currency transfers",
+            details={
+                "fields": [
+                    {"field": "destination", "message": f"same currency as the source ({source.currency})"}
+                ],
+                "useInstead": ["POST /transfer-out", "POST /transfer-in"],
+            },
+        )
+    if source.account_id is not None and source.account_id == destination.account_id:
+        raise SelfPayment(
+            "source and destination are the same account", details={"accountId": source.account_id}
+        )
+    if (
+        destination.payout == EXTERNAL
+        and source.customer_id is not None
+        and destination.owner_customer_id != source.customer_id
+    ):
+        raise invalid_field(
+            "destination.accountId",
+            "a customer pays out only to its own external accounts (the platform may pay any of its tenant's)",
+        )
+    if (
+        destination.payout == INTERNAL
+        and destination.rail == UMA
+        and destination.owner_customer_id == source.customer_id
+    ):
+        raise SelfPayment(
+            "the UMA address belongs to the sender", details={"umaAddress": destination.receiver}
+        )

@@ -1,0 +1,229 @@
+"""Quotes (SPEC §4.7, INTERFACE-FACTS §3.6, §8): a locked price for a cross-currency payment.
+
+A quote is created PENDING with its OUTGOING transaction (also PENDING, no webhook yet) and an expiry job
+at `expiresAt`. Executing it (internal or pull sources; real-time-funded quotes execute when their funds
+arrive) debits the source, makes the quote PROCESSING and fires OUTGOING_PAYMENT.PENDING; the payout then
+moves through jobs (settlement.py). Unexecuted at `expiresAt`, the quote and its transaction become
+EXPIRED (OUTGOING_PAYMENT.EXPIRED).
+
+Pricing (pricing.py): the locked side is exact; the other side is rounded once in the platform's favour.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import Settings
+from platpay.errors import invalid_field
+from platpay.fx import fees, funding, planning, pricing, rates, repository, settlement
+from platpay.fx.models import QuoteRow
+from platpay.fx.schemas import OutgoingRateDetails, Quote, QuoteRequest
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock, currencies
+from platpay.kit.ids import new_id
+from platpay.payments import service as payments_service
+from platpay.payments.models import TransactionRow
+from platpay.payments.transfers import AmountOutOfRange, check_amount
+from platpay.platforms.context import TenantContext
+
+EXPIRE_JOB = "fx.quote_expire"
+
+
+def _rate_details(row: QuoteRow) -> OutgoingRateDetails:
+    """The reference's breakdown: no counterparty multiplier or fee in the sandbox; ours is the rate and
+    the fee schedule's fixed and variable parts."""
+    return OutgoingRateDetails(
+        counterparty_multiplier=1.0,
+        counterparty_fixed_fee=0,
+        grid_api_multiplier=float(row.exchange_rate),
+        grid_api_fixed_fee=row.fixed_fee,
+        grid_api_variable_fee_rate=row.variable_fee_bps / 10_000,
+        grid_api_variable_fee_amount=row.variable_fee,
+    )
+
+
+def to_schema(row: QuoteRow) -> Quote:
+    return Quote(
+        id=row.id,
+        status=row.status,  # type: ignore[arg-type]
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        source=row.source,
+        destination=row.destination,
+        sending_currency=currencies.require(row.sending_currency).as_api(),  # type: ignore[arg-type]
+        receiving_currency=currencies.require(row.receiving_currency).as_api(),  # type: ignore[arg-type]
+        total_sending_amount=row.sending_amount,
+        total_receiving_amount=row.receiving_amount,
+        exchange_rate=float(row.exchange_rate),
+        fees_included=row.fixed_fee + row.variable_fee,
+        transaction_id=row.transaction_id,
+        payment_instructions=row.payment_instructions,  # type: ignore[arg-type]
+        rate_details=_rate_details(row),
+    )
+
+
+def _price(
+    body: QuoteRequest, *, source: str, destination: str, corridor: str
+) -> tuple[pricing.Price, rates.RateQuote]:
+    try:
+        quote_rate = rates.provider().rate(source, destination)
+    except rates.UnsupportedCurrencyPair as error:
+        raise invalid_field("destination", f"no {source} to {destination} rate: {error}") from None
+    rule = fees.rule_for(corridor)
+    try:
+        price = pricing.price(
+            locked_side=body.locked_currency_side,
+            locked_amount=body.locked_currency_amount,
+            minor_rate=rates.minor_rate(quote_rate.customer_rate, source, destination),
+            fixed_fee=rule.fixed_in(source),
+            variable_bps=rule.variable_bps,
+        )
+    except pricing.AmountTooSmall as error:
+        raise AmountOutOfRange(
+            f"lockedCurrencyAmount: {error}",
+            details={
+                "fields": [{"field": "lockedCurrencyAmount", "message": "too small for this corridor's fees"}]
+            },
+        ) from None
+    return price, quote_rate
+
+
+async def create_quote(
+    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest, settings: Settings
+) -> Quote:
+    source = await planning.resolve_source(session, tenant=tenant, body=body)
+    destination = await planning.resolve_destination(session, tenant=tenant, body=body)
+    planning.check_pair(tenant=tenant, source=source, destination=destination)
+    if body.immediately_execute and source.funding == planning.REALTIME_FUNDING:
+        raise invalid_field(
+            "immediatelyExecute",
+            "only quotes funded from an account can execute at once; this one waits for its funds",
+        )
+    platform_customer_id = await planning.check_sender(
+        session, tenant=tenant, customer_id=source.customer_id, currency=source.currency
+    )
+    price, quote_rate = _price(
+        body, source=source.currency, destination=destination.currency, corridor=destination.fee_corridor
+    )
+    check_amount(tenant, currency=source.currency, amount=price.sending_amount, field="lockedCurrencyAmount")
+    if destination.currency in tenant.currency_codes:
+        check_amount(
+            tenant, currency=destination.currency, amount=price.receiving_amount, field="lockedCurrencyAmount"
+        )
+
+    now = clock.now()
+    quote_id, transaction_id = new_id("Quote"), new_id("Transaction")
+    instructions = (
+        funding.payment_instructions(quote_id=quote_id, currency=source.currency, amount=price.sending_amount)
+        if source.funding == planning.REALTIME_FUNDING
+        else None
+    )
+    exchange_rate = str(rates.to_decimal(quote_rate.customer_rate))
+    quote = QuoteRow(
+        id=quote_id,
+        tenant_id=tenant.id,
+        customer_id=source.customer_id,
+        status="PENDING",
+        source=source.api,
+        destination=destination.api,
+        funding=source.funding,
+        source_account_id=source.account_id,
+        payout=destination.payout,
+        destination_account_id=destination.account_id,
+        rail=destination.rail,
+        sending_currency=source.currency,
+        receiving_currency=destination.currency,
+        locked_side=body.locked_currency_side,
+        sending_amount=price.sending_amount,
+        receiving_amount=price.receiving_amount,
+        fixed_fee=price.fixed_fee,
+        variable_fee=price.variable_fee,
+        variable_fee_bps=price.variable_bps,
+        exchange_rate=exchange_rate,
+        mid_rate=str(rates.to_decimal(quote_rate.mid)),
+        spread_bps=quote_rate.spread_bps,
+        transaction_id=transaction_id,
+        lookup_id=body.lookup_id,
+        payment_instructions=instructions,
+        outcome=destination.outcome,
+        pull_outcome=source.pull_outcome,
+        debit_entry_id=None,
+        description=body.description,
+        executed_at=None,
+        expires_at=now + timedelta(seconds=settings.quote_ttl_seconds),
+        created_at=now,
+        updated_at=now,
+    )
+    extra: dict[str, Any] = {"rateDetails": _rate_details(quote).to_api()}
+    if instructions:
+        extra["paymentInstructions"] = instructions
+    if body.purpose_of_payment:
+        extra["purposeOfPayment"] = body.purpose_of_payment
+    if body.sender_customer_info:
+        extra["senderCustomerInfo"] = body.sender_customer_info
+    session.add(
+        TransactionRow(
+            id=transaction_id,
+            tenant_id=tenant.id,
+            type="OUTGOING",
+            kind="QUOTE",
+            status="PENDING",
+            customer_id=source.customer_id,
+            platform_customer_id=platform_customer_id,
+            source=source.transaction_source,
+            destination=destination.transaction_destination,
+            sender_account_id=source.account_id or source.api.get("umaAddress"),
+            receiver_account_id=destination.receiver,
+            sent_amount=price.sending_amount,
+            sent_currency=source.currency,
+            received_amount=price.receiving_amount,
+            received_currency=destination.currency,
+            fee_amount=price.fees,
+            exchange_rate=exchange_rate,
+            rail=destination.rail,
+            reference=funding.funding_reference(instructions) if instructions else None,
+            outcome=destination.outcome,
+            quote_id=quote_id,
+            description=body.description,
+            extra=extra,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    await repository.add(session, quote)
+    await jobs_service.enqueue(
+        session, EXPIRE_JOB, {"quoteId": quote_id}, tenant_id=tenant.id, run_at=quote.expires_at
+    )
+    if body.immediately_execute:
+        await settlement.execute(session, quote=quote, tenant=tenant)
+    return to_schema(quote)
+
+
+async def get_quote(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> Quote:
+    return to_schema(await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id))
+
+
+async def execute_quote(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> Quote:
+    quote = await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id, for_update=True)
+    await settlement.execute(session, quote=quote, tenant=tenant)
+    return to_schema(quote)
+
+
+async def expire(session: AsyncSession, *, tenant_id: str, quote_id: str) -> None:
+    """The expiry job: an unexecuted quote at or past expiresAt becomes EXPIRED with its transaction."""
+    from platpay.platforms import service as platforms_service
+
+    quote = await settlement.load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
+    if quote.status != "PENDING" or clock.now() < quote.expires_at:
+        return
+    quote.status, quote.updated_at = "EXPIRED", clock.now()
+    transaction = await payments_service.load(
+        session, tenant_id=tenant_id, transaction_id=quote.transaction_id, for_update=True
+    )
+    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    await payments_service.move(
+        session, transaction, "EXPIRED", platform_id=platform_id, failure_reason="QUOTE_EXPIRED"
+    )

@@ -1,0 +1,363 @@
+"""A quote's money and lifecycle after creation: execution, real-time funding, payout, failure, refund.
+
+Ledger, per step (S = totalSendingAmount, F = fees, R = totalReceivingAmount; src/dst = currencies):
+
+    execute / funded   FUNDS(src) -S; FEES(src) +F; FX(src) +(S-F); FX(dst) -R; CLEARING(rail, dst) +R
+                       FUNDS is the internal source (AVAILABLE, refused when short: 400 INSUFFICIENT_BALANCE),
+                       CLEARING(ACH) for a pull (posted when the pull settles), CLEARING(REALTIME_FUNDING)
+                       for a real-time-funded quote (posted when the funds arrive)
+    payout settles     external / sandbox UMA: nothing (the money left with the rail at execution);
+                       internal destination: CLEARING(rail, dst) -R; destination account +R
+    refund completes   the execution entry reversed: the FULL S, fees included, back where it came from
+    refund fails (007) CLEARING(rail, dst) -R; CLEARING(SUSPENSE, dst) +R (returned funds parked for ops)
+    funding mismatch   CLEARING(REALTIME_FUNDING, src) -A; CLEARING(SUSPENSE, src) +A, refunded like above
+
+The FX account of each currency is what makes each currency balance on its own; its running balance is the
+platform's currency position. Every state change, its ledger entry and its OUTGOING_PAYMENT.* webhook
+commit together (in the request, or in the job that runs the step).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import service as accounts_service
+from platpay.config import Settings
+from platpay.errors import InvalidInput, invalid_field
+from platpay.fx import outcomes, repository
+from platpay.fx.errors import QuoteAlreadyExecuted, QuoteExpired, QuoteNotFound
+from platpay.fx.models import QuoteRow
+from platpay.fx.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
+from platpay.fx.schemas import SandboxSend
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock
+from platpay.ledger import service as ledger
+from platpay.payments import service as payments_service
+from platpay.payments.models import TransactionRow
+from platpay.payments.schemas import Transaction
+from platpay.platforms.context import TenantContext
+
+STEP_JOB = "fx.quote_step"
+FUNDING_QUALIFIER, SUSPENSE_QUALIFIER = "REALTIME_FUNDING", "SUSPENSE"
+FUNDING_AMOUNT_MISMATCH = "FUNDING_AMOUNT_MISMATCH"
+
+
+async def load_quote(
+    session: AsyncSession, *, tenant_id: str, quote_id: str, for_update: bool = False
+) -> QuoteRow:
+    row = await repository.get_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=for_update)
+    if row is None:
+        raise QuoteNotFound(f"quote {quote_id!r} not found", details={"quoteId": quote_id})
+    return row
+
+
+def check_open(quote: QuoteRow) -> None:
+    """409 unless the quote can still be executed (or paid)."""
+    if quote.status == "EXPIRED" or (quote.status == "PENDING" and clock.now() >= quote.expires_at):
+        raise QuoteExpired(
+            f"quote {quote.id} expired at {clock.isoformat(quote.expires_at)}; create a new quote",
+            details={"quoteId": quote.id, "expiresAt": clock.isoformat(quote.expires_at)},
+        )
+    if quote.status != "PENDING":
+        raise QuoteAlreadyExecuted(
+            f"quote {quote.id} was already executed (status {quote.status})",
+            details={"quoteId": quote.id, "status": quote.status, "transactionId": quote.transaction_id},
+        )
+
+
+async def _clearing(session: AsyncSession, quote: QuoteRow, currency: str, qualifier: str) -> str:
+    return await ledger.system_account(
+        session, tenant_id=quote.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=qualifier
+    )
+
+
+async def _post_exchange(session: AsyncSession, quote: QuoteRow, *, funds_account_id: str, kind: str) -> None:
+    """The execution entry (see the module docstring); remembered on the quote for a refund to reverse."""
+    src, dst = quote.sending_currency, quote.receiving_currency
+    fees = quote.fixed_fee + quote.variable_fee
+    tenant_id = quote.tenant_id
+    legs = [ledger.Leg(funds_account_id, src, -quote.sending_amount)]
+    if fees:
+        fee_account = await ledger.system_account(
+            session, tenant_id=tenant_id, kind=ledger.FEES, currency=src
+        )
+        legs.append(ledger.Leg(fee_account, src, fees))
+    fx_src = await ledger.system_account(session, tenant_id=tenant_id, kind=ledger.FX, currency=src)
+    fx_dst = await ledger.system_account(session, tenant_id=tenant_id, kind=ledger.FX, currency=dst)
+    legs += [
+        ledger.Leg(fx_src, src, quote.sending_amount - fees),
+        ledger.Leg(fx_dst, dst, -quote.receiving_amount),
+        ledger.Leg(await _clearing(session, quote, dst, quote.rail), dst, quote.receiving_amount),
+    ]
+    entry = await ledger.post(
+        session, tenant_id=tenant_id, kind=kind, reference=quote.transaction_id, legs=legs
+    )
+    quote.debit_entry_id = entry.id
+
+
+async def _transaction(session: AsyncSession, quote: QuoteRow) -> TransactionRow:
+    return await payments_service.load(
+        session, tenant_id=quote.tenant_id, transaction_id=quote.transaction_id, for_update=True
+    )
+
+
+async def _schedule(
+    session: AsyncSession, quote: QuoteRow, step_name: str, delay: timedelta = timedelta(0)
+) -> None:
+    await jobs_service.enqueue(
+        session,
+        STEP_JOB,
+        {"quoteId": quote.id, "step": step_name},
+        tenant_id=quote.tenant_id,
+        run_at=clock.now() + delay,
+    )
+
+
+async def _begin(
+    session: AsyncSession, quote: QuoteRow, transaction: TransactionRow, *, platform_id: str
+) -> None:
+    """Executed: the quote is PROCESSING; its transaction fires OUTGOING_PAYMENT.PENDING (source debited)."""
+    now = clock.now()
+    quote.status, quote.executed_at, quote.updated_at = "PROCESSING", now, now
+    transaction.updated_at = now
+    await payments_service.emit_status(session, transaction, platform_id=platform_id)
+    await _schedule(session, quote, "process")
+
+
+async def execute(session: AsyncSession, *, quote: QuoteRow, tenant: TenantContext) -> None:
+    """Execute a quote funded from an internal account (debited now) or by a pull (debited on settlement)."""
+    check_open(quote)
+    if quote.funding == REALTIME_FUNDING:
+        raise InvalidInput(
+            f"quote {quote.id} is funded in real time: it executes when its paymentInstructions are paid "
+            "(in the sandbox: POST /sandbox/send), not through execute",
+            details={"quoteId": quote.id, "sourceType": quote.source.get("sourceType")},
+        )
+    transaction = await _transaction(session, quote)
+    if quote.funding == INTERNAL:
+        assert quote.source_account_id is not None
+        account = await accounts_service.get_internal(
+            session, tenant_id=quote.tenant_id, account_id=quote.source_account_id
+        )
+        if account.status != "ACTIVE":
+            raise invalid_field("source.accountId", f"internal account {account.id} is {account.status}")
+        await _post_exchange(session, quote, funds_account_id=quote.source_account_id, kind="QUOTE_EXECUTE")
+        await accounts_service.emit_balance_updates(
+            session, tenant_id=quote.tenant_id, account_ids=[quote.source_account_id]
+        )
+    await _begin(session, quote, transaction, platform_id=tenant.platform_id)
+
+
+async def sandbox_send(
+    session: AsyncSession, *, tenant: TenantContext, body: SandboxSend, settings: Settings
+) -> Transaction:
+    """Funds for a real-time-funded quote arrive: the matching amount executes it; any other amount is
+    held in suspense, the payment fails with FUNDING_AMOUNT_MISMATCH and the funds are refunded."""
+    quote = await load_quote(session, tenant_id=tenant.id, quote_id=body.quote_id, for_update=True)
+    if quote.funding != REALTIME_FUNDING:
+        raise invalid_field(
+            "quoteId",
+            f"quote {quote.id} is funded from an account; execute it with POST /quotes/{{quoteId}}/execute",
+        )
+    check_open(quote)
+    if body.currency_code != quote.sending_currency:
+        raise invalid_field(
+            "currencyCode",
+            f"quote {quote.id} is funded in {quote.sending_currency}, not {body.currency_code}",
+        )
+    amount = body.currency_amount if body.currency_amount is not None else quote.sending_amount
+    transaction = await _transaction(session, quote)
+    funding_account = await _clearing(session, quote, quote.sending_currency, FUNDING_QUALIFIER)
+    if amount == quote.sending_amount:
+        await _post_exchange(session, quote, funds_account_id=funding_account, kind="QUOTE_FUNDED")
+        await _begin(session, quote, transaction, platform_id=tenant.platform_id)
+        return payments_service.to_schema(transaction, platform_id=tenant.platform_id)
+    suspense = await _clearing(session, quote, quote.sending_currency, SUSPENSE_QUALIFIER)
+    entry = await ledger.post(
+        session,
+        tenant_id=tenant.id,
+        kind="QUOTE_FUNDING_MISMATCH",
+        reference=transaction.id,
+        legs=[
+            ledger.Leg(funding_account, quote.sending_currency, -amount),
+            ledger.Leg(suspense, quote.sending_currency, amount),
+        ],
+    )
+    quote.debit_entry_id, quote.executed_at = entry.id, clock.now()
+    transaction.extra = {**(transaction.extra or {}), "receivedFunding": amount}
+    return await _fail(
+        session,
+        quote,
+        transaction,
+        failure_reason=FUNDING_AMOUNT_MISMATCH,
+        refund_reason="TRANSACTION_FAILED",
+        platform_id=tenant.platform_id,
+        settings=settings,
+    )
+
+
+async def _fail(
+    session: AsyncSession,
+    quote: QuoteRow,
+    transaction: TransactionRow,
+    *,
+    failure_reason: str,
+    refund_reason: str,
+    platform_id: str,
+    settings: Settings,
+) -> Transaction:
+    """FAILED, and when money had moved, an automatic refund: REFUND_PENDING now, settled by a job."""
+    now = clock.now()
+    quote.status, quote.updated_at = "FAILED", now
+    refunding = quote.debit_entry_id is not None
+    if refunding:
+        transaction.refund = {
+            "reference": f"REFUND-{transaction.id.rsplit('-', 1)[-1].upper()}",
+            "initiatedAt": clock.isoformat(now),
+            "status": "PENDING",
+            "reason": refund_reason,
+        }
+    failed = await payments_service.move(
+        session, transaction, "FAILED", platform_id=platform_id, failure_reason=failure_reason
+    )
+    if refunding:
+        failed = await payments_service.emit_status(
+            session, transaction, platform_id=platform_id, event="REFUND_PENDING"
+        )
+        await _schedule(session, quote, "refund", timedelta(seconds=settings.sandbox_refund_seconds))
+    return failed
+
+
+async def _complete(
+    session: AsyncSession, quote: QuoteRow, transaction: TransactionRow, *, platform_id: str
+) -> None:
+    if quote.payout == INTERNAL:
+        assert quote.destination_account_id is not None
+        dst, amount = quote.receiving_currency, quote.receiving_amount
+        await ledger.post(
+            session,
+            tenant_id=quote.tenant_id,
+            kind="QUOTE_PAYOUT_SETTLE",
+            reference=transaction.id,
+            legs=[
+                ledger.Leg(await _clearing(session, quote, dst, quote.rail), dst, -amount),
+                ledger.Leg(quote.destination_account_id, dst, amount),
+            ],
+        )
+        await accounts_service.emit_balance_updates(
+            session, tenant_id=quote.tenant_id, account_ids=[quote.destination_account_id]
+        )
+    quote.status, quote.updated_at = "COMPLETED", clock.now()
+    await payments_service.move(session, transaction, "COMPLETED", platform_id=platform_id)
+
+
+async def _refund(
+    session: AsyncSession, quote: QuoteRow, transaction: TransactionRow, *, platform_id: str
+) -> None:
+    refund = dict(transaction.refund or {})
+    payout_attempted = transaction.failure_reason != FUNDING_AMOUNT_MISMATCH
+    if quote.outcome == outcomes.PAYOUT_AND_REFUND_FAIL and payout_attempted:
+        dst, amount = quote.receiving_currency, quote.receiving_amount
+        await ledger.post(
+            session,
+            tenant_id=quote.tenant_id,
+            kind="QUOTE_REFUND_FAILED",
+            reference=transaction.id,
+            legs=[
+                ledger.Leg(await _clearing(session, quote, dst, quote.rail), dst, -amount),
+                ledger.Leg(await _clearing(session, quote, dst, SUSPENSE_QUALIFIER), dst, amount),
+            ],
+        )
+        refund["status"], event = "FAILED", "REFUND_FAILED"
+    else:
+        assert quote.debit_entry_id is not None
+        await ledger.reverse(
+            session,
+            tenant_id=quote.tenant_id,
+            entry_id=quote.debit_entry_id,
+            kind="QUOTE_REFUND",
+            reference=transaction.id,
+        )
+        if quote.funding == INTERNAL and quote.source_account_id:
+            await accounts_service.emit_balance_updates(
+                session, tenant_id=quote.tenant_id, account_ids=[quote.source_account_id]
+            )
+        refund["status"], refund["settledAt"], event = (
+            "COMPLETED",
+            clock.isoformat(clock.now()),
+            "REFUND_COMPLETED",
+        )
+    transaction.refund = refund
+    transaction.updated_at = clock.now()
+    await payments_service.emit_status(session, transaction, platform_id=platform_id, event=event)
+
+
+def _payout_delay(quote: QuoteRow, settings: Settings) -> timedelta:
+    """Internal destinations are credited as soon as the runner gets to it; rails take their time."""
+    return timedelta(0) if quote.payout == INTERNAL else outcomes.payout_delay(quote.outcome, settings)
+
+
+async def step(
+    session: AsyncSession, *, tenant_id: str, quote_id: str, step_name: str, settings: Settings
+) -> None:
+    """Advance an executed quote by one step; a step that no longer applies does nothing (idempotent).
+
+    process      PENDING -> PROCESSING (or FAILED at once: sandbox 002); schedules the pull or the payout
+    pull         a pull source's money arrives: the exchange is posted (or the pull failed: FAILED)
+    settle       the payout lands: COMPLETED, or FAILED with a refund (004, 006, 007, compliance)
+    bank_return  COMPLETED -> FAILED with a refund (005)
+    refund       the refund settles (REFUND_COMPLETED) or fails (REFUND_FAILED, 007)
+    """
+    from platpay.platforms import service as platforms_service
+
+    quote = await load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
+    transaction = await _transaction(session, quote)
+    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+
+    async def fail(failure_reason: str, refund_reason: str = "TRANSACTION_FAILED") -> None:
+        await _fail(
+            session,
+            quote,
+            transaction,
+            failure_reason=failure_reason,
+            refund_reason=refund_reason,
+            platform_id=platform_id,
+            settings=settings,
+        )
+
+    status = transaction.status
+    if step_name == "process" and status == "PENDING" and quote.status == "PROCESSING":
+        if quote.funding != PULL and quote.outcome == outcomes.EXECUTION_FAILED:
+            await fail("QUOTE_EXECUTION_FAILED")
+            return
+        await payments_service.move(session, transaction, "PROCESSING", platform_id=platform_id)
+        if quote.funding == PULL:
+            await _schedule(session, quote, "pull", timedelta(seconds=settings.sandbox_settlement_seconds))
+        else:
+            await _schedule(session, quote, "settle", _payout_delay(quote, settings))
+    elif step_name == "pull" and status == "PROCESSING" and quote.debit_entry_id is None:
+        if quote.pull_outcome != outcomes.SUCCESS:
+            await fail("QUOTE_EXECUTION_FAILED")  # nothing was taken, so nothing to refund
+            return
+        rail = transaction.source.get("paymentRail", "ACH")
+        pull_clearing = await _clearing(session, quote, quote.sending_currency, rail)
+        await _post_exchange(session, quote, funds_account_id=pull_clearing, kind="QUOTE_PULL_SETTLE")
+        if quote.outcome == outcomes.EXECUTION_FAILED:
+            await fail("QUOTE_EXECUTION_FAILED")
+        else:
+            await _schedule(session, quote, "settle", _payout_delay(quote, settings))
+    elif step_name == "settle" and status == "PROCESSING":
+        failure = outcomes.SETTLEMENT_FAILURES.get(quote.outcome)
+        if failure is not None:
+            await fail(*failure)
+            return
+        await _complete(session, quote, transaction, platform_id=platform_id)
+        if quote.outcome == outcomes.BANK_RETURN:
+            delay = timedelta(seconds=settings.sandbox_bank_return_seconds)
+            await _schedule(session, quote, "bank_return", delay)
+    elif step_name == "bank_return" and status == "COMPLETED" and quote.payout == EXTERNAL:
+        await fail("COUNTERPARTY_POST_TX_FAILED")
+    elif step_name == "refund" and (transaction.refund or {}).get("status") == "PENDING":
+        await _refund(session, quote, transaction, platform_id=platform_id)

@@ -1,0 +1,321 @@
+"""Incoming UMA payments: money from a UMA sender reaches one of the tenant's customers once the platform
+approves it (INTERFACE-FACTS §5.6, §8).
+
+    POST /sandbox/uma/receive (incoming_receive.py) ─► PENDING ── INCOMING_PAYMENT.PENDING
+      reply 200 / POST …/approve ─► approved ─► credited: COMPLETED, INCOMING_PAYMENT.COMPLETED
+      reply 202 ─► the platform decides through POST /transactions/{id}/approve|reject before the deadline
+                   (PLATPAY_INCOMING_APPROVAL_TIMEOUT_SECONDS after the reply), else FAILED
+                   PAYMENT_APPROVAL_TIMED_OUT
+      reply 403 / POST …/reject ─► FAILED (the platform's reason in failureDetails)
+      reply 422, a 200 missing mandatory receiver info ─► FAILED MISSING_MANDATORY_PAYEE_DATA
+      any other reply, no reply ─► FAILED PAYMENT_APPROVAL_WEBHOOK_ERROR
+
+The approval sub-state lives in `extra["approval"]` and moves only through TRANSITIONS. Every step (the
+reply hook inside the webhook delivery's transaction, the API calls, the deadline and arrival jobs) locks
+the transaction row and re-reads that state first, so a redelivered webhook, a reply racing an API decision
+or a late job never decides twice or credits twice.
+
+Money: the payment arrives through the UMA clearing account of its currency. Credited to the customer's
+internal account: CLEARING(UMA) −amount, internal account +amount. Routed to the customer's
+defaultUmaDepositAccount (an external account in the receiving currency): the funds pass straight through
+to that account's payout rail, CLEARING(UMA) −amount, CLEARING(rail) +amount, and never sit in an internal
+account. A rejected or failed payment posts nothing.
+
+Sandbox senders (payments/uma.py): `$success.*` arrive as soon as they are approved; `$pending.long.*` run
+the same approval flow but arrive only PLATPAY_SANDBOX_UMA_LONG_PENDING_SECONDS after approval (PENDING
+until then; approve/reject answer 409 meanwhile); `$fail.compliance.*` fail the sender screening before any
+approval is asked: FAILED PAY_REQUEST_FAILED at once, only INCOMING_PAYMENT.FAILED is sent.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import service as accounts_service
+from platpay.customers.errors import MissingMandatoryUserInfo
+from platpay.errors import Conflict
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock
+from platpay.ledger import service as ledger
+from platpay.payments import incoming_replies as replies
+from platpay.payments import service as payments_service
+from platpay.payments import uma
+from platpay.payments.models import TransactionRow
+from platpay.payments.schemas import Transaction
+from platpay.platforms import service as platforms_service
+from platpay.platforms.context import TenantContext
+
+UMA_INCOMING = "UMA_INCOMING"
+STEP_JOB = "payments.incoming_step"
+PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
+UMA_RAIL = "UMA"
+PAY_REQUEST_FAILED = "PAY_REQUEST_FAILED"
+
+# Approval states and what moves them.
+AWAITING_REPLY = "AWAITING_REPLY"  # INCOMING_PAYMENT.PENDING is on its way; the platform has not answered
+AWAITING_DECISION = "AWAITING_DECISION"  # 202 (or no webhook endpoint): the API decides before the deadline
+APPROVED = "APPROVED"  # approved; the money is on its way (a $pending.long sender) or already credited
+DONE = "DONE"  # COMPLETED or FAILED
+DEFER, APPROVE, REJECT, FAIL, TIME_OUT, ARRIVE = "DEFER", "APPROVE", "REJECT", "FAIL", "TIME_OUT", "ARRIVE"
+TRANSITIONS = {
+    (AWAITING_REPLY, DEFER): AWAITING_DECISION,
+    (AWAITING_REPLY, APPROVE): APPROVED,
+    (AWAITING_DECISION, APPROVE): APPROVED,
+    (AWAITING_REPLY, REJECT): DONE,
+    (AWAITING_DECISION, REJECT): DONE,
+    (AWAITING_REPLY, FAIL): DONE,
+    (AWAITING_DECISION, FAIL): DONE,
+    (AWAITING_DECISION, TIME_OUT): DONE,
+    (APPROVED, ARRIVE): DONE,
+}
+AWAITING = frozenset({AWAITING_REPLY, AWAITING_DECISION})
+
+
+class TransactionNotPendingApproval(Conflict):
+    code = "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"
+
+
+def _approval(row: TransactionRow) -> dict[str, Any]:
+    return dict((row.extra or {}).get("approval") or {})
+
+
+def set_extra(row: TransactionRow, **values: Any) -> None:
+    row.extra = {**(row.extra or {}), **values}  # a new dict: JSON columns track assignment, not mutation
+
+
+def transition(row: TransactionRow, trigger: str, **recorded: Any) -> None:
+    approval = _approval(row)
+    target = TRANSITIONS.get((approval.get("state", ""), trigger))
+    if target is None:
+        raise RuntimeError(f"incoming payment {row.id}: no move from {approval.get('state')} on {trigger}")
+    set_extra(row, approval={**approval, **recorded, "state": target})
+
+
+def _deadline(row: TransactionRow) -> datetime | None:
+    raw = _approval(row).get("deadline")
+    return datetime.fromisoformat(raw) if raw else None
+
+
+def _awaiting_state(row: TransactionRow) -> str | None:
+    """The approval state if the platform may still decide this payment now, else None."""
+    if row.kind != UMA_INCOMING or row.status != "PENDING":
+        return None
+    state = _approval(row).get("state")
+    deadline = _deadline(row)
+    if state not in AWAITING or (deadline is not None and clock.now() >= deadline):
+        return None
+    return state
+
+
+def _not_pending(row: TransactionRow) -> TransactionNotPendingApproval:
+    if row.kind != UMA_INCOMING:
+        why = "it is not an incoming UMA payment awaiting approval"
+    elif row.status != "PENDING":
+        why = f"it is already {row.status}"
+    elif _approval(row).get("state") == APPROVED:
+        why = "it was already approved; the funds are on their way"
+    else:
+        deadline = _deadline(row)
+        why = f"its approval window closed at {clock.isoformat(deadline) if deadline else 'its deadline'}"
+    return TransactionNotPendingApproval(
+        f"transaction {row.id} is not pending platform approval: {why}",
+        details={"transactionId": row.id, "status": row.status},
+    )
+
+
+# --- decisions -------------------------------------------------------------------------------------------
+
+
+async def schedule(session: AsyncSession, row: TransactionRow, step: str, *, at: datetime) -> None:
+    await jobs_service.enqueue(
+        session, STEP_JOB, {"transactionId": row.id, "step": step}, tenant_id=row.tenant_id, run_at=at
+    )
+
+
+async def _approve(
+    session: AsyncSession, row: TransactionRow, *, platform_id: str, info: dict[str, Any], by: str
+) -> None:
+    now = clock.now()
+    transition(row, APPROVE, decidedAt=clock.isoformat(now), decidedBy=by)
+    set_extra(row, receiverCustomerInfo=info)
+    if row.outcome == uma.LONG_PENDING:
+        delay = timedelta(seconds=float(_approval(row).get("arrivalDelaySeconds") or 0))
+        await schedule(session, row, "arrive", at=now + delay)
+        await session.flush()
+    else:
+        await _arrive(session, row, platform_id=platform_id)
+
+
+async def _fail(
+    session: AsyncSession,
+    row: TransactionRow,
+    trigger: str,
+    *,
+    platform_id: str,
+    by: str,
+    failure_reason: str | None,
+    details: dict[str, Any],
+) -> None:
+    transition(row, trigger, decidedAt=clock.isoformat(clock.now()), decidedBy=by)
+    if details:
+        set_extra(row, failureDetails=details)
+    await payments_service.move(
+        session, row, "FAILED", platform_id=platform_id, failure_reason=failure_reason
+    )
+
+
+async def _arrive(session: AsyncSession, row: TransactionRow, *, platform_id: str) -> None:
+    """The money arrives: post it, COMPLETED, and the balance event when an internal account was credited."""
+    transition(row, ARRIVE)
+    currency, amount = row.received_currency or "", row.received_amount or 0
+    uma_clearing = await ledger.system_account(
+        session, tenant_id=row.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=UMA_RAIL
+    )
+    account_id = row.destination["accountId"]
+    payout_rail = (row.extra or {}).get("payoutRail")
+    if payout_rail:  # the defaultUmaDepositAccount: straight through to its rail
+        rail_clearing = await ledger.system_account(
+            session, tenant_id=row.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=payout_rail
+        )
+        legs = [ledger.Leg(uma_clearing, currency, -amount), ledger.Leg(rail_clearing, currency, amount)]
+        kind = "UMA_INCOMING_PAYOUT"
+    else:
+        legs = [ledger.Leg(uma_clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
+        kind = "UMA_INCOMING_CREDIT"
+    await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
+    await payments_service.move(session, row, "COMPLETED", platform_id=platform_id)
+    if not payout_rail:
+        await accounts_service.emit_balance_updates(
+            session, tenant_id=row.tenant_id, account_ids=[account_id]
+        )
+
+
+async def approve(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str, info: dict[str, Any] | None
+) -> Transaction:
+    """POST /transactions/{id}/approve: the platform approves a payment awaiting its decision."""
+    row = await payments_service.load(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
+    if _awaiting_state(row) is None:
+        raise _not_pending(row)
+    info = info or {}
+    missing = replies.missing_mandatory(
+        (row.extra or {}).get("requestedReceiverCustomerInfoFields", []), info
+    )
+    if missing:
+        raise MissingMandatoryUserInfo(
+            f"receiverCustomerInfo lacks what the sender requires: {', '.join(missing)}",
+            details={
+                "fields": [
+                    {
+                        "field": f"receiverCustomerInfo.{name}",
+                        "message": "requested by the sender as mandatory",
+                    }
+                    for name in missing
+                ]
+            },
+        )
+    await _approve(session, row, platform_id=tenant.platform_id, info=info, by="API")
+    return payments_service.to_schema(row, platform_id=tenant.platform_id)
+
+
+async def reject(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str, reason: str | None
+) -> Transaction:
+    """POST /transactions/{id}/reject: the platform refuses a payment awaiting its decision."""
+    row = await payments_service.load(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
+    if _awaiting_state(row) is None:
+        raise _not_pending(row)
+    await _fail(
+        session,
+        row,
+        REJECT,
+        platform_id=tenant.platform_id,
+        by="API",
+        failure_reason=None,
+        details={"reason": reason} if reason else {},
+    )
+    return payments_service.to_schema(row, platform_id=tenant.platform_id)
+
+
+async def on_pending_reply(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    transaction_id: str,
+    status: int | None,
+    body: str | None,
+    error: str | None,
+) -> None:
+    """Honour the platform's answer to INCOMING_PAYMENT.PENDING; runs in the transaction that records the
+    delivery attempt. An answer for a payment that is no longer awaiting one (decided through the API,
+    timed out, redelivered after the decision) changes nothing."""
+    row = await payments_service.load(
+        session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
+    )
+    state = _awaiting_state(row)
+    if state is None:
+        return
+    decision = replies.decide(
+        status=status,
+        body=body,
+        error=error,
+        requested=(row.extra or {}).get("requestedReceiverCustomerInfoFields", []),
+        awaiting_decision=state == AWAITING_DECISION,
+    )
+    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    if decision.action == replies.APPROVE:
+        await _approve(
+            session, row, platform_id=platform_id, info=decision.receiver_customer_info, by="WEBHOOK"
+        )
+    elif decision.action == replies.DEFER:
+        now = clock.now()
+        deadline = now + timedelta(seconds=float(_approval(row).get("timeoutSeconds") or 0))
+        transition(row, DEFER, deadline=deadline.isoformat(), deferredAt=clock.isoformat(now))
+        await schedule(session, row, "deadline", at=deadline)
+    elif decision.action in (replies.REJECT, replies.FAIL):
+        await _fail(
+            session,
+            row,
+            REJECT if decision.action == replies.REJECT else FAIL,
+            platform_id=platform_id,
+            by="WEBHOOK",
+            failure_reason=decision.failure_reason,
+            details=decision.failure_details,
+        )
+
+
+async def step(
+    session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str
+) -> datetime | None:
+    """A scheduled step: "deadline" auto-rejects an undecided payment, "arrive" credits an approved one.
+    Returns when to run again if it ran early; a step that no longer applies does nothing."""
+    row = await payments_service.load(
+        session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
+    )
+    if row.status != "PENDING":
+        return None
+    state = _approval(row).get("state")
+    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    if step_name == "deadline" and state == AWAITING_DECISION:
+        deadline = _deadline(row)
+        if deadline is not None and clock.now() < deadline:
+            return deadline
+        await _fail(
+            session,
+            row,
+            TIME_OUT,
+            platform_id=platform_id,
+            by="TIMEOUT",
+            failure_reason=replies.TIMED_OUT,
+            details={},
+        )
+    elif step_name == "arrive" and state == APPROVED:
+        await _arrive(session, row, platform_id=platform_id)
+    return None

@@ -1,0 +1,87 @@
+"""Incoming UMA payments: the sandbox simulation and the platform's asynchronous approve / reject."""
+
+from __future__ import annotations
+
+from fastapi import Body, Depends, Request, Response
+
+from platpay.auth.principals import Transactor, require_sandbox
+from platpay.auth.schemas import Permission
+from platpay.auth.service import Principal
+from platpay.kit import idempotency
+from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.routing import api_router
+from platpay.payments import incoming, incoming_receive
+from platpay.payments.incoming_schemas import ApprovePayment, RejectPayment, SandboxUmaReceive
+from platpay.payments.schemas import Transaction
+
+router = api_router(tags=["Transactions"])
+sandbox_router = api_router(tags=["Sandbox"])
+
+_NOT_PENDING = {
+    409: {"description": "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL: already decided or timed out"}
+}
+
+
+@router.post("/transactions/{transactionId}/approve", response_model=Transaction, responses=_NOT_PENDING)
+async def approve_incoming_payment(
+    transactionId: str,
+    request: Request,
+    body: ApprovePayment | None = Body(None),
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Transactor,
+) -> Response:
+    """Approve an incoming payment awaiting the platform's decision; the customer is credited."""
+    body = body or ApprovePayment()
+    return await idempotency.respond(
+        request,
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: incoming.approve(
+            s, tenant=principal.tenant, transaction_id=transactionId, info=body.receiver_customer_info
+        ),
+        status=200,
+    )
+
+
+@router.post("/transactions/{transactionId}/reject", response_model=Transaction, responses=_NOT_PENDING)
+async def reject_incoming_payment(
+    transactionId: str,
+    request: Request,
+    body: RejectPayment | None = Body(None),
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Transactor,
+) -> Response:
+    """Reject an incoming payment awaiting the platform's decision; nothing is credited."""
+    body = body or RejectPayment()
+    return await idempotency.respond(
+        request,
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: incoming.reject(
+            s, tenant=principal.tenant, transaction_id=transactionId, reason=body.reason
+        ),
+        status=200,
+    )
+
+
+@sandbox_router.post("/sandbox/uma/receive", response_model=Transaction)
+async def sandbox_uma_receive(
+    body: SandboxUmaReceive,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+    principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
+) -> Response:
+    """Simulate a sandbox UMA sender paying a customer: a PENDING incoming payment awaiting approval."""
+    settings = request.app.state.settings
+    return await idempotency.respond(
+        request,
+        tenant_id=principal.tenant.id,
+        key=idempotency_key,
+        body=body,
+        operation=lambda s: incoming_receive.receive(
+            s, tenant=principal.tenant, body=body, settings=settings
+        ),
+        status=200,
+    )

@@ -1,0 +1,45 @@
+"""Incoming payment jobs (the approval deadline, a delayed arrival) and the hook that honours the
+platform's reply to INCOMING_PAYMENT.PENDING."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.events import delivery
+from platpay.events.models import EventRow, WebhookDeliveryRow
+from platpay.events.types import INCOMING_PAYMENT_PENDING
+from platpay.jobs.registry import handler
+from platpay.jobs.runner import JobContext
+from platpay.payments import incoming
+
+
+@handler(incoming.STEP_JOB)
+async def incoming_step(ctx: JobContext) -> None:
+    """One scheduled step; its state change, ledger entry and webhooks commit with the job."""
+    async with ctx.transaction() as session:
+        again = await incoming.step(
+            session,
+            tenant_id=ctx.tenant_id or "",
+            transaction_id=ctx.payload["transactionId"],
+            step_name=ctx.payload["step"],
+        )
+        if again is not None:
+            ctx.retry_at(again, reason="not due yet")
+
+
+@delivery.on_reply(INCOMING_PAYMENT_PENDING)
+async def pending_reply(
+    session: AsyncSession, delivery_row: WebhookDeliveryRow, event: EventRow, result: delivery.AttemptResult
+) -> None:
+    """The receiver's answer decides the payment, in the transaction that records the attempt."""
+    transaction_id = (event.data or {}).get("id")
+    if not isinstance(transaction_id, str):
+        return
+    await incoming.on_pending_reply(
+        session,
+        tenant_id=event.tenant_id,
+        transaction_id=transaction_id,
+        status=result.status,
+        body=result.body,
+        error=result.error,
+    )

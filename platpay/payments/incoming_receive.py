@@ -1,0 +1,240 @@
+"""Incoming UMA payments arriving in the sandbox: POST /sandbox/uma/receive (the lifecycle after that is
+in incoming.py).
+
+The sender must be a sandbox counterparty (payments/uma.py) and the receiver one of the tenant's customers,
+able to receive the currency: the customer's defaultUmaDepositAccount when that external account is in the
+currency, else its internal account in it. What the sender sends about itself (counterpartyInformation) is
+what the platform's requiredCounterpartyFields ask for, from the sandbox sender's profile; what it asks
+about the receiver (requestedReceiverCustomerInfoFields) is the provider's counterparty requirement for the
+currency less what the customer's registration already holds.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import external_service
+from platpay.accounts import service as accounts_service
+from platpay.accounts.validators import corridors
+from platpay.config import Settings
+from platpay.customers import service as customers_service
+from platpay.customers.errors import CustomerNotFound
+from platpay.customers.models import CustomerRow
+from platpay.errors import InvalidInput, invalid_field
+from platpay.events import service as events_service
+from platpay.kit import clock, currencies
+from platpay.kit.ids import new_id
+from platpay.payments import incoming, uma
+from platpay.payments import service as payments_service
+from platpay.payments.incoming_schemas import SandboxUmaReceive
+from platpay.payments.models import TransactionRow
+from platpay.payments.schemas import Transaction
+from platpay.payments.transfers import CustomerNotReady, check_amount
+from platpay.platforms import service as platforms_service
+from platpay.platforms.context import TenantContext
+
+# The sandbox senders' own details, offered as counterpartyInformation where the platform asks for them.
+_SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "BR", "INR": "IN", "CAD": "CA"}
+
+
+async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> CustomerRow:
+    if body.customer_id is not None:
+        row = await customers_service.load(session, tenant_id=tenant.id, customer_id=body.customer_id)
+        if row.deleted_at is not None:
+            raise CustomerNotFound(
+                f"customer {body.customer_id!r} was deleted and cannot receive payments",
+                details={"customerId": body.customer_id},
+            )
+        return row
+    assert body.receiver_uma_address is not None
+    found = await uma.resolve(
+        session, tenant=tenant, address=body.receiver_uma_address, field="receiverUmaAddress"
+    )
+    if found.customer_id is None:
+        raise uma.UmaNotFound(
+            f"{found.address} is not one of your customers' UMA addresses",
+            details={"receiverUmaAddress": found.address},
+        )
+    return await customers_service.load(session, tenant_id=tenant.id, customer_id=found.customer_id)
+
+
+def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
+    entry = next((c for c in tenant.supported_currencies if c["currencyCode"] == currency), None)
+    if entry is None:
+        raise invalid_field(
+            "receivingCurrencyCode",
+            f"{currency} is not among this platform's supportedCurrencies ({', '.join(tenant.currency_codes)})",
+            code="INVALID_CURRENCY",
+        )
+    if "INCOMING" not in entry["enabledTransactionTypes"]:
+        raise invalid_field(
+            "receivingCurrencyCode",
+            f"incoming payments are not enabled for {currency} (see enabledTransactionTypes in GET /config)",
+            code="INVALID_CURRENCY",
+        )
+    return entry
+
+
+async def _destination(
+    session: AsyncSession, *, tenant: TenantContext, customer: CustomerRow, currency: str, field: str
+) -> tuple[dict[str, Any], str | None]:
+    """Where the money lands: the customer's defaultUmaDepositAccount when it is in this currency (returns
+    its payout rail too), else the customer's internal account in the currency."""
+    deposit = await external_service.default_uma_deposit_account(
+        session, tenant_id=tenant.id, customer_id=customer.id
+    )
+    if deposit is not None and deposit.status == "ACTIVE" and deposit.currency == currency:
+        rails = corridors.payment_rails(deposit.account_type)
+        rail = rails[0] if rails else deposit.account_type
+        return {"destinationType": "ACCOUNT", "accountId": deposit.id, "currency": currency}, rail
+    account = await accounts_service.customer_account_in(
+        session, tenant_id=tenant.id, customer_id=customer.id, currency=currency
+    )
+    if account is None:
+        raise invalid_field(
+            "receivingCurrencyCode",
+            f"customer {customer.id} has no {currency} account to receive into",
+            code="INVALID_CURRENCY",
+        )
+    if account.status != "ACTIVE":
+        raise invalid_field(field, f"the customer's {currency} account {account.id} is {account.status}")
+    return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None
+
+
+def _sender_information(sender: uma.Counterparty, wanted: list[str]) -> dict[str, str]:
+    country = _SENDER_COUNTRY.get(sender.currencies[0], "US")
+    username = sender.address[1:].split("@", 1)[0]
+    profile = {
+        "FULL_NAME": sender.display_name,
+        "BIRTH_DATE": "1985-06-15",
+        "NATIONALITY": country,
+        "COUNTRY_OF_RESIDENCE": country,
+        "EMAIL": f"{username}@sandbox.uma.money",
+        "PHONE_NUMBER": "+15555550100",
+        "USER_TYPE": "INDIVIDUAL",
+        "ACCOUNT_IDENTIFIER": sender.address,
+    }
+    return {name: profile[name] for name in wanted if name in profile}
+
+
+def requested_receiver_fields(customer: CustomerRow, currency: str) -> list[dict[str, Any]]:
+    """What the sender's side asks about the receiver: the counterparty information the provider requires
+    for the currency, less what the customer's registration already supplies (all mandatory)."""
+    names = platforms_service.provider_requirements(currency)["counterparty"]
+    on_file = customers_service.info_fields_on_file(customer, names)
+    return [{"name": name, "mandatory": True} for name in names if name not in on_file]
+
+
+async def receive(
+    session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive, settings: Settings
+) -> Transaction:
+    """A sandbox sender pays one of the tenant's customers; the platform is asked to approve it."""
+    sender_address, _, _ = uma.normalize(body.sender_uma_address, field="senderUmaAddress")
+    if (body.receiver_uma_address is None) == (body.customer_id is None):
+        message = "give exactly one of receiverUmaAddress and customerId"
+        raise InvalidInput(
+            message,
+            details={
+                "fields": [
+                    {"field": "receiverUmaAddress", "message": message},
+                    {"field": "customerId", "message": message},
+                ]
+            },
+        )
+    sender = uma.sandbox_counterparty(sender_address)
+    if sender is None:
+        raise uma.UmaNotFound(
+            f"no sandbox sender at {sender_address}: use $success.<ccy>, $pending.long.<ccy> or "
+            f"$fail.compliance.<ccy> @{uma.SANDBOX_DOMAINS[0]}",
+            details={"senderUmaAddress": sender_address},
+        )
+    receiver_field = "customerId" if body.customer_id is not None else "receiverUmaAddress"
+    customer = await _receiver(session, tenant=tenant, body=body)
+    currency = currencies.require(body.receiving_currency_code, field="receivingCurrencyCode").code
+    entry = _currency_entry(tenant, currency)
+    destination, payout_rail = await _destination(
+        session, tenant=tenant, customer=customer, currency=currency, field=receiver_field
+    )
+    ready = await customers_service.ensure_ready_for_currency(
+        session, tenant_id=tenant.id, customer_id=customer.id, currency=currency
+    )
+    if ready.kyc_status == "REJECTED":
+        raise CustomerNotReady(
+            f"customer {customer.id} failed KYC and cannot receive payments",
+            details={"customerId": customer.id},
+        )
+    check_amount(
+        tenant, currency=currency, amount=body.receiving_currency_amount, field="receivingCurrencyAmount"
+    )
+
+    now = clock.now()
+    has_endpoint = await platforms_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
+    timeout = timedelta(seconds=settings.incoming_approval_timeout_seconds)
+    approval: dict[str, Any] = {
+        "state": incoming.AWAITING_REPLY if has_endpoint else incoming.AWAITING_DECISION,
+        "timeoutSeconds": settings.incoming_approval_timeout_seconds,
+        "arrivalDelaySeconds": settings.sandbox_uma_long_pending_seconds,
+    }
+    if not has_endpoint:  # nobody can be asked: the platform must decide through the API in time
+        approval["deadline"] = (now + timeout).isoformat()
+    transaction_id = new_id("Transaction")
+    row = TransactionRow(
+        id=transaction_id,
+        tenant_id=tenant.id,
+        type="INCOMING",
+        kind=incoming.UMA_INCOMING,
+        status="PENDING",
+        customer_id=customer.id,
+        platform_customer_id=customer.platform_customer_id,
+        source={"sourceType": "UMA_ADDRESS", "umaAddress": sender.address, "currency": sender.currencies[0]},
+        destination=destination,
+        sender_account_id=sender.address,
+        receiver_account_id=destination["accountId"],
+        received_amount=body.receiving_currency_amount,
+        received_currency=currency,
+        fee_amount=0,
+        rail=incoming.UMA_RAIL,
+        reference=f"UMA-{transaction_id[-12:].upper()}",
+        outcome=sender.behaviour,
+        extra={
+            "counterpartyInformation": _sender_information(
+                sender, [f["name"] for f in entry["requiredCounterpartyFields"]]
+            ),
+            "requestedReceiverCustomerInfoFields": requested_receiver_fields(customer, currency),
+            "receiverUmaAddress": customer.uma_address,
+            "payoutRail": payout_rail,
+            "approval": approval,
+        },
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(row)
+    if sender.behaviour == uma.COMPLIANCE_FAILURE:
+        incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
+        incoming.set_extra(
+            row,
+            failureDetails={
+                "code": "COUNTERPARTY_NOT_ALLOWED",
+                "message": f"the sender {sender.address} failed compliance screening",
+            },
+        )
+        return await payments_service.move(
+            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=incoming.PAY_REQUEST_FAILED
+        )
+    await session.flush()
+    transaction = payments_service.to_schema(row, platform_id=tenant.platform_id)
+    await events_service.emit(
+        session,
+        tenant_id=tenant.id,
+        type=incoming.PENDING_EVENT,
+        resource={
+            **transaction.to_api(),
+            "requestedReceiverCustomerInfoFields": row.extra["requestedReceiverCustomerInfoFields"],
+        },
+    )
+    if not has_endpoint:
+        await incoming.schedule(session, row, "deadline", at=now + timeout)
+    return transaction
