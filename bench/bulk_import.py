@@ -289,13 +289,13 @@ def measure_backend(
             worker = start_worker(worker_env, home, home / f"worker-{rows}.log")
             try:
                 idle = memory_kib(worker.pid, "VmRSS")
-                worker_cpu_before = cpu_seconds(worker.pid)  # start-up (imports) left out
                 if args.wait_quiet > 0:
                     wait_until_quiet(
                         args.wait_quiet,
                         threshold_cores=args.quiet_threshold,
                         ours=[server.proc.pid, worker.pid],
                     )
+                worker_cpu_before = cpu_seconds(worker.pid)  # start-up and idle polling left out
                 can_reset = reset_peak(server.proc.pid)
                 server_cpu_before = cpu_seconds(server.proc.pid)
                 busy_before = system_busy_seconds()
