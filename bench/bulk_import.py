@@ -21,7 +21,8 @@ request (umaAddress left out: generated), HTTP Basic credentials, 32 connections
 
     .venv/bin/python bench/bulk_import.py                              # 10k + 100k rows, both databases
     .venv/bin/python bench/bulk_import.py --sizes 10000 --backends postgres --skip-post
-    .venv/bin/python bench/bulk_import.py --nice -10                   # as root, ahead of other load
+    .venv/bin/python bench/bulk_import.py --nice -10 --wait-quiet 60   # as root, ahead of other load
+    .venv/bin/python bench/bulk_import.py --backends ''                # POST /customers only
 """
 
 from __future__ import annotations

@@ -42,6 +42,15 @@ async def insert_accounts(session: AsyncSession, rows: list[dict[str, Any]]) -> 
     await insert_ignore_many(session, _ACCOUNTS, rows)  # any number of rows
 
 
+async def create_account_committed(engine: Any, row: dict[str, Any]) -> None:
+    """Insert a ledger account on a connection of its own and commit at once (PostgreSQL)."""
+    from sqlalchemy.dialects import postgresql
+
+    async with engine.connect() as connection:
+        await connection.execute(postgresql.insert(_ACCOUNTS).on_conflict_do_nothing(), [row])
+        await connection.commit()
+
+
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, tuple[int, int]]:
     if not account_ids:
         return {}

@@ -95,25 +95,29 @@ async def system_account(
     cached = _system_ids.get((tenant_id, code))
     if cached is not None:
         return cached
-    now = clock.now()
-    await repository.insert_accounts(
-        session,
-        [
-            {
-                "id": new_id("LedgerAccount"),
-                "tenant_id": tenant_id,
-                "currency": currency,
-                "kind": kind,
-                "code": code,
-                "allow_negative": True,
-                "available": 0,
-                "held": 0,
-                "created_at": now,
-                "updated_at": now,
-            }
-        ],
-    )
     account_id = await repository.account_id_by_code(session, tenant_id=tenant_id, code=code)
+    if account_id is None:
+        now = clock.now()
+        row = {
+            "id": new_id("LedgerAccount"),
+            "tenant_id": tenant_id,
+            "currency": currency,
+            "kind": kind,
+            "code": code,
+            "allow_negative": True,
+            "available": 0,
+            "held": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        if session.bind is not None and session.bind.dialect.name == "postgresql":
+            # In its own short committed transaction: created inside the business transaction, two
+            # payments each creating one of two new system accounts would wait on each other's
+            # uncommitted row (a deadlock). SQLite has a single writer, so it can create inline.
+            await repository.create_account_committed(session.bind, row)
+        else:
+            await repository.insert_accounts(session, [row])
+        account_id = await repository.account_id_by_code(session, tenant_id=tenant_id, code=code)
     assert account_id is not None
     # Cache only what is committed-to-exist: an id read in a transaction that rolls back could name a row
     # that was never committed, so the cache is filled on the next read instead if this one fails. The same

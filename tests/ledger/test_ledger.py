@@ -226,3 +226,30 @@ class TestVerify:
             await session.execute(
                 text("UPDATE ledger_accounts SET available = 0 WHERE id = :a"), {"a": accounts["a"]}
             )
+
+
+class TestSystemAccountsUnderConcurrency:
+    async def test_first_use_in_opposite_orders_does_not_deadlock(self, db, accounts, backend):
+        """Two payments creating the same two new system accounts in opposite orders (USD→EUR and EUR→USD
+        executed together) must not wait on each other's uncommitted rows."""
+        import asyncio
+
+        if backend != "postgresql":
+            pytest.skip("SQLite has a single writer: creation cannot interleave")
+        both_started = asyncio.Barrier(2)
+
+        async def payment(first: str, second: str) -> tuple[str, str]:
+            async with db.transaction() as session:
+                a = await ledger.system_account(
+                    session, tenant_id=accounts["tenant"], kind=ledger.FX, currency=first
+                )
+                await both_started.wait()  # each holds its first account while asking for the other's
+                b = await ledger.system_account(
+                    session, tenant_id=accounts["tenant"], kind=ledger.FX, currency=second
+                )
+                return a, b
+
+        usd_eur, eur_usd = await asyncio.wait_for(
+            asyncio.gather(payment("USD", "EUR"), payment("EUR", "USD")), 20
+        )
+        assert usd_eur == tuple(reversed(eur_usd))
