@@ -34,7 +34,9 @@ class Settings(BaseSettings):
 
     # HTTP
     max_body_bytes: int = 1_048_576
-    db_pool_size: int = Field(default=20, description="above job_concurrency, so jobs never wait for a connection")
+    db_pool_size: int = Field(
+        default=20, description="above job_concurrency, so jobs never wait for a connection"
+    )
 
     # Jobs
     run_embedded_worker: bool = True

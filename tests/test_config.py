@@ -18,7 +18,12 @@ class TestGetConfig:
         assert config["isRegulatedFinancialInstitution"] is False
         p256.public_key_from_pem(config["webhookPublicKey"])
         usd = next(c for c in config["supportedCurrencies"] if c["currencyCode"] == "USD")
-        assert usd["providerRequiredCustomerFields"] == ["FULL_NAME", "BIRTH_DATE", "TAX_ID", "POSTAL_ADDRESS"]
+        assert usd["providerRequiredCustomerFields"] == [
+            "FULL_NAME",
+            "BIRTH_DATE",
+            "TAX_ID",
+            "POSTAL_ADDRESS",
+        ]
         assert set(usd["enabledTransactionTypes"]) == {"INCOMING", "OUTGOING"}
 
     async def test_regulated_flag_and_currencies_come_from_creation(self, client, db, settings):

@@ -233,9 +233,9 @@ def _duplicate_error(error: IntegrityError) -> ApiError:
 
 async def create_customer(session: AsyncSession, *, tenant: TenantContext, body: CustomerCreate) -> Customer:
     try:
-        async with session.begin_nested():
-            [outcome] = await create_many(session, tenant=tenant, drafts=[draft_from_create(body)])
+        [outcome] = await create_many(session, tenant=tenant, drafts=[draft_from_create(body)])
     except IntegrityError as error:  # a concurrent create took the same unique value between check and insert
+        # Raising rolls the transaction (or the idempotency savepoint around it) back, so no own savepoint.
         raise _duplicate_error(error) from None
     if outcome.row is None:
         raise _refusal(outcome.problems)

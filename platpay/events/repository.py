@@ -9,6 +9,25 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
 
 
+async def insert_event(session: AsyncSession, event: EventRow) -> None:
+    await session.execute(
+        EventRow.__table__.insert(),
+        [
+            {
+                "id": event.id,
+                "tenant_id": event.tenant_id,
+                "type": event.type,
+                "data": event.data,
+                "created_at": event.created_at,
+            }
+        ],
+    )
+
+
+async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:
+    await session.execute(WebhookDeliveryRow.__table__.insert(), [values])
+
+
 async def get_delivery(
     session: AsyncSession, *, delivery_id: str, tenant_id: str | None = None, for_update: bool = False
 ) -> WebhookDeliveryRow | None:

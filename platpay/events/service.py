@@ -52,33 +52,42 @@ async def emit(
     event = EventRow(
         id=new_id("Event"), tenant_id=tenant_id, type=type, data=_payload(resource), created_at=now
     )
-    session.add(event)
+    # Core inserts, not session.add: events are written on every money movement, and the ORM's unit of
+    # work costs several times the statement itself.
+    await repository.insert_event(session, event)
     url = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
     if url:
         await _schedule(session, event=event, url=url, now=now)
     return event
 
 
-async def _schedule(session: AsyncSession, *, event: EventRow, url: str, now: datetime) -> WebhookDeliveryRow:
-    delivery = WebhookDeliveryRow(
-        id=new_id("Webhook"),
-        tenant_id=event.tenant_id,
-        event_id=event.id,
-        event_type=event.type,
-        url=url,
-        status=delivery_mod.PENDING,
-        retryable=event.type not in types.NOT_RETRIED,
-        attempt_count=0,
-        next_attempt_at=now,
-        created_at=now,
-        updated_at=now,
+async def _schedule(session: AsyncSession, *, event: EventRow, url: str, now: datetime) -> str:
+    delivery_id = new_id("Webhook")
+    job_id = await jobs_service.enqueue(
+        session, DELIVER_JOB, {"deliveryId": delivery_id}, tenant_id=event.tenant_id, run_at=now
     )
-    session.add(delivery)
-    await session.flush()
-    delivery.job_id = await jobs_service.enqueue(
-        session, DELIVER_JOB, {"deliveryId": delivery.id}, tenant_id=event.tenant_id, run_at=now
+    await repository.insert_delivery(
+        session,
+        {
+            "id": delivery_id,
+            "tenant_id": event.tenant_id,
+            "event_id": event.id,
+            "event_type": event.type,
+            "url": url,
+            "status": delivery_mod.PENDING,
+            "retryable": event.type not in types.NOT_RETRIED,
+            "job_id": job_id,
+            "attempt_count": 0,
+            "next_attempt_at": now,
+            "last_response_status": None,
+            "last_error": None,
+            "first_attempt_at": None,
+            "delivered_at": None,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
-    return delivery
+    return delivery_id
 
 
 def _delivery_schema(row: WebhookDeliveryRow) -> WebhookDelivery:

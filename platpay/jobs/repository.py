@@ -18,7 +18,7 @@ QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
 async def insert(session: AsyncSession, values: dict[str, Any]) -> bool:
     """Insert a job; with a dedupe_key an existing job with that key wins. True if inserted."""
     if values.get("dedupe_key") is None:
-        session.add(JobRow(**values))
+        await session.execute(JobRow.__table__.insert(), [values])  # Core: cheaper than the unit of work
         return True
     result = await session.execute(insert_ignore(session, JobRow.__table__, values))
     return bool(result.rowcount)

@@ -494,3 +494,16 @@ class TestIsolation:
             assert accounts["totalCount"] == 0
         # the same platformCustomerId is free in another tenant
         assert (await client.post("/customers", auth=other["sandbox"], json=JANE)).status_code == 201
+
+
+class TestConcurrentCreates:
+    async def test_racing_creates_of_one_platform_customer_id_give_one_customer_and_409s(self, client, auth):
+        import asyncio
+
+        body = {"customerType": "INDIVIDUAL", "platformCustomerId": "race-1"}
+        responses = await asyncio.gather(*(client.post("/customers", auth=auth, json=body) for _ in range(8)))
+        statuses = sorted(r.status_code for r in responses)
+        assert statuses.count(201) == 1 and set(statuses) <= {201, 409}, [r.text for r in responses]
+        assert (await client.get("/customers", auth=auth, params={"platformCustomerId": "race-1"})).json()[
+            "totalCount"
+        ] == 1
