@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from enum import Enum
 from typing import Literal
 
 from fastapi import Depends, Query, Request, Response
@@ -130,38 +131,6 @@ async def list_customer_external_accounts(
     return page.envelope([external.to_schema(row).to_api() for row in page.items])
 
 
-@router.get(
-    "/customers/external-accounts/{externalAccountId}",
-    response_model=ExternalAccount,
-    tags=["External Accounts"],
-)
-async def get_customer_external_account(
-    externalAccountId: str, request: Request, principal: Principal = Viewer
-) -> ExternalAccount:
-    """Get a customer's external account."""
-    async with get_db(request).read() as session:
-        return await external.get_external_account(
-            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=False
-        )
-
-
-@router.delete(
-    "/customers/external-accounts/{externalAccountId}",
-    status_code=204,
-    response_class=Response,
-    tags=["External Accounts"],
-)
-async def delete_customer_external_account(
-    externalAccountId: str, request: Request, principal: Principal = Manager
-) -> Response:
-    """Delete a customer's external account."""
-    async with get_db(request).transaction() as session:
-        await external.delete_external_account(
-            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=False
-        )
-    return Response(status_code=204)
-
-
 @router.post(
     "/platform/external-accounts", status_code=201, response_model=ExternalAccount, tags=["External Accounts"]
 )
@@ -196,36 +165,53 @@ async def list_platform_external_accounts(
     return page.envelope([external.to_schema(row).to_api() for row in page.items])
 
 
-@router.get(
-    "/platform/external-accounts/{externalAccountId}",
-    response_model=ExternalAccount,
-    tags=["External Accounts"],
-)
-async def get_platform_external_account(
-    externalAccountId: str, request: Request, principal: Principal = Viewer
-) -> ExternalAccount:
-    """Get one of the platform's external accounts."""
-    async with get_db(request).read() as session:
-        return await external.get_external_account(
-            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=True
-        )
+def _one_external_account_routes(owner: str, *, platform: bool) -> None:
+    """GET and DELETE /{owner}/external-accounts/{externalAccountId}: the same for customers' accounts and
+    the platform's own, each path seeing only its kind (the other kind's ids are 404 there)."""
+    whose = "one of the platform's" if platform else "a customer's"
+
+    async def get_account(
+        externalAccountId: str, request: Request, principal: Principal = Viewer
+    ) -> ExternalAccount:
+        async with get_db(request).read() as session:
+            return await external.get_external_account(
+                session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=platform
+            )
+
+    async def delete_account(
+        externalAccountId: str, request: Request, principal: Principal = Manager
+    ) -> Response:
+        async with get_db(request).transaction() as session:
+            await external.delete_external_account(
+                session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=platform
+            )
+        return Response(status_code=204)
+
+    path = f"/{owner}/external-accounts/{{externalAccountId}}"
+    tags: list[str | Enum] = ["External Accounts"]
+    router.add_api_route(
+        path,
+        get_account,
+        methods=["GET"],
+        response_model=ExternalAccount,
+        tags=tags,
+        name=f"get_{owner}_external_account",
+        summary=f"Get {whose} external account",
+    )
+    router.add_api_route(
+        path,
+        delete_account,
+        methods=["DELETE"],
+        status_code=204,
+        response_class=Response,
+        tags=tags,
+        name=f"delete_{owner}_external_account",
+        summary=f"Delete {whose} external account",
+    )
 
 
-@router.delete(
-    "/platform/external-accounts/{externalAccountId}",
-    status_code=204,
-    response_class=Response,
-    tags=["External Accounts"],
-)
-async def delete_platform_external_account(
-    externalAccountId: str, request: Request, principal: Principal = Manager
-) -> Response:
-    """Delete one of the platform's external accounts."""
-    async with get_db(request).transaction() as session:
-        await external.delete_external_account(
-            session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=True
-        )
-    return Response(status_code=204)
+_one_external_account_routes("customers", platform=False)
+_one_external_account_routes("platform", platform=True)
 
 
 @router.get("/discoveries", response_model=DiscoveryList, tags=["Discoveries"])

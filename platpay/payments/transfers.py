@@ -118,6 +118,50 @@ async def emit_balances(
     )
 
 
+def _transfer_row(
+    *,
+    tenant: TenantContext,
+    outgoing: bool,
+    internal: InternalAccountRow,
+    external: ExternalAccountRow,
+    amount: int,
+    rail: str,
+    platform_customer_id: str | None,
+    description: str | None,
+) -> TransactionRow:
+    """A new PENDING same-currency transfer between an internal and an external account, either way."""
+    now = clock.now()
+    internal_ref = {"accountId": internal.id, "currency": internal.currency}
+    external_ref = {"accountId": external.id, "currency": external.currency}
+    sender, receiver = (internal_ref, external_ref) if outgoing else (external_ref, internal_ref)
+    return TransactionRow(
+        id=new_id("Transaction"),
+        tenant_id=tenant.id,
+        type="OUTGOING" if outgoing else "INCOMING",
+        kind="TRANSFER_OUT" if outgoing else "TRANSFER_IN",
+        status="PENDING",
+        customer_id=internal.customer_id,
+        platform_customer_id=platform_customer_id,
+        source={"sourceType": "ACCOUNT", **sender},
+        destination={"destinationType": "ACCOUNT", **receiver, **({"paymentRail": rail} if outgoing else {})},
+        sender_account_id=sender["accountId"],
+        receiver_account_id=receiver["accountId"],
+        sent_amount=amount if outgoing else None,
+        sent_currency=internal.currency if outgoing else None,
+        received_amount=amount,
+        received_currency=internal.currency,
+        fee_amount=0,
+        rail=rail,
+        outcome=outcomes.transfer_outcome(
+            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        ),
+        description=description,
+        extra={},
+        created_at=now,
+        updated_at=now,
+    )
+
+
 async def transfer_out(
     session: AsyncSession, *, tenant: TenantContext, body: TransferOut, settings: Settings
 ) -> Transaction:
@@ -147,37 +191,15 @@ async def transfer_out(
                 "the source account has no available balance to transfer", details={"accountId": internal.id}
             )
     check_amount(tenant, currency=internal.currency, amount=amount)
-    now = clock.now()
-    row = TransactionRow(
-        id=new_id("Transaction"),
-        tenant_id=tenant.id,
-        type="OUTGOING",
-        kind="TRANSFER_OUT",
-        status="PENDING",
-        customer_id=internal.customer_id,
-        platform_customer_id=platform_customer_id,
-        source={"sourceType": "ACCOUNT", "accountId": internal.id, "currency": internal.currency},
-        destination={
-            "destinationType": "ACCOUNT",
-            "accountId": external.id,
-            "currency": external.currency,
-            "paymentRail": rail,
-        },
-        sender_account_id=internal.id,
-        receiver_account_id=external.id,
-        sent_amount=amount,
-        sent_currency=internal.currency,
-        received_amount=amount,
-        received_currency=external.currency,
-        fee_amount=0,
+    row = _transfer_row(
+        tenant=tenant,
+        outgoing=True,
+        internal=internal,
+        external=external,
+        amount=amount,
         rail=rail,
-        outcome=outcomes.transfer_outcome(
-            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
-        ),
+        platform_customer_id=platform_customer_id,
         description=body.description,
-        extra={},
-        created_at=now,
-        updated_at=now,
     )
     session.add(row)
     await ledger.post(
@@ -229,30 +251,15 @@ async def transfer_in(
         session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
     )
     check_amount(tenant, currency=internal.currency, amount=body.amount)
-    now = clock.now()
-    row = TransactionRow(
-        id=new_id("Transaction"),
-        tenant_id=tenant.id,
-        type="INCOMING",
-        kind="TRANSFER_IN",
-        status="PENDING",
-        customer_id=internal.customer_id,
-        platform_customer_id=platform_customer_id,
-        source={"sourceType": "ACCOUNT", "accountId": external.id, "currency": external.currency},
-        destination={"destinationType": "ACCOUNT", "accountId": internal.id, "currency": internal.currency},
-        sender_account_id=external.id,
-        receiver_account_id=internal.id,
-        received_amount=body.amount,
-        received_currency=internal.currency,
-        fee_amount=0,
+    row = _transfer_row(
+        tenant=tenant,
+        outgoing=False,
+        internal=internal,
+        external=external,
+        amount=body.amount,
         rail=rail,
-        outcome=outcomes.transfer_outcome(
-            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
-        ),
+        platform_customer_id=platform_customer_id,
         description=body.description,
-        extra={},
-        created_at=now,
-        updated_at=now,
     )
     session.add(row)
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
