@@ -9,6 +9,7 @@ from sqlalchemy import Select, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
+from platpay.db import lean
 from platpay.db.portable import insert_ignore_many
 
 
@@ -59,12 +60,9 @@ def internal_query(
 async def get_internal(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> InternalAccountRow | None:
-    stmt = select(InternalAccountRow).where(
-        InternalAccountRow.id == account_id, InternalAccountRow.tenant_id == tenant_id
+    return await lean.get(
+        session, InternalAccountRow, id=account_id, tenant_id=tenant_id, for_update=for_update
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 async def customers_without_account(
@@ -185,14 +183,14 @@ def external_query(
 async def get_external(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> ExternalAccountRow | None:
-    stmt = select(ExternalAccountRow).where(
-        ExternalAccountRow.id == account_id,
-        ExternalAccountRow.tenant_id == tenant_id,
-        ExternalAccountRow.deleted_at.is_(None),
+    return await lean.get(
+        session,
+        ExternalAccountRow,
+        id=account_id,
+        tenant_id=tenant_id,
+        deleted_at=None,
+        for_update=for_update,
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 async def default_deposit_account(

@@ -3,6 +3,7 @@ a ledger account with the same id. Balances come from the ledger; deposit detail
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -16,6 +17,7 @@ from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger_service
+from platpay.ledger.service import Balance
 from platpay.platforms.context import TenantContext
 
 BACKFILL_JOB = "accounts.backfill_currency"
@@ -114,11 +116,13 @@ async def emit_balance_updates(
     tenant_id: str,
     account_ids: list[str],
     loaded: list[InternalAccountRow] | None = None,
+    balances: Mapping[str, Balance] | None = None,
 ) -> None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry).
 
     `loaded`: rows of these accounts the caller already read in this session; reading them again would
-    return the very same objects (the session's identity map), so only the others are queried."""
+    return the very same objects (the session's identity map), so only the others are queried.
+    `balances`: balances the caller already knows as of now (a ledger entry's `balances`), not read again."""
     from platpay.events import service as events_service
 
     known = {row.id: row for row in loaded or () if row.id in account_ids and row.tenant_id == tenant_id}
@@ -127,14 +131,18 @@ async def emit_balance_updates(
         for row in await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=missing):
             known[row.id] = row
     rows = sorted(known.values(), key=lambda row: row.id)  # internal_by_ids' order
-    for account in await render(session, rows):
+    for account in await render(session, rows, balances=balances):
         await events_service.emit(
             session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account
         )
 
 
-async def render(session: AsyncSession, rows: list[InternalAccountRow]) -> list[InternalAccount]:
-    balances = await ledger_service.balances(session, [row.id for row in rows])
+async def render(
+    session: AsyncSession, rows: list[InternalAccountRow], *, balances: Mapping[str, Balance] | None = None
+) -> list[InternalAccount]:
+    """Internal accounts as the API shows them; balances are read unless the caller knows them all."""
+    if balances is None or any(row.id not in balances for row in rows):
+        balances = await ledger_service.balances(session, [row.id for row in rows])
     accounts = []
     for row in rows:
         balance = balances[row.id]

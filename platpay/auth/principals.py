@@ -12,6 +12,7 @@ from platpay.auth.schemas import Permission
 from platpay.auth.service import Principal
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
+from platpay.platforms import service as platforms_service
 
 basic_scheme = HTTPBasic(
     auto_error=False,
@@ -42,6 +43,7 @@ async def _authenticate(request: Request, credentials: HTTPBasicCredentials | No
     if principal is None:
         raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
     request.state.principal = principal
+    request.state.known = platforms_service.known_facts(principal.tenant)  # for its unit of work
     return principal
 
 

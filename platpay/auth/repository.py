@@ -7,12 +7,13 @@ from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.auth.models import ApiTokenRow
-from platpay.db.database import Database, LeanSelect
+from platpay.db.database import Database
+from platpay.db.lean import Lean
 from platpay.platforms.models import PlatformRow, TenantRow
 
 # Authentication runs on every request: one query for the live token with its tenant and platform (the
 # one place auth reads the platforms tables directly), flat columns in this order.
-CREDENTIAL = LeanSelect(
+CREDENTIAL = Lean(
     select(
         ApiTokenRow.id,
         ApiTokenRow.permissions,

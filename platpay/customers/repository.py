@@ -9,15 +9,13 @@ from sqlalchemy import Select, exists, func, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers.models import CustomerRow
+from platpay.db import lean
 
 
 async def get(
     session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
 ) -> CustomerRow | None:
-    stmt = select(CustomerRow).where(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await lean.get(session, CustomerRow, id=customer_id, tenant_id=tenant_id, for_update=for_update)
 
 
 async def taken_platform_customer_ids(

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, event
-from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
+
+from platpay.db.lean import Lean, convert
 
 WRITE_OPTION = "platpay_write"
 
@@ -69,39 +72,6 @@ def build_engine(url: str, *, pool_size: int = 10, null_pool: bool = False) -> A
     return create_async_engine(url, **kwargs)
 
 
-class LeanSelect:
-    """A fixed read-only SELECT for hot paths, run by `Database.fetch_first` straight on the driver.
-
-    Built once at import (a module constant); compiled once per dialect. Binds and results go through the
-    column types' own SQLAlchemy processors (JSON, aware UTC timestamps), so values come back exactly as
-    the ORM would return them; rows are plain tuples in `selected_columns` order.
-    """
-
-    def __init__(self, statement: Select[Any]) -> None:
-        self.statement = statement
-        self._plans: dict[str, tuple[str, tuple[Any, ...], tuple[Any, ...]]] = {}
-
-    def plan(self, dialect: Dialect) -> tuple[str, tuple[Any, ...], tuple[Any, ...]]:
-        """(SQL, per-parameter (name, default, bind processor), per-column result processors)."""
-        plan = self._plans.get(dialect.name)
-        if plan is None:
-            compiled = self.statement.compile(dialect=dialect)
-            binds = tuple(
-                (
-                    name,
-                    compiled.binds[name].value,
-                    compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect),
-                )
-                for name in compiled.positiontup or ()
-            )
-            results = tuple(
-                column.type.dialect_impl(dialect).result_processor(dialect, None)
-                for column in self.statement.selected_columns
-            )
-            plan = self._plans[dialect.name] = (compiled.string, binds, results)
-        return plan
-
-
 class Database:
     def __init__(self, url: str, *, pool_size: int = 10, null_pool: bool = False) -> None:
         self.url = url
@@ -140,10 +110,15 @@ class Database:
             yield
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """The unit of work: commits once on success, rolls back on any exception."""
+    async def transaction(self, *, known: Mapping[str, Any] | None = None) -> AsyncIterator[AsyncSession]:
+        """The unit of work: commits once on success, rolls back on any exception.
+
+        `known`: facts the caller already read in this request (see `RequestFacts`), put in `session.info`
+        so that domains need not read them again inside the transaction."""
         async with self._sqlite_writer():
             session = self._write_sessions()
+            if known:
+                session.info.update(copy.deepcopy(dict(known)))
             try:
                 async with session.begin():
                     yield session
@@ -185,7 +160,7 @@ class Database:
             self._inline_readers[ident] = reader
         return reader
 
-    async def fetch_first(self, query: LeanSelect, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    async def fetch_first(self, query: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of `query`, or None: one statement in autocommit, without an ORM session.
 
         No BEGIN/COMMIT round trips and no unit of work, so it costs a fraction of `read()`; a single
@@ -196,11 +171,7 @@ class Database:
         connection (a keyed lookup in WAL mode takes ~20 µs, a fraction of aiosqlite's two thread hops);
         if SQLite reports the database busy or locked, it takes the pooled aiosqlite path instead.
         """
-        sql, binds, results = query.plan(self.engine.dialect)
-        args = []
-        for name, default, process in binds:
-            value = params.get(name, default)
-            args.append(process(value) if process is not None else value)
+        sql, args, results = query.args(self.engine.dialect, params)
         if self._inline_path is not None:
             try:
                 # fetchall() steps the statement to its end, which ends SQLite's read transaction.
@@ -208,7 +179,7 @@ class Database:
             except sqlite3.OperationalError:
                 pass  # busy or locked: never wait on the event loop's thread
             else:
-                return _convert(rows[0], results) if rows else None
+                return convert(rows[0], results) if rows else None
         async with self._lean_slot(), self.engine.connect() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
             if self.is_sqlite:
@@ -216,16 +187,10 @@ class Database:
                 row = rows[0] if rows else None
             else:
                 row = await driver.fetchrow(sql, *args)  # asyncpg: cached prepared statement
-        return _convert(row, results) if row is not None else None
+        return convert(row, results) if row is not None else None
 
     async def dispose(self) -> None:
         readers, self._inline_readers = self._inline_readers, {}
         for reader in readers.values():
             reader.close()
         await self.engine.dispose()
-
-
-def _convert(row: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple(
-        value if process is None else process(value) for value, process in zip(row, results, strict=True)
-    )

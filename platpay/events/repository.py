@@ -6,26 +6,21 @@ from typing import Any
 from sqlalchemy import Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+
+# Lean inserts: events (and their deliveries) are written on every money movement.
+_INSERT_EVENT = Lean(EventRow.__table__.insert())
+_INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 
 
 async def insert_event(session: AsyncSession, event: EventRow) -> None:
-    await session.execute(
-        EventRow.__table__.insert(),
-        [
-            {
-                "id": event.id,
-                "tenant_id": event.tenant_id,
-                "type": event.type,
-                "data": event.data,
-                "created_at": event.created_at,
-            }
-        ],
-    )
+    await lean.rows(session, _INSERT_EVENT, lean.values_of(event))
 
 
 async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:
-    await session.execute(WebhookDeliveryRow.__table__.insert(), [values])
+    await lean.rows(session, _INSERT_DELIVERY, values)
 
 
 async def get_delivery(

@@ -8,10 +8,11 @@ an effect without its key or a key without its effect:
    serialized, so a duplicate simply waits and then finds the stored response.
 2. A stored response for the key: same request fingerprint -> replay the identical status and body;
    a different fingerprint -> 400 IDEMPOTENCY_KEY_REUSED, nothing runs.
-3. Otherwise run the operation inside a savepoint. Success or a 4xx ApiError (the request was executed
-   and deterministically refused) is stored with the key; the 4xx's partial writes are rolled back to the
-   savepoint. Anything else (5xx, crash) rolls the whole transaction back, key included, so a retry runs
-   afresh.
+3. Otherwise run the operation; its success is stored with the key in its own transaction. A 4xx
+   ApiError (the request was executed and deterministically refused) rolls the operation's writes back
+   and is stored under the key in a second transaction that claims the key again (if a duplicate stored
+   an answer in between, that answer is replayed instead, so a key never has two answers). Anything else
+   (5xx, crash) stores nothing, so a retry runs afresh. No savepoint is needed on the success path.
 
 Stored responses are sealed with the master key: a replay must be byte-identical, and some first
 responses carry a secret that must not sit in the database in clear (POST /tokens' clientSecret).
@@ -21,20 +22,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import Header, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
-from sqlalchemy import String, Text, bindparam, delete, select, text
+from sqlalchemy import BigInteger, String, Text, bindparam, delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.config import get_settings
+from platpay.db import lean
 from platpay.db.base import Base
 from platpay.db.database import Database
+from platpay.db.lean import Lean
 from platpay.db.types import IdColumn, UtcDateTime
 from platpay.errors import ApiError, Conflict, InvalidInput
 from platpay.kit import clock
@@ -69,10 +72,17 @@ class IdempotencyKeyRow(Base):
 
 
 _KEYS = IdempotencyKeyRow.__table__
-# Core statements built once: this runs on every request that moves money (no ORM identity map needed).
-_STORED = select(
-    _KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at
-).where(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
+# Lean statements: this runs on every request that moves money (no ORM identity map needed).
+_LOCK = Lean(select(func.pg_try_advisory_xact_lock(bindparam("lock_id", type_=BigInteger))))
+_STORED = Lean(
+    select(_KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at).where(
+        _KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key")
+    )
+)
+_DELETE = Lean(
+    delete(_KEYS).where(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
+)
+_INSERT = Lean(_KEYS.insert())
 
 
 class IdempotencyKeyInUse(Conflict):
@@ -119,64 +129,103 @@ async def execute(
     key: str | None,
     request_fingerprint: str,
     operation: Operation,
+    known: Mapping[str, Any] | None = None,
 ) -> Response:
-    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key)."""
+    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). `known`: facts
+    the request already read, for the unit of work (`Database.transaction`)."""
     if key is None:
-        async with db.transaction() as session:
+        async with db.transaction(known=known) as session:
             status, body = await operation(session)
         return _response(status, render(body), replayed=False)
 
-    async with db.transaction() as session:
-        if db.dialect == "postgresql":
-            got_lock = await session.scalar(
-                text("SELECT pg_try_advisory_xact_lock(:lock_id)"), {"lock_id": _lock_id(tenant_id, key)}
+    try:
+        async with db.transaction(known=known) as session:
+            stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=request_fingerprint)
+            if stored is not None:
+                return stored
+            status, body = await operation(session)
+            rendered = render(body)
+            await _store(
+                session,
+                tenant_id=tenant_id,
+                key=key,
+                fingerprint=request_fingerprint,
+                status=status,
+                body=rendered,
             )
-            if not got_lock:
-                raise IdempotencyKeyInUse(
-                    f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
-                    headers={"Retry-After": "1"},
-                    details={"idempotencyKey": key},
-                )
-        now = clock.now()
-        stored = (await session.execute(_STORED, {"tenant_id": tenant_id, "key": key})).first()
-        if stored is not None and stored.expires_at <= now:
-            await session.execute(
-                delete(IdempotencyKeyRow).where(
-                    IdempotencyKeyRow.tenant_id == tenant_id, IdempotencyKeyRow.key == key
-                )
-            )
-            stored = None
+        return _response(status, rendered, replayed=False)
+    except ApiError as error:
+        if error.status >= 500 or isinstance(error, (IdempotencyKeyInUse, IdempotencyKeyReused)):
+            raise
+        refusal = error
+    # The operation refused the request (a 4xx: executed and deterministically refused). Its writes were
+    # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —
+    # unless a duplicate got the key in between and stored its answer, which is then the key's answer.
+    async with db.transaction(known=known) as session:
+        stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=request_fingerprint)
         if stored is not None:
-            if stored.fingerprint != request_fingerprint:
-                raise IdempotencyKeyReused(
-                    f"Idempotency-Key {key!r} was already used with a different request; "
-                    "use a new key for a new request",
-                    details={"idempotencyKey": key},
-                )
-            body_bytes = _sealer().open(stored.response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
-            return _response(stored.response_status, body_bytes, replayed=True)
-
-        try:
-            async with session.begin_nested():
-                status, body = await operation(session)
-        except ApiError as error:
-            if error.status >= 500 or isinstance(error, IdempotencyKeyInUse):
-                raise
-            status, body = error.status, error.body()
-        rendered = render(body)
-        await session.execute(
-            _KEYS.insert(),
-            {
-                "tenant_id": tenant_id,
-                "key": key,
-                "fingerprint": request_fingerprint,
-                "response_status": status,
-                "response_body": _sealer().seal(rendered, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
-                "created_at": now,
-                "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
-            },
+            return stored
+        rendered = render(refusal.body())
+        await _store(
+            session,
+            tenant_id=tenant_id,
+            key=key,
+            fingerprint=request_fingerprint,
+            status=refusal.status,
+            body=rendered,
         )
-    return _response(status, rendered, replayed=False)
+    return _response(refusal.status, rendered, replayed=False)
+
+
+async def _claim(
+    session: AsyncSession, db: Database, *, tenant_id: str, key: str, fingerprint: str
+) -> Response | None:
+    """Own `key` for this transaction: None when it has no live stored response (run the operation),
+    else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
+    used for another request."""
+    if db.dialect == "postgresql":
+        # Transaction-scoped: released by the COMMIT that stores the key, or by a rollback.
+        got_lock = (await lean.first(session, _LOCK, {"lock_id": _lock_id(tenant_id, key)}) or (False,))[0]
+        if not got_lock:
+            raise IdempotencyKeyInUse(
+                f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
+                headers={"Retry-After": "1"},
+                details={"idempotencyKey": key},
+            )
+    stored = await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key})
+    if stored is None:
+        return None
+    stored_fingerprint, response_status, response_body, expires_at = stored
+    if expires_at <= clock.now():
+        await lean.rows(session, _DELETE, {"tenant_id": tenant_id, "key": key})
+        return None
+    if stored_fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            f"Idempotency-Key {key!r} was already used with a different request; "
+            "use a new key for a new request",
+            details={"idempotencyKey": key},
+        )
+    body_bytes = _sealer().open(response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
+    return _response(response_status, body_bytes, replayed=True)
+
+
+async def _store(
+    session: AsyncSession, *, tenant_id: str, key: str, fingerprint: str, status: int, body: bytes
+) -> None:
+    now = clock.now()
+    await lean.rows(
+        session,
+        _INSERT,
+        {
+            "tenant_id": tenant_id,
+            "key": key,
+            "fingerprint": fingerprint,
+            "response_status": status,
+            "response_body": _sealer().seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
+            "created_at": now,
+            "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
+        },
+    )
 
 
 async def purge_expired(session: AsyncSession, *, before: datetime) -> int:
@@ -214,4 +263,5 @@ async def respond(
         key=key,
         request_fingerprint=fingerprint(request.method, request.url.path, payload),
         operation=run,
+        known=getattr(request.state, "known", None),
     )

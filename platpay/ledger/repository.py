@@ -9,14 +9,16 @@ from typing import Any
 from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, PostingRow
 
 _ACCOUNTS = LedgerAccountRow.__table__
 
 # One statement for every balance change, cached once: add to both buckets unless that would take a
-# non-negative account (allow_negative false) below zero in either bucket.
-_APPLY = (
+# non-negative account (allow_negative false) below zero in either bucket; the new buckets come back.
+_APPLY = Lean(
     update(_ACCOUNTS)
     .where(
         _ACCOUNTS.c.id == bindparam("account_id"),
@@ -35,7 +37,10 @@ _APPLY = (
         held=_ACCOUNTS.c.held + bindparam("d_held"),
         updated_at=bindparam("now"),
     )
+    .returning(_ACCOUNTS.c.available, _ACCOUNTS.c.held)
 )
+_INSERT_ENTRY = Lean(JournalEntryRow.__table__.insert())
+_INSERT_POSTING = Lean(PostingRow.__table__.insert())
 
 
 async def insert_accounts(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -71,9 +76,11 @@ async def apply(
     d_available: int,
     d_held: int,
     now: datetime,
-) -> bool:
-    """Move one account's buckets; False when refused (would go negative, or no such account/currency)."""
-    result = await session.execute(
+) -> tuple[int, int] | None:
+    """Move one account's buckets; its new (available, held), or None when refused (it would go
+    negative, or there is no such account in that currency)."""
+    return await lean.first(
+        session,
         _APPLY,
         {
             "account_id": account_id,
@@ -83,8 +90,7 @@ async def apply(
             "d_held": d_held,
             "now": now,
         },
-    )
-    return result.rowcount == 1
+    )  # type: ignore[return-value]
 
 
 async def get_account(session: AsyncSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
@@ -104,8 +110,8 @@ async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str
 
 
 async def insert_entry(session: AsyncSession, entry: dict[str, Any], postings: list[dict[str, Any]]) -> None:
-    await session.execute(JournalEntryRow.__table__.insert(), [entry])
-    await session.execute(PostingRow.__table__.insert(), postings)
+    await lean.rows(session, _INSERT_ENTRY, entry)
+    await lean.execute_many(session, _INSERT_POSTING, postings)
 
 
 async def entries_for(session: AsyncSession, *, tenant_id: str, reference: str) -> list[JournalEntryRow]:

@@ -172,6 +172,7 @@ def _check_balanced(legs: list[Leg]) -> None:
 class Entry:
     id: str
     legs: list[Leg] = field(default_factory=list)
+    balances: dict[str, Balance] = field(default_factory=dict)  # of the accounts it moved, after it
 
 
 async def post(
@@ -191,6 +192,7 @@ async def post(
     for leg in legs:
         delta = deltas[(leg.account_id, leg.currency)]
         delta[0 if leg.bucket == AVAILABLE else 1] += leg.amount
+    after: dict[str, Balance] = {}
     for (account_id, currency), (d_available, d_held) in sorted(deltas.items()):
         if d_available == 0 and d_held == 0:
             continue  # e.g. a release and re-hold on one account within the entry
@@ -203,10 +205,12 @@ async def post(
             d_held=d_held,
             now=now,
         )
-        if not applied:
+        if applied is None:
             await _explain_refusal(
                 session, tenant_id=tenant_id, account_id=account_id, currency=currency, needed=-d_available
             )
+        else:
+            after[account_id] = Balance(*applied)
     entry_id = new_id("JournalEntry")
     await repository.insert_entry(
         session,
@@ -232,7 +236,7 @@ async def post(
             for leg in legs
         ],
     )
-    return Entry(id=entry_id, legs=legs)
+    return Entry(id=entry_id, legs=legs, balances=after)
 
 
 async def _explain_refusal(

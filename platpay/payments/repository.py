@@ -8,18 +8,17 @@ from typing import Any
 from sqlalchemy import Select, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.payments.models import TransactionRow
 
 
 async def get(
     session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
 ) -> TransactionRow | None:
-    stmt = select(TransactionRow).where(
-        TransactionRow.id == transaction_id, TransactionRow.tenant_id == tenant_id
+    return await lean.get(
+        session, TransactionRow, id=transaction_id, tenant_id=tenant_id, for_update=for_update
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 def list_query(
@@ -68,6 +67,10 @@ def list_query(
     return stmt
 
 
+_INSERT = Lean(TransactionRow.__table__.insert())
+
+
 async def insert(session: AsyncSession, row: TransactionRow) -> None:
-    session.add(row)
-    await session.flush()
+    """Insert a new transaction leanly and attach it: later changes to `row` flush as UPDATEs."""
+    await lean.rows(session, _INSERT, lean.values_of(row))
+    lean.attach(session, row)

@@ -66,6 +66,11 @@ def event_family(row: TransactionRow) -> str:
     return "OUTGOING_PAYMENT" if row.type == "OUTGOING" else "INCOMING_PAYMENT"
 
 
+async def create(session: AsyncSession, row: TransactionRow) -> None:
+    """Record a new transaction (its first event is the caller's `emit_status`)."""
+    await repository.insert(session, row)
+
+
 async def emit_status(
     session: AsyncSession, row: TransactionRow, *, platform_id: str, event: str | None = None
 ) -> Transaction:

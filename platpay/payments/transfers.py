@@ -201,8 +201,8 @@ async def transfer_out(
         platform_customer_id=platform_customer_id,
         description=body.description,
     )
-    session.add(row)
-    await ledger.post(
+    await payments_service.create(session, row)
+    hold = await ledger.post(
         session,
         tenant_id=tenant.id,
         kind="TRANSFER_OUT_HOLD",
@@ -213,8 +213,9 @@ async def transfer_out(
         ],
     )
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
+    latest = hold
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
-        await _release(session, row)
+        latest = await _release(session, row)
         transaction = await payments_service.move(
             session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=row.outcome
         )
@@ -222,7 +223,9 @@ async def transfer_out(
         await jobs_service.enqueue(
             session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
         )
-    await emit_balances(session, tenant_id=tenant.id, account_ids=[internal.id], loaded=[internal])
+    await accounts_service.emit_balance_updates(
+        session, tenant_id=tenant.id, account_ids=[internal.id], loaded=[internal], balances=latest.balances
+    )
     return transaction
 
 
@@ -261,7 +264,7 @@ async def transfer_in(
         platform_customer_id=platform_customer_id,
         description=body.description,
     )
-    session.add(row)
+    await payments_service.create(session, row)
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         transaction = await payments_service.move(
@@ -274,9 +277,9 @@ async def transfer_in(
     return transaction
 
 
-async def _release(session: AsyncSession, row: TransactionRow) -> None:
+async def _release(session: AsyncSession, row: TransactionRow) -> ledger.Entry:
     account_id = row.source["accountId"]
-    await ledger.post(
+    return await ledger.post(
         session,
         tenant_id=row.tenant_id,
         kind="TRANSFER_OUT_RELEASE",

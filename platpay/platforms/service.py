@@ -273,6 +273,13 @@ async def update_config(
 _ENDPOINTS_READ = "platpay_webhook_endpoints"  # session.info: tenant id -> endpoint read in this transaction
 
 
+def known_facts(tenant: TenantContext) -> dict[str, Any]:
+    """What authenticating a request already read about its tenant, for its unit of work
+    (`Database.transaction(known=...)`): the webhook endpoint, as fresh as a read inside the transaction
+    (both are reads made during the request, before its writes commit)."""
+    return {_ENDPOINTS_READ: {tenant.id: tenant.webhook_endpoint}}
+
+
 async def webhook_endpoint(session: AsyncSession, *, tenant_id: str) -> str | None:
     """The tenant's webhook endpoint, read once per transaction: a business transaction emitting several
     events (a transfer: its status and the balance change) schedules them all to the same endpoint, with

@@ -1,0 +1,214 @@
+"""Lean statements: fixed Core statements for the hot paths, run straight on the driver.
+
+A `Lean` wraps a Core statement built once at import (a module constant): a SELECT, or an INSERT/UPDATE
+with or without RETURNING. It is compiled once per dialect; binds and results go through the column
+types' own SQLAlchemy processors (JSON, aware UTC timestamps), so values go in and come back exactly as
+through the ORM; rows are plain tuples in the order of the statement's columns.
+
+`rows`, `first` and `execute_many` run one inside the caller's session transaction, on its connection's
+driver (asyncpg, aiosqlite): same connection, same transaction and savepoints as the ORM statements around
+it, without the session's per-statement machinery (ORM execution context, compiled-cache lookup, result
+objects), which costs several times the driver call itself on the money paths. Driver errors are raised
+as SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as `session.execute` would raise them.
+
+Nothing here bypasses the unit of work's guarantees: a lean write commits or rolls back with the session.
+The ORM does not see lean writes, so a row inserted leanly is only in the identity map if the caller
+attaches it (`attach`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import bindparam, exc, select
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.sql.expression import Executable
+
+Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
+
+
+class Lean:
+    """A fixed Core statement, compiled once per dialect, executed on the driver (see the module)."""
+
+    __slots__ = ("_plans", "statement")
+
+    def __init__(self, statement: Executable) -> None:
+        self.statement = statement
+        self._plans: dict[str, Plan] = {}
+
+    def plan(self, dialect: Dialect) -> Plan:
+        """(SQL, per-parameter (name, default, bind processor), per-result-column processors)."""
+        plan = self._plans.get(dialect.name)
+        if plan is None:
+            compiled = self.statement.compile(dialect=dialect)
+            binds = tuple(
+                (
+                    name,
+                    compiled.binds[name].value,
+                    compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect),
+                )
+                for name in compiled.positiontup or ()
+            )
+            columns = getattr(self.statement, "exported_columns", ())
+            results = tuple(
+                column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
+            )
+            plan = self._plans[dialect.name] = (compiled.string, binds, results)
+        return plan
+
+    def args(self, dialect: Dialect, params: dict[str, Any]) -> tuple[str, list[Any], tuple[Any, ...]]:
+        sql, binds, results = self.plan(dialect)
+        args = []
+        for name, default, process in binds:
+            value = params.get(name, default)
+            args.append(process(value) if process is not None else value)
+        return sql, args, results
+
+
+def convert(row: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(
+        value if process is None else process(value) for value, process in zip(row, results, strict=True)
+    )
+
+
+async def _driver(session: AsyncSession) -> tuple[Any, Any, Dialect]:
+    """(adapted DBAPI connection, driver connection, dialect) of the session's transaction, begun."""
+    connection = await session.connection()
+    fairy = await connection.get_raw_connection()
+    adapted = fairy.dbapi_connection
+    dialect = connection.dialect
+    # asyncpg: SQLAlchemy's adapter sends BEGIN lazily, with the first statement it executes itself. A
+    # statement sent straight to the driver before that would run outside the transaction (autocommit),
+    # so begin it here exactly as the adapter would. (SQLite's BEGIN IMMEDIATE is sent by the engine's
+    # "begin" hook when session.connection() starts the transaction.)
+    if dialect.name == "postgresql" and getattr(adapted, "_transaction", True) is None:
+        await adapted._start_transaction()
+    return adapted, fairy.driver_connection, dialect
+
+
+def _translated(dialect: Dialect, adapted: Any, sql: str, args: Any, error: Exception) -> Exception:
+    """The SQLAlchemy exception `session.execute` would have raised for this driver error."""
+    dbapi_error: Exception = error
+    if dialect.name == "postgresql":
+        try:
+            adapted._handle_exception(error)  # raises the DBAPI-level (adapted) error
+        except Exception as adapted_error:
+            dbapi_error = adapted_error
+    dbapi = dialect.loaded_dbapi
+    if not isinstance(dbapi_error, dbapi.Error):
+        return error
+    return exc.DBAPIError.instance(sql, args, dbapi_error, dbapi.Error, dialect=dialect)
+
+
+async def rows(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run `lean` in the session's transaction; the rows it returns (none for DML without RETURNING)."""
+    adapted, driver, dialect = await _driver(session)
+    sql, args, results = lean.args(dialect, params)
+    try:
+        if dialect.name == "postgresql":
+            found = await driver.fetch(sql, *args)  # a prepared statement cached by asyncpg
+        else:
+            found = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
+    except Exception as error:
+        raise _translated(dialect, adapted, sql, args, error) from error
+    return [convert(row, results) for row in found] if results else []
+
+
+async def first(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    found = await rows(session, lean, params)
+    return found[0] if found else None
+
+
+async def execute_many(session: AsyncSession, lean: Lean, params: list[dict[str, Any]]) -> None:
+    """Run a DML `lean` (no RETURNING) once per parameter set, in one driver call."""
+    if not params:
+        return
+    adapted, driver, dialect = await _driver(session)
+    if len(params) == 1:
+        await rows(session, lean, params[0])
+        return
+    batches = [lean.args(dialect, p) for p in params]
+    sql = batches[0][0]
+    try:
+        await driver.executemany(sql, [args for _, args, _ in batches])
+    except Exception as error:
+        raise _translated(dialect, adapted, sql, [a for _, a, _ in batches], error) from error
+
+
+_COLUMNS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
+
+
+def values_of(row: Any) -> dict[str, Any]:
+    """Every column value of an ORM instance by column name, scalar column defaults applied to attributes
+    left unset: the parameters of a lean INSERT of it."""
+    columns = _COLUMNS.get(type(row))
+    if columns is None:
+        columns = _COLUMNS[type(row)] = tuple(
+            (
+                attr.columns[0].name,
+                attr.key,
+                attr.columns[0].default.arg
+                if attr.columns[0].default is not None and attr.columns[0].default.is_scalar
+                else None,
+            )
+            for attr in sa_inspect(type(row)).column_attrs
+        )
+    values = {}
+    state = row.__dict__
+    for name, key, default in columns:
+        value = state.get(key)
+        if value is None:
+            value = default
+            setattr(row, key, value)  # set even when None: an unset attribute would be expired on attach
+        values[name] = value
+    return values
+
+
+def instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> Any:
+    """The persistent `cls` instance for a row a lean SELECT read (`values` by attribute name): the one
+    already in the session's identity map, else a new one attached as if the ORM had loaded it."""
+    mapper = sa_inspect(cls)
+    key = mapper.identity_key_from_primary_key([values[c.key] for c in mapper.primary_key])
+    existing = session.identity_map.get(key)
+    if existing is not None:
+        return existing
+    row = cls(**values)
+    attach(session, row)
+    return row
+
+
+_GETS: dict[tuple[Any, ...], tuple[Lean, tuple[str, ...]]] = {}
+
+
+async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False, **where: Any) -> Any:
+    """`session.scalar(select(cls).where(cls.a == a, cls.b.is_(None), ...))`, leanly: the one row matching
+    every column = value (`None`: IS NULL) as a persistent instance, or None. Same identity-map semantics
+    as the ORM's query: an instance already in the session is returned as it is."""
+    shape = (cls, for_update, tuple(sorted((name, value is None) for name, value in where.items())))
+    found = _GETS.get(shape)
+    if found is None:
+        mapper = sa_inspect(cls)
+        table = cls.__table__
+        columns = [attr.columns[0] for attr in mapper.column_attrs]
+        statement = select(*columns).where(
+            *(
+                table.c[name].is_(None) if is_null else table.c[name] == bindparam(name)
+                for name, is_null in shape[2]
+            )
+        )
+        if for_update:
+            statement = statement.with_for_update()
+        found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in mapper.column_attrs))
+    statement, keys = found
+    row = await first(session, statement, where)
+    return None if row is None else instance(session, cls, dict(zip(keys, row, strict=True)))
+
+
+def attach(session: AsyncSession, row: Any) -> None:
+    """Make an instance inserted by a lean INSERT persistent in `session`, as if loaded: later changes
+    to it flush as UPDATEs with the unit of work."""
+    make_transient_to_detached(row)
+    session.add(row)
