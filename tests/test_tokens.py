@@ -75,6 +75,19 @@ class TestCreateToken:
         assert first.status_code == again.status_code == 403
         assert first.content == again.content
 
+    async def test_another_tokens_key_is_not_replayed_to_it(self, client, auth):
+        """A replay would hand the first caller's token secret to a caller that may not hold its
+        permissions: keys are scoped to the calling token."""
+        manage_only = (await _create(client, auth, permissions=["MANAGE"])).json()
+        weaker = (manage_only["clientId"], manage_only["clientSecret"])
+        first = await _create(client, auth, name="txn", permissions=["TRANSACT", "VIEW"], key="shared")
+        assert first.status_code == 201
+        other = await _create(client, weaker, name="txn", permissions=["TRANSACT", "VIEW"], key="shared")
+        assert other.status_code == 400 and other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert first.json()["clientSecret"] not in other.text
+        _, total = await _all_ids(client, auth)
+        assert total == 3  # bootstrap, manage_only, txn
+
     @pytest.mark.parametrize(
         ("body", "field"),
         [

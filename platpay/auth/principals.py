@@ -44,6 +44,7 @@ async def _authenticate(request: Request, credentials: HTTPBasicCredentials | No
         raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
     request.state.principal = principal
     request.state.known = platforms_service.known_facts(principal.tenant)  # for its unit of work
+    request.state.caller = principal.token_id  # idempotency keys are scoped to the calling token
     return principal
 
 

@@ -96,8 +96,13 @@ class IdempotencyKeyReused(InvalidInput):
 Operation = Callable[[AsyncSession], Awaitable[tuple[int, Any]]]
 
 
-def fingerprint(method: str, path: str, body: Any) -> str:
-    canonical = json.dumps([method.upper(), path, body], sort_keys=True, separators=(",", ":"), default=str)
+def fingerprint(method: str, path: str, body: Any, *, caller: str | None = None) -> str:
+    """What makes two requests the same request: method, path, body and the calling credential. A key
+    reused by another API token of the tenant is a different request (400), never a replay: the stored
+    answer may hold what only the first caller may see (POST /tokens' clientSecret)."""
+    canonical = json.dumps(
+        [method.upper(), path, body, caller], sort_keys=True, separators=(",", ":"), default=str
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -201,8 +206,8 @@ async def _claim(
         return None
     if stored_fingerprint != fingerprint:
         raise IdempotencyKeyReused(
-            f"Idempotency-Key {key!r} was already used with a different request; "
-            "use a new key for a new request",
+            f"Idempotency-Key {key!r} was already used with a different request (or by another API "
+            "token); use a new key for a new request",
             details={"idempotencyKey": key},
         )
     body_bytes = _sealer().open(response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
@@ -261,7 +266,9 @@ async def respond(
         request.app.state.db,
         tenant_id=tenant_id,
         key=key,
-        request_fingerprint=fingerprint(request.method, request.url.path, payload),
+        request_fingerprint=fingerprint(
+            request.method, request.url.path, payload, caller=getattr(request.state, "caller", None)
+        ),
         operation=run,
         known=getattr(request.state, "known", None),
     )
