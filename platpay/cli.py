@@ -99,14 +99,23 @@ def serve(
     import uvicorn
 
     from platpay.db import migrate as migrations
+    from platpay.logging import configure, level_number, uvicorn_log_config
 
     settings = _settings(host=host, port=port)
     if no_worker:
         settings = settings.model_copy(update={"run_embedded_worker": False})
+    configure(settings.log_level, json_output=settings.log_json)
     migrations.upgrade(settings.database_url)
     credentials = asyncio.run(_bootstrap_if_empty(settings))
     _print_banner(settings, credentials)
-    common = {"host": settings.host, "port": settings.port, "access_log": False, "log_level": "warning"}
+    # Our access log is the middleware's; uvicorn's own lines (startup, errors) render as JSON too.
+    common = {
+        "host": settings.host,
+        "port": settings.port,
+        "access_log": False,
+        "log_config": uvicorn_log_config(settings.log_level, json_output=settings.log_json),
+        "log_level": level_number(settings.log_level),
+    }
     if workers > 1:
         # Children rebuild settings from the environment; carry the CLI overrides there.
         os.environ["PLATPAY_HOST"] = settings.host

@@ -1,10 +1,18 @@
-"""Structured JSON logs. Secrets never reach a log line: nothing logs headers or bodies, and a processor
-masks any key that looks secret as a second line of defence."""
+"""Structured JSON logs. Secrets never reach a log line: nothing logs headers or bodies, a processor masks
+any key that looks secret, and another strips the query string and user info from every URL, as second
+lines of defence (a webhook endpoint's query string may hold the receiver's API key).
+
+Every line is one JSON object: our structlog loggers render directly, and the standard-library loggers of
+the libraries we run (uvicorn, httpx, alembic, asyncio) go through one handler that renders their records
+with the same processors. httpx and httpcore log every request URL at INFO and DEBUG, so they are held at
+WARNING whatever the configured level.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 from typing import Any
 
@@ -12,6 +20,12 @@ import structlog
 
 _SECRET_MARKERS = ("secret", "password", "authorization", "token", "key", "signature", "otp")
 _ALLOWED = {"token_id", "idempotency_key_present", "job_id", "request_id"}
+
+# Loggers that name a URL with its query string below WARNING.
+QUIET_LIBRARY_LOGGERS = ("httpx", "httpcore", "hpack")
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@'\"<>]*@")
+_URL_QUERY = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s?#'\"<>]*)[?#][^\s'\"<>]*")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -28,20 +42,103 @@ def _redact(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]
     return event
 
 
-def configure(level: str = "INFO", *, json_output: bool = True) -> None:
-    logging.basicConfig(
-        format="%(message)s", stream=sys.stdout, level=getattr(logging, level.upper(), logging.INFO)
+def scrub_urls(text: str) -> str:
+    """`text` with every URL's user info and query string (and fragment) replaced by a marker."""
+    if "://" not in text:
+        return text
+    text = _URL_USERINFO.sub(r"\1[redacted]@", text)
+    return _URL_QUERY.sub(r"\1?[redacted]", text)
+
+
+def _scrub_urls(_logger: Any, _method: str, event: dict[str, Any]) -> dict[str, Any]:
+    for name, value in event.items():
+        if isinstance(value, str) and "://" in value:
+            event[name] = scrub_urls(value)
+    return event
+
+
+def level_number(level: str) -> int:
+    """The numeric level for a name such as "info" (INFO when the name is unknown)."""
+    number = logging.getLevelName(level.upper())
+    return number if isinstance(number, int) else logging.INFO
+
+
+def _renderer(json_output: bool) -> Any:
+    return structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
+
+
+def _shared_processors() -> list[Any]:
+    return [structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
+
+
+def _final_processors() -> list[Any]:
+    return [structlog.processors.format_exc_info, _redact, _scrub_urls]
+
+
+class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stdout is at the time of each record (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stdout)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stdout
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def json_formatter(json_output: bool = True) -> logging.Formatter:
+    """Renders a standard-library record as one line with our processors (also used by uvicorn)."""
+    return structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *_shared_processors()],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            *_final_processors(),
+            _renderer(json_output),
+        ],
     )
-    renderer = structlog.processors.JSONRenderer() if json_output else structlog.dev.ConsoleRenderer()
+
+
+def uvicorn_log_config(level: str = "INFO", *, json_output: bool = True) -> dict[str, Any]:
+    """uvicorn's `log_config`: its loggers through our formatter. A plain dict, so the server processes
+    uvicorn spawns apply it before they write their first line."""
+    numeric = level_number(level)
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "platpay.logging.json_formatter", "json_output": json_output}},
+        "handlers": {"stdout": {"()": "platpay.logging.StdoutHandler", "formatter": "json"}},
+        "loggers": {
+            "uvicorn": {"handlers": ["stdout"], "level": numeric, "propagate": False},
+            "uvicorn.error": {"level": numeric},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+        },
+    }
+
+
+def configure(level: str = "INFO", *, json_output: bool = True) -> None:
+    """Idempotent: our one root handler is replaced, any other handler (a test runner's) is kept."""
+    numeric = level_number(level)
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, StdoutHandler)]:
+        root.removeHandler(handler)
+    handler = StdoutHandler()
+    handler.setFormatter(json_formatter(json_output))
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    for name in QUIET_LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            _redact,
-            renderer,
+            *_shared_processors(),
+            *_final_processors(),
+            _renderer(json_output),
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper(), logging.INFO)),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
         cache_logger_on_first_use=False,
     )

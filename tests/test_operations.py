@@ -67,3 +67,95 @@ async def test_access_logs_are_json_with_request_id_and_never_carry_secrets(clie
     assert {line["status"] for line in requests} >= {201, 200, 401}
     for secret in (created["clientSecret"], auth[1], "wrong-secret"):
         assert secret not in output
+
+
+def _json_lines(output: str) -> list[dict]:
+    """Every non-empty line of `output`, each of which must be one JSON object."""
+    import json
+
+    lines = [line for line in output.splitlines() if line.strip()]
+    parsed = []
+    for line in lines:
+        try:
+            parsed.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"a log line is not JSON: {line!r}") from None
+    return parsed
+
+
+class TestLibraryLogs:
+    def test_library_loggers_write_json_lines_and_httpx_request_lines_are_silenced(self, capsys):
+        import logging
+
+        from platpay.logging import configure
+
+        configure("INFO")
+        logging.getLogger("httpx").info(
+            'HTTP Request: POST http://127.0.0.1:18212/h?apikey=topsecret "HTTP/1.0 200 OK"'
+        )
+        logging.getLogger("httpcore.connection").debug("connect_tcp.started host='127.0.0.1'")
+        logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+        logging.getLogger("some.library").error(
+            "gave up on %s", "https://user:hunter2@hooks.example.com/in?apikey=topsecret#frag"
+        )
+        try:
+            raise RuntimeError("POST http://127.0.0.1:18212/h?apikey=topsecret failed")
+        except RuntimeError:
+            logging.getLogger("asyncio").exception("task exception was never retrieved")
+
+        output = capsys.readouterr().out
+        lines = _json_lines(output)
+        assert "topsecret" not in output and "hunter2" not in output
+        assert not any("HTTP Request" in line["event"] for line in lines)
+        by_logger = {line["logger"]: line for line in lines}
+        assert set(by_logger) == {"uvicorn.error", "some.library", "asyncio"}
+        assert by_logger["uvicorn.error"]["level"] == "warning"
+        assert by_logger["some.library"]["event"] == (
+            "gave up on https://[redacted]@hooks.example.com/in?[redacted]"
+        )
+        assert "RuntimeError" in by_logger["asyncio"]["exception"]
+        assert "http://127.0.0.1:18212/h?[redacted]" in by_logger["asyncio"]["exception"]
+
+    def test_our_own_log_lines_never_carry_a_url_query_string(self, capsys):
+        import structlog
+
+        from platpay.logging import configure
+
+        configure("INFO")
+        structlog.get_logger("platpay.test").warning(
+            "delivery.failed", endpoint="http://127.0.0.1:1/h?apikey=topsecret", error="ok"
+        )
+        [line] = _json_lines(capsys.readouterr().out)
+        assert line["endpoint"] == "http://127.0.0.1:1/h?[redacted]"
+
+    def test_configuring_again_keeps_one_handler(self):
+        import logging
+
+        from platpay.logging import StdoutHandler, configure
+
+        configure("INFO")
+        configure("DEBUG")
+        root = logging.getLogger()
+        assert sum(isinstance(handler, StdoutHandler) for handler in root.handlers) == 1
+        assert logging.getLogger("httpx").getEffectiveLevel() == logging.WARNING
+        configure("INFO")
+
+
+async def test_webhook_delivery_logs_no_plain_text_and_no_endpoint_query(
+    client, auth, runner, receiver, capsys
+):
+    from tests.support.jobs import run_jobs_until
+
+    url = receiver.url + "?apikey=topsecret"
+    response = await client.patch("/config", auth=auth, json={"webhookEndpoint": url})
+    assert response.status_code == 200, response.text
+    await run_jobs_until(runner, lambda: len(receiver.of_type("TEST")) == 1)
+    assert (await client.post("/sandbox/webhooks/test", auth=auth)).status_code == 200
+    receiver.replies(500)
+    assert (await client.post("/sandbox/webhooks/test", auth=auth)).status_code == 400
+
+    output = capsys.readouterr().out
+    lines = _json_lines(output)
+    assert any(line.get("event") == "request" for line in lines)
+    assert "topsecret" not in output
+    assert "HTTP Request" not in output
