@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, exists, func, literal_column, select, update
+from sqlalchemy import Select, exists, func, literal, literal_column, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers.models import CustomerRow
@@ -18,32 +18,25 @@ async def get(
     return await lean.get(session, CustomerRow, id=customer_id, tenant_id=tenant_id, for_update=for_update)
 
 
-async def taken_platform_customer_ids(
-    session: AsyncSession, *, tenant_id: str, values: list[str]
-) -> set[str]:
-    if not values:
-        return set()
-    rows = await session.scalars(
-        select(CustomerRow.platform_customer_id).where(
-            CustomerRow.tenant_id == tenant_id,
-            CustomerRow.deleted_at.is_(None),
-            CustomerRow.platform_customer_id.in_(values),
-        )
+async def taken_keys(
+    session: AsyncSession, *, tenant_id: str, platform_customer_ids: list[str], uma_addresses: list[str]
+) -> tuple[set[str], set[str]]:
+    """Which of these platformCustomerIds and UMA addresses active customers hold. One statement, so one
+    snapshot under READ COMMITTED: a customer committed meanwhile is seen holding both its keys or neither
+    (two statements could see its UMA address taken but not its id, and misreport a retried create)."""
+    if not platform_customer_ids and not uma_addresses:
+        return set(), set()
+    active = (CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None))
+    by_id = select(literal("p").label("kind"), CustomerRow.platform_customer_id.label("value")).where(
+        *active, CustomerRow.platform_customer_id.in_(platform_customer_ids)
     )
-    return set(rows.all())
-
-
-async def taken_uma_addresses(session: AsyncSession, *, tenant_id: str, values: list[str]) -> set[str]:
-    if not values:
-        return set()
-    rows = await session.scalars(
-        select(CustomerRow.uma_address).where(
-            CustomerRow.tenant_id == tenant_id,
-            CustomerRow.deleted_at.is_(None),
-            CustomerRow.uma_address.in_(values),
-        )
+    by_uma = select(literal("u").label("kind"), CustomerRow.uma_address.label("value")).where(
+        *active, CustomerRow.uma_address.in_(uma_addresses)
     )
-    return set(rows.all())
+    taken: dict[str, set[str]] = {"p": set(), "u": set()}
+    for kind, value in (await session.execute(union_all(by_id, by_uma))).all():
+        taken[kind].add(value)
+    return taken["p"], taken["u"]
 
 
 async def insert_many(session: AsyncSession, rows: list[dict[str, Any]]) -> None:

@@ -31,6 +31,7 @@ from platpay.platforms.context import TenantContext
 INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality")
 BUSINESS_ONLY = ("business_info",)
 KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
+CONFLICT_CODES = frozenset({PlatformCustomerIdExists.code, UmaAddressExists.code})
 
 
 @dataclass
@@ -50,9 +51,11 @@ def _refusal(problems: list[v.Problem]) -> ApiError:
     details = {"fields": [p.as_detail() for p in problems]}
     summary = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
     codes = {p.code for p in problems}
-    if codes == {"UMA_ADDRESS_EXISTS"}:
+    if codes == {UmaAddressExists.code}:
         return UmaAddressExists(summary, details=details)
-    if codes == {"CONFLICT"}:
+    if codes and codes <= CONFLICT_CODES:
+        # platformCustomerId taken, or both keys taken (the ordinary retry of a create that succeeded): one
+        # 409 CONFLICT naming every taken key.
         return PlatformCustomerIdExists(summary, details=details)
     if codes == {v.MISSING_INFO}:
         return MissingMandatoryUserInfo(f"missing customer information: {summary}", details=details)
@@ -187,12 +190,12 @@ async def _refuse_duplicates(
     session: AsyncSession, *, tenant: TenantContext, outcomes: list[Outcome]
 ) -> None:
     live = [o for o in outcomes if o.row is not None]
-    taken_ids = await repository.taken_platform_customer_ids(
-        session, tenant_id=tenant.id, values=[o.row["platform_customer_id"] for o in live]
-    )  # type: ignore[index]
-    taken_umas = await repository.taken_uma_addresses(
-        session, tenant_id=tenant.id, values=[o.row["uma_address"] for o in live]
-    )  # type: ignore[index]
+    taken_ids, taken_umas = await repository.taken_keys(
+        session,
+        tenant_id=tenant.id,
+        platform_customer_ids=[o.row["platform_customer_id"] for o in live],  # type: ignore[index]
+        uma_addresses=[o.row["uma_address"] for o in live],  # type: ignore[index]
+    )
     for outcome in live:
         row = outcome.row
         assert row is not None
@@ -202,12 +205,12 @@ async def _refuse_duplicates(
                 v.Problem(
                     "platformCustomerId",
                     f"{row['platform_customer_id']!r} belongs to another active customer",
-                    code="CONFLICT",
+                    code=PlatformCustomerIdExists.code,
                 )
             )
         if row["uma_address"] in taken_umas:
             problems.append(
-                v.Problem("umaAddress", f"{row['uma_address']} is already taken", code="UMA_ADDRESS_EXISTS")
+                v.Problem("umaAddress", f"{row['uma_address']} is already taken", code=UmaAddressExists.code)
             )
         if problems:
             outcome.row, outcome.problems = None, problems
@@ -341,17 +344,28 @@ async def update_customer(
     merged = {**_customer_dict(row), **values}
     if "currencies" in values:
         problems += v.missing_for_currencies(merged, _provider_required(values["currencies"]))
+    if problems:
+        raise _refusal(problems)
+    # Taken keys are a conflict (409), reported once the body is otherwise valid, as on create.
     new_pcid, new_uma = values.get("platform_customer_id"), values.get("uma_address")
-    if new_pcid not in (None, row.platform_customer_id) and await repository.taken_platform_customer_ids(
-        session, tenant_id=tenant.id, values=[new_pcid]
-    ):
+    new_pcid = None if new_pcid == row.platform_customer_id else new_pcid
+    new_uma = None if new_uma == row.uma_address else new_uma
+    taken_ids, taken_umas = await repository.taken_keys(
+        session,
+        tenant_id=tenant.id,
+        platform_customer_ids=[new_pcid] if new_pcid is not None else [],
+        uma_addresses=[new_uma] if new_uma is not None else [],
+    )
+    if taken_ids:
         problems.append(
-            v.Problem("platformCustomerId", "belongs to another active customer", code="CONFLICT")
+            v.Problem(
+                "platformCustomerId",
+                f"{new_pcid!r} belongs to another active customer",
+                code=PlatformCustomerIdExists.code,
+            )
         )
-    if new_uma not in (None, row.uma_address) and await repository.taken_uma_addresses(
-        session, tenant_id=tenant.id, values=[new_uma]
-    ):
-        problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", code="UMA_ADDRESS_EXISTS"))
+    if taken_umas:
+        problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", code=UmaAddressExists.code))
     if problems:
         raise _refusal(problems)
     for key, value in values.items():

@@ -299,6 +299,30 @@ class TestImport:
         assert no_id["correlationId"] == "row 3" and no_id["details"]["platformCustomerId"] is None
         assert no_id["details"]["fields"] == [{"field": "platformCustomerId", "message": "is required"}]
 
+    async def test_a_row_whose_keys_are_both_taken_is_a_conflict_naming_both(self, client, auth, runner):
+        existing = person(1)
+        created = await client.post(
+            "/customers",
+            auth=auth,
+            json={
+                "customerType": "INDIVIDUAL",
+                "platformCustomerId": existing["platformCustomerId"],
+                "umaAddress": existing["umaAddress"],
+            },
+        )
+        assert created.status_code == 201, created.text
+        rows = [person(1), person(2), person(2), person(3, umaAddress=person(2)["umaAddress"])]
+        job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]
+        done = await import_to_the_end(client, auth, runner, job_id)
+        assert done["progress"] == {"total": 4, "processed": 4, "successful": 1, "failed": 3}, done
+        taken, repeated, uma_only = done["errors"]
+        for error, row in ((taken, 1), (repeated, 3)):  # an existing customer's keys, an earlier row's
+            assert error["details"]["row"] == row and error["code"] == "CONFLICT", error
+            fields = [f["field"] for f in error["details"]["fields"]]
+            assert fields == ["platformCustomerId", "umaAddress"], error
+        assert uma_only["code"] == "UMA_ADDRESS_EXISTS", uma_only
+        assert [f["field"] for f in uma_only["details"]["fields"]] == ["umaAddress"]
+
     async def test_errors_beyond_the_first_thousand_are_counted(self, client, auth, runner, settings):
         rows = [person(n, birthDate="not-a-date") for n in range(1, 1203)]
         job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]

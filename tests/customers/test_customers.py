@@ -22,6 +22,7 @@ JANE = {
         "country": "US",
     },
 }
+DOMAIN = "test-platform.platpay.test"
 ACME = {
     "customerType": "BUSINESS",
     "platformCustomerId": "biz-1",
@@ -94,6 +95,17 @@ class TestCreate:
             "/customers", auth=auth, json={"customerType": "INDIVIDUAL", "platformCustomerId": "user-1"}
         )
         assert reused.status_code == 201
+
+    async def test_retrying_a_create_whose_keys_are_both_taken_is_one_409_naming_both(self, client, auth):
+        body = {**JANE, "umaAddress": "$jane@test-platform.platpay.test"}
+        assert (await client.post("/customers", auth=auth, json=body)).status_code == 201
+        again = await client.post("/customers", auth=auth, json=body)
+        assert again.status_code == 409, again.text
+        error = again.json()
+        assert error["code"] == "CONFLICT"
+        assert [f["field"] for f in error["details"]["fields"]] == ["platformCustomerId", "umaAddress"]
+        assert "platformCustomerId" in error["message"] and "umaAddress" in error["message"]
+        assert await _count(client, auth) == 1
 
     async def test_idempotent_create(self, client, auth):
         a = await client.post("/customers", auth=auth, json=JANE, headers={"Idempotency-Key": "c1"})
@@ -341,6 +353,26 @@ class TestUpdate:
         )
         assert response.status_code == 409 and response.json()["code"] == "UMA_ADDRESS_EXISTS"
 
+    async def test_taking_both_keys_of_another_customer_is_one_409_naming_both(self, client, auth):
+        a = (await client.post("/customers", auth=auth, json={**JANE, "umaAddress": "$a@" + DOMAIN})).json()
+        b = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+        response = await client.patch(
+            f"/customers/{b['id']}",
+            auth=auth,
+            json={
+                "customerType": "INDIVIDUAL",
+                "platformCustomerId": a["platformCustomerId"],
+                "umaAddress": a["umaAddress"],
+            },
+        )
+        assert response.status_code == 409, response.text
+        assert response.json()["code"] == "CONFLICT"
+        assert [f["field"] for f in response.json()["details"]["fields"]] == [
+            "platformCustomerId",
+            "umaAddress",
+        ]
+        assert (await client.get(f"/customers/{b['id']}", auth=auth)).json() == b
+
 
 class TestDelete:
     async def test_soft_delete(self, client, auth, runner, receiver):
@@ -507,3 +539,20 @@ class TestConcurrentCreates:
         assert (await client.get("/customers", auth=auth, params={"platformCustomerId": "race-1"})).json()[
             "totalCount"
         ] == 1
+
+    async def test_racing_identical_creates_give_one_customer_and_409s_never_400(self, client, auth):
+        import asyncio
+
+        body = {**JANE, "platformCustomerId": "race-2", "umaAddress": "$race2@" + DOMAIN}
+        responses = []
+        for _ in range(3):  # the keys are found taken before, during and after the winner's commit
+            responses += await asyncio.gather(
+                *(client.post("/customers", auth=auth, json=body) for _ in range(8))
+            )
+        statuses = [r.status_code for r in responses]
+        assert statuses.count(201) == 1 and set(statuses) == {201, 409}, [r.text for r in responses]
+        assert {r.json()["code"] for r in responses if r.status_code == 409} == {"CONFLICT"}, "\n".join(
+            r.text for r in responses
+        )
+        listed = await client.get("/customers", auth=auth, params={"platformCustomerId": "race-2"})
+        assert listed.json()["totalCount"] == 1
