@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -12,8 +13,12 @@ from platpay.kit import countries, currencies
 
 MISSING_INFO = "MISSING_MANDATORY_USER_INFO"
 
-# Letters (any script), single spaces, and the punctuation real names carry: hyphen, apostrophe, period.
-_NAME_RE = re.compile(r"^[^\W\d_]+(?:[ '\-.][^\W\d_]*)*\.?$")
+# Besides letters of any script and their combining marks (Unicode L and M: "é" written e + U+0301, the
+# vowel signs of Devanagari or Thai), the punctuation real names carry: space, hyphen, apostrophes, period.
+_NAME_PUNCTUATION = frozenset(" '’-.")
+# Control, format (RTL override, zero-width), surrogate, private-use and unassigned characters; line and
+# paragraph separators.
+_INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _EMAIL_RE = re.compile(
     r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
 )
@@ -32,13 +37,51 @@ class Problem:
         return {"field": self.field, "message": self.message}
 
 
+def _invisible(value: str) -> str | None:
+    """The first control or formatting character (see _INVISIBLE), if any."""
+    return next((char for char in value if unicodedata.category(char) in _INVISIBLE), None)
+
+
+def _invisible_problem(field: str, char: str) -> Problem:
+    return Problem(
+        field,
+        "must not contain control or formatting characters such as line breaks, tabs or direction "
+        f"overrides (found U+{ord(char):04X})",
+    )
+
+
+def _spacing_problem(value: str, field: str) -> Problem | None:
+    other = next((c for c in value if unicodedata.category(c)[0] == "Z" and c != " "), None)
+    if other is not None:
+        return Problem(field, f"must separate words with plain spaces only (found U+{ord(other):04X})")
+    if value != value.strip() or "  " in value:
+        return Problem(field, "must not have leading, trailing or repeated spaces")
+    return None
+
+
 def check_name(value: str | None, field: str) -> list[Problem]:
+    """A person's name: starts with a letter; then letters, combining marks, single spaces, - ' ’ ."""
     if value is None:
         return []
-    if value != value.strip() or "  " in value:
-        return [Problem(field, "must not have leading, trailing or repeated spaces")]
-    if not _NAME_RE.match(value):
+    if (char := _invisible(value)) is not None:
+        return [_invisible_problem(field, char)]
+    if (spacing := _spacing_problem(value, field)) is not None:
+        return [spacing]
+    if unicodedata.category(value[0])[0] != "L":
+        return [Problem(field, "must start with a letter")]
+    if any(unicodedata.category(char)[0] not in "LM" and char not in _NAME_PUNCTUATION for char in value):
         return [Problem(field, "must contain only letters, single spaces, hyphens, apostrophes and periods")]
+    return []
+
+
+def check_text_name(value: str | None, field: str) -> list[Problem]:
+    """A business's name: any printable text, without control characters or stray spaces."""
+    if value is None:
+        return []
+    if (char := _invisible(value)) is not None:
+        return [_invisible_problem(field, char)]
+    if (spacing := _spacing_problem(value, field)) is not None:
+        return [spacing]
     return []
 
 
@@ -129,11 +172,7 @@ def check_business_info(
     if creating and info.get("legal_name") is None:
         problems.append(Problem(f"{field}.legalName", "is required when businessInfo is given on create"))
     for key in ("legal_name", "doing_business_as"):
-        value = info.get(key)
-        if value is not None and (value != value.strip() or "  " in value or not value.isprintable()):
-            problems.append(
-                Problem(f"{field}.{_camel(key)}", "must not have leading, trailing or repeated spaces")
-            )
+        problems += check_text_name(info.get(key), f"{field}.{_camel(key)}")
     for key in ("tax_id", "registration_number"):
         value = info.get(key)
         if value is not None and not _TAX_ID_RE.match(value):

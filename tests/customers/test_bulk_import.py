@@ -323,6 +323,30 @@ class TestImport:
         assert uma_only["code"] == "UMA_ADDRESS_EXISTS", uma_only
         assert [f["field"] for f in uma_only["details"]["fields"]] == ["umaAddress"]
 
+    async def test_names_in_any_script_are_imported_and_control_characters_refused(
+        self, client, auth, runner
+    ):
+        names = ["Jose\u0301 García", "राहुल शर्मा", "สมชาย ใจดี", "Seán O’Brien", "Ana\u202eMaria", "J@ne"]
+        rows = [person(n, fullName=name) for n, name in enumerate(names, start=1)]
+        rows.append(company(7, businessLegalName="Acme\u200b Inc."))
+        job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]
+        done = await import_to_the_end(client, auth, runner, job_id)
+        assert done["progress"]["successful"] == 4, done
+        for n, name in enumerate(names[:4], start=1):
+            found = await client.get("/customers", auth=auth, params={"platformCustomerId": f"cust-{n}"})
+            assert found.json()["data"][0]["fullName"] == name
+        override, symbol, zero_width = done["errors"]
+        assert override["details"]["fields"] == [
+            {
+                "field": "fullName",
+                "message": "must not contain control or formatting characters such as line breaks, tabs or "
+                "direction overrides (found U+202E)",
+            }
+        ]
+        assert symbol["details"]["fields"][0]["message"].startswith("must contain only letters")
+        assert zero_width["details"]["fields"][0]["field"] == "businessLegalName"
+        assert "(found U+200B)" in zero_width["details"]["fields"][0]["message"]
+
     async def test_errors_beyond_the_first_thousand_are_counted(self, client, auth, runner, settings):
         rows = [person(n, birthDate="not-a-date") for n in range(1, 1203)]
         job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]

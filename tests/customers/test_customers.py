@@ -198,6 +198,71 @@ class TestValidation:
             "email",
         }
 
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "Jose\u0301 García",  # é written as e + a combining acute accent
+            "राहुल शर्मा",  # Devanagari: combining vowel signs and a virama
+            "สมชาย ใจดี",  # Thai: combining vowels and tone marks
+            "Zoë Åström",
+            "李小龙",
+            "محمد علي",
+            "Mary-Jane O'Neil Jr.",
+            "Seán O’Brien",
+        ],
+    )
+    async def test_names_in_any_script_with_combining_marks_are_accepted(self, client, auth, name):
+        created = await client.post("/customers", auth=auth, json={**JANE, "fullName": name})
+        assert created.status_code == 201, created.text
+        assert created.json()["fullName"] == name
+        other = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+        patched = await client.patch(
+            f"/customers/{other['id']}", auth=auth, json={"customerType": "INDIVIDUAL", "fullName": name}
+        )
+        assert patched.status_code == 200 and patched.json()["fullName"] == name, patched.text
+        business = await client.post(
+            "/customers", auth=auth, json={**ACME, "businessInfo": {"legalName": name + " Ltd"}}
+        )
+        assert business.status_code == 201, business.text
+
+    @pytest.mark.parametrize(
+        ("name", "message"),
+        [
+            ("J@ne", "must contain only letters"),
+            ("Jane 2", "must contain only letters"),
+            ("Jane १", "must contain only letters"),  # a Devanagari digit is a digit
+            ("Jane 😀", "must contain only letters"),
+            ("\u0301Jane", "must start with a letter"),
+            ("-Jane", "must start with a letter"),
+            ("Jane  Doe", "repeated spaces"),
+            ("Jane ", "trailing"),
+            ("Jane\u00a0Doe", "plain spaces only (found U+00A0)"),
+            (
+                "Jane\nDoe",
+                "control or formatting characters such as line breaks, tabs or direction overrides",
+            ),
+            ("Jane\tDoe", "(found U+0009)"),
+            ("Jane\u202eeoD", "control or formatting characters"),  # right-to-left override
+            ("Jane\u200bDoe", "(found U+200B)"),  # zero-width space
+        ],
+    )
+    async def test_names_refused_say_why(self, client, auth, name, message):
+        response = await client.post("/customers", auth=auth, json={**JANE, "fullName": name})
+        assert response.status_code == 400, response.text
+        [problem] = response.json()["details"]["fields"]
+        assert problem["field"] == "fullName" and message in problem["message"], problem
+        business = await client.post(
+            "/customers",
+            auth=auth,
+            json={**ACME, "businessInfo": {**ACME["businessInfo"], "legalName": name}},
+        )
+        if "letter" in message:  # a business's legal name may hold digits and symbols
+            assert business.status_code == 201, business.text
+        else:  # but not control characters or stray spaces, with the same message
+            assert business.status_code == 400, business.text
+            [problem] = business.json()["details"]["fields"]
+            assert problem["field"] == "businessInfo.legalName" and message in problem["message"], problem
+
     async def test_missing_customer_type_is_400(self, client, auth):
         response = await client.post("/customers", auth=auth, json={"fullName": "Jane"})
         assert response.status_code == 400
