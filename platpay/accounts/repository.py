@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, or_, select, update
+from sqlalchemy import Select, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
 
 
@@ -63,6 +64,75 @@ async def get_internal(
     return await lean.get(
         session, InternalAccountRow, id=account_id, tenant_id=tenant_id, for_update=for_update
     )
+
+
+def _pair_statement() -> tuple[Lean, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    from platpay.customers.models import CustomerRow
+
+    internal_columns, internal_keys = lean.columns_of(InternalAccountRow)
+    external_columns, external_keys = lean.columns_of(ExternalAccountRow)
+    customer_columns, customer_keys = lean.columns_of(CustomerRow)
+    internal, external, customer = (
+        InternalAccountRow.__table__,
+        ExternalAccountRow.__table__,
+        CustomerRow.__table__,
+    )
+    statement = (
+        select(
+            *(c.label(f"i_{c.name}") for c in internal_columns),
+            *(c.label(f"e_{c.name}") for c in external_columns),
+            *(c.label(f"c_{c.name}") for c in customer_columns),
+        )
+        .select_from(
+            internal.outerjoin(
+                external,
+                and_(
+                    external.c.id == bindparam("external_id"),
+                    external.c.tenant_id == internal.c.tenant_id,
+                    external.c.deleted_at.is_(None),
+                ),
+            ).outerjoin(
+                customer,
+                and_(customer.c.id == internal.c.customer_id, customer.c.tenant_id == internal.c.tenant_id),
+            )
+        )
+        .where(internal.c.id == bindparam("internal_id"), internal.c.tenant_id == bindparam("tenant_id"))
+    )
+    return Lean(statement), internal_keys, external_keys, customer_keys
+
+
+_PAIR = _pair_statement()
+
+
+async def internal_with_external(
+    session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
+) -> tuple[InternalAccountRow | None, ExternalAccountRow | None]:
+    """An internal account and a live external account of the tenant in one round trip (the money
+    paths' lookup), each None when missing. The internal account's owner is read with them into the
+    session, so the customer checks that follow find it there."""
+    from platpay.customers.models import CustomerRow
+
+    statement, internal_keys, external_keys, customer_keys = _PAIR
+    row = await lean.first(
+        session, statement, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
+    )
+    if row is None:
+        return None, None
+    n_internal, n_external = len(internal_keys), len(external_keys)
+    internal_values = row[:n_internal]
+    external_values = row[n_internal : n_internal + n_external]
+    customer_values = row[n_internal + n_external :]
+    internal = lean.instance(session, InternalAccountRow, lean.rows_to_values(internal_keys, internal_values))
+    external = (
+        lean.instance(session, ExternalAccountRow, lean.rows_to_values(external_keys, external_values))
+        if external_values[0] is not None
+        else None
+    )
+    if customer_values[0] is not None:
+        lean.keep(
+            session, lean.instance(session, CustomerRow, lean.rows_to_values(customer_keys, customer_values))
+        )
+    return internal, external
 
 
 async def customers_without_account(

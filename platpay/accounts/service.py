@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import instructions, repository
-from platpay.accounts.models import InternalAccountRow
+from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
 from platpay.errors import NotFound
 from platpay.kit import clock, currencies
@@ -206,6 +206,21 @@ async def get_internal(
             f"internal account {account_id!r} not found", details={"accountId": account_id}
         )
     return row
+
+
+async def get_internal_with_external(
+    session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
+) -> tuple[InternalAccountRow, ExternalAccountRow | None]:
+    """A transfer's two accounts in one read: the internal account (404 when missing) and the tenant's
+    live external account, if there is one with that id."""
+    internal, external = await repository.internal_with_external(
+        session, tenant_id=tenant_id, internal_id=internal_id, external_id=external_id
+    )
+    if internal is None:
+        raise InternalAccountNotFound(
+            f"internal account {internal_id!r} not found", details={"accountId": internal_id}
+        )
+    return internal, external
 
 
 async def customer_account_in(

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, exc, select
+from sqlalchemy import bindparam, event, exc, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detached
 from sqlalchemy.sql.expression import Executable
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
@@ -74,8 +74,21 @@ def convert(row: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
+_DRIVER = "platpay_lean_driver"  # session.info: the driver of the session's current transaction
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:  # the root transaction ended: its connection goes back to the pool
+        session.info.pop(_DRIVER, None)
+
+
 async def _driver(session: AsyncSession) -> tuple[Any, Any, Dialect]:
-    """(adapted DBAPI connection, driver connection, dialect) of the session's transaction, begun."""
+    """(adapted DBAPI connection, driver connection, dialect) of the session's transaction, begun; looked
+    up once per transaction (each lookup is two greenlet round trips into SQLAlchemy)."""
+    known = session.info.get(_DRIVER)
+    if known is not None:
+        return known
     connection = await session.connection()
     fairy = await connection.get_raw_connection()
     adapted = fairy.dbapi_connection
@@ -86,7 +99,8 @@ async def _driver(session: AsyncSession) -> tuple[Any, Any, Dialect]:
     # "begin" hook when session.connection() starts the transaction.)
     if dialect.name == "postgresql" and getattr(adapted, "_transaction", True) is None:
         await adapted._start_transaction()
-    return adapted, fairy.driver_connection, dialect
+    known = session.info[_DRIVER] = (adapted, fairy.driver_connection, dialect)
+    return known
 
 
 def _translated(dialect: Dialect, adapted: Any, sql: str, args: Any, error: Exception) -> Exception:
@@ -175,12 +189,25 @@ def instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> A
     existing = session.identity_map.get(key)
     if existing is not None:
         return existing
-    row = cls(**values)
+    # What the ORM's loader does, without __init__'s per-attribute instrumentation events.
+    row = mapper.class_manager.new_instance()
+    row.__dict__.update(values)
     attach(session, row)
     return row
 
 
 _GETS: dict[tuple[Any, ...], tuple[Lean, tuple[str, ...]]] = {}
+_MISSING = object()
+
+
+def rows_to_values(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(keys, row, strict=True))
+
+
+def columns_of(cls: type[Any]) -> tuple[list[Any], tuple[str, ...]]:
+    """An ORM class's mapped columns and their attribute names, in the same order."""
+    attrs = sa_inspect(cls).column_attrs
+    return [attr.columns[0] for attr in attrs], tuple(attr.key for attr in attrs)
 
 
 async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False, **where: Any) -> Any:
@@ -190,9 +217,8 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
     shape = (cls, for_update, tuple(sorted((name, value is None) for name, value in where.items())))
     found = _GETS.get(shape)
     if found is None:
-        mapper = sa_inspect(cls)
         table = cls.__table__
-        columns = [attr.columns[0] for attr in mapper.column_attrs]
+        columns, names = columns_of(cls)
         statement = select(*columns).where(
             *(
                 table.c[name].is_(None) if is_null else table.c[name] == bindparam(name)
@@ -201,10 +227,29 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
         )
         if for_update:
             statement = statement.with_for_update()
-        found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in mapper.column_attrs))
+        found = _GETS[shape] = (Lean(statement), names)
     statement, keys = found
+    if not for_update:
+        # Like session.get: an instance this session already holds is the answer, without a query (a
+        # query would return that same instance, unrefreshed, anyway).
+        mapper = sa_inspect(cls)
+        pk = [where.get(column.key) for column in mapper.primary_key]
+        held = session.identity_map.get(mapper.identity_key_from_primary_key(pk)) if all(pk) else None
+        if held is not None and all(
+            held.__dict__.get(name, _MISSING) == value for name, value in where.items()
+        ):
+            return held
     row = await first(session, statement, where)
-    return None if row is None else instance(session, cls, dict(zip(keys, row, strict=True)))
+    return None if row is None else instance(session, cls, rows_to_values(keys, row))
+
+
+def keep(session: AsyncSession, row: Any) -> None:
+    """Keep a prefetched instance in the session for the rest of its life. The identity map holds
+    instances weakly: one that nobody references is dropped at once, and the next lookup queries again."""
+    session.info.setdefault(_KEPT, []).append(row)
+
+
+_KEPT = "platpay_lean_kept"
 
 
 def attach(session: AsyncSession, row: Any) -> None:

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.validators import corridors
@@ -49,8 +48,9 @@ async def _accounts(
     internal_field: str,
     external_field: str,
 ) -> tuple[InternalAccountRow, ExternalAccountRow]:
-    internal = await accounts_service.get_internal(session, tenant_id=tenant.id, account_id=internal_id)
-    external = await external_service.find(session, tenant_id=tenant.id, account_id=external_id)
+    internal, external = await accounts_service.get_internal_with_external(
+        session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
+    )
     if external is None:
         raise invalid_field(external_field, f"no external account {external_id!r}", code="INVALID_INPUT")
     if internal.customer_id != external.customer_id:
