@@ -27,6 +27,10 @@ ledger_app = typer.Typer(help="Inspect the ledger", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
 
 
+# TCP ports a server can listen on (0 would mean "any free port").
+MIN_PORT, MAX_PORT = 1, 65535
+
+
 def _settings(**overrides: object) -> Settings:
     base = get_settings()
     return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
@@ -89,8 +93,8 @@ def migrate() -> None:
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="interface to bind")] = None,
-    port: Annotated[int | None, typer.Option(help="TCP port")] = None,
-    workers: Annotated[int, typer.Option(help="HTTP server processes")] = 1,
+    port: Annotated[int | None, typer.Option(help="TCP port (1-65535)", min=MIN_PORT, max=MAX_PORT)] = None,
+    workers: Annotated[int, typer.Option(help="HTTP server processes (at least 1)", min=1)] = 1,
     no_worker: Annotated[
         bool, typer.Option("--no-worker", help="do not run the job runner in-process")
     ] = False,
@@ -102,6 +106,10 @@ def serve(
     from platpay.logging import configure, level_number, uvicorn_log_config
 
     settings = _settings(host=host, port=port)
+    if not MIN_PORT <= settings.port <= MAX_PORT:  # PLATPAY_PORT, which the option's range cannot check
+        raise typer.BadParameter(
+            f"{settings.port} is not a TCP port (1-65535)", param_hint="'--port' / PLATPAY_PORT"
+        )
     if no_worker:
         settings = settings.model_copy(update={"run_embedded_worker": False})
     configure(settings.log_level, json_output=settings.log_json)
@@ -132,7 +140,7 @@ def serve(
 
 @app.command()
 def worker(
-    concurrency: Annotated[int | None, typer.Option(help="jobs run at once")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
 ) -> None:
     """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process."""
     from platpay.db.database import Database
@@ -165,7 +173,10 @@ def worker(
 def platform_create(
     name: Annotated[str, typer.Option(help="platform name")],
     regulated: Annotated[
-        bool, typer.Option("--regulated/--unregulated", help="regulated platforms run their own KYC")
+        bool, typer.Option("--regulated", help="a regulated platform, which runs its own KYC")
+    ] = False,
+    unregulated: Annotated[
+        bool, typer.Option("--unregulated", help="an unregulated platform (the default): we run KYC")
     ] = False,
     currencies: Annotated[
         str | None, typer.Option(help="comma-separated currency codes, e.g. USD,EUR")
@@ -179,6 +190,10 @@ def platform_create(
     from platpay.errors import ApiError
     from platpay.platforms import service as platforms_service
 
+    if regulated and unregulated:
+        raise typer.BadParameter(
+            "give --regulated or --unregulated, not both", param_hint="'--regulated' / '--unregulated'"
+        )
     settings = get_settings()
     migrations.upgrade(settings.database_url)
     codes = [c.strip().upper() for c in currencies.split(",") if c.strip()] if currencies else None

@@ -1,0 +1,133 @@
+"""The `platpay` command line refuses options it cannot honour, with a usage error (exit code 2)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from platpay import cli
+from platpay.config import get_settings
+
+
+class ServerStarted(Exception):
+    """Raised instead of serving: a test must never leave a server listening."""
+
+
+def plain(output: str) -> str:
+    """The output without the error box's drawing characters and line wrapping."""
+    return " ".join(re.sub(r"[│╭╮╰╯─]", " ", output).split())
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
+    """Settings on a scratch SQLite file, uvicorn.run replaced by a recorder that stops the command."""
+    import uvicorn
+
+    settings = get_settings().model_copy(
+        update={"database_url": f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}", "var_dir": tmp_path / "var"}
+    )
+    monkeypatch.setattr(cli, "get_settings", lambda: settings)
+    for name in ("PLATPAY_HOST", "PLATPAY_PORT", "PLATPAY_RUN_EMBEDDED_WORKER"):
+        monkeypatch.setenv(name, "restored after the test")  # serve --workers N writes them
+    calls: list[dict[str, Any]] = []
+
+    def fake_run(app: Any, **options: Any) -> None:
+        calls.append(options)
+        raise ServerStarted
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    return calls
+
+
+def invoke(*args: str) -> Any:
+    return CliRunner().invoke(cli.app, list(args))
+
+
+class TestServeOptions:
+    @pytest.mark.parametrize("port", ["0", "-1", "65536", "99999"])
+    def test_a_port_outside_1_to_65535_is_refused(self, served, port):
+        result = invoke("serve", "--port", port)
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--port'" in plain(result.output)
+        assert served == []
+
+    @pytest.mark.parametrize("workers", ["0", "-3"])
+    def test_fewer_than_one_worker_is_refused(self, served, workers):
+        result = invoke("serve", "--workers", workers)
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--workers'" in plain(result.output)
+        assert served == []
+
+    def test_a_port_outside_the_range_from_the_environment_is_refused(self, served, monkeypatch):
+        settings = cli.get_settings().model_copy(update={"port": 70000})
+        monkeypatch.setattr(cli, "get_settings", lambda: settings)
+        result = invoke("serve")
+        assert result.exit_code == 2, result.output
+        assert "70000 is not a TCP port (1-65535)" in plain(result.output)
+        assert served == []
+
+    def test_the_edges_of_the_range_are_served_on_exactly_that_port(self, served):
+        for port in ("1", "65535"):
+            result = invoke("serve", "--port", port, "--no-worker")
+            assert isinstance(result.exception, ServerStarted), result.output
+        assert [call["port"] for call in served] == [1, 65535]
+
+    def test_several_workers_are_passed_to_uvicorn(self, served):
+        result = invoke("serve", "--port", "8123", "--workers", "2")
+        assert isinstance(result.exception, ServerStarted), result.output
+        assert served[0]["workers"] == 2 and served[0]["port"] == 8123
+
+
+class TestWorkerOptions:
+    def test_a_concurrency_below_one_is_refused(self, served, monkeypatch):
+        from platpay.jobs.runner import JobRunner
+
+        async def never_run(_runner: JobRunner) -> None:
+            raise ServerStarted
+
+        monkeypatch.setattr(JobRunner, "run_forever", never_run)
+        result = invoke("worker", "--concurrency", "0")
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--concurrency'" in plain(result.output)
+
+
+class TestPlatformCreate:
+    def test_regulated_and_unregulated_together_are_refused(self, served, tmp_path):
+        result = invoke("platform", "create", "--name", "Both", "--regulated", "--unregulated")
+        assert result.exit_code == 2, result.output
+        assert "give --regulated or --unregulated, not both" in plain(result.output)
+        assert not (tmp_path / "cli.db").exists()  # refused before touching the database
+
+    @pytest.mark.parametrize(
+        ("flags", "regulated"), [([], False), (["--unregulated"], False), (["--regulated"], True)]
+    )
+    def test_each_flag_alone_creates_that_kind_of_platform(self, served, flags, regulated):
+        import asyncio
+        import json
+
+        result = invoke("platform", "create", "--name", "One", "--json", *flags)
+        assert result.exit_code == 0, result.output
+        platform_id = json.loads(result.stdout.splitlines()[-1])["platformId"]  # after any log lines
+        assert asyncio.run(_is_regulated(cli.get_settings().database_url, platform_id)) is regulated
+
+
+async def _is_regulated(database_url: str, platform_id: str) -> bool:
+    from sqlalchemy import text
+
+    from platpay.db.database import Database
+
+    db = Database(database_url, null_pool=True)
+    try:
+        async with db.read() as session:
+            rows = (
+                (await session.execute(text("SELECT * FROM platforms WHERE id = :id"), {"id": platform_id}))
+                .mappings()
+                .one()
+            )
+    finally:
+        await db.dispose()
+    return bool(rows["is_regulated"])
