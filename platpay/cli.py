@@ -128,7 +128,8 @@ def serve(
         # Children rebuild settings from the environment; carry the CLI overrides there.
         os.environ["PLATPAY_HOST"] = settings.host
         os.environ["PLATPAY_PORT"] = str(settings.port)
-        os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "false" if no_worker else "true"
+        # --no-worker or PLATPAY_RUN_EMBEDDED_WORKER=false: neither may be lost on the way to the children.
+        os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "true" if settings.run_embedded_worker else "false"
         uvicorn.run("platpay.app:factory", factory=True, workers=workers, **common)
     else:
         from platpay.app import create_app, freeze_startup_objects

@@ -81,6 +81,23 @@ class TestServeOptions:
         assert isinstance(result.exception, ServerStarted), result.output
         assert served[0]["workers"] == 2 and served[0]["port"] == 8123
 
+    @pytest.mark.parametrize(
+        ("run_embedded_worker", "flags", "expected"),
+        [(True, [], "true"), (True, ["--no-worker"], "false"), (False, [], "false")],
+    )
+    def test_several_workers_keep_the_embedded_worker_setting(
+        self, served, monkeypatch, run_embedded_worker, flags, expected
+    ):
+        """Children rebuild their settings from the environment: PLATPAY_RUN_EMBEDDED_WORKER=false must
+        reach them as surely as --no-worker does."""
+        import os
+
+        settings = cli.get_settings().model_copy(update={"run_embedded_worker": run_embedded_worker})
+        monkeypatch.setattr(cli, "get_settings", lambda: settings)
+        result = invoke("serve", "--workers", "2", *flags)
+        assert isinstance(result.exception, ServerStarted), result.output
+        assert os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] == expected
+
 
 class TestWorkerOptions:
     def test_a_concurrency_below_one_is_refused(self, served, monkeypatch):
