@@ -319,11 +319,20 @@ async def _import_rows(
         problems = bulk_csv.missing_cells(values)
         if len(record.cells) != width:
             problems.insert(0, (ROW_FIELD, f"has {len(record.cells)} cells; the header has {width} columns"))
+        raw = bulk_csv.request_body(values)
+        failed: list[customers_service.Loc] = []
         try:
-            body = CustomerCreate.model_validate(bulk_csv.request_body(values))
+            body = CustomerCreate.model_validate(raw)
         except ValidationError as error:
             problems += _validation_problems(error)
-        if problems:
+            failed = [tuple(item["loc"]) for item in error.errors()]
+        if problems:  # the rules' problems with the row's other cells are named with them, as the API does
+            problems += [
+                (bulk_csv.column_of(problem.field), problem.message)
+                for problem in customers_service.problems_beside_schema_errors(
+                    raw, failed, model=CustomerCreate, tenant=tenant
+                )
+            ]
             errors.append(_row_error(job, number, values, InvalidInput.code, problems))
             continue
         drafts.append(customers_service.draft_from_create(body))

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal
 
 from fastapi import Body, Depends, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
@@ -13,13 +15,68 @@ from platpay.kit import idempotency
 from platpay.kit.api_model import ApiRequest
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, page_params
-from platpay.kit.routing import QueryTimestamp, api_router
+from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 
 router = api_router(tags=["Customers"])
 sandbox_router = api_router(tags=["Sandbox"])
 
 
-@router.post("/customers", status_code=201, response_model=Customer)
+class _NamingEveryProblem(ApiRoute):
+    """A create or PATCH body that fails schema validation (a wrong type, a too-short email) may also break
+    the rules the service checks (a name with a digit, a birthDate in the future): one 400 names them all."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def naming_every_problem(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as error:
+                raise await _with_rule_problems(request, error) from None
+
+        return naming_every_problem
+
+
+async def _with_rule_problems(request: Request, error: RequestValidationError) -> RequestValidationError:
+    principal = getattr(request.state, "principal", None)
+    body_errors = [e for e in error.errors() if tuple(e.get("loc", ()))[:1] == ("body",)]
+    if not isinstance(principal, Principal) or not body_errors or not isinstance(error.body, dict):
+        return error
+    row = None
+    model: type[CustomerCreate | CustomerUpdate] = CustomerCreate
+    if request.method == "PATCH":
+        model = CustomerUpdate
+        async with get_db(request).read() as session:
+            row = await customers_service.find_active(
+                session, tenant_id=principal.tenant.id, customer_id=request.path_params["customerId"]
+            )
+    problems = customers_service.problems_beside_schema_errors(
+        error.body,
+        [tuple(e["loc"])[1:] for e in body_errors],
+        model=model,
+        tenant=principal.tenant,
+        row=row,
+    )
+    if not problems:
+        return error
+    more = [
+        {"type": "value_error", "loc": ("body", *p.field.split(".")), "msg": p.message, "input": None}
+        for p in problems
+    ]
+    return RequestValidationError([*error.errors(), *more], body=error.body)
+
+
+def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[Any], Any]:
+    def register(endpoint: Any) -> Any:
+        router.add_api_route(
+            path, endpoint, methods=[method], route_class_override=_NamingEveryProblem, **kwargs
+        )
+        return endpoint
+
+    return register
+
+
+@_naming_every_problem("/customers", "POST", status_code=201, response_model=Customer)
 async def create_customer(
     body: CustomerCreate,
     request: Request,
@@ -88,8 +145,11 @@ async def get_customer(customerId: str, request: Request, principal: Principal =
         )
 
 
-@router.patch(
-    "/customers/{customerId}", response_model=Customer, responses={410: {"description": "customer deleted"}}
+@_naming_every_problem(
+    "/customers/{customerId}",
+    "PATCH",
+    response_model=Customer,
+    responses={410: {"description": "customer deleted"}},
 )
 async def update_customer(
     customerId: str, body: CustomerUpdate, request: Request, principal: Principal = Manager

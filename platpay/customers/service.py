@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -74,11 +75,12 @@ def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]
 
 
 def _check_fields(
-    draft: dict[str, Any], *, tenant: TenantContext, today: date, creating: bool
+    draft: dict[str, Any], *, tenant: TenantContext, today: date, creating: bool, customer_type: str | None
 ) -> tuple[dict[str, Any], list[v.Problem]]:
-    """Validate the fields present in `draft`; returns normalized values (snake_case) and problems."""
+    """Validate the fields present in `draft`; returns normalized values (snake_case) and problems.
+    `customer_type` None: the body's type is itself invalid, so which fields apply is not checked."""
     values: dict[str, Any] = {}
-    problems = _type_problems(draft, draft["customer_type"])
+    problems = _type_problems(draft, customer_type) if customer_type is not None else []
     problems += v.check_name(draft.get("full_name"), "fullName")
     birth, date_problems = v.parse_past_date(draft.get("birth_date"), "birthDate", today=today)
     problems += date_problems
@@ -124,6 +126,166 @@ def _provider_required(codes: list[str]) -> dict[str, list[str]]:
     return {code: platforms_service.provider_requirements(code)["customer"] for code in codes}
 
 
+def _overlaps(field: str, named: set[str]) -> bool:
+    """Whether `field` is, contains or lies inside a field already named."""
+    return any(
+        field == other or field.startswith(f"{other}.") or other.startswith(f"{field}.") for other in named
+    )
+
+
+def _provider_problems(
+    customer: dict[str, Any], currencies: list[str] | None, problems: list[v.Problem]
+) -> list[v.Problem]:
+    """The provider-required fields (per declared currency) the customer lacks, beside `problems` already
+    found: a field already named is not named again, and unusable currencies are not looked up."""
+    named = {p.field for p in problems}
+    if not currencies or _overlaps("currencies", named):
+        return []
+    missing = v.missing_for_currencies(customer, _provider_required(currencies))
+    return [p for p in missing if not _overlaps(p.field, named)]
+
+
+def _create_problems(
+    draft: dict[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
+) -> tuple[dict[str, Any], list[v.Problem]]:
+    """Every rule problem of a create body (SPEC §2), and its normalized values."""
+    values, problems = _check_fields(
+        draft, tenant=tenant, today=today, creating=True, customer_type=customer_type
+    )
+    if customer_type is not None:
+        merged = {"customer_type": customer_type, **values}
+        problems += _provider_problems(merged, draft.get("currencies"), problems)
+    return values, problems
+
+
+def _explicit_nulls(draft: dict[str, Any]) -> list[str]:
+    """The fields of a PATCH body sent as null, nested ones included (`businessInfo.taxId`)."""
+    nulls = []
+    for key, value in draft.items():
+        if value is None:
+            nulls.append(v._camel(key))
+        elif isinstance(value, dict):
+            nulls += [f"{v._camel(key)}.{v._camel(inner)}" for inner, item in value.items() if item is None]
+    return nulls
+
+
+def _without_nulls(draft: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: {k: item for k, item in value.items() if item is not None} if isinstance(value, dict) else value
+        for key, value in draft.items()
+        if value is not None
+    }
+
+
+def _update_problems(
+    draft: dict[str, Any],
+    *,
+    row: CustomerRow | None,
+    tenant: TenantContext,
+    today: date,
+    customer_type: str | None,
+) -> tuple[dict[str, Any], list[v.Problem]]:
+    """Every rule problem of a PATCH body against the customer `row` (None: not known, so the checks that
+    compare with it are skipped), and the values to set."""
+    problems: list[v.Problem] = []
+    if row is not None and customer_type is not None and customer_type != row.customer_type:
+        problems.append(
+            v.Problem("customerType", f"is {row.customer_type} and cannot change to {customer_type}")
+        )
+    if "region" in draft:
+        problems.append(v.Problem("region", "is immutable after create"))
+    for name in _explicit_nulls(draft):
+        if name == "address" or not name.startswith("address."):
+            problems.append(v.Problem(name, "cannot be null: omit it to keep its value"))
+        else:
+            problems.append(v.Problem(name, "cannot be null: omit it (an address is replaced as a whole)"))
+    draft = _without_nulls(draft)
+    values, field_problems = _check_fields(
+        draft, tenant=tenant, today=today, creating=False, customer_type=customer_type
+    )
+    problems += field_problems
+    if "business_info" in values and row is not None:
+        if row.business_info is None:  # the first businessInfo: what a create would need of it
+            problems += [
+                p
+                for p in v.check_business_info(values["business_info"], creating=True, today=today)
+                if p not in problems
+            ]
+        values["business_info"] = {**(row.business_info or {}), **(_jsonable(values["business_info"]) or {})}
+    if row is not None and customer_type == row.customer_type:
+        problems += _provider_problems({**_customer_dict(row), **values}, values.get("currencies"), problems)
+    return values, problems
+
+
+Loc = tuple[str | int, ...]
+# Stand-ins for an address's required fields when they failed schema validation, so that the rules still
+# run on its other fields; whatever the rules say of a stand-in is dropped (its field is already named).
+_STAND_INS = {"address": {"line1": "-", "postalCode": "-", "country": "US"}}
+
+
+def _without_failed(raw: dict[str, Any], failed: list[Loc]) -> dict[str, Any]:
+    """`raw` less the fields that failed schema validation; inside an object (address, businessInfo) only
+    its failed fields are left out (or stood in for, when required)."""
+    kept: dict[str, Any] = {}
+    for key, value in raw.items():
+        inner = [loc[1:] for loc in failed if loc[0] == key]
+        if not inner:
+            kept[key] = value
+        elif isinstance(value, dict) and all(inner):
+            bad = {loc[0] for loc in inner}
+            stand_ins = {k: item for k, item in _STAND_INS.get(key, {}).items() if k in bad}
+            kept[key] = {**stand_ins, **{k: item for k, item in value.items() if k not in bad}}
+    return kept
+
+
+def _salvage(model: type[CustomerCreate | CustomerUpdate], raw: dict[str, Any], failed: list[Loc]) -> Any:
+    """The body made of the fields of `raw` that pass schema validation, or None."""
+    body = _without_failed(raw, failed)
+    if "customerType" not in body:  # the type is itself missing or invalid: any will do for the schema
+        body["customerType"] = "INDIVIDUAL"
+    for _ in range(3):  # an object missing a field it needs once its bad ones are left out goes whole
+        try:
+            return model.model_validate(body)
+        except ValidationError as error:
+            tops = {loc[0] for loc in (tuple(e["loc"]) for e in error.errors()) if loc}
+            if not tops or "customerType" in tops:
+                return None
+            body = {key: value for key, value in body.items() if key not in tops}
+    return None
+
+
+def problems_beside_schema_errors(
+    raw: Any,
+    failed: list[Loc],
+    *,
+    model: type[CustomerCreate | CustomerUpdate],
+    tenant: TenantContext,
+    row: CustomerRow | None = None,
+) -> list[v.Problem]:
+    """A create or PATCH body that failed schema validation at `failed` (locations of the body's fields,
+    camelCase; none for a bulk-import row refused for its empty cells) may have rule problems in its other
+    fields: find them, so that one 400 names every problem. Fields named by (or inside, or around) a schema
+    error are not named again. `row`: the customer a PATCH changes, if it is known."""
+    if not isinstance(raw, dict) or any(not loc for loc in failed):
+        return []
+    body = _salvage(model, raw, failed)
+    if body is None:
+        return []
+    draft = body.model_dump(exclude_unset=True)
+    customer_type = raw.get("customerType") if ("customerType",) not in failed else None
+    if customer_type not in ("INDIVIDUAL", "BUSINESS"):
+        customer_type = None
+    today = clock.now().date()
+    if model is CustomerCreate:
+        _, problems = _create_problems(draft, tenant=tenant, today=today, customer_type=customer_type)
+    else:
+        _, problems = _update_problems(
+            draft, row=row, tenant=tenant, today=today, customer_type=customer_type
+        )
+    named = {".".join(str(part) for part in loc) for loc in failed}
+    return [p for p in problems if not _overlaps(p.field, named)]
+
+
 async def create_many(
     session: AsyncSession, *, tenant: TenantContext, drafts: list[dict[str, Any]]
 ) -> list[Outcome]:
@@ -140,10 +302,9 @@ async def create_many(
                 Outcome(problems=[v.Problem("customerType", "is required: INDIVIDUAL or BUSINESS")])
             )
             continue
-        values, problems = _check_fields(draft, tenant=tenant, today=today, creating=True)
-        if not problems and draft.get("currencies"):
-            merged = {"customer_type": draft["customer_type"], **values}
-            problems += v.missing_for_currencies(merged, _provider_required(draft["currencies"]))
+        values, problems = _create_problems(
+            draft, tenant=tenant, today=today, customer_type=draft["customer_type"]
+        )
         if problems:
             outcomes.append(Outcome(problems=problems))
             continue
@@ -289,6 +450,11 @@ async def load_active(
     return row
 
 
+async def find_active(session: AsyncSession, *, tenant_id: str, customer_id: str) -> CustomerRow | None:
+    row = await repository.get(session, tenant_id=tenant_id, customer_id=customer_id)
+    return row if row is not None and row.deleted_at is None else None
+
+
 async def get_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
     return to_schema(await load(session, tenant_id=tenant_id, customer_id=customer_id))
 
@@ -317,33 +483,9 @@ async def update_customer(
 ) -> Customer:
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
     draft = body.model_dump(exclude_unset=True)
-    problems: list[v.Problem] = []
-    if draft["customer_type"] != row.customer_type:
-        problems.append(
-            v.Problem("customerType", f"is {row.customer_type} and cannot change to {draft['customer_type']}")
-        )
-    if "region" in draft:
-        problems.append(v.Problem("region", "is immutable after create"))
-    problems += [
-        v.Problem(v._camel(k), "cannot be null: omit it to keep its value")
-        for k, val in draft.items()
-        if val is None
-    ]
-    if problems:
-        raise _refusal(problems)
-    values, problems = _check_fields(draft, tenant=tenant, today=clock.now().date(), creating=False)
-    if problems:
-        raise _refusal(problems)
-    if "business_info" in values:
-        merged_info = {**(row.business_info or {}), **(_jsonable(values["business_info"]) or {})}
-        if row.business_info is None:
-            problems += v.check_business_info(
-                values["business_info"], creating=True, today=clock.now().date()
-            )
-        values["business_info"] = merged_info
-    merged = {**_customer_dict(row), **values}
-    if "currencies" in values:
-        problems += v.missing_for_currencies(merged, _provider_required(values["currencies"]))
+    values, problems = _update_problems(
+        draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
+    )
     if problems:
         raise _refusal(problems)
     # Taken keys are a conflict (409), reported once the body is otherwise valid, as on create.

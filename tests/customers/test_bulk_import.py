@@ -347,6 +347,25 @@ class TestImport:
         assert zero_width["details"]["fields"][0]["field"] == "businessLegalName"
         assert "(found U+200B)" in zero_width["details"]["fields"][0]["message"]
 
+    async def test_every_problem_of_a_row_is_named_at_once(self, client, auth, runner):
+        rows = [
+            person(1, city="", fullName="J@ne", birthDate="2999-01-01"),  # an empty cell and rule problems
+            person(2, customerType="ROBOT", fullName="R2D2", country="ZZ"),  # a schema problem and rules
+            person(3, email="x", addressLine1=" 1 Main St", postalCode="1" * 21),  # both, in the address
+            company(4, businessLegalName="", businessTaxId="12#34"),
+        ]
+        job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]
+        done = await import_to_the_end(client, auth, runner, job_id)
+        assert done["progress"]["failed"] == 4, done
+        named = [{f["field"] for f in error["details"]["fields"]} for error in done["errors"]]
+        assert named == [
+            {"city", "fullName", "birthDate"},
+            {"customerType", "fullName", "country"},
+            {"email", "addressLine1", "postalCode"},
+            {"businessLegalName", "businessTaxId"},
+        ], done["errors"]
+        assert [error["code"] for error in done["errors"]] == ["INVALID_INPUT"] * 4
+
     async def test_errors_beyond_the_first_thousand_are_counted(self, client, auth, runner, settings):
         rows = [person(n, birthDate="not-a-date") for n in range(1, 1203)]
         job_id = (await upload(client, auth, csv_bytes(rows))).json()["jobId"]

@@ -263,6 +263,80 @@ class TestValidation:
             [problem] = business.json()["details"]["fields"]
             assert problem["field"] == "businessInfo.legalName" and message in problem["message"], problem
 
+    async def test_schema_and_rule_problems_are_named_in_one_400(self, client, auth):
+        body = {
+            **JANE,
+            "email": "x",  # too short: refused by the request schema
+            "fullName": "J@ne",  # the rest by the customer rules
+            "birthDate": "2999-01-01",
+            "nationality": "QQ",
+            "umaAddress": "$jane@elsewhere.example",
+            "address": {**JANE["address"], "postalCode": 62701, "line1": " 1 Main St"},
+        }
+        response = await client.post("/customers", auth=auth, json=body)
+        assert response.status_code == 400, response.text
+        error = response.json()
+        assert error["code"] == "INVALID_INPUT"
+        fields = [f["field"] for f in error["details"]["fields"]]
+        assert sorted(fields) == sorted(
+            [
+                "email",
+                "address.postalCode",
+                "fullName",
+                "birthDate",
+                "nationality",
+                "umaAddress",
+                "address.line1",
+            ]
+        ), error
+        assert all(f["location"] == "body" for f in error["details"]["fields"])
+        assert await _count(client, auth) == 0
+
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            # an invalid customerType: the rules that do not depend on it still run
+            ({"customerType": "ROBOT", "fullName": "R2D2", "email": "a@b.co"}, {"customerType", "fullName"}),
+            # a bad field inside businessInfo does not hide the rules on its other fields
+            (
+                {
+                    **ACME,
+                    "businessInfo": {
+                        "legalName": "Acme\nCorp",
+                        "entityType": "GUILD",
+                        "incorporatedOn": "2999-01-01",
+                    },
+                },
+                {"businessInfo.entityType", "businessInfo.legalName", "businessInfo.incorporatedOn"},
+            ),
+            # a field the schema refused is not named twice by the provider requirements
+            (
+                {**JANE, "currencies": ["USD"], "birthDate": 19900412, "address": {"line1": "1 Main St"}},
+                {"birthDate", "address.postalCode", "address.country"},
+            ),
+            # unknown fields, wrong types and rules together
+            (
+                {**JANE, "nickname": "JJ", "region": 5, "nationality": "QQ", "fullName": "Jane\u202eDoe"},
+                {"nickname", "region", "nationality", "fullName"},
+            ),
+        ],
+    )
+    async def test_every_problem_is_named_whatever_finds_it(self, client, auth, body, expected):
+        response = await client.post("/customers", auth=auth, json=body)
+        assert response.status_code == 400, response.text
+        fields = [f["field"] for f in response.json()["details"]["fields"]]
+        assert sorted(fields) == sorted(expected), response.json()
+
+    async def test_rule_problems_and_missing_provider_fields_together(self, client, auth):
+        response = await client.post(
+            "/customers",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "currencies": ["USD"], "fullName": "J@ne"},
+        )
+        error = response.json()
+        assert response.status_code == 400 and error["code"] == "INVALID_INPUT", error
+        assert {f["field"] for f in error["details"]["fields"]} == {"fullName", "birthDate", "address"}
+
     async def test_missing_customer_type_is_400(self, client, auth):
         response = await client.post("/customers", auth=auth, json={"fullName": "Jane"})
         assert response.status_code == 400
@@ -371,6 +445,77 @@ class TestUpdate:
         response = await client.patch(f"/customers/{created['id']}", auth=auth, json=patch)
         assert response.status_code == 400, response.text
         assert field in [f["field"] for f in response.json()["details"]["fields"]]
+        assert (await client.get(f"/customers/{created['id']}", auth=auth)).json() == created
+
+    async def test_every_problem_of_a_patch_is_named_in_one_400(self, client, auth):
+        created = (await client.post("/customers", auth=auth, json={**JANE, "region": "US"})).json()
+        response = await client.patch(
+            f"/customers/{created['id']}",
+            auth=auth,
+            json={
+                "customerType": "INDIVIDUAL",
+                "region": "MX",
+                "email": "x",
+                "fullName": "J@ne",
+                "birthDate": None,
+                "nationality": "QQ",
+                "address": {"line1": "2 St", "postalCode": "1", "country": "ZZ", "city": None},
+            },
+        )
+        assert response.status_code == 400, response.text
+        assert sorted(f["field"] for f in response.json()["details"]["fields"]) == [
+            "address.city",
+            "address.country",
+            "birthDate",
+            "email",
+            "fullName",
+            "nationality",
+            "region",
+        ], response.json()
+        mismatched = await client.patch(
+            f"/customers/{created['id']}", auth=auth, json={"customerType": "BUSINESS", "email": "x"}
+        )
+        assert {f["field"] for f in mismatched.json()["details"]["fields"]} == {"customerType", "email"}
+        gone = await client.patch(
+            "/customers/Customer:nope",
+            auth=auth,
+            json={"customerType": "INDIVIDUAL", "email": "x", "fullName": "J@ne"},
+        )
+        assert gone.status_code == 400 and {f["field"] for f in gone.json()["details"]["fields"]} == {
+            "email",
+            "fullName",
+        }
+        assert (await client.get(f"/customers/{created['id']}", auth=auth)).json() == created
+
+    @pytest.mark.parametrize(
+        ("patch", "field", "message"),
+        [
+            (
+                {"businessInfo": {"taxId": None}},
+                "businessInfo.taxId",
+                "cannot be null: omit it to keep its value",
+            ),
+            (
+                {"businessInfo": {"registrationNumber": "R-1", "incorporatedOn": None}},
+                "businessInfo.incorporatedOn",
+                "cannot be null",
+            ),
+            (
+                {"address": {"line1": "1 St", "postalCode": "1", "country": "US", "line2": None}},
+                "address.line2",
+                "cannot be null: omit it (an address is replaced as a whole)",
+            ),
+            ({"businessInfo": None}, "businessInfo", "cannot be null"),
+        ],
+    )
+    async def test_nested_nulls_are_refused_too(self, client, auth, patch, field, message):
+        created = (await client.post("/customers", auth=auth, json=ACME)).json()
+        response = await client.patch(
+            f"/customers/{created['id']}", auth=auth, json={"customerType": "BUSINESS", **patch}
+        )
+        assert response.status_code == 400, response.text
+        [problem] = response.json()["details"]["fields"]
+        assert problem["field"] == field and problem["message"].startswith(message), problem
         assert (await client.get(f"/customers/{created['id']}", auth=auth)).json() == created
 
     async def test_business_info_merges(self, client, auth):
