@@ -6,7 +6,8 @@ approves it (INTERFACE-FACTS §5.6, §8).
       reply 202 ─► the platform decides through POST /transactions/{id}/approve|reject before the deadline
                    (PLATPAY_INCOMING_APPROVAL_TIMEOUT_SECONDS after the reply), else FAILED
                    PAYMENT_APPROVAL_TIMED_OUT
-      reply 403 / POST …/reject ─► FAILED (the platform's reason in failureDetails)
+      reply 403 / POST …/reject ─► FAILED PAY_REQUEST_FAILED (the sender's pay request is refused; the
+                   platform's code/message/reason in failureDetails, code REJECTED_BY_PLATFORM if none)
       reply 422, a 200 missing mandatory receiver info ─► FAILED MISSING_MANDATORY_PAYEE_DATA
       any other reply, no reply ─► FAILED PAYMENT_APPROVAL_WEBHOOK_ERROR
 
@@ -52,7 +53,7 @@ UMA_INCOMING = "UMA_INCOMING"
 STEP_JOB = "payments.incoming_step"
 PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
 UMA_RAIL = "UMA"
-PAY_REQUEST_FAILED = "PAY_REQUEST_FAILED"
+PAY_REQUEST_FAILED = replies.PAY_REQUEST_FAILED
 
 # Approval states and what moves them.
 AWAITING_REPLY = "AWAITING_REPLY"  # INCOMING_PAYMENT.PENDING is on its way; the platform has not answered
@@ -160,10 +161,13 @@ async def _fail(
     details: dict[str, Any],
 ) -> None:
     transition(row, trigger, decidedAt=clock.isoformat(clock.now()), decidedBy=by)
-    if details:
-        set_extra(row, failureDetails=details)
     await payments_service.move(
-        session, row, "FAILED", platform_id=platform_id, failure_reason=failure_reason
+        session,
+        row,
+        "FAILED",
+        platform_id=platform_id,
+        failure_reason=failure_reason,
+        failure_details=details,
     )
 
 
@@ -238,8 +242,10 @@ async def reject(
         REJECT,
         platform_id=tenant.platform_id,
         by="API",
-        failure_reason=None,
-        details={"reason": reason} if reason else {},
+        failure_reason=replies.PAY_REQUEST_FAILED,
+        details=replies.rejection(
+            "rejected through POST /transactions/{id}/reject", {"reason": reason} if reason else {}
+        ),
     )
     return payments_service.to_schema(row, platform_id=tenant.platform_id)
 

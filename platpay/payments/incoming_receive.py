@@ -214,15 +214,16 @@ async def receive(
     session.add(row)
     if sender.behaviour == uma.COMPLIANCE_FAILURE:
         incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
-        incoming.set_extra(
+        return await payments_service.move(
+            session,
             row,
-            failureDetails={
+            "FAILED",
+            platform_id=tenant.platform_id,
+            failure_reason=incoming.PAY_REQUEST_FAILED,
+            failure_details={
                 "code": "COUNTERPARTY_NOT_ALLOWED",
                 "message": f"the sender {sender.address} failed compliance screening",
             },
-        )
-        return await payments_service.move(
-            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=incoming.PAY_REQUEST_FAILED
         )
     await session.flush()
     transaction = payments_service.to_schema(row, platform_id=tenant.platform_id)

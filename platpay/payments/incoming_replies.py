@@ -5,7 +5,8 @@
 | 200, mandatory requested fields covered | APPROVE (receiverCustomerInfo kept for the sender)                |
 | 200, a mandatory requested field absent | FAIL, MISSING_MANDATORY_PAYEE_DATA, failureDetails.missingFields  |
 | 202                                     | DEFER: approve or reject through the API before the deadline      |
-| 403                                     | REJECT, failureDetails {code, message, reason} from the body      |
+| 403                                     | REJECT, PAY_REQUEST_FAILED, failureDetails {code, message,        |
+|                                         | reason} from the body (code REJECTED_BY_PLATFORM if it has none)  |
 | 422                                     | FAIL, MISSING_MANDATORY_PAYEE_DATA, failureDetails.requiredFields |
 | anything else, timeout, no connection   | FAIL, PAYMENT_APPROVAL_WEBHOOK_ERROR                              |
 
@@ -21,6 +22,9 @@ from typing import Any
 
 APPROVE, DEFER, REJECT, FAIL, IGNORE = "APPROVE", "DEFER", "REJECT", "FAIL", "IGNORE"
 MISSING_MANDATORY_PAYEE_DATA = "MISSING_MANDATORY_PAYEE_DATA"
+# A rejection by the receiving platform refuses the sender's UMA pay request: the closest reference reason.
+PAY_REQUEST_FAILED = "PAY_REQUEST_FAILED"
+REJECTED_BY_PLATFORM = "REJECTED_BY_PLATFORM"
 WEBHOOK_ERROR = "PAYMENT_APPROVAL_WEBHOOK_ERROR"
 TIMED_OUT = "PAYMENT_APPROVAL_TIMED_OUT"
 _TEXT_LIMIT = 500
@@ -65,6 +69,11 @@ def _error_details(reply: dict[str, Any], *extra: str) -> dict[str, Any]:
     return {key: value for key, value in details.items() if value is not None}
 
 
+def rejection(message: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """failureDetails of a payment the platform rejected: its own code/message/reason win over ours."""
+    return {"code": REJECTED_BY_PLATFORM, "message": message, **answer}
+
+
 def decide(
     *,
     status: int | None,
@@ -85,7 +94,12 @@ def decide(
     if status == 202:
         return Decision(IGNORE if awaiting_decision else DEFER)
     if status == 403:
-        return Decision(REJECT, failure_details=_error_details(reply, "reason"))
+        answer = _error_details(reply, "reason")
+        return Decision(
+            REJECT,
+            PAY_REQUEST_FAILED,
+            rejection("your webhook endpoint answered 403 to INCOMING_PAYMENT.PENDING", answer),
+        )
     if status == 422:
         wanted = _error_details(reply)
         fields = reply.get("requiredFields")

@@ -39,7 +39,8 @@ class TransactionRow(Base):
     sent_currency: Mapped[str | None] = mapped_column(String(8))
     received_amount: Mapped[int | None] = mapped_column(BigInteger)  # minor units of received_currency
     received_currency: Mapped[str | None] = mapped_column(String(8))
-    fee_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units of sent_currency
+    # minor units, >= 0: of sent_currency for OUTGOING, of received_currency for INCOMING (the API's `fees`)
+    fee_amount: Mapped[int] = mapped_column(BigInteger, default=0)
     exchange_rate: Mapped[str | None] = mapped_column(
         String(40)
     )  # Decimal as text: receiving units per sending unit
@@ -49,7 +50,7 @@ class TransactionRow(Base):
     quote_id: Mapped[str | None] = mapped_column(IdColumn())
     agent_id: Mapped[str | None] = mapped_column(IdColumn())
     description: Mapped[str | None] = mapped_column(Text)
-    failure_reason: Mapped[str | None] = mapped_column(String(48))
+    failure_reason: Mapped[str | None] = mapped_column(String(48))  # a reference enum value of `type`
     refund: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     extra: Mapped[dict[str, Any]] = mapped_column(JsonType)  # rateDetails, counterpartyInformation, ...
     settled_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import CurrencyAmount, MinorUnits
@@ -15,6 +16,29 @@ TransactionType = Literal["INCOMING", "OUTGOING"]
 MAX_AMOUNT = 9_000_000_000_000_000
 
 
+class OutgoingTransactionFailureReason(StrEnum):
+    """Why an OUTGOING transaction failed (the reference enum); the specific cause is in failureDetails."""
+
+    QUOTE_EXPIRED = "QUOTE_EXPIRED"
+    QUOTE_EXECUTION_FAILED = "QUOTE_EXECUTION_FAILED"
+    LIGHTNING_PAYMENT_FAILED = "LIGHTNING_PAYMENT_FAILED"
+    FUNDING_AMOUNT_MISMATCH = "FUNDING_AMOUNT_MISMATCH"
+    COUNTERPARTY_POST_TX_FAILED = "COUNTERPARTY_POST_TX_FAILED"
+
+
+class IncomingTransactionFailureReason(StrEnum):
+    """Why an INCOMING transaction failed (the reference enum); the specific cause is in failureDetails."""
+
+    LNURLP_FAILED = "LNURLP_FAILED"
+    PAY_REQUEST_FAILED = "PAY_REQUEST_FAILED"
+    PAYMENT_APPROVAL_WEBHOOK_ERROR = "PAYMENT_APPROVAL_WEBHOOK_ERROR"
+    PAYMENT_APPROVAL_TIMED_OUT = "PAYMENT_APPROVAL_TIMED_OUT"
+    OFFRAMP_FAILED = "OFFRAMP_FAILED"
+    MISSING_MANDATORY_PAYEE_DATA = "MISSING_MANDATORY_PAYEE_DATA"
+    QUOTE_EXPIRED = "QUOTE_EXPIRED"
+    QUOTE_EXECUTION_FAILED = "QUOTE_EXECUTION_FAILED"
+
+
 class Refund(ApiModel):
     reference: str
     initiated_at: datetime
@@ -23,11 +47,16 @@ class Refund(ApiModel):
     reason: Literal["TRANSACTION_FAILED", "USER_CANCELLATION", "TIMEOUT"] | None = None
 
 
-class IncomingFailureDetails(ApiModel):
-    """Why an incoming payment failed at approval, as the platform (or its webhook endpoint) answered."""
+class FailureDetails(ApiModel):
+    """The specific cause behind a failureReason: what the rail answered (code, message), or for an incoming
+    payment what the platform (or its webhook endpoint) answered at approval."""
 
-    code: str | None = Field(default=None, description="the code of a 403 or 422 webhook reply")
-    message: str | None = Field(default=None, description="the message of a 403 or 422 webhook reply")
+    code: str | None = Field(
+        default=None,
+        description="the rail's cause (e.g. ACCOUNT_CLOSED), the code of a 403 or 422 webhook reply, or "
+        "REJECTED_BY_PLATFORM",
+    )
+    message: str | None = Field(default=None, description="what went wrong, in words")
     reason: str | None = Field(
         default=None, description="the reason given by a 403 webhook reply or POST /transactions/{id}/reject"
     )
@@ -61,16 +90,26 @@ class Transaction(ApiModel):
     exchange_rate: float | None = Field(
         default=None, description="receiving units per sending unit (the quote's exchangeRate)"
     )
-    fees: CurrencyAmount | None = None
+    fees: int | None = Field(
+        default=None,
+        ge=0,
+        description="minor units: of the sending currency for OUTGOING (the quote's feesIncluded), of the "
+        "receiving currency for INCOMING",
+        examples=[80],
+    )
     quote_id: str | None = None
     payment_instructions: list[dict[str, Any]] | None = None
     reconciliation_instructions: dict[str, Any] | None = None
     refund: Refund | None = None
     rate_details: dict[str, Any] | None = None
     counterparty_information: dict[str, Any] | None = None
-    failure_reason: str | None = None
-    failure_details: IncomingFailureDetails | None = Field(
-        default=None, description="INCOMING only: what the platform answered when it rejected or failed it"
+    failure_reason: OutgoingTransactionFailureReason | IncomingTransactionFailureReason | None = Field(
+        default=None,
+        description="FAILED or EXPIRED only: OutgoingTransactionFailureReason for OUTGOING, "
+        "IncomingTransactionFailureReason for INCOMING",
+    )
+    failure_details: FailureDetails | None = Field(
+        default=None, description="the specific cause behind failureReason"
     )
     description: str | None = None
     agent_id: str | None = None
@@ -78,6 +117,15 @@ class Transaction(ApiModel):
     receipt_delivery_confirmed_at: datetime | None = None
     created_at: datetime
     updated_at: datetime
+
+    @model_validator(mode="after")
+    def _failure_reason_of_its_direction(self) -> Transaction:
+        allowed = (
+            OutgoingTransactionFailureReason if self.type == "OUTGOING" else IncomingTransactionFailureReason
+        )
+        if self.failure_reason is not None and self.failure_reason.value not in allowed.__members__:
+            raise ValueError(f"{self.failure_reason.value} is not an {self.type} failureReason")
+        return self
 
 
 class AccountRef(ApiRequest):

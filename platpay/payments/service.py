@@ -13,7 +13,7 @@ from platpay.errors import NotFound
 from platpay.kit import clock
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.payments import repository
+from platpay.payments import repository, sandbox_outcomes
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Refund, Transaction
 from platpay.platforms.context import TenantContext
@@ -25,8 +25,19 @@ class TransactionNotFound(NotFound):
     code = "TRANSACTION_NOT_FOUND"
 
 
+def _failure(row: TransactionRow) -> tuple[str | None, dict[str, Any] | None]:
+    """failureReason and failureDetails. Transfers that failed before failureReason took the reference's
+    values stored the sandbox label (INSUFFICIENT_FUNDS, …) there: they render as they would today."""
+    details = (row.extra or {}).get("failureDetails")
+    if row.failure_reason in sandbox_outcomes.TRANSFER_FAILURE_LABELS:
+        legacy = sandbox_outcomes.transfer_failure(row)
+        return legacy["failure_reason"], details or legacy["failure_details"]
+    return row.failure_reason, details
+
+
 def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
     extra = row.extra or {}
+    failure_reason, failure_details = _failure(row)
     return Transaction(
         id=row.id,
         status=row.status,  # type: ignore[arg-type]
@@ -42,17 +53,15 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         if row.received_amount is not None and row.received_currency
         else None,
         exchange_rate=float(Decimal(row.exchange_rate)) if row.exchange_rate else None,
-        fees=currency_amount(row.fee_amount, row.sent_currency or row.received_currency or "USD")  # type: ignore[arg-type]
-        if row.fee_amount
-        else None,
+        fees=row.fee_amount,
         quote_id=row.quote_id,
         payment_instructions=extra.get("paymentInstructions"),
         reconciliation_instructions={"reference": row.reference} if row.reference else None,
         refund=Refund(**row.refund) if row.refund else None,
         rate_details=extra.get("rateDetails"),
         counterparty_information=extra.get("counterpartyInformation"),
-        failure_reason=row.failure_reason,
-        failure_details=extra.get("failureDetails"),
+        failure_reason=failure_reason,  # type: ignore[arg-type]
+        failure_details=failure_details,  # type: ignore[arg-type]
         description=row.description,
         agent_id=row.agent_id,
         settled_at=row.settled_at,
@@ -95,13 +104,18 @@ async def move(
     *,
     platform_id: str,
     failure_reason: str | None = None,
+    failure_details: dict[str, Any] | None = None,
 ) -> Transaction:
-    """Change status (and emit its event). Terminal states are final, except the bank-return path."""
+    """Change status (and emit its event). Terminal states are final, except the bank-return path.
+    `failure_reason` is a value of the reference enum of the row's direction (the schema refuses others);
+    `failure_details` ({code, message, …}) keeps the specific cause."""
     now = clock.now()
     row.status = status
     row.updated_at = now
     if failure_reason is not None:
         row.failure_reason = failure_reason
+    if failure_details:
+        row.extra = {**(row.extra or {}), "failureDetails": failure_details}  # JSON tracks assignment only
     if status == "COMPLETED":
         row.settled_at = now
     return await emit_status(session, row, platform_id=platform_id)

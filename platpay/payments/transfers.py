@@ -217,7 +217,7 @@ async def transfer_out(
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         latest = await _release(session, row)
         transaction = await payments_service.move(
-            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=row.outcome
+            session, row, "FAILED", platform_id=tenant.platform_id, **outcomes.transfer_failure(row)
         )
     else:
         await jobs_service.enqueue(
@@ -268,7 +268,7 @@ async def transfer_in(
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         transaction = await payments_service.move(
-            session, row, "FAILED", platform_id=tenant.platform_id, failure_reason=row.outcome
+            session, row, "FAILED", platform_id=tenant.platform_id, **outcomes.transfer_failure(row)
         )
     else:
         await jobs_service.enqueue(
@@ -329,7 +329,7 @@ async def step(
                 await _release(session, row)
                 await emit_balances(session, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
             await payments_service.move(
-                session, row, "FAILED", platform_id=platform_id, failure_reason=row.outcome
+                session, row, "FAILED", platform_id=platform_id, **outcomes.transfer_failure(row)
             )
 
 

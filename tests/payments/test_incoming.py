@@ -274,8 +274,13 @@ class TestWebhookReplies:
         )
         assert rejected.status_code == 200, rejected.text
         body = rejected.json()
-        assert body["status"] == "FAILED" and body["failureDetails"] == {"reason": "RESTRICTED_JURISDICTION"}
-        assert "failureReason" not in body and "settledAt" not in body
+        assert body["status"] == "FAILED" and body["failureReason"] == "PAY_REQUEST_FAILED"
+        assert body["failureDetails"] == {
+            "code": "REJECTED_BY_PLATFORM",
+            "message": "rejected through POST /transactions/{id}/reject",
+            "reason": "RESTRICTED_JURISDICTION",
+        }
+        assert "settledAt" not in body
         await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.FAILED")) == 1)
         assert receiver.of_type("INCOMING_PAYMENT.FAILED")[0].json["data"] == body
         assert await balances(client, auth, person["id"]) == (0, 0)
@@ -312,11 +317,23 @@ class TestWebhookReplies:
         tx = await _received(client, auth, person["id"])
         await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.FAILED")) == 1)
         final = await _get(client, auth, tx["id"])
-        assert (
-            final["status"] == "FAILED" and final["failureDetails"] == reply and "failureReason" not in final
-        )
+        assert final["status"] == "FAILED" and final["failureReason"] == "PAY_REQUEST_FAILED"
+        assert final["failureDetails"] == reply  # the platform's own code and message win
         assert _incoming_types(receiver) == ["INCOMING_PAYMENT.PENDING", "INCOMING_PAYMENT.FAILED"]
         assert await balances(client, auth, person["id"]) == (0, 0)
+
+    async def test_a_bare_403_still_says_who_rejected_it(self, client, auth, person, runner, receiver):
+        await _hook(client, auth, runner, receiver)
+        receiver.replies(Reply(status=403, body=b""))
+        tx = await _received(client, auth, person["id"])
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.FAILED")) == 1)
+        final = await _get(client, auth, tx["id"])
+        assert final["failureReason"] == "PAY_REQUEST_FAILED"
+        assert final["failureDetails"] == {
+            "code": "REJECTED_BY_PLATFORM",
+            "message": "your webhook endpoint answered 403 to INCOMING_PAYMENT.PENDING",
+        }
+        assert receiver.of_type("INCOMING_PAYMENT.FAILED")[0].json["data"] == final
 
     async def test_422_fails_with_the_required_fields(self, client, auth, person, runner, receiver):
         await _hook(client, auth, runner, receiver)
@@ -484,6 +501,16 @@ class TestNoWebhookEndpoint:
         approved = await client.post(f"/transactions/{tx['id']}/approve", auth=auth)
         assert approved.status_code == 200 and approved.json()["status"] == "COMPLETED"
         assert await balances(client, auth, person["id"]) == (640, 640)
+
+    async def test_a_rejection_without_a_reason_still_has_a_reason_and_details(self, client, auth, person):
+        tx = await _received(client, auth, person["id"])
+        rejected = (await client.post(f"/transactions/{tx['id']}/reject", auth=auth)).json()
+        assert rejected["status"] == "FAILED" and rejected["failureReason"] == "PAY_REQUEST_FAILED"
+        assert rejected["failureDetails"] == {
+            "code": "REJECTED_BY_PLATFORM",
+            "message": "rejected through POST /transactions/{id}/reject",
+        }
+        assert rejected == await _get(client, auth, tx["id"])
 
     async def test_undecided_payments_are_auto_rejected(self, client, auth, person, runner):
         tx = await _received(client, auth, person["id"])
@@ -690,8 +717,8 @@ class TestReplyDecisions:
             (200, '{"receiverCustomerInfo":"TAX_ID"}', False, "FAIL", "MISSING_MANDATORY_PAYEE_DATA"),
             (202, "", False, "DEFER", None),
             (202, "", True, "IGNORE", None),
-            (403, "", False, "REJECT", None),
-            (403, "[]", True, "REJECT", None),
+            (403, "", False, "REJECT", "PAY_REQUEST_FAILED"),
+            (403, "[]", True, "REJECT", "PAY_REQUEST_FAILED"),
             (422, '{"requiredFields":["TAX_ID", 7]}', False, "FAIL", "MISSING_MANDATORY_PAYEE_DATA"),
             (500, "", False, "FAIL", "PAYMENT_APPROVAL_WEBHOOK_ERROR"),
             (500, "", True, "IGNORE", None),

@@ -82,7 +82,7 @@ class TestCreateQuote:
         assert transaction["quoteId"] == body["id"]
         assert transaction["sentAmount"]["amount"] == body["totalSendingAmount"]
         assert transaction["receivedAmount"]["amount"] == body["totalReceivingAmount"]
-        assert transaction["fees"]["amount"] == body["feesIncluded"]
+        assert transaction["fees"] == body["feesIncluded"]  # an int64 of sending-currency minor units
         assert transaction["exchangeRate"] == body["exchangeRate"]
         assert transaction["customerId"] == sender["customer"]["id"]
         await runner.run_until_idle()

@@ -7,7 +7,14 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.payments.support import balances, customer, external_account, fund, internal_account
+from tests.payments.support import (
+    assert_reference_transaction,
+    balances,
+    customer,
+    external_account,
+    fund,
+    internal_account,
+)
 from tests.support.jobs import run_jobs_until
 
 
@@ -17,6 +24,10 @@ async def _transfer_out(client, auth, source, destination, amount=None, key=None
         body["amount"] = amount
     headers = {"Idempotency-Key": key} if key else {}
     return await client.post("/transfer-out", auth=auth, json=body, headers=headers)
+
+
+async def _get(client, auth, transaction_id):
+    return (await client.get(f"/transactions/{transaction_id}", auth=auth)).json()
 
 
 @pytest.fixture
@@ -113,12 +124,21 @@ class TestTransferOut:
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
         assert (await client.get("/transactions", auth=auth)).json()["totalCount"] == 0
 
-    @pytest.mark.parametrize("suffix", ["002", "003"])
-    async def test_immediate_failures_release_the_hold(self, client, auth, funded, suffix):
+    @pytest.mark.parametrize(("suffix", "cause"), [("002", "INSUFFICIENT_FUNDS"), ("003", "ACCOUNT_CLOSED")])
+    async def test_immediate_failures_release_the_hold(
+        self, client, auth, funded, runner, receiver, suffix, cause
+    ):
+        await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
         bank = await external_account(client, auth, funded["customer"]["id"], account_number=f"55555{suffix}")
         tx = (await _transfer_out(client, auth, funded["account"]["id"], bank["id"], 3_000)).json()
-        assert tx["status"] == "FAILED" and tx["failureReason"] in ("INSUFFICIENT_FUNDS", "ACCOUNT_CLOSED")
+        # refused before any money left: the payment did not execute; the rail's cause is in the details
+        assert tx["status"] == "FAILED" and tx["failureReason"] == "QUOTE_EXECUTION_FAILED"
+        assert tx["failureDetails"]["code"] == cause and "at once" in tx["failureDetails"]["message"]
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("OUTGOING_PAYMENT.FAILED")) == 1)
+        assert receiver.of_type("OUTGOING_PAYMENT.FAILED")[0].json["data"] == assert_reference_transaction(
+            await _get(client, auth, tx["id"])
+        )
 
     async def test_bank_rejection_fails_at_settlement_and_releases(self, client, auth, funded, runner):
         bank = await external_account(client, auth, funded["customer"]["id"], account_number="55555004")
@@ -129,7 +149,12 @@ class TestTransferOut:
         clock.advance(timedelta(seconds=2))
         await runner.run_until_idle()
         final = (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()
-        assert final["status"] == "FAILED" and final["failureReason"] == "BANK_REJECTED"
+        # the rail took it and the receiving bank failed it
+        assert final["status"] == "FAILED" and final["failureReason"] == "COUNTERPARTY_POST_TX_FAILED"
+        assert final["failureDetails"] == {
+            "code": "BANK_REJECTED",
+            "message": "the external account's bank rejected the transfer",
+        }
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
 
     async def test_slow_failure_stays_pending_about_thirty_seconds(self, client, auth, funded, runner):
@@ -141,7 +166,9 @@ class TestTransferOut:
         assert (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()["status"] == "PROCESSING"
         clock.advance(timedelta(seconds=11))
         await runner.run_until_idle()
-        assert (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()["status"] == "FAILED"
+        final = await _get(client, auth, tx["id"])
+        assert final["status"] == "FAILED" and final["failureReason"] == "COUNTERPARTY_POST_TX_FAILED"
+        assert final["failureDetails"]["code"] == "SLOW_FAILURE"
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
 
     async def test_idempotency_key_holds_once(self, client, auth, funded):
@@ -284,8 +311,18 @@ class TestTransferIn:
         response = await client.post("/transfer-in", auth=auth, json=body)
         assert response.status_code == 400 and "fundingPaymentInstructions" in response.json()["message"]
 
-    async def test_failing_pull_credits_nothing(self, client, auth, funded, runner):
-        bank = await external_account(client, auth, funded["customer"]["id"], account_number="55555004")
+    @pytest.mark.parametrize(
+        ("suffix", "cause"),
+        [
+            ("002", "INSUFFICIENT_FUNDS"),
+            ("003", "ACCOUNT_CLOSED"),
+            ("004", "BANK_REJECTED"),
+            ("005", "SLOW_FAILURE"),
+        ],
+    )
+    async def test_failing_pull_credits_nothing(self, client, auth, funded, runner, receiver, suffix, cause):
+        await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+        bank = await external_account(client, auth, funded["customer"]["id"], account_number=f"55555{suffix}")
         body = {
             "source": {"accountId": bank["id"]},
             "destination": {"accountId": funded["account"]["id"]},
@@ -293,10 +330,17 @@ class TestTransferIn:
         }
         tx = (await client.post("/transfer-in", auth=auth, json=body)).json()
         await runner.run_until_idle()
-        clock.advance(timedelta(seconds=2))
+        clock.advance(timedelta(seconds=31))
         await runner.run_until_idle()
-        assert (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()["status"] == "FAILED"
+        final = await _get(client, auth, tx["id"])
+        # the incoming enum has no post-transfer reason: a pull that fails is a pull that did not execute
+        assert final["status"] == "FAILED" and final["failureReason"] == "QUOTE_EXECUTION_FAILED"
+        assert final["failureDetails"]["code"] == cause and final["failureDetails"]["message"]
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.FAILED")) == 1)
+        assert receiver.of_type("INCOMING_PAYMENT.FAILED")[0].json["data"] == assert_reference_transaction(
+            final
+        )
 
     async def test_amount_is_required(self, client, auth, funded):
         body = {
