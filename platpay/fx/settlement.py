@@ -7,7 +7,8 @@ Ledger, per step (S = totalSendingAmount, F = fees, R = totalReceivingAmount; sr
                        CLEARING(ACH) for a pull (posted when the pull settles), CLEARING(REALTIME_FUNDING)
                        for a real-time-funded quote (posted when the funds arrive)
     payout settles     external / sandbox UMA: nothing (the money left with the rail at execution);
-                       internal destination: CLEARING(rail, dst) -R; destination account +R
+                       internal destination: CLEARING(rail, dst) -R; destination account +R, and the
+                       recipient's COMPLETED INCOMING transaction (payments/incoming_internal.py)
     refund completes   the execution entry reversed: the FULL S, fees included, back where it came from
     refund fails (007) CLEARING(rail, dst) -R; CLEARING(SUSPENSE, dst) +R (returned funds parked for ops)
     funding mismatch   CLEARING(REALTIME_FUNDING, src) -A; CLEARING(SUSPENSE, src) +A, refunded like above
@@ -34,6 +35,7 @@ from platpay.fx.schemas import SandboxSend
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
+from platpay.payments import incoming_internal
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
@@ -248,6 +250,9 @@ async def _complete(
         )
         await accounts_service.emit_balance_updates(
             session, tenant_id=quote.tenant_id, account_ids=[quote.destination_account_id]
+        )
+        await incoming_internal.record_receipt(
+            session, outgoing=transaction, account_id=quote.destination_account_id, platform_id=platform_id
         )
     quote.status, quote.updated_at = "COMPLETED", clock.now()
     await payments_service.move(session, transaction, "COMPLETED", platform_id=platform_id)
