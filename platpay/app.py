@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from platpay import API_VERSION, BASE_PATH
+from platpay import metrics as metrics_module
 from platpay.config import Settings, get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
@@ -28,7 +29,6 @@ from platpay.errors import ApiError, ErrorBody, InternalError
 from platpay.jobs import registry
 from platpay.jobs.runner import JobRunner
 from platpay.logging import configure as configure_logging
-from platpay.metrics import JOBS_OLDEST_DUE_AGE, JOBS_QUEUE_DEPTH, REGISTRY, WEBHOOK_DELIVERIES
 from platpay.middleware import EdgeMiddleware
 
 log = structlog.get_logger("platpay.app")
@@ -172,9 +172,11 @@ def create_app(
     settings = settings or get_settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
     run_worker = settings.run_embedded_worker if embedded_worker is None else embedded_worker
+    app_metrics = metrics_module.metrics_for_app()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app_metrics.processes.labels("server").set(1)
         own_db = database is None
         db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
         app.state.db = db
@@ -197,6 +199,8 @@ def create_app(
             await close_clients()
             if own_db:
                 await db.dispose()
+            app_metrics.processes.labels("server").set(0)
+            metrics_module.process_exiting()
 
     app = FastAPI(
         title="platpay",
@@ -207,6 +211,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.metrics = app_metrics
     if database is not None:
         app.state.db = database
 
@@ -264,18 +269,39 @@ def create_app(
         async with db.read() as session:
             stats = await jobs_repository.queue_stats(session, now=clock.now())
             deliveries = await events_repository.delivery_counts(session)
-        for state in ("QUEUED", "RUNNING", "DEAD"):
-            JOBS_QUEUE_DEPTH.labels(state).set(stats["by_state"].get(state, 0))
-        JOBS_OLDEST_DUE_AGE.set(stats["oldest_due_age_seconds"])
-        for status in ("PENDING", "DELIVERED", "FAILED"):
-            WEBHOOK_DELIVERIES.labels(status).set(deliveries.get(status, 0))
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        from_database = metrics_module.database_families(
+            jobs_by_state=stats["by_state"],
+            oldest_due_age_seconds=stats["oldest_due_age_seconds"],
+            deliveries_by_status=deliveries,
+        )
+        scrape = metrics_module.Scrape(request.app.state.metrics, from_database)
+        return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]
 
     app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(
         EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings)
     )
+    if metrics_module.multiprocess_dir() is None:
+        # Apps side by side in one process each record to their own set (outermost, so that the edge
+        # middleware's request metrics and the lifespan's job runner record there too). In multiprocess
+        # mode a process holds one app and one set: no layer needed.
+        app.add_middleware(MetricsScope, metrics=app_metrics)
     return app
+
+
+class MetricsScope:
+    """Pure ASGI: binds the app's metrics for every request and for the lifespan."""
+
+    def __init__(self, app: Any, *, metrics: metrics_module.Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        token = metrics_module.bind(self.metrics)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            metrics_module.unbind(token)
 
 
 def freeze_startup_objects() -> None:

@@ -102,6 +102,7 @@ def serve(
     """Migrate, bootstrap a sandbox platform on an empty database, and serve the API."""
     import uvicorn
 
+    from platpay import metrics
     from platpay.db import migrate as migrations
     from platpay.logging import configure, level_number, uvicorn_log_config
 
@@ -113,6 +114,8 @@ def serve(
     if no_worker:
         settings = settings.model_copy(update={"run_embedded_worker": False})
     configure(settings.log_level, json_output=settings.log_json)
+    # Before any server process exists: it and every worker then add up into one /metrics.
+    metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=True)
     migrations.upgrade(settings.database_url)
     credentials = asyncio.run(_bootstrap_if_empty(settings))
     _print_banner(settings, credentials)
@@ -144,6 +147,7 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
 ) -> None:
     """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process."""
+    from platpay import metrics
     from platpay.db.database import Database
     from platpay.jobs import registry
     from platpay.jobs.runner import JobRunner
@@ -151,6 +155,8 @@ def worker(
 
     settings = _settings(job_concurrency=concurrency)
     configure(settings.log_level, json_output=settings.log_json)
+    # What this process counts (webhook attempts, job runs) shows in the servers' /metrics.
+    metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=False)
     registry.load_handlers(settings.job_plugins)
 
     async def main() -> None:
@@ -159,6 +165,8 @@ def worker(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, runner.stop)
+        process_gauge = metrics.process_metrics().processes.labels("worker")
+        process_gauge.set(1)
         try:
             await runner.run_forever()
         finally:
@@ -166,6 +174,8 @@ def worker(
 
             await close_clients()
             await db.dispose()
+            process_gauge.set(0)
+            metrics.process_exiting()
 
     asyncio.run(main())
 

@@ -31,6 +31,11 @@ class Settings(BaseSettings):
     )
     log_level: str = "INFO"
     log_json: bool = True
+    metrics_dir: Path | None = Field(
+        default=None,
+        description="where every `serve` and `worker` process on this machine records its metrics, for "
+        "/metrics to add them up; defaults to <var_dir>/metrics",
+    )
 
     # HTTP
     max_body_bytes: int = 1_048_576

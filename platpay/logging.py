@@ -139,6 +139,6 @@ def configure(level: str = "INFO", *, json_output: bool = True) -> None:
             _renderer(json_output),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(),  # the current sys.stdout at each line
         cache_logger_on_first_use=False,
     )

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import values as prometheus_values
 from typer.testing import CliRunner
 
-from platpay import cli
+from platpay import cli, metrics
 from platpay.config import get_settings
 
 
@@ -33,10 +35,14 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, An
     monkeypatch.setattr(cli, "get_settings", lambda: settings)
     for name in ("PLATPAY_HOST", "PLATPAY_PORT", "PLATPAY_RUN_EMBEDDED_WORKER"):
         monkeypatch.setenv(name, "restored after the test")  # serve --workers N writes them
+    # serve and worker switch the process to multiprocess metrics: switched back after the test.
+    monkeypatch.delenv(metrics.MULTIPROCESS_ENV, raising=False)
+    monkeypatch.setattr(prometheus_values, "ValueClass", prometheus_values.ValueClass)
+    monkeypatch.setattr(metrics, "_process_metrics", metrics._process_metrics)
     calls: list[dict[str, Any]] = []
 
     def fake_run(app: Any, **options: Any) -> None:
-        calls.append(options)
+        calls.append({**options, "metrics_dir": os.environ.get(metrics.MULTIPROCESS_ENV)})
         raise ServerStarted
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
@@ -76,10 +82,16 @@ class TestServeOptions:
             assert isinstance(result.exception, ServerStarted), result.output
         assert [call["port"] for call in served] == [1, 65535]
 
-    def test_several_workers_are_passed_to_uvicorn(self, served):
+    def test_several_workers_are_passed_to_uvicorn_with_one_metrics_directory(self, served, tmp_path):
+        stale = tmp_path / "var" / "metrics" / "counter_999999999.db"  # no such process
+        stale.parent.mkdir(parents=True)
+        stale.write_bytes(b"")
         result = invoke("serve", "--port", "8123", "--workers", "2")
         assert isinstance(result.exception, ServerStarted), result.output
         assert served[0]["workers"] == 2 and served[0]["port"] == 8123
+        # The server processes inherit the directory; what processes no longer running left there is gone.
+        assert served[0]["metrics_dir"] == str(tmp_path / "var" / "metrics")
+        assert not stale.exists()
 
     @pytest.mark.parametrize(
         ("run_embedded_worker", "flags", "expected"),

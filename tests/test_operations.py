@@ -45,6 +45,134 @@ async def test_metrics_expose_requests_jobs_and_webhooks(client, auth, app):
     assert 'platpay_webhook_deliveries{status="DELIVERED"}' in text
 
 
+def samples(text: str) -> dict[tuple[str, frozenset], float]:
+    """Every sample of a /metrics answer: (name, labels) -> value; fails on a sample given twice."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    found: dict[tuple[str, frozenset], float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in found, f"{key} given twice"
+            found[key] = sample.value
+    return found
+
+
+def requests_to(found: dict, route_suffix: str, status: str = "200") -> float:
+    return sum(
+        value
+        for (name, labels), value in found.items()
+        if name == "platpay_http_requests_total"
+        and dict(labels)["route"].endswith(route_suffix)
+        and dict(labels)["status"] == status
+    )
+
+
+async def _scrape(app) -> dict:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        response = await c.get("/metrics")
+    assert response.status_code == 200
+    return samples(response.text)
+
+
+class TestMetrics:
+    async def test_each_app_counts_only_its_own_requests(self, client, auth, app, settings, db):
+        from platpay import BASE_PATH
+        from platpay.app import create_app
+
+        other = create_app(settings, database=db, embedded_worker=False)
+        transport = httpx.ASGITransport(app=other)
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://t{BASE_PATH}") as other_client:
+            assert (await other_client.get("/config", auth=auth)).status_code == 200
+        for _ in range(2):
+            assert (await client.get("/config", auth=auth)).status_code == 200
+
+        assert requests_to(await _scrape(app), "/config") == 2
+        assert requests_to(await _scrape(other), "/config") == 1
+
+    async def test_database_gauges_are_read_at_scrape_time_once(
+        self, client, auth, app, db, runner, receiver
+    ):
+        from tests.support.jobs import run_jobs_until
+
+        assert (
+            await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+        ).status_code == 200
+        before = await _scrape(app)
+        assert before[("platpay_webhook_deliveries", frozenset({("status", "PENDING")}))] == 1
+        assert before[("platpay_jobs", frozenset({("state", "QUEUED")}))] == 1
+        await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+        after = await _scrape(app)
+        assert after[("platpay_webhook_deliveries", frozenset({("status", "PENDING")}))] == 0
+        assert after[("platpay_webhook_deliveries", frozenset({("status", "DELIVERED")}))] == 1
+        assert after[("platpay_jobs", frozenset({("state", "QUEUED")}))] == 0
+        assert ("platpay_jobs_oldest_due_age_seconds", frozenset()) in after
+
+    async def test_the_embedded_runner_counts_webhook_attempts_and_job_runs_in_its_app(
+        self, client, auth, settings, db, receiver
+    ):
+        from platpay.app import create_app
+
+        embedded = create_app(settings, database=db, embedded_worker=True)
+        async with running_lifespan(embedded):
+            assert (await _scrape(embedded))[("platpay_processes", frozenset({("role", "server")}))] == 1
+            transport = httpx.ASGITransport(app=embedded)
+            async with httpx.AsyncClient(transport=transport, base_url=str(client.base_url)) as c:
+                response = await c.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+                assert response.status_code == 200
+            found = await _wait_for_sample(
+                embedded, ("platpay_webhook_attempts_total", frozenset({("outcome", "delivered")})), 1
+            )
+        assert (
+            found[("platpay_job_runs_total", frozenset({("kind", "webhook.deliver"), ("outcome", "done")}))]
+            == 1
+        )
+
+
+async def _wait_for_sample(app, key, value, timeout: float = 10.0) -> dict:
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = await _scrape(app)
+        if found.get(key) == value:
+            return found
+        assert time.monotonic() < deadline, f"{key} never reached {value}: {found.get(key)}"
+        await asyncio.sleep(0.05)
+
+
+class running_lifespan:
+    """Runs an app's lifespan the way a server does: through the app's whole middleware stack."""
+
+    def __init__(self, app) -> None:
+        import asyncio
+
+        self.app = app
+        self.to_app: asyncio.Queue = asyncio.Queue()
+        self.from_app: asyncio.Queue = asyncio.Queue()
+
+    async def __aenter__(self) -> None:
+        import asyncio
+
+        self.task = asyncio.create_task(
+            self.app(
+                {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+                self.to_app.get,
+                self.from_app.put,
+            )
+        )
+        await self.to_app.put({"type": "lifespan.startup"})
+        assert (await asyncio.wait_for(self.from_app.get(), 10))["type"] == "lifespan.startup.complete"
+
+    async def __aexit__(self, *exc_info) -> None:
+        import asyncio
+
+        await self.to_app.put({"type": "lifespan.shutdown"})
+        assert (await asyncio.wait_for(self.from_app.get(), 30))["type"] == "lifespan.shutdown.complete"
+        await self.task
+
+
 async def test_request_id_is_returned_and_propagated(client, auth):
     generated = await client.get("/config", auth=auth)
     assert len(generated.headers["x-request-id"]) == 32
@@ -159,3 +287,96 @@ async def test_webhook_delivery_logs_no_plain_text_and_no_endpoint_query(
     assert any(line.get("event") == "request" for line in lines)
     assert "topsecret" not in output
     assert "HTTP Request" not in output
+
+
+_RECORD = """
+import os, sys, time
+from pathlib import Path
+from platpay import metrics
+directory, role, requests, ending = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+metrics.enable_multiprocess(directory, clear_dead=False)
+recorded = metrics.process_metrics()
+recorded.processes.labels(role).set(1)
+recorded.http_requests.labels("GET", "/config", "200").inc(requests)
+recorded.webhook_attempts.labels("delivered").inc()
+print("recorded", flush=True)
+if ending == "graceful":
+    recorded.processes.labels(role).set(0)
+    metrics.process_exiting()
+elif ending == "stay":
+    time.sleep(60)
+# "crash": gone without a word, as after kill -9
+"""
+
+_SCRAPE = """
+import sys
+from pathlib import Path
+from prometheus_client import generate_latest
+from platpay import metrics
+metrics.enable_multiprocess(Path(sys.argv[1]), clear_dead=sys.argv[2] == "clear")
+print(generate_latest(metrics.Scrape(metrics.process_metrics(), [])).decode())
+"""
+
+
+class TestMultiprocessMetrics:
+    """The CLI's mode, each process a real one: what /metrics shows is the sum over processes."""
+
+    @staticmethod
+    def _python(code: str, *args: str):
+        import subprocess
+        import sys
+
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=True
+        ).stdout
+
+    def _scrape(self, directory, *, clear: bool = False) -> dict:
+        return samples(self._python(_SCRAPE, str(directory), "clear" if clear else "keep"))
+
+    def test_counters_add_up_over_processes_and_only_live_processes_count_as_live(self, tmp_path):
+        import subprocess
+        import sys
+
+        directory = tmp_path / "metrics"
+        self._python(_RECORD, str(directory), "server", "2", "graceful")
+        self._python(_RECORD, str(directory), "worker", "3", "crash")
+        staying = subprocess.Popen(
+            [sys.executable, "-c", _RECORD, str(directory), "server", "5", "stay"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert staying.stdout.readline().strip() == "recorded"
+            found = self._scrape(directory)
+            assert requests_to(found, "/config") == 2 + 3 + 5
+            assert found[("platpay_webhook_attempts_total", frozenset({("outcome", "delivered")}))] == 3
+            # The crashed worker left its gauge behind: the scrape sees it is gone.
+            assert found[("platpay_processes", frozenset({("role", "server")}))] == 1
+            assert found.get(("platpay_processes", frozenset({("role", "worker")})), 0) == 0
+        finally:
+            staying.kill()
+            staying.wait()
+        found = self._scrape(directory)
+        assert requests_to(found, "/config") == 10  # exited processes stay counted
+        assert found.get(("platpay_processes", frozenset({("role", "server")})), 0) == 0
+
+    def test_serve_starting_clears_what_processes_no_longer_running_left(self, tmp_path):
+        import subprocess
+        import sys
+
+        directory = tmp_path / "metrics"
+        self._python(_RECORD, str(directory), "server", "2", "graceful")
+        staying = subprocess.Popen(
+            [sys.executable, "-c", _RECORD, str(directory), "worker", "4", "stay"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert staying.stdout.readline().strip() == "recorded"
+            found = self._scrape(directory, clear=True)
+            # The running worker keeps its counts; the exited server's are gone.
+            assert requests_to(found, "/config") == 4
+            assert found[("platpay_processes", frozenset({("role", "worker")}))] == 1
+        finally:
+            staying.kill()
+            staying.wait()

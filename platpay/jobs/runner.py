@@ -26,6 +26,7 @@ from platpay.db.database import Database
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG
 from platpay.kit import clock
+from platpay.metrics import JOB_RUNS
 
 log = structlog.get_logger("platpay.jobs")
 
@@ -180,12 +181,16 @@ class JobRunner:
                 async with ctx.transaction():
                     pass
             self.processed += 1
+            JOB_RUNS.labels(job["kind"], "done").inc()
         except LeaseLost:
             log.warning("job.lease_lost", job_id=job["id"], kind=job["kind"])
+            JOB_RUNS.labels(job["kind"], "lease_lost").inc()
         except RetryLater as retry:
             await self._reschedule(job, token, run_at=retry.run_at, error=retry.reason, reset=True)
+            JOB_RUNS.labels(job["kind"], "retry").inc()
         except Exception as error:  # a failing handler must not take the runner down
             dead = job["attempts"] >= job["max_attempts"]
+            JOB_RUNS.labels(job["kind"], "dead" if dead else "failed").inc()
             log.error(
                 "job.failed",
                 job_id=job["id"],
