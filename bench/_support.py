@@ -90,6 +90,26 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of a process and all its descendants alive now (a `serve --workers N` parent and its
+    worker processes), or None where unavailable."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    family, frontier = {pid}, [pid]
+    while frontier:
+        children = [child for child, parent in parents.items() if parent in frontier and child not in family]
+        family.update(children)
+        frontier = children
+    values = [cpu_seconds(member) for member in family]
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
 def pg_cpu_snapshot(pids: set[int] | None = None) -> dict[int, float]:
     """CPU seconds of the `postgres` processes on this machine (or only `pids`), by pid."""
     snapshot: dict[int, float] = {}

@@ -172,6 +172,7 @@ class Target:
     credentials: tuple[str, str] | None = None
     database_url: str = ""
     results: list[WrkResult] = field(default_factory=list)
+    workers: int = 1
 
     @property
     def url(self) -> str:
@@ -181,7 +182,17 @@ class Target:
 _BANNER = re.compile(r"^\s+(clientId|clientSecret)\s+(\S+)\s*$", re.M)
 
 
-def start_platpay(name: str, database_url: str, workdir: Path, extra_env: dict[str, str]) -> Target:
+def start_platpay(
+    name: str,
+    database_url: str,
+    workdir: Path,
+    extra_env: dict[str, str],
+    *,
+    workers: int = 1,
+    credentials: tuple[str, str] | None = None,
+) -> Target:
+    """`platpay serve` with `workers` processes; its credentials from the first-start banner, or the ones
+    given (a restart on a database that was already bootstrapped prints none)."""
     port = free_port()
     home = workdir / name
     home.mkdir(parents=True, exist_ok=True)
@@ -195,16 +206,27 @@ def start_platpay(name: str, database_url: str, workdir: Path, extra_env: dict[s
     )
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [str(BIN / "platpay"), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [
+                str(BIN / "platpay"),
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                *(["--workers", str(workers)] if workers > 1 else []),
+            ],
             cwd=home,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
             preexec_fn=child_setup,
         )
-    target = Target(name, proc, port, log, database_url=database_url)
+    target = Target(name, proc, port, log, database_url=database_url, workers=workers)
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", timeout=60, proc=proc)
+        if credentials is not None:
+            target.credentials = credentials
+            return target
         found = dict(_BANNER.findall(log.read_text("utf-8", errors="replace")))
         if "clientId" not in found or "clientSecret" not in found:
             raise RuntimeError(f"no credentials in the serve banner; see {log}")

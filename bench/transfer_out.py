@@ -9,14 +9,13 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes: the token lookup (autocommit, before the transaction), then BEGIN; advisory lock on the key
-(PostgreSQL); idempotency key lookup; SAVEPOINT; internal account, external account and customer (not for
-the platform's own account) lookups; the conditional balance UPDATE (the overdraft check); INSERT journal
-entry; INSERT 2 postings; INSERT transaction; webhook endpoint lookup (once per transaction); balance read
-for the BALANCE_UPDATED event; INSERT 2 events (OUTGOING_PAYMENT.PENDING,
-INTERNAL_ACCOUNT.BALANCE_UPDATED); INSERT the settlement job; RELEASE SAVEPOINT; INSERT idempotency key
-(with the sealed ~1.4 KB response); COMMIT. No webhook endpoint is configured (with one, each event adds a
-delivery row and a delivery job to both sides).
+sizes, 14 round trips: the token lookup (autocommit, before the transaction), then BEGIN; advisory lock on
+the key (PostgreSQL); idempotency key lookup; one joined read of the internal account, the external
+account and the owner; INSERT transaction; the conditional balance UPDATE … RETURNING (the overdraft check,
+its result feeds the BALANCE_UPDATED event); INSERT journal entry; INSERT 2 postings; INSERT event
+OUTGOING_PAYMENT.PENDING; INSERT the settlement job; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED; INSERT
+idempotency key (with the sealed ~1.4 KB response); COMMIT. No webhook endpoint is configured (with one,
+each event adds a delivery row and a delivery job to both sides).
 
 Setup, all on 127.0.0.1 in a temporary directory: a fresh database `platpay_bench_money_<random>` (dropped
 afterwards) and a fresh SQLite file; one `platpay serve` process each, embedded job runner OFF (the
@@ -59,7 +58,6 @@ from _support import (
     bench_env,
     child_setup,
     children_cpu_seconds,
-    cpu_seconds,
     machine_summary,
     pg_cpu_seconds,
     pg_database,
@@ -67,6 +65,7 @@ from _support import (
     set_child_niceness,
     stop,
     system_busy_seconds,
+    tree_cpu_seconds,
     wait_until_quiet,
 )
 from http_config import Target, basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
@@ -112,6 +111,7 @@ class Row:
     backend: str
     scenario: str
     connections: int
+    processes: int = 1  # platpay server processes (`serve --workers N`)
     baseline: list[Rate] = field(default_factory=list)
     platpay: list[Rate] = field(default_factory=list)
 
@@ -271,6 +271,26 @@ JOB_COLUMNS = (
 )
 
 
+def _parties_select(internal: str, external: str, tenant: str) -> str:
+    """platpay's one read of a transfer's internal account, live external account and owner."""
+    columns = ", ".join(
+        [f"internal_accounts.{c}" for c in INTERNAL_COLUMNS.split(", ")]
+        + [f"external_accounts.{c}" for c in EXTERNAL_COLUMNS.split(", ")]
+        + [f"customers.{c}" for c in CUSTOMER_COLUMNS.split(", ")]
+    )
+    return (
+        f"SELECT {columns} FROM internal_accounts LEFT OUTER JOIN external_accounts "
+        f"ON external_accounts.id = {external} AND external_accounts.tenant_id = internal_accounts.tenant_id "
+        "AND external_accounts.deleted_at IS NULL LEFT OUTER JOIN customers "
+        "ON customers.id = internal_accounts.customer_id AND customers.tenant_id = internal_accounts.tenant_id "
+        f"WHERE internal_accounts.id = {internal} AND internal_accounts.tenant_id = {tenant}"
+    )
+
+
+PARTIES_SELECT = _parties_select("b.internal_id", "b.external_id", ":tenant")
+SQLITE_PARTIES = _parties_select("?", "?", "?")  # parameters: external id, internal id, tenant
+
+
 def _pg_id(prefix: str, n: int = 0) -> str:
     """A time-ordered id like platpay's UUIDv7 ones: the same within a transaction (now() is its start)."""
     return f"'{prefix}:' || to_hex((extract(epoch from now()) * 1000000)::bigint) || '-{n}-' || to_hex(:r::bigint)"
@@ -291,44 +311,33 @@ def pgbench_script(*, hot: bool) -> str:
         "SELECT pg_try_advisory_xact_lock(:lock::bigint);",
         "SELECT fingerprint, response_status, response_body, expires_at "
         "FROM idempotency_keys WHERE tenant_id = :tenant AND key = 'pgbench-' || :r;",
-        "SAVEPOINT sa_savepoint_1;",
-        # platpay reads the internal account by id; the bench map (n -> ids) rides along in the same query.
+        # platpay reads the internal account, the external account and the owner in one joined SELECT;
+        # the bench map (n -> ids) rides along in the same query.
         "SELECT b.internal_id, b.external_id, coalesce(b.customer_id, '') AS customer_id, "
         "coalesce(b.platform_customer_id, '') AS platform_customer_id, "
-        f"(SELECT row(i.*)::text FROM (SELECT {INTERNAL_COLUMNS} FROM internal_accounts "
-        "WHERE id = b.internal_id AND tenant_id = :tenant) i) AS internal_row "
+        f"(SELECT row(p.*)::text FROM ({PARTIES_SELECT}) p) AS parties "
         r"FROM bench_accounts b WHERE b.n = :n \gset",
-        f"SELECT {EXTERNAL_COLUMNS} FROM external_accounts "
-        "WHERE id = :external_id AND tenant_id = :tenant AND deleted_at IS NULL;",
-    ]
-    if not hot:  # the platform's own account has no customer to check
-        lines.append(
-            f"SELECT {CUSTOMER_COLUMNS} FROM customers WHERE id = :customer_id AND tenant_id = :tenant;"
-        )
-    lines += [
-        "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
-        "WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
-        "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0));",
-        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
-        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'TRANSFER_OUT_HOLD', {tx}, NULL, now());",
-        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
-        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now()), "
-        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now());",
         f"INSERT INTO transactions ({TRANSACTION_COLUMNS}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
         "'PENDING', NULLIF(:customer_id::text, ''), NULLIF(:platform_customer_id::text, ''), "
         "jsonb_build_object('sourceType', 'ACCOUNT', 'accountId', :internal_id::text, 'currency', 'USD'), "
         "jsonb_build_object('destinationType', 'ACCOUNT', 'accountId', :external_id::text, 'currency', 'USD', "
         "'paymentRail', 'ACH'), :internal_id, :external_id, :amount, 'USD', :amount, 'USD', 0, NULL, 'ACH', NULL, "
         "'SUCCESS', NULL, NULL, NULL, NULL, '{}'::jsonb, NULL, NULL, now(), now());",
-        "SELECT tenants.webhook_endpoint FROM tenants WHERE tenants.id = :tenant;",
-        "SELECT id, available, held FROM ledger_accounts WHERE id IN (:internal_id);",
+        "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
+        "WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
+        "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0)) RETURNING available, held;",
+        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'TRANSFER_OUT_HOLD', {tx}, NULL, now());",
+        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now()), "
+        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now());",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now()), "
-        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now());",
+        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now());",
         f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', :tenant, "
         f"jsonb_build_object('transactionId', {tx}, 'step', 'process'), 'QUEUED', now(), 0, 25, NULL, NULL, NULL, "
         "NULL, now(), now(), NULL);",
-        "RELEASE SAVEPOINT sa_savepoint_1;",
+        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now());",
         "INSERT INTO idempotency_keys (tenant_id, key, fingerprint, response_status, response_body, created_at, "
         "expires_at) VALUES (:tenant, 'pgbench-' || :r, md5(:r::text) || md5(:lock::text), 201, :sealed_response, "
         "now(), now() + interval '48 hours');",
@@ -475,39 +484,7 @@ def sqlite_baseline(
             'FROM idempotency_keys WHERE tenant_id = ? AND "key" = ?',
             (tenant, key),
         ).fetchall()
-        execute("SAVEPOINT sa_savepoint_1")
-        execute(
-            f"SELECT {INTERNAL_COLUMNS} FROM internal_accounts WHERE id = ? AND tenant_id = ?",
-            (pair.internal_id, tenant),
-        ).fetchall()
-        execute(
-            f"SELECT {EXTERNAL_COLUMNS} FROM external_accounts WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL",
-            (pair.external_id, tenant),
-        ).fetchall()
-        if pair.customer_id is not None:
-            execute(
-                f"SELECT {CUSTOMER_COLUMNS} FROM customers WHERE id = ? AND tenant_id = ?",
-                (pair.customer_id, tenant),
-            ).fetchall()
-        updated = execute(
-            "UPDATE ledger_accounts SET available = available + ?, held = held + ?, updated_at = ? "
-            "WHERE id = ? AND tenant_id = ? AND currency = ? AND (allow_negative = 1 OR available + ? >= ? "
-            "AND held + ? >= ?)",
-            (-amount, amount, stamp, pair.internal_id, tenant, "USD", -amount, 0, amount, 0),
-        ).rowcount
-        assert updated == 1
-        execute(
-            "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (entry, tenant, "TRANSFER_OUT_HOLD", tx, None, stamp),
-        )
-        conn.executemany(
-            "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (f"Posting:{unique}-1", entry, pair.internal_id, tenant, "USD", "AVAILABLE", -amount, stamp),
-                (f"Posting:{unique}-2", entry, pair.internal_id, tenant, "USD", "HELD", amount, stamp),
-            ],
-        )
+        execute(SQLITE_PARTIES, (pair.external_id, pair.internal_id, tenant)).fetchall()
         source = json.dumps({"sourceType": "ACCOUNT", "accountId": pair.internal_id, "currency": "USD"})
         destination = json.dumps(
             {
@@ -551,22 +528,29 @@ def sqlite_baseline(
                 stamp,
             ),
         )
-        execute("SELECT tenants.webhook_endpoint FROM tenants WHERE tenants.id = ?", (tenant,)).fetchall()
-        execute(
-            "SELECT id, available, held FROM ledger_accounts WHERE id IN (?)", (pair.internal_id,)
+        updated = execute(
+            "UPDATE ledger_accounts SET available = available + ?, held = held + ?, updated_at = ? "
+            "WHERE id = ? AND tenant_id = ? AND currency = ? AND (allow_negative = 1 OR available + ? >= ? "
+            "AND held + ? >= ?) RETURNING available, held",
+            (-amount, amount, stamp, pair.internal_id, tenant, "USD", -amount, 0, amount, 0),
         ).fetchall()
+        assert len(updated) == 1
+        execute(
+            "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (entry, tenant, "TRANSFER_OUT_HOLD", tx, None, stamp),
+        )
         conn.executemany(
-            "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                (f"Event:{unique}-1", tenant, "OUTGOING_PAYMENT.PENDING", samples["event_payment"], stamp),
-                (
-                    f"Event:{unique}-2",
-                    tenant,
-                    "INTERNAL_ACCOUNT.BALANCE_UPDATED",
-                    samples["event_balance"],
-                    stamp,
-                ),
+                (f"Posting:{unique}-1", entry, pair.internal_id, tenant, "USD", "AVAILABLE", -amount, stamp),
+                (f"Posting:{unique}-2", entry, pair.internal_id, tenant, "USD", "HELD", amount, stamp),
             ],
+        )
+        insert_event = "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
+        execute(
+            insert_event,
+            (f"Event:{unique}-1", tenant, "OUTGOING_PAYMENT.PENDING", samples["event_payment"], stamp),
         )
         execute(
             f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 15)})",
@@ -588,7 +572,16 @@ def sqlite_baseline(
                 None,
             ),
         )
-        execute("RELEASE SAVEPOINT sa_savepoint_1")
+        execute(
+            insert_event,
+            (
+                f"Event:{unique}-2",
+                tenant,
+                "INTERNAL_ACCOUNT.BALANCE_UPDATED",
+                samples["event_balance"],
+                stamp,
+            ),
+        )
         execute(
             'INSERT INTO idempotency_keys (tenant_id, "key", fingerprint, response_status, response_body, '
             "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -653,18 +646,18 @@ class LoadMeter:
         self.server_pid, self.postgres, self.ours = server_pid, postgres, ours
 
     def __enter__(self) -> LoadMeter:
-        self.server = cpu_seconds(self.server_pid) if self.server_pid else None
+        self.server = tree_cpu_seconds(self.server_pid) if self.server_pid else None
         self.pg = pg_cpu_seconds() if self.postgres else None
-        self.own = sum(cpu_seconds(pid) or 0.0 for pid in self.ours) + children_cpu_seconds()
+        self.own = sum(tree_cpu_seconds(pid) or 0.0 for pid in self.ours) + children_cpu_seconds()
         self.busy = system_busy_seconds()
         self.self_cpu = time.process_time()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.busy_after = system_busy_seconds()
-        self.server_after = cpu_seconds(self.server_pid) if self.server_pid else None
+        self.server_after = tree_cpu_seconds(self.server_pid) if self.server_pid else None
         self.pg_after = pg_cpu_seconds() if self.postgres else None
-        self.own_after = sum(cpu_seconds(pid) or 0.0 for pid in self.ours) + children_cpu_seconds()
+        self.own_after = sum(tree_cpu_seconds(pid) or 0.0 for pid in self.ours) + children_cpu_seconds()
         self.self_cpu_after = time.process_time()
 
     def fill(self, rate: Rate) -> Rate:
@@ -781,7 +774,7 @@ def profile_server(
         text=True,
         preexec_fn=child_setup,
     )
-    cpu_before = cpu_seconds(target.proc.pid) or 0.0
+    cpu_before = tree_cpu_seconds(target.proc.pid) or 0.0
     subprocess.run(
         [
             py_spy,
@@ -794,6 +787,7 @@ def profile_server(
             "250",
             "--gil",
             "--nonblocking",
+            "--subprocesses",
             "-f",
             "raw",
             "-o",
@@ -803,7 +797,7 @@ def profile_server(
         check=False,
         timeout=seconds + 60,
     )
-    cpu_after = cpu_seconds(target.proc.pid) or 0.0
+    cpu_after = tree_cpu_seconds(target.proc.pid) or 0.0
     out, _ = load.communicate(timeout=seconds + 60)
     result = parse_wrk(out)
     if not raw.exists() or not result.requests:
@@ -852,9 +846,8 @@ def run_postgres(
 ) -> None:
     with pg_database(args.pg_admin_url, prefix="platpay_bench_money") as url:
         dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
-        target = start_platpay(
-            "postgres", url, workdir, {"PLATPAY_RUN_EMBEDDED_WORKER": "false", **extra_env}
-        )
+        env = {"PLATPAY_RUN_EMBEDDED_WORKER": "false", **extra_env}
+        target = start_platpay("postgres", url, workdir, env, workers=args.server_processes[0])
         try:
             print(
                 f"postgres: platpay serve pid {target.proc.pid}, database {dsn.rsplit('/', 1)[1]}", flush=True
@@ -871,43 +864,50 @@ def run_postgres(
                 "event_balance": samples["event_balance"],
                 "sealed_response": samples["sealed_response"],
             }
-            for scenario in args.scenarios:
-                hot = scenario == "hot"
-                script = workdir / f"transfer_out_{scenario}.sql"
-                script.write_text(pgbench_script(hot=hot), "utf-8")
-                if args.show_sql:
-                    print(script.read_text())
-                senders = [pairs[-1]] if hot else pairs[:-1]
-                for connections in args.connections:
-                    row = Row("postgres", scenario, connections)
-                    rows.append(row)
-                    for round_no in range(1, args.rounds + 1):
-                        if args.warmup > 0:
-                            run_pgbench(
-                                dsn,
-                                script,
-                                defines,
-                                clients=connections,
-                                seconds=args.warmup,
-                                workdir=workdir,
-                                log=False,
+            for processes in args.server_processes:
+                if target.workers != processes:  # the same database, served by N processes
+                    stop(target.proc)
+                    target = start_platpay(
+                        "postgres", url, workdir, env, workers=processes, credentials=target.credentials
+                    )
+                    print(f"postgres: platpay serve --workers {processes}, pid {target.proc.pid}", flush=True)
+                for scenario in args.scenarios:
+                    hot = scenario == "hot"
+                    script = workdir / f"transfer_out_{scenario}.sql"
+                    script.write_text(pgbench_script(hot=hot), "utf-8")
+                    if args.show_sql and processes == args.server_processes[0]:
+                        print(script.read_text())
+                    senders = [pairs[-1]] if hot else pairs[:-1]
+                    for connections in args.connections:
+                        row = Row("postgres", scenario, connections, processes)
+                        rows.append(row)
+                        for round_no in range(1, args.rounds + 1):
+                            if args.warmup > 0:
+                                run_pgbench(
+                                    dsn,
+                                    script,
+                                    defines,
+                                    clients=connections,
+                                    seconds=args.warmup,
+                                    workdir=workdir,
+                                    log=False,
+                                )
+                            quiet(args, [target.proc.pid])
+                            with LoadMeter(None, postgres=True, ours=[target.proc.pid]) as meter:
+                                base = run_pgbench(
+                                    dsn,
+                                    script,
+                                    defines,
+                                    clients=connections,
+                                    seconds=args.duration,
+                                    workdir=workdir,
+                                    log=True,
+                                )
+                            row.baseline.append(meter.fill(base))
+                            row.platpay.append(
+                                measure_wrk(wrk, target, connections, args, senders=senders, workdir=workdir)
                             )
-                        quiet(args, [target.proc.pid])
-                        with LoadMeter(None, postgres=True, ours=[target.proc.pid]) as meter:
-                            base = run_pgbench(
-                                dsn,
-                                script,
-                                defines,
-                                clients=connections,
-                                seconds=args.duration,
-                                workdir=workdir,
-                                log=True,
-                            )
-                        row.baseline.append(meter.fill(base))
-                        row.platpay.append(
-                            measure_wrk(wrk, target, connections, args, senders=senders, workdir=workdir)
-                        )
-                        _progress(row, round_no)
+                            _progress(row, round_no)
             if args.profile > 0:
                 profile_server(target, wrk, args, pairs[:-1], workdir)
             verify(url)
@@ -975,7 +975,7 @@ def verify(database_url: str) -> None:
 def _progress(row: Row, round_no: int) -> None:
     base, mine = row.baseline[-1], row.platpay[-1]
     print(
-        f"  round {round_no} {row.backend:<8} {row.scenario:<6} c={row.connections:<3} baseline {base.rps:>7.0f}/s "
+        f"  round {round_no} {row.backend:<8} {row.scenario:<6} c={row.connections:<3} procs={row.processes} baseline {base.rps:>7.0f}/s "
         f"(p50 {base.p50_ms:.2f} p99 {base.p99_ms:.2f} ms)  platpay {mine.rps:>6.0f}/s (p50 {mine.p50_ms:.2f} "
         f"p99 {mine.p99_ms:.2f} ms, errors {mine.errors})  ratio {mine.rps / base.rps:.3f}  other load "
         f"{_fmt(mine.other_cores, '.2f')} cores",
@@ -998,12 +998,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
         f"median shown; baseline = pgbench -M prepared (PostgreSQL) / sqlite3 in one thread (SQLite)"
     )
     header = (
-        f"{'backend':<9}{'accounts':<9}{'conns':>5} {'baseline/s':>10} {'p50':>6} {'p99':>6} {'platpay/s':>9} "
+        f"{'backend':<9}{'accounts':<9}{'conns':>5}{'procs':>6} {'baseline/s':>10} {'p50':>6} {'p99':>6} {'platpay/s':>9} "
         f"{'p50':>7} {'p99':>7} {'ratio':>6} {'srv µs/tx':>9} {'pg µs/tx':>9} {'other':>6} {'errors':>6}"
     )
     print(header)
     print(
-        f"{'':<9}{'':<9}{'':>5} {'':>10} {'ms':>6} {'ms':>6} {'':>9} {'ms':>7} {'ms':>7} {'':>6} "
+        f"{'':<9}{'':<9}{'':>5}{'':>6} {'':>10} {'ms':>6} {'ms':>6} {'':>9} {'ms':>7} {'ms':>7} {'':>6} "
         f"{'':>9} {'':>9} {'cores':>6}"
     )
     print("-" * len(header))
@@ -1013,7 +1013,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
         ratio = mine.rps / base.rps if base.rps else float("nan")
         verdict = "" if row.backend != "postgres" else ("met" if ratio >= TARGET_RATIO else "MISSED")
         print(
-            f"{row.backend:<9}{row.scenario:<9}{row.connections:>5} {base.rps:>10.0f} {base.p50_ms:>6.2f} "
+            f"{row.backend:<9}{row.scenario:<9}{row.connections:>5}{row.processes:>6} {base.rps:>10.0f} {base.p50_ms:>6.2f} "
             f"{base.p99_ms:>6.2f} {mine.rps:>9.0f} {mine.p50_ms:>7.2f} {mine.p99_ms:>7.2f} {ratio:>6.3f} "
             f"{_fmt(mine.server_cpu_us, '.0f'):>9} {_fmt(mine.db_cpu_us, '.0f'):>9} "
             f"{_fmt(mine.other_cores, '.2f'):>6} {mine.errors:>6}  {verdict}"
@@ -1023,6 +1023,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
                 "backend": row.backend,
                 "accounts": row.scenario,
                 "connections": row.connections,
+                "server_processes": row.processes,
                 "baseline_per_s": round(base.rps, 1),
                 "baseline_p50_ms": round(base.p50_ms, 2),
                 "baseline_p99_ms": round(base.p99_ms, 2),
@@ -1041,7 +1042,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
             }
         )
     print(
-        f"\nTarget (PostgreSQL): platpay >= {TARGET_RATIO} x pgbench. srv/pg µs/tx = CPU time of the platpay process / "
+        f"\nTarget (PostgreSQL): platpay >= {TARGET_RATIO} x pgbench. procs = platpay server processes (serve --workers N). "
+        "srv/pg µs/tx = CPU time of the platpay processes / "
         "of all postgres processes per platpay transfer; other = CPU (cores) used meanwhile by processes outside the "
         "measurement (other people's work on a shared machine)."
     )
@@ -1055,6 +1057,12 @@ def main() -> None:
         "--warmup", type=float, default=3.0, help="seconds of unmeasured load before each run"
     )
     parser.add_argument("--connections", default="8,32", help="comma-separated concurrent connections")
+    parser.add_argument(
+        "--server-processes",
+        default="1,2",
+        help="PostgreSQL: comma-separated platpay server process counts (serve --workers N) to measure; "
+        "SQLite always runs one (a single writer)",
+    )
     parser.add_argument(
         "--customers", type=int, default=300, help="funded customers to spread transfers over"
     )
@@ -1096,6 +1104,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (server logs)")
     args = parser.parse_args()
     args.connections = [int(c) for c in args.connections.split(",") if c.strip()]
+    args.server_processes = [int(c) for c in args.server_processes.split(",") if c.strip()]
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     if set(args.scenarios) - set(SCENARIOS) or set(backends) - {"postgres", "sqlite"}:

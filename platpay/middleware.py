@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 import structlog
 
+from platpay import BASE_PATH
 from platpay.errors import InvalidInput, PayloadTooLarge
 from platpay.metrics import HTTP_LATENCY, HTTP_REQUESTS
 
@@ -93,6 +94,7 @@ class EdgeMiddleware:
             elapsed = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
+            template = template.removeprefix(BASE_PATH) or template  # routes are named without the version
             method = scope["method"]
             status = status_holder[0]
             HTTP_REQUESTS.labels(method, template, str(status)).inc()

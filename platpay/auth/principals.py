@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from fastapi import Depends, Request
 from fastapi.security import HTTPBasic, HTTPBasicCredentials
 
@@ -13,12 +11,6 @@ from platpay.auth.service import Principal
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
 from platpay.platforms import service as platforms_service
-
-basic_scheme = HTTPBasic(
-    auto_error=False,
-    realm="platpay",
-    description="HTTP Basic with an API token: `clientId` as username, `clientSecret` as password",
-)
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
@@ -48,50 +40,51 @@ async def _authenticate(request: Request, credentials: HTTPBasicCredentials | No
     return principal
 
 
-async def current_principal(
-    request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
-) -> Principal:
-    return await _authenticate(request, credentials)
+class TokenAuth(HTTPBasic):
+    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token), and
+    with `sandbox_only`, credentials of a sandbox environment (production ones get 403).
 
+    It is the HTTP Basic security scheme itself (so OpenAPI documents it on every operation using it)
+    and authenticates in the same call: one dependency instead of a scheme plus a dependency on it,
+    because FastAPI's dependency resolution costs per level on every authenticated request."""
 
-def require(permission: Permission) -> Callable[..., Awaitable[Principal]]:
-    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token).
+    def __init__(self, permission: Permission, *, sandbox_only: bool = False) -> None:
+        super().__init__(
+            scheme_name="HTTPBasic",
+            auto_error=False,
+            realm="platpay",
+            description="HTTP Basic with an API token: `clientId` as username, `clientSecret` as password",
+        )
+        self.permission = permission
+        self.sandbox_only = sandbox_only
 
-    It authenticates itself rather than depending on `current_principal`: every level of FastAPI
-    dependency costs per request, and this one runs on every authenticated call."""
-
-    async def dependency(
-        request: Request, credentials: HTTPBasicCredentials | None = Depends(basic_scheme)
-    ) -> Principal:
-        principal = await _authenticate(request, credentials)
-        if not principal.allows(permission):
+    async def __call__(self, request: Request) -> Principal:  # type: ignore[override]
+        principal = getattr(request.state, "principal", None)
+        if not isinstance(principal, Principal):
+            principal = await _authenticate(request, await super().__call__(request))
+        if not principal.allows(self.permission):
             raise Forbidden(
-                f"this token lacks the {permission.value} permission",
+                f"this token lacks the {self.permission.value} permission",
                 details={
-                    "requiredPermission": permission.value,
+                    "requiredPermission": self.permission.value,
                     "tokenPermissions": sorted(principal.permissions),
                 },
             )
-        return principal
-
-    dependency.__name__ = f"require_{permission.value.lower()}"
-    return dependency
-
-
-def require_sandbox(permission: Permission) -> Callable[..., Awaitable[Principal]]:
-    """Sandbox-only endpoints answer 403 to production credentials."""
-    base = require(permission)
-
-    async def dependency(principal: Principal = Depends(base)) -> Principal:
-        if not principal.tenant.is_sandbox:
+        if self.sandbox_only and not principal.tenant.is_sandbox:
             raise Forbidden(
                 "sandbox endpoints are not available with production credentials",
                 details={"environment": principal.tenant.environment},
             )
         return principal
 
-    dependency.__name__ = f"require_sandbox_{permission.value.lower()}"
-    return dependency
+
+def require(permission: Permission) -> TokenAuth:
+    return TokenAuth(permission)
+
+
+def require_sandbox(permission: Permission) -> TokenAuth:
+    """Sandbox-only endpoints answer 403 to production credentials."""
+    return TokenAuth(permission, sandbox_only=True)
 
 
 Viewer = Depends(require(Permission.VIEW))

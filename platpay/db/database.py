@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import sqlite3
 import threading
 import weakref
@@ -90,6 +91,8 @@ class Database:
         self._lean_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
+        # PostgreSQL: lean reads run on asyncpg pools of their own, per event loop (see fetch_first).
+        self._pg_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
         # SQLite file databases: lean reads run inline on a read-only connection per thread.
         parsed = make_url(url)
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
@@ -180,17 +183,70 @@ class Database:
                 pass  # busy or locked: never wait on the event loop's thread
             else:
                 return convert(rows[0], results) if rows else None
+        if not self.is_sqlite:
+            pool = await self._pg_lean_pool()
+            async with pool.acquire() as driver:
+                row = await driver.fetchrow(sql, *args)  # a prepared statement cached by asyncpg
+            return convert(row, results) if row is not None else None
         async with self._lean_slot(), self.engine.connect() as conn:
             driver = (await conn.get_raw_connection()).driver_connection
-            if self.is_sqlite:
-                rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
-                row = rows[0] if rows else None
-            else:
-                row = await driver.fetchrow(sql, *args)  # asyncpg: cached prepared statement
-        return convert(row, results) if row is not None else None
+            rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
+        return convert(rows[0], results) if rows else None
+
+    async def _pg_lean_pool(self) -> Any:
+        """This event loop's asyncpg pool for lean reads: its connections decode JSON exactly as the
+        engine's do, and are handed back without a reset round trip (a lean read is one autocommit
+        SELECT: it leaves no session state behind). Acquiring from it costs a fraction of a checkout
+        through SQLAlchemy's pool, on every authenticated request."""
+        loop = asyncio.get_running_loop()
+        pending = self._pg_pools.get(loop)
+        if pending is not None and pending.done() and not pending.cancelled() and not pending.exception():
+            return pending.result()
+        if pending is None:
+            pending = self._pg_pools[loop] = loop.create_task(self._open_pg_pool())
+        try:
+            return await asyncio.shield(pending)
+        except Exception:
+            self._pg_pools.pop(loop, None)  # try again on the next read
+            raise
+
+    async def _open_pg_pool(self) -> Any:
+        import asyncpg
+
+        async def codecs(connection: Any) -> None:
+            # The engine's asyncpg dialect decodes json/jsonb to Python values at the driver: the same here,
+            # so a Lean's result processors see the same values on both paths.
+            await connection.set_type_codec(
+                "json",
+                encoder=str.encode,
+                decoder=lambda v: json.loads(v.decode()),
+                schema="pg_catalog",
+                format="binary",
+            )
+            await connection.set_type_codec(
+                "jsonb",
+                encoder=lambda v: b"\x01" + v.encode(),
+                decoder=lambda v: json.loads(v[1:].decode()),
+                schema="pg_catalog",
+                format="binary",
+            )
+
+        async def no_reset(_connection: Any) -> None:
+            return None
+
+        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        return await asyncpg.create_pool(
+            dsn, min_size=0, max_size=self._lean_limit or 5, init=codecs, reset=no_reset
+        )
 
     async def dispose(self) -> None:
         readers, self._inline_readers = self._inline_readers, {}
         for reader in readers.values():
             reader.close()
+        pools, self._pg_pools = self._pg_pools, {}
+        for loop, pending in pools.items():
+            if loop is asyncio.get_running_loop() and pending.done() and not pending.exception():
+                await pending.result().close()
+            elif loop is asyncio.get_running_loop():
+                pending.cancel()
         await self.engine.dispose()

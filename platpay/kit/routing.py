@@ -14,7 +14,10 @@ from fastapi import params as fastapi_params
 from fastapi.routing import APIRoute
 from pydantic import AfterValidator, BeforeValidator
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
+from starlette.types import Scope
 
+from platpay import BASE_PATH
 from platpay.errors import ErrorBody, UnsupportedMediaType
 
 _ERROR_DESCRIPTIONS = {
@@ -60,6 +63,15 @@ class ApiRoute(APIRoute):
         super().__init__(path, endpoint, **kwargs)
         if self.body_field is None:  # only an operation that takes a body can answer 415
             self.responses = {status: doc for status, doc in self.responses.items() if str(status) != "415"}
+        self._literal_prefix = self.path_format.split("{", 1)[0]
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        # The router tries every route in order until one matches, and FastAPI's own check costs several
+        # microseconds per route; a path that does not begin with this route's literal prefix can match
+        # neither fully nor partially (parameters never match literal text), so it is turned away at once.
+        if not scope.get("root_path") and not scope.get("path", "").startswith(self._literal_prefix):
+            return Match.NONE, {}
+        return super().matches(scope)
 
     def _expected_media_type(self) -> str | None:
         if self.body_field is None:
@@ -100,7 +112,9 @@ class ApiRoute(APIRoute):
 
 
 def api_router(**kwargs: Any) -> APIRouter:
-    return APIRouter(route_class=ApiRoute, responses=dict(ERROR_RESPONSES), **kwargs)
+    """A domain's router: its routes carry the full path (base path included), so the app takes them as
+    they are into one flat route list (see create_app)."""
+    return APIRouter(prefix=BASE_PATH, route_class=ApiRoute, responses=dict(ERROR_RESPONSES), **kwargs)
 
 
 def as_utc(value: datetime | None) -> datetime | None:
