@@ -120,13 +120,13 @@ class TestMetrics:
             async with httpx.AsyncClient(transport=transport, base_url=str(client.base_url)) as c:
                 response = await c.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
                 assert response.status_code == 200
+            # The job run is counted once the delivery's transaction committed, after its attempt.
             found = await _wait_for_sample(
-                embedded, ("platpay_webhook_attempts_total", frozenset({("outcome", "delivered")})), 1
+                embedded,
+                ("platpay_job_runs_total", frozenset({("kind", "webhook.deliver"), ("outcome", "done")})),
+                1,
             )
-        assert (
-            found[("platpay_job_runs_total", frozenset({("kind", "webhook.deliver"), ("outcome", "done")}))]
-            == 1
-        )
+        assert found[("platpay_webhook_attempts_total", frozenset({("outcome", "delivered")}))] == 1
 
 
 async def _wait_for_sample(app, key, value, timeout: float = 10.0) -> dict:

@@ -167,8 +167,9 @@ class TestMetricsAcrossProcesses:
 
         # Every answer, whichever process gives it, is the same deployment-wide count.
         deadline = time.monotonic() + 10
-        while sample(scrape(base_url), "platpay_webhook_attempts_total", outcome="delivered") < 1:
-            assert time.monotonic() < deadline, "the worker's webhook attempt never showed in /metrics"
+        # (The job run is counted when the delivery's transaction has committed, after its attempt.)
+        while sample(scrape(base_url), "platpay_job_runs_total", kind="webhook.deliver", outcome="done") < 1:
+            assert time.monotonic() < deadline, "the worker's webhook delivery never showed in /metrics"
             time.sleep(0.1)
         scrapes = [scrape(base_url) for _ in range(12)]
         for found in scrapes:
