@@ -59,14 +59,19 @@ def _spacing_problem(value: str, field: str) -> Problem | None:
     return None
 
 
+def _layout_problem(value: str, field: str) -> Problem | None:
+    """What every name must avoid: control and formatting characters, and stray spaces."""
+    if (char := _invisible(value)) is not None:
+        return _invisible_problem(field, char)
+    return _spacing_problem(value, field)
+
+
 def check_name(value: str | None, field: str) -> list[Problem]:
     """A person's name: starts with a letter; then letters, combining marks, single spaces, - ' ’ ."""
     if value is None:
         return []
-    if (char := _invisible(value)) is not None:
-        return [_invisible_problem(field, char)]
-    if (spacing := _spacing_problem(value, field)) is not None:
-        return [spacing]
+    if (layout := _layout_problem(value, field)) is not None:
+        return [layout]
     if unicodedata.category(value[0])[0] != "L":
         return [Problem(field, "must start with a letter")]
     if any(unicodedata.category(char)[0] not in "LM" and char not in _NAME_PUNCTUATION for char in value):
@@ -78,11 +83,8 @@ def check_text_name(value: str | None, field: str) -> list[Problem]:
     """A business's name: any printable text, without control characters or stray spaces."""
     if value is None:
         return []
-    if (char := _invisible(value)) is not None:
-        return [_invisible_problem(field, char)]
-    if (spacing := _spacing_problem(value, field)) is not None:
-        return [spacing]
-    return []
+    layout = _layout_problem(value, field)
+    return [layout] if layout is not None else []
 
 
 def parse_past_date(value: str | None, field: str, *, today: date) -> tuple[date | None, list[Problem]]:
