@@ -35,8 +35,13 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, An
     monkeypatch.setattr(cli, "get_settings", lambda: settings)
     for name in ("PLATPAY_HOST", "PLATPAY_PORT", "PLATPAY_RUN_EMBEDDED_WORKER"):
         monkeypatch.setenv(name, "restored after the test")  # serve --workers N writes them
-    # serve and worker switch the process to multiprocess metrics: switched back after the test.
-    monkeypatch.delenv(metrics.MULTIPROCESS_ENV, raising=False)
+    # serve and worker switch the process to multiprocess metrics: switched back after the test. (setenv
+    # first: delenv of an unset variable records nothing to restore, and serve then sets it for good.)
+    monkeypatch.setenv(metrics.MULTIPROCESS_ENV, "")
+    monkeypatch.delenv(metrics.MULTIPROCESS_ENV)
+    import platpay.app
+
+    monkeypatch.setattr(platpay.app, "freeze_startup_objects", lambda: None)  # not in the test process
     monkeypatch.setattr(prometheus_values, "ValueClass", prometheus_values.ValueClass)
     monkeypatch.setattr(metrics, "_process_metrics", metrics._process_metrics)
     calls: list[dict[str, Any]] = []
