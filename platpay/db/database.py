@@ -235,8 +235,11 @@ class Database:
             return None
 
         dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        # A quarter of the engine's pool: a lean read holds its connection for one short statement, so a
+        # few serve every concurrent request (they queue briefly), without doubling the process's share of
+        # PostgreSQL's max_connections.
         return await asyncpg.create_pool(
-            dsn, min_size=0, max_size=self._lean_limit or 5, init=codecs, reset=no_reset
+            dsn, min_size=0, max_size=max(2, (self._lean_limit or 8) // 4), init=codecs, reset=no_reset
         )
 
     async def dispose(self) -> None:

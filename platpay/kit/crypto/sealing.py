@@ -68,8 +68,12 @@ _sealers: dict[tuple[str | None, str], Sealer] = {}
 
 def get_sealer(configured: str | None, var_dir: Path) -> Sealer:
     """The process-wide sealer for these settings (keys are loaded once)."""
-    cache_key = (configured, str(var_dir.resolve()))
-    sealer = _sealers.get(cache_key)
+    quick_key = (configured, str(var_dir))  # looked up per request: no path resolution (a syscall) then
+    sealer = _sealers.get(quick_key)
     if sealer is None:
-        sealer = _sealers[cache_key] = Sealer(load_master_key(configured, var_dir))
+        cache_key = (configured, str(var_dir.resolve()))
+        sealer = _sealers.get(cache_key)
+        if sealer is None:
+            sealer = _sealers[cache_key] = Sealer(load_master_key(configured, var_dir))
+        _sealers[quick_key] = sealer
     return sealer
