@@ -15,8 +15,9 @@ _INSERT_EVENT = Lean(EventRow.__table__.insert())
 _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 
 
-async def insert_event(session: AsyncSession, event: EventRow) -> None:
-    await lean.rows(session, _INSERT_EVENT, lean.values_of(event))
+async def insert_event(session: AsyncSession, values: dict[str, Any]) -> None:
+    """Insert an event row: id, tenant_id, type, data, created_at."""
+    await lean.rows(session, _INSERT_EVENT, values)
 
 
 async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:

@@ -42,40 +42,47 @@ def _payload(resource: ApiModel | dict[str, Any]) -> dict[str, Any]:
 
 async def emit(
     session: AsyncSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
-) -> EventRow:
-    """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint."""
+) -> str:
+    """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint;
+    the event's id."""
     from platpay.platforms import service as platforms_service
 
     if type not in types.ALL:
         raise ValueError(f"unknown event type {type!r}")
     now = clock.now()
-    event = EventRow(
-        id=new_id("Event"), tenant_id=tenant_id, type=type, data=_payload(resource), created_at=now
-    )
-    # Core inserts, not session.add: events are written on every money movement, and the ORM's unit of
-    # work costs several times the statement itself.
+    event = {
+        "id": new_id("Event"),
+        "tenant_id": tenant_id,
+        "type": type,
+        "data": _payload(resource),
+        "created_at": now,
+    }
+    # Lean inserts of plain values, not session.add of an EventRow: events are written on every money
+    # movement, and the ORM's instance and unit of work cost several times the statement itself.
     await repository.insert_event(session, event)
     url = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
     if url:
-        await _schedule(session, event=event, url=url, now=now)
-    return event
+        await _schedule(session, event_id=event["id"], tenant_id=tenant_id, type=type, url=url, now=now)
+    return event["id"]
 
 
-async def _schedule(session: AsyncSession, *, event: EventRow, url: str, now: datetime) -> str:
+async def _schedule(
+    session: AsyncSession, *, event_id: str, tenant_id: str, type: str, url: str, now: datetime
+) -> str:
     delivery_id = new_id("Webhook")
     job_id = await jobs_service.enqueue(
-        session, DELIVER_JOB, {"deliveryId": delivery_id}, tenant_id=event.tenant_id, run_at=now
+        session, DELIVER_JOB, {"deliveryId": delivery_id}, tenant_id=tenant_id, run_at=now
     )
     await repository.insert_delivery(
         session,
         {
             "id": delivery_id,
-            "tenant_id": event.tenant_id,
-            "event_id": event.id,
-            "event_type": event.type,
+            "tenant_id": tenant_id,
+            "event_id": event_id,
+            "event_type": type,
             "url": url,
             "status": delivery_mod.PENDING,
-            "retryable": event.type not in types.NOT_RETRIED,
+            "retryable": type not in types.NOT_RETRIED,
             "job_id": job_id,
             "attempt_count": 0,
             "next_attempt_at": now,
