@@ -21,10 +21,9 @@ async def _set_endpoint(client, auth, url):
 
 async def _emit(db, tenant_id, event_type="CUSTOMER.KYC_APPROVED", data=None):
     async with db.transaction() as session:
-        event = await events_service.emit(
+        return await events_service.emit(
             session, tenant_id=tenant_id, type=event_type, resource=data or {"id": "Customer:x"}
         )
-    return event.id
 
 
 async def _tenant_id(client, auth, db):
