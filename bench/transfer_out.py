@@ -9,8 +9,8 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes, 14 round trips: the token lookup (autocommit, before the transaction), then BEGIN; advisory lock on
-the key (PostgreSQL); idempotency key lookup; one joined read of the internal account, the external
+sizes, 13 round trips: the token lookup (autocommit, before the transaction), then BEGIN; the advisory
+lock on the key (PostgreSQL) and the idempotency key lookup in one statement; one joined read of the internal account, the external
 account and the owner; INSERT transaction; the conditional balance UPDATE … RETURNING (the overdraft check,
 its result feeds the BALANCE_UPDATED event); INSERT journal entry; INSERT 2 postings; INSERT event
 OUTGOING_PAYMENT.PENDING; INSERT the settlement job; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED; INSERT
@@ -308,9 +308,9 @@ def pgbench_script(*, hot: bool) -> str:
         "JOIN platforms ON platforms.id = tenants.platform_id "
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
         "BEGIN;",
-        "SELECT pg_try_advisory_xact_lock(:lock::bigint);",
-        "SELECT fingerprint, response_status, response_body, expires_at "
-        "FROM idempotency_keys WHERE tenant_id = :tenant AND key = 'pgbench-' || :r;",
+        "SELECT pg_try_advisory_xact_lock(:lock::bigint), k.fingerprint, k.response_status, k.response_body, "
+        "k.expires_at FROM (SELECT 1 AS one) AS s LEFT OUTER JOIN idempotency_keys k "
+        "ON k.tenant_id = :tenant AND k.key = 'pgbench-' || :r;",
         # platpay reads the internal account, the external account and the owner in one joined SELECT;
         # the bench map (n -> ids) rides along in the same query.
         "SELECT b.internal_id, b.external_id, coalesce(b.customer_id, '') AS customer_id, "

@@ -29,7 +29,8 @@ from typing import Annotated, Any
 from fastapi import Header, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
-from sqlalchemy import BigInteger, String, Text, bindparam, delete, func, select
+from sqlalchemy import BigInteger, String, Text, and_, bindparam, delete, func, literal, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -73,11 +74,14 @@ class IdempotencyKeyRow(Base):
 
 _KEYS = IdempotencyKeyRow.__table__
 # Lean statements: this runs on every request that moves money (no ORM identity map needed).
-_LOCK = Lean(select(func.pg_try_advisory_xact_lock(bindparam("lock_id", type_=BigInteger))))
-_STORED = Lean(
-    select(_KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at).where(
-        _KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key")
-    )
+_STORED_COLUMNS = (_KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at)
+_THIS_KEY = and_(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
+_STORED = Lean(select(*_STORED_COLUMNS).where(_THIS_KEY))
+# PostgreSQL: the advisory lock and the stored answer (if any) in one row.
+_LOCK_AND_STORED = Lean(
+    select(
+        func.pg_try_advisory_xact_lock(bindparam("lock_id", type_=BigInteger)), *_STORED_COLUMNS
+    ).select_from(select(literal(1).label("one")).subquery().outerjoin(_KEYS, _THIS_KEY))
 )
 _DELETE = Lean(
     delete(_KEYS).where(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
@@ -91,6 +95,10 @@ class IdempotencyKeyInUse(Conflict):
 
 class IdempotencyKeyReused(InvalidInput):
     code = "IDEMPOTENCY_KEY_REUSED"
+
+
+class _StoredMeanwhile(Exception):
+    """The key's row appeared between this request's claim and its store (see _claim)."""
 
 
 Operation = Callable[[AsyncSession], Awaitable[tuple[int, Any]]]
@@ -142,21 +150,45 @@ async def execute(
         async with db.transaction(known=known) as session:
             status, body = await operation(session)
         return _response(status, render(body), replayed=False)
+    for _ in range(2):
+        try:
+            return await _execute_once(
+                db,
+                tenant_id=tenant_id,
+                key=key,
+                fingerprint=request_fingerprint,
+                operation=operation,
+                known=known,
+            )
+        except _StoredMeanwhile:
+            # A duplicate committed its answer just before this request took the key (see _claim): this
+            # request's writes were rolled back with its transaction; the next pass replays that answer.
+            continue
+    raise IdempotencyKeyInUse(  # a third request for the key raced this one twice: let the client retry
+        f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
+        headers={"Retry-After": "1"},
+        details={"idempotencyKey": key},
+    )
 
+
+async def _execute_once(
+    db: Database,
+    *,
+    tenant_id: str,
+    key: str,
+    fingerprint: str,
+    operation: Operation,
+    known: Mapping[str, Any] | None,
+) -> Response:
     try:
         async with db.transaction(known=known) as session:
-            stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=request_fingerprint)
+            stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
             if stored is not None:
                 return stored
             status, body = await operation(session)
             rendered = render(body)
             await _store(
-                session,
-                tenant_id=tenant_id,
-                key=key,
-                fingerprint=request_fingerprint,
-                status=status,
-                body=rendered,
+                session, tenant_id=tenant_id, key=key, fingerprint=fingerprint, status=status, body=rendered
             )
         return _response(status, rendered, replayed=False)
     except ApiError as error:
@@ -167,7 +199,7 @@ async def execute(
     # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —
     # unless a duplicate got the key in between and stored its answer, which is then the key's answer.
     async with db.transaction(known=known) as session:
-        stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=request_fingerprint)
+        stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
         if stored is not None:
             return stored
         rendered = render(refusal.body())
@@ -175,7 +207,7 @@ async def execute(
             session,
             tenant_id=tenant_id,
             key=key,
-            fingerprint=request_fingerprint,
+            fingerprint=fingerprint,
             status=refusal.status,
             body=rendered,
         )
@@ -189,16 +221,24 @@ async def _claim(
     else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
     used for another request."""
     if db.dialect == "postgresql":
-        # Transaction-scoped: released by the COMMIT that stores the key, or by a rollback.
-        got_lock = (await lean.first(session, _LOCK, {"lock_id": _lock_id(tenant_id, key)}) or (False,))[0]
+        # The transaction-scoped lock (released by the COMMIT that stores the key, or by a rollback) and
+        # the stored answer in one round trip. The statement reads the keys as of its start, so a duplicate
+        # that committed between that and taking the lock goes unseen: this request then runs and fails to
+        # store the key (unique violation), rolls back, and replays the duplicate's answer instead.
+        got_lock, *stored = await lean.first(  # type: ignore[misc]
+            session,
+            _LOCK_AND_STORED,
+            {"lock_id": _lock_id(tenant_id, key), "tenant_id": tenant_id, "key": key},
+        )
         if not got_lock:
             raise IdempotencyKeyInUse(
                 f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
                 headers={"Retry-After": "1"},
                 details={"idempotencyKey": key},
             )
-    stored = await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key})
-    if stored is None:
+    else:  # SQLite: one writer at a time, so the lookup alone decides
+        stored = list(await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key}) or ())
+    if not stored or stored[0] is None:
         return None
     stored_fingerprint, response_status, response_body, expires_at = stored
     if expires_at <= clock.now():
@@ -218,19 +258,22 @@ async def _store(
     session: AsyncSession, *, tenant_id: str, key: str, fingerprint: str, status: int, body: bytes
 ) -> None:
     now = clock.now()
-    await lean.rows(
-        session,
-        _INSERT,
-        {
-            "tenant_id": tenant_id,
-            "key": key,
-            "fingerprint": fingerprint,
-            "response_status": status,
-            "response_body": _sealer().seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
-            "created_at": now,
-            "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
-        },
-    )
+    try:
+        await lean.rows(
+            session,
+            _INSERT,
+            {
+                "tenant_id": tenant_id,
+                "key": key,
+                "fingerprint": fingerprint,
+                "response_status": status,
+                "response_body": _sealer().seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
+                "created_at": now,
+                "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
+            },
+        )
+    except IntegrityError as error:  # the key's primary key: a duplicate stored it meanwhile
+        raise _StoredMeanwhile from error
 
 
 async def purge_expired(session: AsyncSession, *, before: datetime) -> int:
