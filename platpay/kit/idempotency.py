@@ -3,16 +3,20 @@
 The effect, the stored response and the key are committed in ONE transaction, so a crash can never leave
 an effect without its key or a key without its effect:
 
-1. On PostgreSQL take a transaction-scoped advisory lock on (tenant, key); if another request holds it,
-   that duplicate is in flight: 409 IDEMPOTENCY_KEY_IN_USE (retry later). On SQLite writers are already
-   serialized, so a duplicate simply waits and then finds the stored response.
-2. A stored response for the key: same request fingerprint -> replay the identical status and body;
-   a different fingerprint -> 400 IDEMPOTENCY_KEY_REUSED, nothing runs.
+1. On PostgreSQL take a transaction-scoped advisory lock on (tenant, key), in the same statement that
+   reads the stored response; if another request holds the lock, that duplicate is in flight: 409
+   IDEMPOTENCY_KEY_IN_USE (retry later). On SQLite writers are already serialized, so a duplicate simply
+   waits and then finds the stored response.
+2. A stored response for the key: same request fingerprint (method, path, body, calling API token) ->
+   replay the identical status and body; a different fingerprint -> 400 IDEMPOTENCY_KEY_REUSED, nothing
+   runs. (A duplicate committing between the statement's snapshot and its lock is caught in step 3.)
 3. Otherwise run the operation; its success is stored with the key in its own transaction. A 4xx
    ApiError (the request was executed and deterministically refused) rolls the operation's writes back
    and is stored under the key in a second transaction that claims the key again (if a duplicate stored
    an answer in between, that answer is replayed instead, so a key never has two answers). Anything else
-   (5xx, crash) stores nothing, so a retry runs afresh. No savepoint is needed on the success path.
+   (5xx, crash) stores nothing, so a retry runs afresh. No savepoint is needed on the success path. If
+   storing the key finds it already stored (the race of step 2), the transaction rolls back and the
+   stored answer is replayed.
 
 Stored responses are sealed with the master key: a replay must be byte-identical, and some first
 responses carry a secret that must not sit in the database in clear (POST /tokens' clientSecret).
