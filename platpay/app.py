@@ -209,6 +209,9 @@ def create_app(
         openapi_url="/openapi.json",
         docs_url="/docs",
         redoc_url=None,
+        # FastAPI's OpenTelemetry bridge looks up the global providers on every request even when none
+        # is configured; platpay's own metrics are Prometheus (/metrics).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.metrics = app_metrics

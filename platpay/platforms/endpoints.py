@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import Request
+from fastapi import Request, Response
 
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.auth.service import Principal
@@ -12,9 +12,9 @@ router = api_router(tags=["Platform Configuration"])
 
 
 @router.get("/config", response_model=PlatformConfig)
-async def get_config(principal: Principal = Viewer) -> PlatformConfig:
+async def get_config(principal: Principal = Viewer) -> Response:
     """Get this environment's platform configuration, including the webhook signing public key."""
-    return platforms_service.render_config(principal.tenant)
+    return Response(platforms_service.config_json(principal.tenant), media_type="application/json")
 
 
 @router.patch("/config", response_model=PlatformConfig)

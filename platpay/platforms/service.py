@@ -165,6 +165,26 @@ def render_config(tenant: TenantContext) -> PlatformConfig:
     )
 
 
+_RENDERED: dict[tuple[str, str, Any], bytes] = {}
+_RENDERED_MAX = 4096
+
+
+def config_json(tenant: TenantContext) -> bytes:
+    """GET /config's body for the configuration authentication just read. Rendering it (seven models and
+    their JSON) is most of that request's own work, so the bytes are kept per version of the
+    configuration: every change goes through update_config, which moves updated_at, so a changed
+    configuration is a new key — the cache can never serve a stale one."""
+    key = (tenant.id, tenant.config_id, tenant.updated_at)
+    body = _RENDERED.get(key)
+    if body is None:
+        if len(_RENDERED) >= _RENDERED_MAX:
+            _RENDERED.clear()
+        body = _RENDERED[key] = (
+            render_config(tenant).model_dump_json(by_alias=True, exclude_none=True).encode()
+        )
+    return body
+
+
 def _validate_currencies(entries: list[PlatformCurrencyConfigIn]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     result = []
