@@ -17,9 +17,9 @@ import structlog
 
 from platpay import BASE_PATH
 from platpay.errors import InvalidInput, PayloadTooLarge
+from platpay.logging import log_request
 from platpay.metrics import HTTP_LATENCY, HTTP_REQUESTS
 
-log = structlog.get_logger("platpay.access")
 REQUEST_ID_HEADER = b"x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _QUIET_PATHS = {"/healthz", "/readyz", "/metrics"}
@@ -100,8 +100,8 @@ class EdgeMiddleware:
             HTTP_REQUESTS.labels(method, template, str(status)).inc()
             HTTP_LATENCY.labels(method, template).observe(elapsed)
             if scope["path"] not in _QUIET_PATHS:
-                log.info(
-                    "request",
+                log_request(
+                    request_id,
                     method=method,
                     path=scope["path"],
                     route=template,

@@ -171,6 +171,10 @@ class TestMetricsAcrossProcesses:
         while sample(scrape(base_url), "platpay_job_runs_total", kind="webhook.deliver", outcome="done") < 1:
             assert time.monotonic() < deadline, "the worker's webhook delivery never showed in /metrics"
             time.sleep(0.1)
+        # (A request is counted once its response has gone out, so the last one may still be on its way.)
+        while config_requests(scrape(base_url)) < sent + 1:
+            assert time.monotonic() < deadline, "the requests never all showed in /metrics"
+            time.sleep(0.1)
         scrapes = [scrape(base_url) for _ in range(12)]
         for found in scrapes:
             assert config_requests(found) == sent + 1  # and the PATCH
