@@ -7,7 +7,8 @@ import json
 import os
 import signal
 import sys
-from typing import Annotated
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
 
@@ -142,6 +143,18 @@ def serve(
         uvicorn.run(application, **common)
 
 
+def _run_fast(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a long-lived process's loop on uvloop when it is installed (uvicorn[standard] brings it), as
+    `serve` does: asyncpg costs about a third of the CPU per statement there than on asyncio's own loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(coroutine)
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(coroutine)
+
+
 @app.command()
 def worker(
     concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
@@ -177,7 +190,7 @@ def worker(
             process_gauge.set(0)
             metrics.process_exiting()
 
-    asyncio.run(main())
+    _run_fast(main())
 
 
 @platform_app.command("create")

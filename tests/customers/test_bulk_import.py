@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import func, select, text
 
 from platpay.accounts.models import InternalAccountRow
 from platpay.customers.bulk_models import BulkImportFileChunkRow, BulkImportJobRow
@@ -524,22 +524,27 @@ class TestIdempotencyAndIsolation:
 
 
 class FailingInserts:
-    """Makes the next `INSERT INTO ledger_accounts` fail while armed: the chunk's transaction then fails
+    """Makes the next insert of ledger accounts fail while armed: the chunk's transaction then fails
     midway, after its customers and internal accounts were written."""
 
     def __init__(self, db) -> None:
-        self.engine = db.engine.sync_engine
+        from platpay.ledger import repository as ledger_repository
+
+        self.module = ledger_repository
+        self.original = ledger_repository.insert_accounts
         self.armed = False
         self.failures = 0
-        event.listen(self.engine, "before_cursor_execute", self._before)
 
-    def _before(self, conn, cursor, statement, parameters, context, executemany) -> None:
-        if self.armed and statement.lstrip().upper().startswith("INSERT INTO LEDGER_ACCOUNTS"):
-            self.failures += 1
-            raise RuntimeError("simulated crash in the middle of a chunk")
+        async def insert_accounts(session, rows):
+            if self.armed:
+                self.failures += 1
+                raise RuntimeError("simulated crash in the middle of a chunk")
+            await self.original(session, rows)
+
+        ledger_repository.insert_accounts = insert_accounts
 
     def remove(self) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._before)
+        self.module.insert_accounts = self.original
 
 
 class TestCrashes:
