@@ -199,6 +199,7 @@ def create_app(
             await close_clients()
             if own_db:
                 await db.dispose()
+            app_metrics.requests.flush()  # the last requests' tally
             app_metrics.processes.labels("server").set(0)
             metrics_module.process_exiting()
 

@@ -127,6 +127,7 @@ def serve(
         "access_log": False,
         "log_config": uvicorn_log_config(settings.log_level, json_output=settings.log_json),
         "log_level": level_number(settings.log_level),
+        "loop": settings.chosen_event_loop(),
     }
     if workers > 1:
         # Children rebuild settings from the environment; carry the CLI overrides there.
@@ -143,16 +144,15 @@ def serve(
         uvicorn.run(application, **common)
 
 
-def _run_fast(coroutine: Coroutine[Any, Any, None]) -> None:
-    """Run a long-lived process's loop on uvloop when it is installed (uvicorn[standard] brings it), as
-    `serve` does: asyncpg costs about a third of the CPU per statement there than on asyncio's own loop."""
-    try:
+def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run a long-lived process's loop on the event loop `serve` would use (PLATPAY_EVENT_LOOP)."""
+    if settings.chosen_event_loop() == "uvloop":
         import uvloop
-    except ImportError:
-        asyncio.run(coroutine)
-    else:
+
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(coroutine)
+    else:
+        asyncio.run(coroutine)
 
 
 @app.command()
@@ -190,7 +190,7 @@ def worker(
             process_gauge.set(0)
             metrics.process_exiting()
 
-    _run_fast(main())
+    _run_on_chosen_loop(settings, main())
 
 
 @platform_app.command("create")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -13,6 +15,15 @@ DEFAULT_SQLITE_PATH = Path("var") / "platpay.db"
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PLATPAY_", extra="ignore")
+
+    def chosen_event_loop(self) -> Literal["asyncio", "uvloop"]:
+        """`event_loop` resolved: uvloop only if installed (uvicorn[standard] brings it)."""
+        choice = self.event_loop
+        if choice == "auto":
+            choice = "asyncio" if self.database_url.startswith("sqlite") else "uvloop"
+        if choice == "uvloop" and importlib.util.find_spec("uvloop") is None:
+            return "asyncio"
+        return choice
 
     database_url: str = Field(
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
@@ -38,6 +49,12 @@ class Settings(BaseSettings):
     )
 
     # HTTP
+    event_loop: Literal["auto", "asyncio", "uvloop"] = Field(
+        default="auto",
+        description="event loop of `serve` and `worker`: auto picks uvloop on PostgreSQL (asyncpg costs about "
+        "a third of the CPU there) and asyncio's own on SQLite (uvloop serves its inline reads unevenly: "
+        "a p99 of ~8x the median under load); see bench/README.md",
+    )
     max_body_bytes: int = 1_048_576
     db_pool_size: int = Field(
         default=20, description="above job_concurrency, so jobs never wait for a connection"

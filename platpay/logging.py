@@ -10,6 +10,8 @@ WARNING whatever the configured level.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -126,6 +128,7 @@ class _AccessLog:
 
     json_output = True
     enabled = True
+    flush_pending: Any = None  # the stream a flush is scheduled for
 
 
 def log_request(request_id: str, **fields: Any) -> None:
@@ -147,7 +150,29 @@ def log_request(request_id: str, **fields: Any) -> None:
     fields["request_id"] = request_id
     fields["level"] = "info"
     fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
-    print(json.dumps(fields), file=sys.stdout, flush=True)  # the current stdout, as structlog's PrintLogger
+    stream = sys.stdout  # the current stdout, as structlog's PrintLogger
+    stream.write(json.dumps(fields) + "\n")
+    _flush_soon(stream)
+
+
+def _flush_soon(stream: Any) -> None:
+    """Flush `stream` once the event loop has run what is ready now: the lines of every request finishing
+    in one loop iteration go out in one write (one system call per line was ~4% of a request's CPU under
+    load), and none waits longer than that iteration. Outside an event loop: at once."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        stream.flush()
+        return
+    if _AccessLog.flush_pending is not stream:
+        _AccessLog.flush_pending = stream
+        loop.call_soon(_flush, stream)
+
+
+def _flush(stream: Any) -> None:
+    _AccessLog.flush_pending = None
+    with contextlib.suppress(ValueError, OSError):  # closed meanwhile (a test's captured stdout)
+        stream.flush()
 
 
 def configure(level: str = "INFO", *, json_output: bool = True) -> None:

@@ -7,9 +7,9 @@ into the log, so no secret can reach a log line from here.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
-import uuid
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -18,7 +18,7 @@ import structlog
 from platpay import BASE_PATH
 from platpay.errors import InvalidInput, PayloadTooLarge
 from platpay.logging import log_request
-from platpay.metrics import HTTP_LATENCY, HTTP_REQUESTS
+from platpay.metrics import record_request
 
 REQUEST_ID_HEADER = b"x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -44,7 +44,7 @@ class EdgeMiddleware:
                 request_id = candidate if _VALID_REQUEST_ID.match(candidate) else None
             elif name == b"content-length":
                 content_length = value
-        request_id = request_id or uuid.uuid4().hex
+        request_id = request_id or os.urandom(16).hex()  # as random as uuid4().hex, at a fraction of the cost
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
@@ -97,8 +97,7 @@ class EdgeMiddleware:
             template = template.removeprefix(BASE_PATH) or template  # routes are named without the version
             method = scope["method"]
             status = status_holder[0]
-            HTTP_REQUESTS.labels(method, template, str(status)).inc()
-            HTTP_LATENCY.labels(method, template).observe(elapsed)
+            record_request(method, template, status, elapsed)
             if scope["path"] not in _QUIET_PATHS:
                 log_request(
                     request_id,

@@ -165,3 +165,28 @@ async def _is_regulated(database_url: str, platform_id: str) -> bool:
     finally:
         await db.dispose()
     return bool(rows["is_regulated"])
+
+
+@pytest.mark.parametrize(
+    ("database_url", "choice", "expected"),
+    [
+        ("sqlite+aiosqlite:///var/platpay.db", "auto", "asyncio"),
+        ("postgresql+asyncpg://postgres@127.0.0.1/platpay", "auto", "uvloop"),
+        ("sqlite+aiosqlite:///var/platpay.db", "uvloop", "uvloop"),
+        ("postgresql+asyncpg://postgres@127.0.0.1/platpay", "asyncio", "asyncio"),
+    ],
+)
+def test_event_loop_follows_the_database_unless_chosen(database_url, choice, expected) -> None:
+    from platpay.config import Settings
+
+    settings = Settings(database_url=database_url, event_loop=choice)
+    assert settings.chosen_event_loop() == expected
+
+
+def test_an_unknown_event_loop_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from platpay.config import Settings
+
+    with pytest.raises(ValidationError, match="event_loop"):
+        Settings(event_loop="trio")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Select, Text, bindparam, cast, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.auth.models import ApiTokenRow
@@ -12,7 +12,8 @@ from platpay.db.lean import Lean
 from platpay.platforms.models import PlatformRow, TenantRow
 
 # Authentication runs on every request: one query for the live token with its tenant and platform (the
-# one place auth reads the platforms tables directly), flat columns in this order.
+# one place auth reads the platforms tables directly), flat columns in this order. The currencies come as
+# their JSON text: the service decodes them only for a tenant configuration it has not seen yet.
 CREDENTIAL = Lean(
     select(
         ApiTokenRow.id,
@@ -25,7 +26,7 @@ CREDENTIAL = Lean(
         TenantRow.config_id,
         TenantRow.uma_domain,
         TenantRow.webhook_endpoint,
-        TenantRow.supported_currencies,
+        cast(TenantRow.supported_currencies, Text),
         TenantRow.webhook_public_key_pem,
         TenantRow.created_at,
         TenantRow.updated_at,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -161,26 +162,35 @@ def _principal(row: tuple[Any, ...] | None, client_secret: str) -> Principal | N
     expected = row[2] if row is not None else _DUMMY_HASH
     if not hmac.compare_digest(_hash_secret(client_secret), expected) or row is None:
         return None
-    (
-        token_id,
-        permissions,
-        _secret_sha256,
-        tenant_id,
-        platform_id,
-        environment,
-        is_regulated,
-        config_id,
-        uma_domain,
-        webhook_endpoint,
-        supported_currencies,
-        webhook_public_key_pem,
-        created_at,
-        updated_at,
-    ) = row
-    return Principal(
-        token_id=token_id,
-        permissions=frozenset(permissions),
-        tenant=TenantContext(
+    token_id, permissions = row[0], row[1]
+    return Principal(token_id=token_id, permissions=frozenset(permissions), tenant=_tenant(row[3:]))
+
+
+# TenantContexts by every column they are built from: a tenant whose configuration changes has new values,
+# so a new key; an entry can never be stale. Shared by requests (frozen; never mutated).
+_TENANTS: dict[tuple[Any, ...], TenantContext] = {}
+_TENANTS_MAX = 4096
+
+
+def _tenant(columns: tuple[Any, ...]) -> TenantContext:
+    """The tenant part of a CREDENTIAL row as a TenantContext, decoding its currencies' JSON only the first
+    time this process sees this version of the tenant (most of the cost of building one, per request)."""
+    tenant = _TENANTS.get(columns)
+    if tenant is None:
+        (
+            tenant_id,
+            platform_id,
+            environment,
+            is_regulated,
+            config_id,
+            uma_domain,
+            webhook_endpoint,
+            supported_currencies_json,
+            webhook_public_key_pem,
+            created_at,
+            updated_at,
+        ) = columns
+        tenant = TenantContext(
             id=tenant_id,
             platform_id=platform_id,
             environment=environment,
@@ -188,9 +198,12 @@ def _principal(row: tuple[Any, ...] | None, client_secret: str) -> Principal | N
             config_id=config_id,
             uma_domain=uma_domain,
             webhook_endpoint=webhook_endpoint,
-            supported_currencies=supported_currencies,
+            supported_currencies=json.loads(supported_currencies_json),
             webhook_public_key_pem=webhook_public_key_pem,
             created_at=created_at,
             updated_at=updated_at,
-        ),
-    )
+        )
+        if len(_TENANTS) >= _TENANTS_MAX:
+            _TENANTS.clear()
+        _TENANTS[columns] = tenant
+    return tenant

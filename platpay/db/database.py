@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 
 from platpay.db.lean import Lean, convert
+from platpay.db.lean_pool import LeanPool
 
 WRITE_OPTION = "platpay_write"
 
@@ -92,7 +93,7 @@ class Database:
             weakref.WeakKeyDictionary()
         )
         # PostgreSQL: lean reads run on asyncpg pools of their own, per event loop (see fetch_first).
-        self._pg_pools: dict[asyncio.AbstractEventLoop, asyncio.Future[Any]] = {}
+        self._pg_pools: dict[asyncio.AbstractEventLoop, LeanPool] = {}
         # SQLite file databases: lean reads run inline on a read-only connection per thread.
         parsed = make_url(url)
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
@@ -184,8 +185,7 @@ class Database:
             else:
                 return convert(rows[0], results) if rows else None
         if not self.is_sqlite:
-            pool = await self._pg_lean_pool()
-            async with pool.acquire() as driver:
+            async with self._pg_lean_pool().connection() as driver:
                 row = await driver.fetchrow(sql, *args)  # a prepared statement cached by asyncpg
             return convert(row, results) if row is not None else None
         async with self._lean_slot(), self.engine.connect() as conn:
@@ -193,27 +193,27 @@ class Database:
             rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
         return convert(rows[0], results) if rows else None
 
-    async def _pg_lean_pool(self) -> Any:
-        """This event loop's asyncpg pool for lean reads: its connections decode JSON exactly as the
-        engine's do, and are handed back without a reset round trip (a lean read is one autocommit
-        SELECT: it leaves no session state behind). Acquiring from it costs a fraction of a checkout
-        through SQLAlchemy's pool, on every authenticated request."""
-        loop = asyncio.get_running_loop()
-        pending = self._pg_pools.get(loop)
-        if pending is not None and pending.done() and not pending.cancelled() and not pending.exception():
-            return pending.result()
-        if pending is None:
-            pending = self._pg_pools[loop] = loop.create_task(self._open_pg_pool())
-        try:
-            return await asyncio.shield(pending)
-        except Exception:
-            self._pg_pools.pop(loop, None)  # try again on the next read
-            raise
+    def _pg_lean_pool(self) -> LeanPool:
+        """This event loop's pool for lean reads (platpay.db.lean_pool): its connections decode JSON
+        exactly as the engine's do, and a use costs a fraction of a checkout through SQLAlchemy's pool.
 
-    async def _open_pg_pool(self) -> Any:
+        A quarter of the engine's pool size: a lean read holds its connection for one short statement, so
+        a few serve every concurrent request (they queue briefly, first come first served), without
+        doubling the process's share of PostgreSQL's max_connections."""
+        loop = asyncio.get_running_loop()
+        pool = self._pg_pools.get(loop)
+        if pool is None:
+            pool = self._pg_pools[loop] = LeanPool(
+                self._open_pg_connection, size=max(2, (self._lean_limit or 8) // 4)
+            )
+        return pool
+
+    async def _open_pg_connection(self) -> Any:
         import asyncpg
 
-        async def codecs(connection: Any) -> None:
+        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        connection = await asyncpg.connect(dsn)
+        try:
             # The engine's asyncpg dialect decodes json/jsonb to Python values at the driver: the same here,
             # so a Lean's result processors see the same values on both paths.
             await connection.set_type_codec(
@@ -230,26 +230,17 @@ class Database:
                 schema="pg_catalog",
                 format="binary",
             )
-
-        async def no_reset(_connection: Any) -> None:
-            return None
-
-        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        # A quarter of the engine's pool: a lean read holds its connection for one short statement, so a
-        # few serve every concurrent request (they queue briefly), without doubling the process's share of
-        # PostgreSQL's max_connections.
-        return await asyncpg.create_pool(
-            dsn, min_size=0, max_size=max(2, (self._lean_limit or 8) // 4), init=codecs, reset=no_reset
-        )
+        except BaseException:
+            connection.terminate()
+            raise
+        return connection
 
     async def dispose(self) -> None:
         readers, self._inline_readers = self._inline_readers, {}
         for reader in readers.values():
             reader.close()
         pools, self._pg_pools = self._pg_pools, {}
-        for loop, pending in pools.items():
-            if loop is asyncio.get_running_loop() and pending.done() and not pending.exception():
-                await pending.result().close()
-            elif loop is asyncio.get_running_loop():
-                pending.cancel()
+        for loop, pool in pools.items():
+            if loop is asyncio.get_running_loop():
+                await pool.close()
         await self.engine.dispose()

@@ -1,0 +1,208 @@
+"""The lean-read pool: first come first served, bounded, and healing after a lost or interrupted connection.
+
+Run against real asyncpg connections to PostgreSQL (the pool exists only for it)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+from sqlalchemy import bindparam, select, text
+
+from platpay.auth.models import ApiTokenRow
+from platpay.db.lean import Lean
+from platpay.db.lean_pool import LeanPool
+from tests.conftest import PG_URL, create_platform
+
+pytestmark = pytest.mark.skipif(not PG_URL, reason="the lean pool serves PostgreSQL only")
+
+
+def _dsn() -> str:
+    assert PG_URL is not None
+    return PG_URL.replace("postgresql+asyncpg://", "postgresql://")
+
+
+class _Counting:
+    """Opens real connections and counts them."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+        self.fail_next = False
+
+    async def __call__(self) -> asyncpg.Connection:
+        if self.fail_next:
+            self.fail_next = False
+            raise OSError("refused (test)")
+        self.opened += 1
+        return await asyncpg.connect(_dsn())
+
+
+async def test_waiters_are_served_in_arrival_order_and_newcomers_never_overtake() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    order: list[int] = []
+    try:
+        async with pool.connection() as held:
+            waiters = []
+            for number in range(5):
+                waiters.append(asyncio.create_task(_use(pool, number, order)))
+                await asyncio.sleep(0)  # each queues before the next is created
+            await held.fetchval("SELECT 1")
+        # While the first waiter is being woken, a newcomer arrives: it must queue behind all five.
+        late = asyncio.create_task(_use(pool, 99, order))
+        await asyncio.gather(*waiters, late)
+        assert order == [0, 1, 2, 3, 4, 99]
+        assert connect.opened == 1  # one connection, handed from each user to the next
+    finally:
+        await pool.close()
+
+
+async def _use(pool: LeanPool, number: int, order: list[int]) -> None:
+    async with pool.connection() as connection:
+        order.append(number)
+        assert await connection.fetchval("SELECT $1::int", number) == number
+
+
+async def test_never_more_connections_than_its_size() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=3)
+    active = peak = 0
+
+    async def read() -> None:
+        nonlocal active, peak
+        async with pool.connection() as connection:
+            active += 1
+            peak = max(peak, active)
+            await connection.fetchval("SELECT pg_sleep(0.01)")
+            active -= 1
+
+    try:
+        await asyncio.gather(*(read() for _ in range(40)))
+        assert peak == 3
+        assert connect.opened == 3
+    finally:
+        await pool.close()
+
+
+async def test_a_server_side_error_keeps_the_connection() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    try:
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            async with pool.connection() as connection:
+                await connection.fetchval("SELECT 1 / 0")
+        async with pool.connection() as connection:
+            assert await connection.fetchval("SELECT 2") == 2
+        assert connect.opened == 1
+    finally:
+        await pool.close()
+
+
+async def test_a_terminated_backend_is_replaced_and_its_waiters_still_served() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    try:
+        async with pool.connection() as connection:
+            victim = connection.get_server_pid()
+        admin = await asyncpg.connect(_dsn())
+        try:
+            await admin.execute("SELECT pg_terminate_backend($1)", victim)
+        finally:
+            await admin.close()
+        await asyncio.sleep(0.1)
+        with pytest.raises((asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError)):
+            async with pool.connection() as connection:
+                await connection.fetchval("SELECT 1")
+        values = await asyncio.gather(*(_value(pool, n) for n in range(5)))
+        assert values == list(range(5))
+        assert connect.opened == 2
+    finally:
+        await pool.close()
+
+
+async def _value(pool: LeanPool, number: int) -> int:
+    async with pool.connection() as connection:
+        return await connection.fetchval("SELECT $1::int", number)
+
+
+async def test_a_caller_cancelled_mid_statement_frees_its_slot() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    try:
+        started = asyncio.Event()
+
+        async def slow() -> None:
+            async with pool.connection() as connection:
+                started.set()
+                await connection.fetchval("SELECT pg_sleep(5)")
+
+        task = asyncio.create_task(slow())
+        await started.wait()
+        waiting = asyncio.create_task(_value(pool, 7))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await asyncio.wait_for(waiting, 5) == 7  # on a fresh connection: the old one was mid-statement
+        assert connect.opened == 2
+    finally:
+        await pool.close()
+
+
+async def test_a_cancelled_waiter_leaves_the_queue() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    try:
+        async with pool.connection():
+            gone = asyncio.create_task(_value(pool, 1))
+            await asyncio.sleep(0)
+            stays = asyncio.create_task(_value(pool, 2))
+            await asyncio.sleep(0)
+            gone.cancel()
+            await asyncio.sleep(0)
+        assert await asyncio.wait_for(stays, 5) == 2
+        assert gone.cancelled()
+    finally:
+        await pool.close()
+
+
+async def test_a_failed_connect_is_reported_and_the_slot_reused() -> None:
+    connect = _Counting()
+    pool = LeanPool(connect, size=1)
+    try:
+        connect.fail_next = True
+        with pytest.raises(OSError):
+            async with pool.connection():
+                pass
+        assert await _value(pool, 3) == 3
+    finally:
+        await pool.close()
+
+
+async def test_closed_pool_refuses_new_uses() -> None:
+    pool = LeanPool(_Counting(), size=1)
+    assert await _value(pool, 1) == 1
+    await pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        await _value(pool, 2)
+
+
+_TOKEN = Lean(select(ApiTokenRow.id).where(ApiTokenRow.client_id == bindparam("client_id")))
+
+
+async def test_database_lean_reads_survive_their_backend_being_killed(db, settings, backend) -> None:
+    if backend != "postgresql":
+        pytest.skip("lean reads use the pool on PostgreSQL only")
+    platform = await create_platform(db, settings)
+    client_id = platform["sandbox"][0]
+    assert await db.fetch_first(_TOKEN, {"client_id": client_id}) is not None
+    victims = [connection.get_server_pid() for connection in db._pg_lean_pool()._idle]
+    assert victims
+    async with db.read() as session:
+        for pid in victims:
+            await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await asyncio.sleep(0.1)
+    with pytest.raises((asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError)):
+        await db.fetch_first(_TOKEN, {"client_id": client_id})  # met the dead connection
+    assert await db.fetch_first(_TOKEN, {"client_id": client_id}) is not None  # on a new one
