@@ -5,6 +5,8 @@ Run against real asyncpg connections to PostgreSQL (the pool exists only for it)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -38,11 +40,19 @@ class _Counting:
         return await asyncpg.connect(_dsn())
 
 
-async def test_waiters_are_served_in_arrival_order_and_newcomers_never_overtake() -> None:
+@contextlib.asynccontextmanager
+async def _pool(size: int) -> AsyncIterator[tuple[LeanPool, _Counting]]:
     connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    order: list[int] = []
+    pool = LeanPool(connect, size=size)
     try:
+        yield pool, connect
+    finally:
+        await pool.close()
+
+
+async def test_waiters_are_served_in_arrival_order_and_newcomers_never_overtake() -> None:
+    order: list[int] = []
+    async with _pool(1) as (pool, connect):
         async with pool.connection() as held:
             waiters = []
             for number in range(5):
@@ -54,8 +64,6 @@ async def test_waiters_are_served_in_arrival_order_and_newcomers_never_overtake(
         await asyncio.gather(*waiters, late)
         assert order == [0, 1, 2, 3, 4, 99]
         assert connect.opened == 1  # one connection, handed from each user to the next
-    finally:
-        await pool.close()
 
 
 async def _use(pool: LeanPool, number: int, order: list[int]) -> None:
@@ -65,8 +73,6 @@ async def _use(pool: LeanPool, number: int, order: list[int]) -> None:
 
 
 async def test_never_more_connections_than_its_size() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=3)
     active = peak = 0
 
     async def read() -> None:
@@ -77,32 +83,24 @@ async def test_never_more_connections_than_its_size() -> None:
             await connection.fetchval("SELECT pg_sleep(0.01)")
             active -= 1
 
-    try:
+    async with _pool(3) as (pool, connect):
         await asyncio.gather(*(read() for _ in range(40)))
         assert peak == 3
         assert connect.opened == 3
-    finally:
-        await pool.close()
 
 
 async def test_a_server_side_error_keeps_the_connection() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    try:
+    async with _pool(1) as (pool, connect):
         with pytest.raises(asyncpg.DivisionByZeroError):
             async with pool.connection() as connection:
                 await connection.fetchval("SELECT 1 / 0")
         async with pool.connection() as connection:
             assert await connection.fetchval("SELECT 2") == 2
         assert connect.opened == 1
-    finally:
-        await pool.close()
 
 
 async def test_a_terminated_backend_is_replaced_and_its_waiters_still_served() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    try:
+    async with _pool(1) as (pool, connect):
         async with pool.connection() as connection:
             victim = connection.get_server_pid()
         admin = await asyncpg.connect(_dsn())
@@ -117,8 +115,6 @@ async def test_a_terminated_backend_is_replaced_and_its_waiters_still_served() -
         values = await asyncio.gather(*(_value(pool, n) for n in range(5)))
         assert values == list(range(5))
         assert connect.opened == 2
-    finally:
-        await pool.close()
 
 
 async def _value(pool: LeanPool, number: int) -> int:
@@ -127,9 +123,7 @@ async def _value(pool: LeanPool, number: int) -> int:
 
 
 async def test_a_caller_cancelled_mid_statement_frees_its_slot() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    try:
+    async with _pool(1) as (pool, connect):
         started = asyncio.Event()
 
         async def slow() -> None:
@@ -146,14 +140,10 @@ async def test_a_caller_cancelled_mid_statement_frees_its_slot() -> None:
             await task
         assert await asyncio.wait_for(waiting, 5) == 7  # on a fresh connection: the old one was mid-statement
         assert connect.opened == 2
-    finally:
-        await pool.close()
 
 
 async def test_a_cancelled_waiter_leaves_the_queue() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    try:
+    async with _pool(1) as (pool, _connect):
         async with pool.connection():
             gone = asyncio.create_task(_value(pool, 1))
             await asyncio.sleep(0)
@@ -163,21 +153,15 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
             await asyncio.sleep(0)
         assert await asyncio.wait_for(stays, 5) == 2
         assert gone.cancelled()
-    finally:
-        await pool.close()
 
 
 async def test_a_failed_connect_is_reported_and_the_slot_reused() -> None:
-    connect = _Counting()
-    pool = LeanPool(connect, size=1)
-    try:
+    async with _pool(1) as (pool, connect):
         connect.fail_next = True
         with pytest.raises(OSError):
             async with pool.connection():
                 pass
         assert await _value(pool, 3) == 3
-    finally:
-        await pool.close()
 
 
 async def test_closed_pool_refuses_new_uses() -> None:
