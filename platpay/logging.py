@@ -128,7 +128,7 @@ class _AccessLog:
 
     json_output = True
     enabled = True
-    flush_pending: Any = None  # the stream a flush is scheduled for
+    flush_pending: tuple[Any, asyncio.AbstractEventLoop] | None = None  # a flush scheduled: stream, loop
 
 
 def log_request(request_id: str, **fields: Any) -> None:
@@ -164,8 +164,9 @@ def _flush_soon(stream: Any) -> None:
     except RuntimeError:
         stream.flush()
         return
-    if _AccessLog.flush_pending is not stream:
-        _AccessLog.flush_pending = stream
+    pending = _AccessLog.flush_pending
+    if pending is None or pending[0] is not stream or pending[1] is not loop or loop.is_closed():
+        _AccessLog.flush_pending = (stream, loop)
         loop.call_soon(_flush, stream)
 
 
