@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import httpx
 
 from platpay.db.database import Database
@@ -380,3 +382,22 @@ class TestMultiprocessMetrics:
         finally:
             staying.kill()
             staying.wait()
+
+
+def test_generated_request_ids_are_unique_and_a_forked_process_draws_its_own() -> None:
+    from platpay.middleware import _new_request_id
+
+    ids = [_new_request_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(value) == 32 and int(value, 16) >= 0 for value in ids)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: report one id and leave at once
+        os.write(write, _new_request_id().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    from_child = os.read(read, 64).decode()
+    os.close(read)
+    assert len(from_child) == 32
+    assert from_child[:16] != ids[0][:16]  # another process, another random prefix
