@@ -13,7 +13,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
@@ -208,7 +208,7 @@ def create_app(
         version=API_VERSION,
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # served below, from local assets
         redoc_url=None,
         # FastAPI's OpenTelemetry bridge looks up the global providers on every request even when none
         # is configured; platpay's own metrics are Prometheus (/metrics).
@@ -284,6 +284,7 @@ def create_app(
         scrape = metrics_module.Scrape(request.app.state.metrics, from_database)
         return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]
 
+    _serve_docs(app)
     app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(
         EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings)
@@ -294,6 +295,34 @@ def create_app(
         # mode a process holds one app and one set: no layer needed.
         app.add_middleware(MetricsScope, metrics=app_metrics)
     return app
+
+
+DOCS_ASSETS = "/docs/assets"
+
+
+def _serve_docs(app: FastAPI) -> None:
+    """/docs: Swagger UI from the swagger-ui-bundle package, not a CDN, so a sandbox on a machine without
+    internet access (or behind a strict proxy) still shows its documentation."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+    from starlette.staticfiles import StaticFiles
+
+    app.mount(DOCS_ASSETS, StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="platpay API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+            oauth2_redirect_url="/docs/oauth2-redirect",
+        )
+
+    @app.get("/docs/oauth2-redirect", include_in_schema=False)
+    async def docs_oauth2_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
 
 
 class MetricsScope:

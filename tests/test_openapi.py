@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from platpay.config import get_settings
 ERROR_REF = "#/components/schemas/ErrorBody"
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Served to read the document itself, not part of the API it documents.
-DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
+DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/docs/assets"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,25 @@ def test_docs_answer_html_pointing_at_the_document(served):
     assert served.docs_response.status_code == 200
     assert served.docs_response.headers["content-type"].startswith("text/html")
     assert "/openapi.json" in served.docs_response.text
+
+
+def test_docs_load_swagger_ui_from_the_service_itself(served):
+    """Offline sandboxes still get their docs: every script and stylesheet /docs loads is served by us."""
+    page = served.docs_response.text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert assets and all(asset.startswith("/docs/assets/") for asset in assets), assets
+
+    async def fetch_all() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=served.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return [await client.get(asset) for asset in [*assets, "/docs/assets/no-such-file.js"]]
+
+    *found, missing = asyncio.run(fetch_all())
+    for asset, response in zip(assets, found, strict=True):
+        assert response.status_code == 200, asset
+        assert len(response.content) > 100, asset
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "NOT_FOUND"
 
 
 def test_every_served_route_is_documented_and_nothing_else(served):
