@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from platpay.kit import clock
 from platpay.kit.crypto import p256
 from platpay.kit.crypto.webhook_signing import verify_header
 from tests.conftest import create_platform
@@ -48,6 +49,15 @@ class TestPatchConfig:
         assert after["supportedCurrencies"] == before["supportedCurrencies"]
         assert after["updatedAt"] >= before["updatedAt"]
         assert (await client.get("/config", auth=auth)).json()["umaDomain"] == "pay.example.com"
+
+    async def test_get_shows_each_change_even_when_changes_share_a_timestamp(self, client, auth):
+        # A frozen clock (tests; sandbox time control) gives both updates the same updatedAt: the body
+        # GET /config keeps per configuration version must still follow every change.
+        clock.freeze()
+        for domain in ("first.example.com", "second.example.com"):
+            patched = await client.patch("/config", auth=auth, json={"umaDomain": domain})
+            assert patched.status_code == 200, patched.text
+            assert (await client.get("/config", auth=auth)).json()["umaDomain"] == domain
 
     async def test_supported_currencies_are_replaced(self, client, auth):
         body = {

@@ -202,6 +202,7 @@ def _tenant(columns: tuple[Any, ...]) -> TenantContext:
             webhook_public_key_pem=webhook_public_key_pem,
             created_at=created_at,
             updated_at=updated_at,
+            version=columns,
         )
         if len(_TENANTS) >= _TENANTS_MAX:
             _TENANTS.clear()

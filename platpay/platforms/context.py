@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,9 @@ class TenantContext:
     webhook_public_key_pem: str
     created_at: datetime
     updated_at: datetime
+    # Every stored value this context was built from, hashable (authentication sets it from the row it
+    # read): two contexts with the same version describe the same configuration. None when not known.
+    version: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_sandbox(self) -> bool:

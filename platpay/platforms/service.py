@@ -165,24 +165,29 @@ def render_config(tenant: TenantContext) -> PlatformConfig:
     )
 
 
-_RENDERED: dict[tuple[str, str, Any], bytes] = {}
+_RENDERED: dict[tuple[Any, ...], bytes] = {}
 _RENDERED_MAX = 4096
 
 
 def config_json(tenant: TenantContext) -> bytes:
     """GET /config's body for the configuration authentication just read. Rendering it (seven models and
     their JSON) is most of that request's own work, so the bytes are kept per version of the
-    configuration: every change goes through update_config, which moves updated_at, so a changed
-    configuration is a new key — the cache can never serve a stale one."""
-    key = (tenant.id, tenant.config_id, tenant.updated_at)
+    configuration: the tenant's `version` holds every stored value it was built from, so a changed
+    configuration is a new key even if two changes share a timestamp (a frozen sandbox clock) — the
+    cache can never serve a stale body."""
+    key = tenant.version
+    if key is None:  # built without its stored values at hand: no cache
+        return _render_json(tenant)
     body = _RENDERED.get(key)
     if body is None:
         if len(_RENDERED) >= _RENDERED_MAX:
             _RENDERED.clear()
-        body = _RENDERED[key] = (
-            render_config(tenant).model_dump_json(by_alias=True, exclude_none=True).encode()
-        )
+        body = _RENDERED[key] = _render_json(tenant)
     return body
+
+
+def _render_json(tenant: TenantContext) -> bytes:
+    return render_config(tenant).model_dump_json(by_alias=True, exclude_none=True).encode()
 
 
 def _validate_currencies(entries: list[PlatformCurrencyConfigIn]) -> list[dict[str, Any]]:
