@@ -20,10 +20,8 @@ def get_db(request: Request) -> Database:
 
 
 async def _authenticate(request: Request, credentials: HTTPBasicCredentials | None) -> Principal:
-    """The request's principal, checked once per request however many dependencies ask for it."""
-    principal = getattr(request.state, "principal", None)
-    if isinstance(principal, Principal):
-        return principal
+    """Check the request's credentials and keep the principal on the request (TokenAuth looks there first,
+    so a request is authenticated once however many dependencies ask)."""
     if credentials is None:
         raise Unauthorized(
             "missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE
