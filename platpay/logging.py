@@ -149,6 +149,8 @@ def log_request(request_id: str, **fields: Any) -> None:
     fields["event"] = "request"
     fields["request_id"] = request_id
     fields["level"] = "info"
+    # Wall-clock time, as structlog's TimeStamper in the other log lines: not the business clock, which
+    # tests and sandboxes may freeze.
     fields["timestamp"] = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     stream = sys.stdout  # the current stdout, as structlog's PrintLogger
     stream.write(json.dumps(fields) + "\n")
@@ -165,7 +167,7 @@ def _flush_soon(stream: Any) -> None:
         stream.flush()
         return
     pending = _AccessLog.flush_pending
-    if pending is None or pending[0] is not stream or pending[1] is not loop or loop.is_closed():
+    if pending is None or pending[0] is not stream or pending[1] is not loop:  # another loop's may never run
         _AccessLog.flush_pending = (stream, loop)
         loop.call_soon(_flush, stream)
 
