@@ -25,6 +25,7 @@ from platpay import metrics as metrics_module
 from platpay.config import Settings, get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
+from platpay.db.faults import DatabaseUnavailable, unavailable_reason
 from platpay.errors import ApiError, ErrorBody, InternalError
 from platpay.jobs import registry
 from platpay.jobs.runner import JobRunner
@@ -127,6 +128,9 @@ def _allowed_methods(request: Request) -> list[str]:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    reason = unavailable_reason(exc)
+    if reason is not None:  # an outage that reached us outside the database layer's own conversion
+        return await _api_error(request, request.app.state.db.outage.failed(exc, reason))
     log.error("request.unhandled", path=request.url.path, error=repr(exc), exc_info=exc)
     error = InternalError("internal error; the request id identifies it in our logs")
     return JSONResponse(error.body(), status_code=500)
@@ -178,7 +182,9 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app_metrics.processes.labels("server").set(1)
         own_db = database is None
-        db = database or Database(settings.database_url, pool_size=settings.db_pool_size)
+        db = database or Database(
+            settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
+        )
         app.state.db = db
         registry.load_handlers(settings.job_plugins)
         runner_task = None
@@ -246,17 +252,17 @@ def create_app(
             async with db.read() as session:
                 await session.execute(text("SELECT 1"))
                 current = await migrate.current_revision(session)
+        except DatabaseUnavailable as error:
+            return await _api_error(request, error)
         except Exception as error:
-            return _error_response(
-                503, "SERVICE_UNAVAILABLE", f"database unreachable: {type(error).__name__}"
-            )
+            return await _api_error(request, DatabaseUnavailable(f"{type(error).__name__}: {error}"[:300]))
         head = migrate.head_revision()
         if current != head:
             return _error_response(
                 503,
                 "SERVICE_UNAVAILABLE",
                 f"database schema is at {current}, expected {head}: run `platpay migrate`",
-                {"current": current, "head": head},
+                {"dependency": "database", "current": current, "head": head},
             )
         return JSONResponse({"status": "ready", "migration": current})
 

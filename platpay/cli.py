@@ -173,7 +173,9 @@ def worker(
     registry.load_handlers(settings.job_plugins)
 
     async def main() -> None:
-        db = Database(settings.database_url, pool_size=settings.db_pool_size)
+        db = Database(
+            settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
+        )
         runner = JobRunner(db, settings, name=f"worker-{os.getpid()}")
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(
         default=20, description="above job_concurrency, so jobs never wait for a connection"
     )
+    db_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="longest wait for the database: connecting, a free pooled connection, SQLite's busy "
+        "lock; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
+    )
 
     # Jobs
     run_embedded_worker: bool = True

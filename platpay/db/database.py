@@ -4,6 +4,11 @@ One `Database` per process holds the engine. Writes go through `transaction()`, 
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
 spinning in SQLite's busy handler; `busy_timeout` still covers other processes (the CLI, a worker).
+
+Faults (platpay.db.faults): every wait on the database is bounded by `timeout` (connecting, a pooled
+connection, SQLite's busy wait and write queue), a connection a fault touched never goes back to a pool,
+and an outage surfaces from `transaction()`, `read()` and `fetch_first()` as `DatabaseUnavailable` (503
+with Retry-After), logged once per outage by the database's `OutageLog`.
 """
 
 from __future__ import annotations
@@ -19,15 +24,20 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, unavailable_reason
 from platpay.db.lean import Lean, convert
 from platpay.db.lean_pool import LeanPool
+from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
+DEFAULT_TIMEOUT_SECONDS = 5.0
 
 # Called with the session after every successful write commit, by every Database; domains register here
 # at import (e.g. the ledger caches ids it read only once they are known to be committed).
@@ -41,12 +51,16 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
-def build_engine(url: str, *, pool_size: int = 10, null_pool: bool = False) -> AsyncEngine:
+def build_engine(
+    url: str, *, pool_size: int = 10, null_pool: bool = False, timeout: float = DEFAULT_TIMEOUT_SECONDS
+) -> AsyncEngine:
+    """The engine; `timeout` bounds connecting, waiting for a pooled connection and SQLite's busy wait."""
     if url.startswith("sqlite"):
         path = _sqlite_path(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        engine = create_async_engine(url, connect_args={"timeout": timeout})
+        busy_ms = max(1, int(timeout * 1000))
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -56,7 +70,7 @@ def build_engine(url: str, *, pool_size: int = 10, null_pool: bool = False) -> A
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
             cursor.close()
 
         @event.listens_for(engine.sync_engine, "begin")
@@ -66,18 +80,41 @@ def build_engine(url: str, *, pool_size: int = 10, null_pool: bool = False) -> A
 
         return engine
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": timeout}}
     if null_pool:
         kwargs["poolclass"] = NullPool
     else:
-        kwargs.update(pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=False)
-    return create_async_engine(url, **kwargs)
+        # No pre-ping round trip: a connection the server closed is known to asyncpg as soon as the event
+        # loop reads the close (see _refuse_closed); one that fails in use is invalidated where it fails.
+        kwargs.update(
+            pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=False, pool_timeout=timeout
+        )
+    engine = create_async_engine(url, **kwargs)
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+        # A pooled connection whose server went away (restart, failover, pg_terminate_backend) is closed
+        # on asyncpg's side once its socket's end was read: the pool discards it and checks out another
+        # (or opens one). Costs an attribute check, not a round trip.
+        if dbapi_connection.driver_connection.is_closed():
+            raise sa_exc.DisconnectionError("the server closed this pooled connection")
+
+    return engine
 
 
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 10, null_pool: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        null_pool: bool = False,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         self.url = url
-        self.engine = build_engine(url, pool_size=pool_size, null_pool=null_pool)
+        self.timeout = timeout
+        self.outage = OutageLog()
+        self.engine = build_engine(url, pool_size=pool_size, null_pool=null_pool, timeout=timeout)
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         self._write_engine = self.engine.execution_options(**{WRITE_OPTION: True})
@@ -110,36 +147,69 @@ class Database:
             return
         if self._write_lock is None:
             self._write_lock = asyncio.Lock()
-        async with self._write_lock:
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self._write_lock.acquire()
+        except TimeoutError:
+            raise DatabaseUnavailable(
+                f"the database is busy: no write slot within {self.timeout:g}s"
+            ) from None
+        try:
             yield
+        finally:
+            self._write_lock.release()
+
+    def _unavailable(self, error: Exception) -> None:
+        """Raise DatabaseUnavailable in place of `error` if it is an outage (and log the outage once)."""
+        if isinstance(error, DatabaseUnavailable):
+            self.outage.failed(error, error.reason)
+            return
+        if isinstance(error, ApiError):
+            return
+        reason = unavailable_reason(error)
+        if reason is not None:
+            raise self.outage.failed(error, reason) from error
 
     @contextlib.asynccontextmanager
     async def transaction(self, *, known: Mapping[str, Any] | None = None) -> AsyncIterator[AsyncSession]:
         """The unit of work: commits once on success, rolls back on any exception.
 
         `known`: facts the caller already read in this request (see `RequestFacts`), put in `session.info`
-        so that domains need not read them again inside the transaction."""
-        async with self._sqlite_writer():
-            session = self._write_sessions()
-            if known:
-                session.info.update(copy.deepcopy(dict(known)))
-            try:
-                async with session.begin():
-                    yield session
-            finally:
-                await session.close()
+        so that domains need not read them again inside the transaction.
+
+        An outage (here or in the caller's statements) raises DatabaseUnavailable; one at COMMIT leaves
+        the outcome unknown, which is what idempotency keys are for."""
+        try:
+            async with self._sqlite_writer():
+                session = self._write_sessions()
+                if known:
+                    session.info.update(copy.deepcopy(dict(known)))
+                try:
+                    async with session.begin():
+                        yield session
+                finally:
+                    await session.close()
+        except Exception as error:
+            self._unavailable(error)
+            raise
+        if self.outage.down_since is not None:
+            self.outage.succeeded()
         for callback in (*COMMIT_HOOKS, *self._after_commit):
             callback(session)
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
         """A read-only session (one snapshot on PostgreSQL's REPEATABLE READ is not needed here)."""
-        session = self._read_sessions()
         try:
-            async with session.begin():
-                yield session
-        finally:
-            await session.close()
+            session = self._read_sessions()
+            try:
+                async with session.begin():
+                    yield session
+            finally:
+                await session.close()
+        except Exception as error:
+            self._unavailable(error)
+            raise
 
     def _lean_slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self._lean_limit is None:
@@ -184,14 +254,35 @@ class Database:
                 pass  # busy or locked: never wait on the event loop's thread
             else:
                 return convert(rows[0], results) if rows else None
-        if not self.is_sqlite:
-            async with self._pg_lean_pool().connection() as driver:
-                row = await driver.fetchrow(sql, *args)  # a prepared statement cached by asyncpg
+        try:
+            if not self.is_sqlite:
+                found = await self._pg_fetch_first(sql, args, results)
+            else:
+                async with self._lean_slot(), self.engine.connect() as conn:
+                    driver = (await conn.get_raw_connection()).driver_connection
+                    rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
+                found = convert(rows[0], results) if rows else None
+        except Exception as error:
+            self._unavailable(error)
+            raise
+        if self.outage.down_since is not None:
+            self.outage.succeeded()
+        return found
+
+    async def _pg_fetch_first(self, sql: str, args: list[Any], results: tuple[Any, ...]) -> Any:
+        """One statement on a lean-pool connection. A single autocommit read changes nothing, so one that
+        failed because its connection was found dead (the server ended it just before: a restart, a
+        failover) is simply run again, once, on a new connection."""
+        for attempt in (1, 2):
+            try:
+                async with self._pg_lean_pool().connection() as driver:
+                    row = await driver.fetchrow(sql, *args)  # a prepared statement cached by asyncpg
+            except Exception as error:
+                if attempt == 2 or not connection_lost(error):
+                    raise
+                continue
             return convert(row, results) if row is not None else None
-        async with self._lean_slot(), self.engine.connect() as conn:
-            driver = (await conn.get_raw_connection()).driver_connection
-            rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
-        return convert(rows[0], results) if rows else None
+        raise AssertionError("unreachable")
 
     def _pg_lean_pool(self) -> LeanPool:
         """This event loop's pool for lean reads (platpay.db.lean_pool): its connections decode JSON
@@ -204,15 +295,13 @@ class Database:
         pool = self._pg_pools.get(loop)
         if pool is None:
             pool = self._pg_pools[loop] = LeanPool(
-                self._open_pg_connection, size=max(2, (self._lean_limit or 8) // 4)
+                self._open_pg_connection, size=max(2, (self._lean_limit or 8) // 4), timeout=self.timeout
             )
         return pool
 
     async def _open_pg_connection(self) -> Any:
-        import asyncpg
-
         dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        connection = await asyncpg.connect(dsn)
+        connection = await asyncpg.connect(dsn, timeout=self.timeout)
         try:
             # The engine's asyncpg dialect decodes json/jsonb to Python values at the driver: the same here,
             # so a Lean's result processors see the same values on both paths.

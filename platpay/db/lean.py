@@ -9,7 +9,9 @@ through the ORM; rows are plain tuples in the order of the statement's columns.
 driver (asyncpg, aiosqlite): same connection, same transaction and savepoints as the ORM statements around
 it, without the session's per-statement machinery (ORM execution context, compiled-cache lookup, result
 objects), which costs several times the driver call itself on the money paths. Driver errors are raised
-as SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as `session.execute` would raise them.
+as SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as `session.execute` would raise them; one
+that shows the connection is lost (the server ended it, the network dropped it) also invalidates it, as
+`session.execute` would, so that it never goes back to the pool.
 
 Nothing here bypasses the unit of work's guarantees: a lean write commits or rolls back with the session.
 The ORM does not see lean writes, so a row inserted leanly is only in the identity map if the caller
@@ -23,9 +25,11 @@ from typing import Any
 from sqlalchemy import bindparam, event, exc, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detached
 from sqlalchemy.sql.expression import Executable
+
+from platpay.db.faults import connection_lost
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
 
@@ -83,9 +87,13 @@ def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
         session.info.pop(_DRIVER, None)
 
 
-async def _driver(session: AsyncSession) -> tuple[Any, Any, Dialect]:
-    """(adapted DBAPI connection, driver connection, dialect) of the session's transaction, begun; looked
-    up once per transaction (each lookup is two greenlet round trips into SQLAlchemy)."""
+Driver = tuple[Any, Any, Dialect, AsyncConnection]
+
+
+async def _driver(session: AsyncSession) -> Driver:
+    """(adapted DBAPI connection, driver connection, dialect, SQLAlchemy connection) of the session's
+    transaction, begun; looked up once per transaction (each lookup is two greenlet round trips into
+    SQLAlchemy)."""
     known = session.info.get(_DRIVER)
     if known is not None:
         return known
@@ -93,13 +101,17 @@ async def _driver(session: AsyncSession) -> tuple[Any, Any, Dialect]:
     fairy = await connection.get_raw_connection()
     adapted = fairy.dbapi_connection
     dialect = connection.dialect
+    known = (adapted, fairy.driver_connection, dialect, connection)
     # asyncpg: SQLAlchemy's adapter sends BEGIN lazily, with the first statement it executes itself. A
     # statement sent straight to the driver before that would run outside the transaction (autocommit),
     # so begin it here exactly as the adapter would. (SQLite's BEGIN IMMEDIATE is sent by the engine's
     # "begin" hook when session.connection() starts the transaction.)
     if dialect.name == "postgresql" and getattr(adapted, "_transaction", True) is None:
-        await adapted._start_transaction()
-    known = session.info[_DRIVER] = (adapted, fairy.driver_connection, dialect)
+        try:
+            await adapted._start_transaction()
+        except Exception as error:
+            raise await _failed(known, "BEGIN", (), error) from error
+    session.info[_DRIVER] = known
     return known
 
 
@@ -117,9 +129,23 @@ def _translated(dialect: Dialect, adapted: Any, sql: str, args: Any, error: Exce
     return exc.DBAPIError.instance(sql, args, dbapi_error, dbapi.Error, dialect=dialect)
 
 
+async def _failed(known: Driver, sql: str, args: Any, error: Exception) -> Exception:
+    """The exception to raise for a driver error; a connection the error shows lost is invalidated first
+    (SQLAlchemy's own execution path does the same), so the pool discards it instead of handing it out."""
+    adapted, driver, dialect, connection = known
+    translated = _translated(dialect, adapted, sql, args, error)
+    if connection_lost(error, driver):
+        if isinstance(translated, exc.DBAPIError):
+            translated.connection_invalidated = True
+        if not connection.invalidated:
+            await connection.invalidate(error)
+    return translated
+
+
 async def rows(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run `lean` in the session's transaction; the rows it returns (none for DML without RETURNING)."""
-    adapted, driver, dialect = await _driver(session)
+    known = await _driver(session)
+    _, driver, dialect, _ = known
     sql, args, results = lean.args(dialect, params)
     try:
         if dialect.name == "postgresql":
@@ -127,7 +153,7 @@ async def rows(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> lis
         else:
             found = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
     except Exception as error:
-        raise _translated(dialect, adapted, sql, args, error) from error
+        raise await _failed(known, sql, args, error) from error
     return [convert(row, results) for row in found] if results else []
 
 
@@ -140,16 +166,17 @@ async def execute_many(session: AsyncSession, lean: Lean, params: list[dict[str,
     """Run a DML `lean` (no RETURNING) once per parameter set, in one driver call."""
     if not params:
         return
-    adapted, driver, dialect = await _driver(session)
     if len(params) == 1:
         await rows(session, lean, params[0])
         return
+    known = await _driver(session)
+    _, driver, dialect, _ = known
     batches = [lean.args(dialect, p) for p in params]
     sql = batches[0][0]
     try:
         await driver.executemany(sql, [args for _, args, _ in batches])
     except Exception as error:
-        raise _translated(dialect, adapted, sql, [a for _, a, _ in batches], error) from error
+        raise await _failed(known, sql, [a for _, a, _ in batches], error) from error
 
 
 _COLUMNS: dict[type, tuple[tuple[str, str, Any], ...]] = {}

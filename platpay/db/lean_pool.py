@@ -12,7 +12,10 @@ needs no reset; what matters is the cost per use and fairness under load:
 
 A connection that fails in any way other than the server refusing the statement (a PostgresError, after
 which an autocommit connection is as good as before) is terminated and replaced on demand, as is one that
-a cancelled caller left mid-statement.
+a cancelled caller left mid-statement, one whose error says the server ended it (a restart, a failover,
+pg_terminate_backend: SQLSTATE classes 08 and 57P), and an idle one that the server closed meanwhile
+(checked when it is taken: an attribute read, not a round trip). Opening a connection and waiting for one
+are both bounded by `timeout`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import asyncpg
+
+from platpay.db.faults import connection_lost
+
 
 class LeanPool:
     def __init__(
@@ -30,11 +37,13 @@ class LeanPool:
         connect: Callable[[], Awaitable[Any]],
         *,
         size: int,
+        timeout: float = 5.0,
     ) -> None:
         if size < 1:
             raise ValueError("a pool needs at least one connection")
         self._connect = connect
         self.size = size
+        self.timeout = timeout
         self._opened = 0  # connections open or being opened
         self._idle: collections.deque[Any] = collections.deque()
         # Waiters get a connection, or None: "a slot is free, open a connection yourself".
@@ -43,13 +52,14 @@ class LeanPool:
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        import asyncpg
-
         connection = await self._acquire()
         try:
             yield connection
-        except asyncpg.PostgresError:
-            self._release(connection)  # the server refused the statement; the connection is fine
+        except asyncpg.PostgresError as error:
+            if connection_lost(error, connection):
+                self._discard(connection)
+            else:
+                self._release(connection)  # the server refused the statement; the connection is fine
             raise
         except BaseException:
             self._discard(connection)
@@ -60,26 +70,33 @@ class LeanPool:
     async def _acquire(self) -> Any:
         if self._closed:
             raise RuntimeError("the lean pool is closed")
-        if self._idle and not self._waiters:
-            return self._idle.popleft()
+        while self._idle and not self._waiters:
+            idle = self._idle.popleft()
+            if not idle.is_closed():
+                return idle
+            self._discard(idle)  # the server closed it while it sat idle
         if self._opened < self.size and not self._waiters:
             return await self._open()
         waiter = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        try:
-            handed = await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():  # handed over just as we were cancelled: pass it on
-                granted = waiter.result()
-                if granted is None:
-                    self._opened -= 1
-                    self._hand_over(None)
+        async with asyncio.timeout(self.timeout):  # a wait cut short here raises TimeoutError
+            try:
+                handed = await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():  # handed over as we were cancelled: pass it on
+                    granted = waiter.result()
+                    if granted is None:
+                        self._opened -= 1
+                        self._hand_over(None)
+                    else:
+                        self._release(granted)
                 else:
-                    self._release(granted)
-            else:
-                with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
-            raise
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(waiter)
+                raise
+        if handed is not None and handed.is_closed():
+            handed.terminate()  # the server closed it while idle: open a new one in its slot, ours now
+            handed = None
         return handed if handed is not None else await self._open(counted=True)
 
     async def _open(self, *, counted: bool = False) -> Any:

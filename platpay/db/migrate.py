@@ -13,6 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.faults import unavailable_reason
+
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
@@ -41,5 +43,7 @@ def head_revision() -> str | None:
 async def current_revision(session: AsyncSession) -> str | None:
     try:
         return await session.scalar(text("SELECT version_num FROM alembic_version"))
-    except DBAPIError:
+    except DBAPIError as error:
+        if unavailable_reason(error) is not None:
+            raise  # an outage, not a database without migrations
         return None

@@ -103,8 +103,12 @@ async def reschedule(
     run_at: datetime,
     error: str | None,
     reset_attempts: bool,
+    refund_attempt: bool = False,
     dead: bool = False,
 ) -> bool:
+    """Back to QUEUED at `run_at` (or DEAD), if `token` still holds the lease. `reset_attempts`: the
+    handler asked to run later (a fresh start); `refund_attempt`: this attempt did not count (the
+    database was unavailable)."""
     values: dict[str, Any] = {
         "state": DEAD if dead else QUEUED,
         "run_at": run_at,
@@ -115,6 +119,8 @@ async def reschedule(
     }
     if reset_attempts:
         values["attempts"] = 0
+    elif refund_attempt:
+        values["attempts"] = JobRow.attempts - 1
     if dead:
         values["finished_at"] = now
     result = await session.execute(

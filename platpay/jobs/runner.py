@@ -4,6 +4,12 @@ Exactly-once effects: a handler that writes to the database does so inside `ctx.
 marks the job DONE in the same transaction, conditional on still holding the lease. If the worker crashed
 (or lost the lease) the transaction never commits, the lease expires, and another worker re-runs the job
 from scratch. Handlers that talk to the outside world (webhooks) are at-least-once by nature and say so.
+
+Database outages: a job whose attempt failed because the database was unavailable is not a failing job.
+It is put back to run again shortly without spending one of its attempts; if even that cannot be written,
+its lease expires and it is claimed again, as after a crash. The runner itself keeps polling through an
+outage and resumes on its own when the database answers again (the outage is logged once, by the
+database layer).
 """
 
 from __future__ import annotations
@@ -23,12 +29,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.faults import unavailable_reason
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG
 from platpay.kit import clock
 from platpay.metrics import JOB_RUNS
 
 log = structlog.get_logger("platpay.jobs")
+
+# How soon the runner tries again after the database was unavailable (to claim, or to run a job).
+OUTAGE_RETRY_SECONDS = 0.5
 
 
 class LeaseLost(Exception):
@@ -150,11 +160,16 @@ class JobRunner:
         interval = max(self.settings.job_lease_seconds / 3, 0.05)
         while True:
             await asyncio.sleep(interval)
-            async with self.db.transaction() as session:
-                if not await repository.extend_lease(
-                    session, job_id=job_id, token=token, lease_until=clock.now() + self.lease
-                ):
-                    return
+            try:
+                async with self.db.transaction() as session:
+                    if not await repository.extend_lease(
+                        session, job_id=job_id, token=token, lease_until=clock.now() + self.lease
+                    ):
+                        return
+            except Exception as error:
+                # Unreachable database: try again at the next beat (two more fit in the lease).
+                if unavailable_reason(error) is None:
+                    log.error("job.heartbeat_failed", job_id=job_id, error=repr(error))
 
     def _failure_delay(self, attempts: int) -> timedelta:
         base = min(2 ** max(attempts - 1, 0), 300)
@@ -189,6 +204,18 @@ class JobRunner:
             await self._reschedule(job, token, run_at=retry.run_at, error=retry.reason, reset=True)
             JOB_RUNS.labels(job["kind"], "retry").inc()
         except Exception as error:  # a failing handler must not take the runner down
+            if unavailable_reason(error) is not None:
+                # Not the job's fault: again shortly, this attempt not counted.
+                JOB_RUNS.labels(job["kind"], "db_unavailable").inc()
+                await self._reschedule(
+                    job,
+                    token,
+                    run_at=clock.now() + timedelta(seconds=OUTAGE_RETRY_SECONDS),
+                    error=f"database unavailable: {unavailable_reason(error)}",
+                    reset=False,
+                    refund_attempt=True,
+                )
+                return
             dead = job["attempts"] >= job["max_attempts"]
             JOB_RUNS.labels(job["kind"], "dead" if dead else "failed").inc()
             log.error(
@@ -221,18 +248,27 @@ class JobRunner:
         error: str | None,
         reset: bool,
         dead: bool = False,
+        refund_attempt: bool = False,
     ) -> None:
-        async with self.db.transaction() as session:
-            await repository.reschedule(
-                session,
-                job_id=job["id"],
-                token=token,
-                now=clock.now(),
-                run_at=run_at,
-                error=error,
-                reset_attempts=reset,
-                dead=dead,
-            )
+        """Put the job back (or bury it); if the database cannot take even that, its lease expires and
+        it is claimed again later, as after a crash."""
+        try:
+            async with self.db.transaction() as session:
+                await repository.reschedule(
+                    session,
+                    job_id=job["id"],
+                    token=token,
+                    now=clock.now(),
+                    run_at=run_at,
+                    error=error,
+                    reset_attempts=reset,
+                    refund_attempt=refund_attempt,
+                    dead=dead,
+                )
+        except Exception as failure:
+            if unavailable_reason(failure) is None:
+                raise
+            log.info("job.left_to_lease", job_id=job["id"], kind=job["kind"])
 
     async def run_once(self) -> int:
         """Claim what fits in the free slots and start it; returns how many were started."""
@@ -278,9 +314,10 @@ class JobRunner:
                 started = await self.run_once()
                 await self._maintenance()
             except Exception as error:  # database briefly unreachable: back off, keep going
-                log.error("jobs.claim_failed", error=repr(error))
+                if unavailable_reason(error) is None:
+                    log.error("jobs.claim_failed", error=repr(error))
                 started = 0
-                await asyncio.sleep(1.0)
+                await asyncio.sleep(OUTAGE_RETRY_SECONDS)
             if started == 0 or len(self._running) >= self.settings.job_concurrency:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):

@@ -1,0 +1,157 @@
+"""Database faults: telling an outage (connection lost, refused, timed out, server restarting, SQLite busy)
+from a bug, and what the service answers while it lasts.
+
+A database that is unreachable or restarting is not the client's fault and not a crash: requests answer
+503 SERVICE_UNAVAILABLE with `Retry-After` (`DatabaseUnavailable`), pools drop every connection such a
+fault touched, and the service recovers by itself once the database answers again. A request whose
+COMMIT was cut off also answers 503: its outcome is unknown to us, and the client's retry with the same
+Idempotency-Key either replays what committed or runs the operation once (see `platpay.kit.idempotency`).
+
+Each process logs one `database.unavailable` line when an outage starts and one `database.recovered`
+when an operation succeeds again (`OutageLog`), not a stack trace per request.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import asyncpg
+import structlog
+from sqlalchemy import exc as sa_exc
+
+from platpay.errors import ApiError, ServiceUnavailable
+
+log = structlog.get_logger("platpay.db")
+
+RETRY_AFTER_SECONDS = 1
+
+# SQLSTATE classes and codes that mean the server cannot serve this connection (or any, right now).
+_CONNECTION_CLASSES = ("08",)  # connection exception: the connection is gone
+# Admin shutdown (pg_terminate_backend, a fast stop), crash shutdown, cannot connect now (starting up).
+_SHUTDOWN_CODES = {"57P01", "57P02", "57P03"}
+_RESOURCE_CLASS = "53"  # insufficient resources: too many connections, disk full, out of memory
+_SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
+_SQLITE_DOWN = ("unable to open database file", "disk i/o error")
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """503: the database could not serve this request; retrying shortly is safe (with the same
+    Idempotency-Key for a request that moves money)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"the database is unavailable ({reason}); retry in a moment",
+            details={"dependency": "database", "reason": reason},
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
+        self.reason = reason
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """`error`, the driver error it wraps and what it was raised from or during, most specific last. An
+    ApiError met on the way ends the walk: what it was raised during is its own business."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [error]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen or len(seen) > 16:
+            continue
+        seen.add(id(current))
+        yield current
+        if isinstance(current, ApiError) and current is not error:
+            continue
+        pending.extend((getattr(current, "orig", None), current.__context__, current.__cause__))
+
+
+def connection_lost(error: BaseException, driver_connection: Any = None) -> bool:
+    """True when the connection that raised `error` can never be used again: the server ended it or the
+    network dropped it. Such a connection must leave its pool, never return to it."""
+    if driver_connection is not None and _is_closed(driver_connection):
+        return True
+    for cause in _causes(error):
+        if isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated:
+            return True
+        sqlstate = getattr(cause, "sqlstate", None) or ""
+        if sqlstate[:2] in _CONNECTION_CLASSES or sqlstate in _SHUTDOWN_CODES:
+            return True
+        if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):
+            return True
+        if isinstance(cause, asyncpg.InternalClientError):
+            # The protocol's state no longer matches the server's: seen when the server's goodbye (a
+            # terminated backend's FATAL message) arrives on an idle connection just before it is used.
+            return True
+        if isinstance(cause, (ConnectionError, TimeoutError)):
+            return True
+    return False
+
+
+def _is_closed(driver_connection: Any) -> bool:
+    is_closed = getattr(driver_connection, "is_closed", None)
+    return bool(is_closed()) if callable(is_closed) else False
+
+
+def unavailable_reason(error: BaseException) -> str | None:
+    """Why the database could not serve, when `error` is an outage rather than a bug; else None."""
+    for cause in _causes(error):
+        if isinstance(cause, DatabaseUnavailable):
+            return cause.reason
+        if isinstance(cause, ApiError):
+            return None
+        if isinstance(cause, sa_exc.TimeoutError):  # the pool had no connection to give in time
+            return "no database connection became free in time"
+        if isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated:
+            return "the connection to the database was lost"
+        sqlstate = getattr(cause, "sqlstate", None) or ""
+        if sqlstate[:2] in _CONNECTION_CLASSES:
+            return "the connection to the database was lost"
+        if sqlstate in _SHUTDOWN_CODES:
+            return "the database is restarting or ended the connection"
+        if sqlstate[:2] == _RESOURCE_CLASS:
+            return "the database is out of resources (connections, memory or disk)"
+        if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):
+            return "the connection to the database was lost"
+        if isinstance(cause, asyncpg.InternalClientError):
+            return "the connection to the database broke"
+        if isinstance(cause, sqlite3.OperationalError):
+            message = str(cause).lower()
+            if any(marker in message for marker in _SQLITE_BUSY):
+                return "the database is busy (locked by another writer) beyond the timeout"
+            if any(marker in message for marker in _SQLITE_DOWN):
+                return "the database file cannot be used"
+        if isinstance(cause, ConnectionRefusedError):
+            return "the database refused the connection"
+        if isinstance(cause, TimeoutError):
+            return "the database did not answer in time"
+        if isinstance(cause, OSError):
+            return f"the database cannot be reached ({type(cause).__name__})"
+    return None
+
+
+class OutageLog:
+    """One process's view of the database's availability: logs the start and the end of each outage once,
+    however many operations fail during it."""
+
+    def __init__(self) -> None:
+        self.down_since: float | None = None
+        self.failures = 0
+
+    def failed(self, error: BaseException, reason: str) -> DatabaseUnavailable:
+        """Record a failed operation; the error to raise in its place."""
+        self.failures += 1
+        if self.down_since is None:
+            self.down_since = time.monotonic()
+            log.warning("database.unavailable", reason=reason, error=repr(error)[:500])
+        return DatabaseUnavailable(reason)
+
+    def succeeded(self) -> None:
+        if self.down_since is not None:
+            log.warning(
+                "database.recovered",
+                down_seconds=round(time.monotonic() - self.down_since, 3),
+                failed_operations=self.failures,
+            )
+            self.down_since = None
+            self.failures = 0

@@ -1,0 +1,126 @@
+"""A TCP proxy on 127.0.0.1 in front of PostgreSQL, run in the test's own event loop, that makes the
+faults of a real network and a real database restart happen on demand:
+
+- `stop()` / `start()`: the port refuses connections (a database that is down), then accepts them again
+  on the same port (it is back);
+- `blackhole = True`: connections are accepted and never answered (a firewall dropping packets);
+- `cut_all()`: every open connection is torn down at once (a restart, a failover, pg_terminate_backend);
+- `trap_commit(marker, forward=...)`: on the connection that has carried `marker` (say an idempotency key,
+  which travels as a statement parameter), the next COMMIT is either dropped unsent together with the
+  connection (it never committed), or delivered and the connection cut before its answer comes back (it
+  committed, and the client cannot know).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+
+@dataclass
+class _Trap:
+    marker: bytes
+    forward: bool  # deliver the COMMIT (it commits) before cutting, or cut before it is sent
+    sprung: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Link:
+    def __init__(self, client: asyncio.StreamWriter) -> None:
+        self.client = client
+        self.upstream: asyncio.StreamWriter | None = None
+        self.seen_marker = False
+        self.cut_on_reply: _Trap | None = None
+
+    def cut(self) -> None:
+        for writer in (self.client, self.upstream):
+            if writer is not None:
+                writer.transport.abort()
+
+
+class TcpProxy:
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self.blackhole = False
+        self.accepted = 0
+        self._server: asyncio.Server | None = None
+        self._links: set[_Link] = set()
+        self._trap: _Trap | None = None
+
+    async def start(self) -> TcpProxy:
+        """Listen (on the same port as before, after a stop)."""
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        """Stop listening and cut every connection: from now on, connecting is refused."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        self.cut_all()
+        await asyncio.sleep(0)
+
+    def cut_all(self) -> None:
+        for link in list(self._links):
+            link.cut()
+        self._links.clear()
+
+    def trap_commit(self, marker: str, *, forward: bool) -> asyncio.Event:
+        """Arm the trap for the next COMMIT on a connection that carried `marker`; set once it is sprung."""
+        self._trap = _Trap(marker.encode(), forward)
+        return self._trap.sprung
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        link = _Link(writer)
+        self._links.add(link)
+        try:
+            if self.blackhole:
+                await reader.read()  # hold the connection, answer nothing, until the client gives up
+                return
+            try:
+                upstream_reader, link.upstream = await asyncio.open_connection(*self.target)
+            except OSError:
+                return
+            pumps = {
+                asyncio.ensure_future(self._pump_up(reader, link)),
+                asyncio.ensure_future(self._pump_down(upstream_reader, link)),
+            }
+            try:
+                # Either side closing closes the other, as the server's close reaches a direct client.
+                await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for pump in pumps:
+                    pump.cancel()
+                await asyncio.gather(*pumps, return_exceptions=True)
+        finally:
+            link.cut()
+            self._links.discard(link)
+
+    async def _pump_up(self, reader: asyncio.StreamReader, link: _Link) -> None:
+        assert link.upstream is not None
+        while chunk := await reader.read(65536):
+            trap = self._trap
+            if trap is not None:
+                link.seen_marker = link.seen_marker or trap.marker in chunk
+                if link.seen_marker and b"COMMIT" in chunk:
+                    self._trap = None
+                    if not trap.forward:
+                        trap.sprung.set()
+                        link.cut()
+                        return
+                    link.cut_on_reply = trap
+            link.upstream.write(chunk)
+            await link.upstream.drain()
+
+    async def _pump_down(self, reader: asyncio.StreamReader, link: _Link) -> None:
+        while chunk := await reader.read(65536):
+            if link.cut_on_reply is not None:  # the server answered the COMMIT: it committed
+                link.cut_on_reply.sprung.set()
+                link.cut()
+                return
+            link.client.write(chunk)
+            with contextlib.suppress(ConnectionError):
+                await link.client.drain()
