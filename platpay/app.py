@@ -282,10 +282,12 @@ def create_app(
         async with db.read() as session:
             stats = await jobs_repository.queue_stats(session, now=clock.now())
             deliveries = await events_repository.delivery_counts(session)
+            endpoints = await events_repository.endpoint_counts(session)
         from_database = metrics_module.database_families(
             jobs_by_state=stats["by_state"],
-            oldest_due_age_seconds=stats["oldest_due_age_seconds"],
+            oldest_due_age_seconds_by_lane=stats["oldest_due_age_seconds_by_lane"],
             deliveries_by_status=deliveries,
+            endpoints_by_status=endpoints,
         )
         scrape = metrics_module.Scrape(request.app.state.metrics, from_database)
         return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]

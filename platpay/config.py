@@ -79,7 +79,26 @@ class Settings(BaseSettings):
     webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")
     webhook_retry_max_interval_seconds: float = 1800.0
     webhook_retry_max_age_seconds: float = 7 * 24 * 3600.0
-    webhook_timeout_seconds: float = 10.0
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="longest one delivery attempt may take, connecting included"
+    )
+    webhook_connect_timeout_seconds: float = Field(
+        default=3.0, gt=0, description="longest wait to connect to a webhook endpoint"
+    )
+    webhook_concurrency: int = Field(
+        default=32,
+        ge=1,
+        description="deliveries in flight per runner; a lane of their own, apart from job_concurrency",
+    )
+    webhook_endpoint_max_in_flight: int = Field(
+        default=8, ge=1, description="deliveries in flight to one endpoint at once, across every worker"
+    )
+    webhook_failing_after: int = Field(
+        default=5,
+        ge=1,
+        description="failed attempts in a row after which an endpoint is FAILING: its queue waits and one "
+        "probe delivery is tried at its backoff interval",
+    )
     webhook_response_max_chars: int = 2048
     production_webhooks_require_public_https: bool = Field(
         default=False,

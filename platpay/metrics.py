@@ -262,22 +262,35 @@ JOB_RUNS = _CurrentMetric("job_runs")
 
 
 def database_families(
-    *, jobs_by_state: dict[str, int], oldest_due_age_seconds: float, deliveries_by_status: dict[str, int]
+    *,
+    jobs_by_state: dict[str, int],
+    oldest_due_age_seconds_by_lane: dict[str, float],
+    deliveries_by_status: dict[str, int],
+    endpoints_by_status: dict[str, int],
 ) -> list[Metric]:
     jobs = GaugeMetricFamily("platpay_jobs", "jobs by state (DONE excluded)", labels=["state"])
     for state in ("QUEUED", "RUNNING", "DEAD"):
         jobs.add_metric([state], jobs_by_state.get(state, 0))
     oldest = GaugeMetricFamily(
         "platpay_jobs_oldest_due_age_seconds",
-        "how long the oldest due job has waited",
-        value=oldest_due_age_seconds,
+        "how long the oldest due job of each lane has waited (webhooks: deliveries to a FAILING endpoint wait)",
+        labels=["lane"],
     )
+    for lane, age in sorted(oldest_due_age_seconds_by_lane.items()):
+        oldest.add_metric([lane], age)
     deliveries = GaugeMetricFamily(
         "platpay_webhook_deliveries", "webhook deliveries by status (all processes)", labels=["status"]
     )
     for status in ("PENDING", "DELIVERED", "FAILED"):
         deliveries.add_metric([status], deliveries_by_status.get(status, 0))
-    return [jobs, oldest, deliveries]
+    endpoints = GaugeMetricFamily(
+        "platpay_webhook_endpoints",
+        "webhook endpoints that have failed at least once, by breaker status (FAILING: waiting for a probe)",
+        labels=["status"],
+    )
+    for status in ("ACTIVE", "FAILING"):
+        endpoints.add_metric([status], endpoints_by_status.get(status, 0))
+    return [jobs, oldest, deliveries, endpoints]
 
 
 class Scrape:

@@ -108,7 +108,8 @@ class TestMetrics:
         assert after[("platpay_webhook_deliveries", frozenset({("status", "PENDING")}))] == 0
         assert after[("platpay_webhook_deliveries", frozenset({("status", "DELIVERED")}))] == 1
         assert after[("platpay_jobs", frozenset({("state", "QUEUED")}))] == 0
-        assert ("platpay_jobs_oldest_due_age_seconds", frozenset()) in after
+        for lane in ("default", "webhooks"):
+            assert ("platpay_jobs_oldest_due_age_seconds", frozenset({("lane", lane)})) in after
 
     async def test_the_embedded_runner_counts_webhook_attempts_and_job_runs_in_its_app(
         self, client, auth, settings, db, receiver

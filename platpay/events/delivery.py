@@ -2,14 +2,17 @@
 
 Delivery is at-least-once: a worker that dies after the receiver answered but before recording it sends
 again with the same envelope `id`, which receivers dedupe on. Nothing here holds a database transaction
-while waiting on the network.
+while waiting on the network. Deliveries run in the runner's `webhooks` lane, capped per endpoint, and a
+failing endpoint is handled as one unit (platpay.events.breaker).
+
+An attempt is bounded twice: connecting by `webhook_connect_timeout_seconds` (a host that drops packets
+costs seconds, not the whole timeout), the whole exchange by `webhook_timeout_seconds`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,7 +24,8 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
-from platpay.events import repository, signing
+from platpay.events import breaker, repository, signing
+from platpay.events.breaker import retry_delay
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
@@ -33,6 +37,9 @@ from platpay.metrics import WEBHOOK_ATTEMPTS
 
 PENDING, DELIVERED, FAILED = "PENDING", "DELIVERED", "FAILED"
 USER_AGENT = "platpay-webhooks/1"
+DELIVER_JOB = "webhook.deliver"
+
+__all__ = ["retry_delay"]  # the delivery retry policy, with the breaker's probes
 
 
 @dataclass(frozen=True)
@@ -96,23 +103,31 @@ def envelope(*, delivery_id: str, event_type: str, data: Any, at: datetime) -> b
 
 
 async def send(
-    url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_chars: int
+    url: str, body: bytes, headers: dict[str, str], *, timeout: float, max_chars: int, connect_timeout: float
 ) -> AttemptResult:
     started = clock.monotonic()
     try:
-        async with _client().stream(
-            "POST", url, content=body, headers=headers, timeout=httpx.Timeout(timeout)
-        ) as response:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size >= max_chars * 4:
-                    break
-            text = b"".join(chunks).decode("utf-8", errors="replace")[:max_chars]
-            return AttemptResult(response.status_code, text, int((clock.monotonic() - started) * 1000), None)
-    except httpx.TimeoutException:
+        async with asyncio.timeout(timeout):  # the whole exchange; httpx bounds each phase on its own
+            async with _client().stream(
+                "POST",
+                url,
+                content=body,
+                headers=headers,
+                timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
+            ) as response:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in response.aiter_bytes():
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size >= max_chars * 4:
+                        break
+                text = b"".join(chunks).decode("utf-8", errors="replace")[:max_chars]
+                latency = int((clock.monotonic() - started) * 1000)
+                return AttemptResult(response.status_code, text, latency, None)
+    except httpx.ConnectTimeout:
+        error = f"could not connect within {min(connect_timeout, timeout):g}s"
+    except (httpx.TimeoutException, TimeoutError):
         error = f"timed out after {timeout:g}s"
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {exc}"[:500]
@@ -150,16 +165,8 @@ async def sign_and_send(
         headers,
         timeout=settings.webhook_timeout_seconds,
         max_chars=settings.webhook_response_max_chars,
+        connect_timeout=settings.webhook_connect_timeout_seconds,
     )
-
-
-def retry_delay(attempt_count: int, settings: Settings) -> timedelta:
-    """Exponential backoff with jitter: base, 2·base, 4·base … capped, each scaled by U(0.5, 1]."""
-    raw = min(
-        settings.webhook_retry_base_seconds * 2 ** max(attempt_count - 1, 0),
-        settings.webhook_retry_max_interval_seconds,
-    )
-    return timedelta(seconds=raw * random.uniform(0.5, 1.0))
 
 
 def should_retry(delivery: WebhookDeliveryRow, result: AttemptResult) -> bool:
@@ -222,15 +229,27 @@ async def record_attempt(
     return next_at
 
 
-@handler("webhook.deliver")
+@handler(DELIVER_JOB)
 async def deliver(ctx: JobContext) -> None:
     delivery_id = ctx.payload["deliveryId"]
     async with ctx.db.read() as session:
         delivery = await repository.get_delivery(session, delivery_id=delivery_id)
-        event = await repository.get_event(session, delivery.event_id) if delivery else None
-        environment = await _environment(session, delivery.tenant_id) if delivery else None
-    if delivery is None or event is None or delivery.status != PENDING or delivery.job_id != ctx.job_id:
-        return  # superseded by a redelivery, or already settled
+        if delivery is None:
+            return
+        event = await repository.get_event(session, delivery.event_id)
+        environment = await _environment(session, delivery.tenant_id)
+        status, probe_job_id = await repository.endpoint_state(
+            session, endpoint_id=breaker.endpoint_id(delivery.tenant_id, delivery.url)
+        ) or (breaker.ACTIVE, None)
+    if event is None:
+        return
+    if delivery.status != PENDING or delivery.job_id != ctx.job_id:  # superseded by a redelivery, or settled
+        if probe_job_id == ctx.job_id:
+            await breaker.hand_over_probe(ctx, delivery=delivery)
+        return
+    failing = status == breaker.FAILING
+    if failing and not await breaker.admit(ctx, delivery=delivery, manual=bool(ctx.payload.get("manual"))):
+        return  # its endpoint is failing: it waits for the endpoint's probe
     at = clock.now()
     body = envelope(delivery_id=delivery.id, event_type=event.type, data=event.data, at=at)
     result = await sign_and_send(
@@ -248,8 +267,13 @@ async def deliver(ctx: JobContext) -> None:
         next_at = await record_attempt(
             session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings
         )
-        if next_at is not None:
-            ctx.retry_at(next_at, reason=result.error or f"receiver answered {result.status}")
+        attempted = breaker.Attempted(
+            delivery=locked,
+            failed=breaker.counts_as_failure(result.status),
+            error=result.error or f"answered {result.status}",
+            retry_at=next_at,
+        )
+        await breaker.after_attempt(session, ctx, attempted, settings=ctx.settings)
 
 
 async def _environment(session: AsyncSession, tenant_id: str) -> str | None:

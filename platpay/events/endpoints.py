@@ -8,7 +8,12 @@ from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.auth.service import Principal
 from platpay.events import service as events_service
-from platpay.events.schemas import TestWebhookResult, WebhookDelivery, WebhookDeliveryDetail
+from platpay.events.schemas import (
+    TestWebhookResult,
+    WebhookDelivery,
+    WebhookDeliveryDetail,
+    WebhookEndpointList,
+)
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
@@ -38,6 +43,14 @@ async def list_deliveries(
             created_before=as_utc(created_before),
         )
     return page.envelope([item.to_api() for item in items])
+
+
+@router.get("/webhooks/endpoints", response_model=WebhookEndpointList)
+async def list_endpoints(request: Request, principal: Principal = Viewer) -> dict:
+    """How deliveries to each webhook endpoint are going (circuit breaker status, failures, next probe)."""
+    async with get_db(request).read() as session:
+        health = await events_service.endpoint_health(session, tenant_id=principal.tenant.id)
+    return {"data": [item.to_api() for item in health]}
 
 
 @router.get("/webhooks/deliveries/{deliveryId}", response_model=WebhookDeliveryDetail)

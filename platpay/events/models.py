@@ -59,3 +59,31 @@ class WebhookAttemptRow(Base):
     latency_ms: Mapped[int]
     response_body: Mapped[str | None] = mapped_column(Text)  # truncated
     error: Mapped[str | None] = mapped_column(Text)  # timeout / connection error, when no response
+
+
+class WebhookEndpointRow(Base):
+    """The delivery health of one endpoint URL of one tenant: its circuit breaker (platpay.events.breaker).
+
+    Written only by the webhook workers, never in a business transaction: a row exists once a delivery to
+    the endpoint has failed (an endpoint without a row is ACTIVE with no failures)."""
+
+    __tablename__ = "webhook_endpoints"
+    __table_args__ = (
+        Index("ix_webhook_endpoints_tenant_id_id", "tenant_id", "id"),
+        Index("ix_webhook_endpoints_status", "status"),  # the failing ones, read by every delivery claim
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # WebhookEndpoint:<uuid5 of tenant, url>
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    url: Mapped[str] = mapped_column(String(2048))
+    status: Mapped[str] = mapped_column(String(16))  # ACTIVE | FAILING
+    consecutive_failures: Mapped[int] = mapped_column(default=0)
+    failing_since: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    probe_round: Mapped[int] = mapped_column(default=0)  # failed probes since the endpoint began failing
+    next_probe_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    probe_job_id: Mapped[str | None] = mapped_column(IdColumn())  # the one delivery job that will probe
+    last_failure_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    last_error: Mapped[str | None] = mapped_column(Text)
+    recovered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

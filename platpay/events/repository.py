@@ -3,12 +3,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+from platpay.db.portable import insert_ignore
+from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow
 
 # Lean inserts: events (and their deliveries) are written on every money movement.
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
@@ -75,3 +76,146 @@ async def delivery_counts(session: AsyncSession) -> dict[str, int]:
         )
     ).all()
     return {status: count for status, count in rows}
+
+
+async def get_endpoint(
+    session: AsyncSession, *, endpoint_id: str, for_update: bool = False
+) -> WebhookEndpointRow | None:
+    stmt = select(WebhookEndpointRow).where(WebhookEndpointRow.id == endpoint_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def lock_endpoint(
+    session: AsyncSession, *, endpoint_id: str, tenant_id: str, url: str, now: datetime
+) -> WebhookEndpointRow:
+    """The endpoint's row, created ACTIVE if it has none, locked for this transaction."""
+    await session.execute(
+        insert_ignore(
+            session,
+            WebhookEndpointRow.__table__,
+            {
+                "id": endpoint_id,
+                "tenant_id": tenant_id,
+                "url": url,
+                "status": "ACTIVE",
+                "consecutive_failures": 0,
+                "probe_round": 0,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+    )
+    row = await get_endpoint(session, endpoint_id=endpoint_id, for_update=True)
+    assert row is not None
+    await session.refresh(row)  # this transaction's locked state, not a copy an earlier read left behind
+    return row
+
+
+_ENDPOINTS = WebhookEndpointRow.__table__
+# Lean: read and written by every delivery attempt.
+_ENDPOINT_STATE = Lean(
+    select(_ENDPOINTS.c.status, _ENDPOINTS.c.probe_job_id).where(_ENDPOINTS.c.id == bindparam("endpoint_id"))
+)
+_CLEAR_FAILURES = Lean(
+    update(_ENDPOINTS)
+    .where(
+        _ENDPOINTS.c.id == bindparam("endpoint_id"),
+        (_ENDPOINTS.c.consecutive_failures > 0) | (_ENDPOINTS.c.status != "ACTIVE"),
+    )
+    .values(
+        status="ACTIVE",
+        consecutive_failures=0,
+        failing_since=None,
+        probe_round=0,
+        next_probe_at=None,
+        probe_job_id=None,
+        recovered_at=bindparam("now"),
+        updated_at=bindparam("now"),
+    )
+    .returning(_ENDPOINTS.c.id)
+)
+
+
+async def endpoint_state(session: AsyncSession, *, endpoint_id: str) -> tuple[str, str | None] | None:
+    """(status, probe job id) of an endpoint, or None for one that never failed."""
+    return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})  # type: ignore[return-value]
+
+
+async def clear_endpoint_failures(session: AsyncSession, *, endpoint_id: str, now: datetime) -> bool:
+    """After a successful delivery: the endpoint's failure count back to zero and its breaker closed. A
+    no-op (no write, no lock) for an endpoint with no failures, the usual case. True if it had any."""
+    return bool(await lean.rows(session, _CLEAR_FAILURES, {"endpoint_id": endpoint_id, "now": now}))
+
+
+async def failing_endpoints(session: AsyncSession) -> dict[str, str]:
+    """Every FAILING endpoint that has a probe scheduled: its id -> the probe's job id."""
+    rows = await session.execute(
+        select(WebhookEndpointRow.id, WebhookEndpointRow.probe_job_id).where(
+            WebhookEndpointRow.status == "FAILING", WebhookEndpointRow.probe_job_id.isnot(None)
+        )
+    )
+    return dict(rows.all())  # type: ignore[arg-type]
+
+
+async def endpoints_of(session: AsyncSession, *, tenant_id: str) -> list[WebhookEndpointRow]:
+    stmt = (
+        select(WebhookEndpointRow)
+        .where(WebhookEndpointRow.tenant_id == tenant_id)
+        .order_by(WebhookEndpointRow.id)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def pending_counts(session: AsyncSession, *, tenant_id: str) -> dict[str, int]:
+    """PENDING deliveries by URL."""
+    rows = (
+        await session.execute(
+            select(WebhookDeliveryRow.url, func.count())
+            .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == "PENDING")
+            .group_by(WebhookDeliveryRow.url)
+        )
+    ).all()
+    return {url: count for url, count in rows}
+
+
+async def endpoint_counts(session: AsyncSession) -> dict[str, int]:
+    rows = (
+        await session.execute(
+            select(WebhookEndpointRow.status, func.count()).group_by(WebhookEndpointRow.status)
+        )
+    ).all()
+    return {status: count for status, count in rows}
+
+
+async def give_up_stale(
+    session: AsyncSession, *, tenant_id: str, url: str, created_before: datetime, sparing: str, now: datetime
+) -> list[str]:
+    """Mark FAILED the endpoint's PENDING deliveries created before `created_before` (past the retry
+    horizon while the endpoint failed); the ids of the jobs that were to send them."""
+    stale = (
+        await session.execute(
+            select(WebhookDeliveryRow.id, WebhookDeliveryRow.job_id).where(
+                WebhookDeliveryRow.tenant_id == tenant_id,
+                WebhookDeliveryRow.url == url,
+                WebhookDeliveryRow.status == "PENDING",
+                WebhookDeliveryRow.created_at < created_before,
+                WebhookDeliveryRow.id != sparing,
+            )
+        )
+    ).all()
+    if stale:
+        await session.execute(
+            update(WebhookDeliveryRow)
+            .where(WebhookDeliveryRow.id.in_([delivery_id for delivery_id, _ in stale]))
+            .values(
+                status="FAILED",
+                job_id=None,
+                next_attempt_at=None,
+                last_error="given up: the endpoint kept failing past the retry horizon",
+                updated_at=now,
+            )
+            .execution_options(synchronize_session=False)
+        )
+    return [job_id for _, job_id in stale if job_id]

@@ -38,6 +38,27 @@ class WebhookDeliveryDetail(WebhookDelivery):
     attempts: list[WebhookAttempt]
 
 
+class WebhookEndpointHealth(ApiModel):
+    """How deliveries to one endpoint URL are going: its circuit breaker."""
+
+    url: str
+    status: Literal["ACTIVE", "FAILING"] = Field(
+        description="FAILING: its deliveries wait while one probe delivery is tried at nextProbeAt"
+    )
+    configured: bool = Field(description="whether it is the environment's webhookEndpoint now")
+    consecutive_failures: int = Field(description="failed attempts in a row (0 once one succeeds)")
+    pending_deliveries: int = Field(description="deliveries to it not yet delivered or given up")
+    failing_since: datetime | None = None
+    next_probe_at: datetime | None = Field(default=None, description="when a FAILING endpoint is tried again")
+    last_failure_at: datetime | None = None
+    last_error: str | None = Field(default=None, description="what the last failed attempt met")
+    recovered_at: datetime | None = Field(default=None, description="when it last stopped failing")
+
+
+class WebhookEndpointList(BaseModel):
+    data: list[WebhookEndpointHealth]
+
+
 class TestWebhookResult(BaseModel):
     """What the receiver answered to the on-demand TEST event (snake_case names, as the reference has)."""
 

@@ -10,10 +10,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.errors import InvalidInput, NotFound
+from platpay.events import breaker, repository, types
 from platpay.events import delivery as delivery_mod
-from platpay.events import repository, types
 from platpay.events.models import EventRow, WebhookDeliveryRow
-from platpay.events.schemas import TestWebhookResult, WebhookAttempt, WebhookDelivery, WebhookDeliveryDetail
+from platpay.events.schemas import (
+    TestWebhookResult,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookDeliveryDetail,
+    WebhookEndpointHealth,
+)
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
@@ -21,7 +27,7 @@ from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.platforms.context import TenantContext
 
-DELIVER_JOB = "webhook.deliver"
+DELIVER_JOB = delivery_mod.DELIVER_JOB
 
 
 class WebhookEndpointNotSet(InvalidInput):
@@ -71,7 +77,13 @@ async def _schedule(
 ) -> str:
     delivery_id = new_id("Webhook")
     job_id = await jobs_service.enqueue(
-        session, DELIVER_JOB, {"deliveryId": delivery_id}, tenant_id=tenant_id, run_at=now
+        session,
+        DELIVER_JOB,
+        {"deliveryId": delivery_id},
+        tenant_id=tenant_id,
+        run_at=now,
+        lane=breaker.WEBHOOK_LANE,
+        concurrency_key=breaker.endpoint_id(tenant_id, url),
     )
     await repository.insert_delivery(
         session,
@@ -159,6 +171,36 @@ async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: st
     )
 
 
+async def endpoint_health(session: AsyncSession, *, tenant_id: str) -> list[WebhookEndpointHealth]:
+    """The configured endpoint first (ACTIVE with no failures if it never failed), then every other URL
+    that deliveries went to and that has failed at some point."""
+    from platpay.platforms import service as platforms_service
+
+    configured = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
+    pending = await repository.pending_counts(session, tenant_id=tenant_id)
+    rows = {row.url: row for row in await repository.endpoints_of(session, tenant_id=tenant_id)}
+    urls = [configured] if configured else []
+    urls += sorted((set(rows) | set(pending)) - set(urls))
+    health = []
+    for url in urls:
+        row = rows.get(url)
+        health.append(
+            WebhookEndpointHealth(
+                url=url,
+                status=row.status if row else breaker.ACTIVE,  # type: ignore[arg-type]
+                configured=url == configured,
+                consecutive_failures=row.consecutive_failures if row else 0,
+                pending_deliveries=pending.get(url, 0),
+                failing_since=row.failing_since if row else None,
+                next_probe_at=row.next_probe_at if row else None,
+                last_failure_at=row.last_failure_at if row else None,
+                last_error=row.last_error if row else None,
+                recovered_at=row.recovered_at if row else None,
+            )
+        )
+    return health
+
+
 async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDelivery:
     """Send the same delivery (same envelope id) again now, whatever its state; a scheduled retry is
     superseded so the receiver is not sent two copies for one request."""
@@ -174,7 +216,14 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
     row.next_attempt_at = now
     row.updated_at = now
     row.job_id = await jobs_service.enqueue(
-        session, DELIVER_JOB, {"deliveryId": row.id}, tenant_id=tenant_id, run_at=now
+        session,
+        DELIVER_JOB,
+        {"deliveryId": row.id, "manual": True},
+        tenant_id=tenant_id,
+        run_at=now,
+        # No concurrency key: a manual redelivery is sent now even to a failing endpoint (a manual probe:
+        # its success closes the breaker), neither held back nor counted against the endpoint's cap.
+        lane=breaker.WEBHOOK_LANE,
     )
     return _delivery_schema(row)
 
@@ -216,6 +265,8 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
         await delivery_mod.record_attempt(
             session, delivery=locked, event=event, result=result, at=at, settings=settings
         )
+        if not breaker.counts_as_failure(result.status):
+            await breaker.record_success(session, tenant_id=tenant.id, url=url)  # a failing one recovered
     if result.status is None:
         raise WebhookDeliveryError(
             f"could not deliver the test webhook to {url}: {result.error}",

@@ -15,17 +15,25 @@ class JobRow(Base):
 
     state: QUEUED (due at run_at) -> RUNNING (lease_until, lease_token) -> DONE | DEAD; a RUNNING job whose
     lease expired is claimable again, which is how a crashed worker's job gets retried.
+
+    lane: which of the runner's lanes runs it; each lane has capacity of its own, so the jobs of one lane
+    never wait behind another's (webhook deliveries cannot hold up settlement). concurrency_key: in a lane
+    with a per-key cap, at most that many jobs sharing the key run at once, across every worker; the lane
+    may also hold a key's jobs back altogether (a failing webhook endpoint's backlog, but for its probe).
     """
 
     __tablename__ = "jobs"
     __table_args__ = (
-        Index("ix_jobs_state_run_at", "state", "run_at"),
+        Index("ix_jobs_lane_state_run_at", "lane", "state", "run_at"),
         Index("ix_jobs_state_lease_until", "state", "lease_until"),
+        Index("ix_jobs_lane_state_concurrency_key_run_at", "lane", "state", "concurrency_key", "run_at"),
         Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
     kind: Mapped[str] = mapped_column(String(64))
+    lane: Mapped[str] = mapped_column(String(16), default="default")
+    concurrency_key: Mapped[str | None] = mapped_column(String(64))
     tenant_id: Mapped[str | None] = mapped_column(IdColumn())
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
     state: Mapped[str] = mapped_column(String(16))

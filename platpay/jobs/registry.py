@@ -1,17 +1,58 @@
-"""Job kinds and their handlers. Domains register handlers at import; `load_handlers` imports them all."""
+"""Job kinds and their handlers, and the runner's lanes. Domains register handlers (and a lane of their
+own, if their jobs must not compete with others for capacity) at import; `load_handlers` imports them all.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+    from platpay.config import Settings
     from platpay.jobs.runner import JobContext
 
 Handler = Callable[["JobContext"], Awaitable[None]]
 
 _HANDLERS: dict[str, Handler] = {}
+
+DEFAULT_LANE = "default"
+
+
+# Keys whose jobs a lane holds back, each with the one job of it that may still run (or None), as read in
+# the claiming transaction at the claim's time.
+HeldKeys = Callable[["AsyncSession", datetime], Awaitable[dict[str, str | None]]]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """A share of every runner's capacity: `concurrency(settings)` jobs of the lane at once per runner;
+    with `key_cap(settings)`, at most that many jobs of one concurrency key at once across all runners, and
+    `held`, keys whose jobs wait (but for one each) however long they are due."""
+
+    name: str
+    concurrency: Callable[[Settings], int]
+    key_cap: Callable[[Settings], int] | None = None
+    held: HeldKeys | None = None
+
+
+# Every state-changing job (settlement steps, expiries, imports, reviews) runs in the default lane.
+_LANES: dict[str, Lane] = {DEFAULT_LANE: Lane(DEFAULT_LANE, lambda settings: settings.job_concurrency)}
+
+
+def lane(definition: Lane) -> Lane:
+    """Register a lane (at import, beside the handlers of the jobs that use it)."""
+    _LANES[definition.name] = definition
+    return definition
+
+
+def lanes() -> tuple[Lane, ...]:
+    return tuple(_LANES.values())
+
 
 # Modules that register handlers. A new domain with jobs adds itself here.
 HANDLER_MODULES = (

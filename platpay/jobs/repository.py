@@ -1,17 +1,29 @@
 """All SQL on the jobs table. Claims and finishes are conditional on the lease so a job that a crashed or
-slow worker lost can never be finished twice."""
+slow worker lost can never be finished twice.
+
+Two ways to claim: `claim` takes a lane's oldest due jobs (FOR UPDATE SKIP LOCKED: workers never wait
+for each other); `claim_keyed` serves a lane whose jobs carry concurrency keys round-robin across keys,
+never putting more than `key_cap` jobs of one key in flight. Its claims are serialized across workers
+(a transaction-scoped advisory lock on PostgreSQL; SQLite has one writer anyway), which is what makes the
+cap hold across every worker: a claim counts what is running and takes what fits in one step.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import random
+from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
+from platpay.db.types import UtcDateTime
+from platpay.jobs import registry
 from platpay.jobs.models import JobRow
 
 QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
@@ -45,11 +57,12 @@ async def bury_exhausted(session: AsyncSession, *, now: datetime) -> int:
 
 
 async def claim(
-    session: AsyncSession, *, now: datetime, lease_until: datetime, token: str, limit: int
+    session: AsyncSession, *, lane: str, now: datetime, lease_until: datetime, token: str, limit: int
 ) -> list[JobRow]:
+    """The lane's `limit` oldest due jobs (or crashed ones whose lease expired), leased to `token`."""
     due = (
         select(JobRow.id)
-        .where(_claimable(now))
+        .where(JobRow.lane == lane, _claimable(now))
         .order_by(JobRow.run_at)
         .limit(limit)
         .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
@@ -58,6 +71,114 @@ async def claim(
     # UPDATE SKIP LOCKED)` PostgreSQL may plan a nested-loop semi join that rescans the locking subquery
     # per outer row, claiming the whole queue instead of `limit` jobs.
     ids = list((await session.scalars(due)).all())
+    return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+
+
+def _lane_lock_id(lane: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"jobs-lane\x00{lane}".encode()).digest()[:8], "big", signed=True)
+
+
+# The concurrency keys with due jobs, walked through the (lane, state, concurrency_key, run_at) index one
+# key at a time (a loose index scan): a cost in keys, not in jobs, however long one key's backlog is.
+_DUE_KEYS = text(
+    """
+    WITH RECURSIVE due_keys(key) AS (
+        SELECT min(concurrency_key) FROM jobs
+        WHERE lane = :lane AND state = 'QUEUED' AND run_at <= :now
+        UNION ALL
+        SELECT (
+            SELECT min(later.concurrency_key) FROM jobs AS later
+            WHERE later.lane = :lane AND later.state = 'QUEUED' AND later.run_at <= :now
+              AND later.concurrency_key > due_keys.key
+        )
+        FROM due_keys WHERE due_keys.key IS NOT NULL
+    )
+    SELECT key FROM due_keys WHERE key IS NOT NULL LIMIT :most
+    """
+).bindparams(bindparam("now", type_=UtcDateTime()))
+_MOST_KEYS = 256  # examined per claim; beyond, a random sample of them is served first next time too
+
+
+async def claim_keyed(
+    session: AsyncSession,
+    *,
+    lane: str,
+    now: datetime,
+    lease_until: datetime,
+    token: str,
+    limit: int,
+    key_cap: int,
+    held: dict[str, str | None] | None = None,
+) -> list[JobRow]:
+    """Up to `limit` due jobs of the lane, round-robin across concurrency keys (every key's oldest due job
+    first, then every key's second, ...), taking no key past `key_cap` jobs in flight. A job without a key
+    is a key of its own. Of a key in `held`, only the job it names may be taken."""
+    held = held or {}
+    if session.bind.dialect.name == "postgresql":
+        await session.execute(select(func.pg_advisory_xact_lock(_lane_lock_id(lane))))
+    key = func.coalesce(JobRow.concurrency_key, JobRow.id)
+    # Every running job of the lane (a few dozen at most): those under a live lease are in flight, those
+    # whose lease expired belong to a worker that died and may be taken again.
+    in_flight: Counter[str] = Counter()
+    candidates: list[tuple[int, datetime, str, str]] = []  # (rank within its key, run_at, id, key)
+    running = await session.execute(
+        select(JobRow.id, key, JobRow.run_at, JobRow.lease_until).where(
+            JobRow.lane == lane, JobRow.state == RUNNING
+        )
+    )
+    for job_id, job_key, run_at, lease_until in running.all():
+        if lease_until is not None and lease_until >= now:
+            in_flight[job_key] += 1
+        elif job_key not in held or held[job_key] == job_id:
+            candidates.append((1, run_at, job_id, job_key))
+    keyless = await session.execute(  # jobs without a key (manual webhook redeliveries): a key each
+        select(JobRow.run_at, JobRow.id)
+        .where(
+            JobRow.lane == lane,
+            JobRow.state == QUEUED,
+            JobRow.concurrency_key.is_(None),
+            JobRow.run_at <= now,
+        )
+        .order_by(JobRow.run_at)
+        .limit(limit)
+    )
+    candidates += [(1, run_at, job_id, job_id) for run_at, job_id in keyless.all()]
+    keys = list((await session.scalars(_DUE_KEYS, {"lane": lane, "now": now, "most": _MOST_KEYS})).all())
+    random.shuffle(keys)  # if there are more keys than room this time, none is always last
+    for due_key in keys:
+        room = key_cap - in_flight[due_key]
+        if room <= 0 or (due_key in held and held[due_key] is None):
+            continue
+        heads_of_key = (
+            select(JobRow.run_at, JobRow.id)
+            .where(
+                JobRow.lane == lane,
+                JobRow.state == QUEUED,
+                JobRow.concurrency_key == due_key,
+                JobRow.run_at <= now,
+            )
+            .order_by(JobRow.run_at, JobRow.id)
+            .limit(room)
+        )
+        if due_key in held:
+            heads_of_key = heads_of_key.where(JobRow.id == held[due_key])
+        heads = (await session.execute(heads_of_key)).all()
+        candidates += [(rank, run_at, job_id, due_key) for rank, (run_at, job_id) in enumerate(heads, 1)]
+        if sum(1 for candidate in candidates if candidate[0] == 1) >= limit:
+            break  # enough keys to fill every free slot with each one's oldest
+    ids = []
+    for _, _, job_id, job_key in sorted(candidates):
+        if len(ids) >= limit:
+            break
+        if in_flight[job_key] < key_cap:
+            in_flight[job_key] += 1
+            ids.append(job_id)
+    return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+
+
+async def _lease(
+    session: AsyncSession, ids: list[str], *, now: datetime, lease_until: datetime, token: str
+) -> list[JobRow]:
     if not ids:
         return []
     result = await session.execute(
@@ -74,6 +195,48 @@ async def claim(
         .execution_options(synchronize_session=False)
     )
     return list(result.scalars().all())
+
+
+async def hasten(session: AsyncSession, *, lane: str, key: str, now: datetime, run_at: datetime) -> int:
+    """Every queued job of `key` due later than `run_at` due at `run_at`; how many."""
+    result = await session.execute(
+        update(JobRow)
+        .where(
+            JobRow.lane == lane,
+            JobRow.concurrency_key == key,
+            JobRow.state == QUEUED,
+            JobRow.run_at > run_at,
+        )
+        .values(run_at=run_at, updated_at=now)
+    )
+    return result.rowcount or 0
+
+
+async def reschedule_oldest(
+    session: AsyncSession, *, lane: str, key: str, now: datetime, run_at: datetime
+) -> str | None:
+    """The oldest queued job of `key`, now due at `run_at`; its id, or None if none is queued."""
+    job_id = await session.scalar(
+        select(JobRow.id)
+        .where(JobRow.lane == lane, JobRow.state == QUEUED, JobRow.concurrency_key == key)
+        .order_by(JobRow.run_at, JobRow.id)
+        .limit(1)
+    )
+    if job_id is not None:
+        await session.execute(update(JobRow).where(JobRow.id == job_id).values(run_at=run_at, updated_at=now))
+    return job_id
+
+
+async def finish_many(session: AsyncSession, *, job_ids: list[str], now: datetime) -> int:
+    """Mark queued jobs done without running them: their work was given up."""
+    if not job_ids:
+        return 0
+    result = await session.execute(
+        update(JobRow)
+        .where(JobRow.id.in_(job_ids), JobRow.state == QUEUED)
+        .values(state=DONE, finished_at=now, updated_at=now)
+    )
+    return result.rowcount or 0
 
 
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:
@@ -106,8 +269,8 @@ async def reschedule(
     refund_attempt: bool = False,
     dead: bool = False,
 ) -> bool:
-    """Back to QUEUED at `run_at` (or DEAD), if `token` still holds the lease. `reset_attempts`: the
-    handler asked to run later (a fresh start); `refund_attempt`: this attempt did not count (the
+    """Back to QUEUED at `run_at` (or DEAD), if `token` still holds the lease. `reset_attempts`:
+    the handler asked to run later (a fresh start); `refund_attempt`: this attempt did not count (the
     database was unavailable)."""
     values: dict[str, Any] = {
         "state": DEAD if dead else QUEUED,
@@ -132,20 +295,27 @@ async def reschedule(
 
 
 async def queue_stats(session: AsyncSession, *, now: datetime) -> dict[str, Any]:
-    """Depth by state and the age of the oldest due job (seconds), for /metrics."""
+    """Depth by state, and by lane the age of its oldest due job (seconds), for /metrics."""
     rows = (
         await session.execute(
             select(JobRow.state, func.count()).where(JobRow.state != DONE).group_by(JobRow.state)
         )
     ).all()
-    oldest_due = await session.scalar(
-        select(func.min(JobRow.run_at)).where(JobRow.state == QUEUED, JobRow.run_at <= now)
-    )
-    oldest_age = 0.0
-    if oldest_due is not None:
-        oldest_due = oldest_due if oldest_due.tzinfo else oldest_due.replace(tzinfo=now.tzinfo)
-        oldest_age = max(0.0, (now - oldest_due).total_seconds())
-    return {"by_state": {state: count for state, count in rows}, "oldest_due_age_seconds": oldest_age}
+    ages = {}
+    for lane in registry.lanes():  # one index range per lane
+        oldest_due = await session.scalar(
+            select(func.min(JobRow.run_at)).where(
+                JobRow.lane == lane.name, JobRow.state == QUEUED, JobRow.run_at <= now
+            )
+        )
+        if oldest_due is not None:
+            oldest_due = oldest_due if oldest_due.tzinfo else oldest_due.replace(tzinfo=now.tzinfo)
+        ages[lane.name] = max(0.0, (now - oldest_due).total_seconds()) if oldest_due is not None else 0.0
+    return {
+        "by_state": {state: count for state, count in rows},
+        "oldest_due_age_seconds_by_lane": ages,
+        "oldest_due_age_seconds": max(ages.values(), default=0.0),
+    }
 
 
 async def get(session: AsyncSession, job_id: str) -> JobRow | None:

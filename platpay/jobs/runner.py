@@ -74,6 +74,25 @@ class JobContext:
         self._retry_at = when
         self._retry_reason = reason
 
+    async def reschedule_in(
+        self, session: AsyncSession, *, run_at: datetime | None = None, reason: str = ""
+    ) -> None:
+        """Run this job again at `run_at` (now) as part of the caller's own transaction `session`, instead
+        of finishing it: for a handler that decides not to do its work yet while holding a lock that
+        decision depends on. Nothing else may finish the job afterwards."""
+        ok = await repository.reschedule(
+            session,
+            job_id=self.job_id,
+            token=self._token,
+            now=clock.now(),
+            run_at=run_at or clock.now(),
+            error=reason,
+            reset_attempts=True,
+        )
+        if not ok:
+            raise LeaseLost(self.job_id)
+        self._finished = True
+
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncSession]:
         """A write transaction that also finishes (or reschedules) this job, atomically with its effects."""
@@ -106,18 +125,30 @@ class JobRunner:
         self.name = name or f"runner-{uuid.uuid4().hex[:8]}"
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._running: set[asyncio.Task[None]] = set()
+        self._running: dict[str, set[asyncio.Task[None]]] = {}  # by lane
+        # Lanes that may have due jobs. A claim that finds fewer than it asked for clears its lane's mark;
+        # a commit queueing jobs in a lane, a job of the lane finishing (its key's slot is free) and every
+        # poll set it again. A drained lane costs no claim transaction until then.
+        self._maybe_due: set[str] = set()
         self._last_maintenance = 0.0
         self.processed = 0
         db.on_commit(self._on_commit)
 
     def _on_commit(self, session: AsyncSession) -> None:
-        if session.info.pop(ENQUEUED_FLAG, False):
+        lanes = session.info.pop(ENQUEUED_FLAG, None)
+        if lanes:
+            self._maybe_due.update(lanes)
             self._wake.set()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
-        self._running.discard(task)
-        self._wake.set()  # a slot is free
+        for lane, running in self._running.items():
+            if task in running:
+                running.discard(task)
+                self._maybe_due.add(lane)  # a slot is free
+        self._wake.set()
+
+    def _all_running(self) -> set[asyncio.Task[None]]:
+        return set().union(*self._running.values())
 
     def wake(self) -> None:
         self._wake.set()
@@ -130,16 +161,35 @@ class JobRunner:
     def lease(self) -> timedelta:
         return timedelta(seconds=self.settings.job_lease_seconds)
 
-    async def claim(self, limit: int) -> list[tuple[dict[str, Any], str]]:
+    async def claim(
+        self, limit: int, *, lane: str = registry.DEFAULT_LANE
+    ) -> list[tuple[dict[str, Any], str]]:
+        """Lease up to `limit` due jobs of `lane` to this runner."""
+        definition = next(candidate for candidate in registry.lanes() if candidate.name == lane)
+        key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
             now = clock.now()
-            buried = await repository.bury_exhausted(session, now=now)
-            if buried:
-                log.warning("jobs.buried", count=buried)
-            rows = await repository.claim(
-                session, now=now, lease_until=now + self.lease, token=token, limit=limit
-            )
+            if lane == registry.DEFAULT_LANE:
+                buried = await repository.bury_exhausted(session, now=now)
+                if buried:
+                    log.warning("jobs.buried", count=buried)
+            lease_until = now + self.lease
+            if key_cap is None:
+                rows = await repository.claim(
+                    session, lane=lane, now=now, lease_until=lease_until, token=token, limit=limit
+                )
+            else:
+                rows = await repository.claim_keyed(
+                    session,
+                    lane=lane,
+                    now=now,
+                    lease_until=lease_until,
+                    token=token,
+                    limit=limit,
+                    key_cap=key_cap,
+                    held=await definition.held(session, now) if definition.held is not None else None,
+                )
             claimed = [
                 (
                     {
@@ -270,17 +320,28 @@ class JobRunner:
                 raise
             log.info("job.left_to_lease", job_id=job["id"], kind=job["kind"])
 
-    async def run_once(self) -> int:
-        """Claim what fits in the free slots and start it; returns how many were started."""
-        free = self.settings.job_concurrency - len(self._running)
-        if free <= 0:
-            return 0
-        claimed = await self.claim(min(free, self.settings.job_batch_size))
-        for job, token in claimed:
-            task = asyncio.create_task(self.execute(job, token))
-            self._running.add(task)
-            task.add_done_callback(self._task_done)
-        return len(claimed)
+    async def run_once(self, *, every_lane: bool = True) -> int:
+        """In every lane (or only those that may have due jobs), claim what fits in its free slots and
+        start it; returns how many were started."""
+        started = 0
+        for lane in registry.lanes():
+            if not every_lane and lane.name not in self._maybe_due:
+                continue
+            running = self._running.setdefault(lane.name, set())
+            free = lane.concurrency(self.settings) - len(running)
+            if free <= 0:
+                continue
+            wanted = min(free, self.settings.job_batch_size)
+            self._maybe_due.discard(lane.name)
+            claimed = await self.claim(wanted, lane=lane.name)
+            if len(claimed) == wanted:
+                self._maybe_due.add(lane.name)  # there may be more
+            for job, token in claimed:
+                task = asyncio.create_task(self.execute(job, token))
+                running.add(task)
+                task.add_done_callback(self._task_done)
+            started += len(claimed)
+        return started
 
     async def run_until_idle(self, *, timeout: float = 30.0) -> int:
         """Run every due job (and jobs they enqueue) until none is due; for tests and the CLI."""
@@ -289,8 +350,9 @@ class JobRunner:
         while clock.monotonic() < deadline:
             count = await self.run_once()
             started += count
-            if self._running:
-                await asyncio.wait(set(self._running), return_when=asyncio.FIRST_COMPLETED)
+            running = self._all_running()
+            if running:
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
             elif count == 0:
                 return started
         raise TimeoutError(f"jobs still due after {timeout}s")
@@ -309,19 +371,26 @@ class JobRunner:
 
     async def run_forever(self) -> None:
         log.info("jobs.runner_started", runner=self.name)
+        every_lane_at = 0.0  # when every lane is next claimed, due or not (jobs due by time, other processes)
         while not self._stopping.is_set():
+            if clock.monotonic() >= every_lane_at:
+                self._maybe_due.update(lane.name for lane in registry.lanes())
+                every_lane_at = clock.monotonic() + self.settings.job_poll_seconds
             try:
-                started = await self.run_once()
+                started = await self.run_once(every_lane=False)
                 await self._maintenance()
             except Exception as error:  # database briefly unreachable: back off, keep going
                 if unavailable_reason(error) is None:
                     log.error("jobs.claim_failed", error=repr(error))
                 started = 0
+                every_lane_at = 0.0
                 await asyncio.sleep(OUTAGE_RETRY_SECONDS)
-            if started == 0 or len(self._running) >= self.settings.job_concurrency:
+            if started == 0:  # nothing due, or every lane with due work is full
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.job_poll_seconds)
-        if self._running:
-            await asyncio.wait(set(self._running), timeout=self.settings.job_lease_seconds)
+                    await asyncio.wait_for(
+                        self._wake.wait(), timeout=max(0.0, every_lane_at - clock.monotonic())
+                    )
+        if running := self._all_running():
+            await asyncio.wait(running, timeout=self.settings.job_lease_seconds)
         log.info("jobs.runner_stopped", runner=self.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -15,6 +15,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
     @property
     def json(self) -> Any:
@@ -29,12 +30,20 @@ class Reply:
 
 
 class WebhookReceiver:
-    """Answers scripted replies in order (then `default`), and records every request it got."""
+    """Answers scripted replies in order (then `default`), and records every request it got.
+
+    `hang()`: from then on it reads each request and never answers (a crashed app behind a live port), and
+    records nothing, until `recover()`. `in_flight_peak`: the most requests it was answering at once."""
 
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply()
         self.script: list[Reply] = []
         self.received: list[Received] = []
+        self.hung = 0  # requests it read and never answered
+        self.in_flight = 0
+        self.in_flight_peak = 0
+        self._released = threading.Event()
+        self._released.set()
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         receiver = self
@@ -43,6 +52,22 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
+                if not receiver._released.is_set():
+                    with receiver._lock:
+                        receiver.hung += 1
+                    receiver._released.wait()
+                    self.close_connection = True
+                    return  # never answered; the sender gave up long ago
+                with receiver._lock:
+                    receiver.in_flight += 1
+                    receiver.in_flight_peak = max(receiver.in_flight_peak, receiver.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with receiver._lock:
+                        receiver.in_flight -= 1
+
+            def _answer(self, body: bytes) -> None:
                 with receiver._cond:
                     receiver.received.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
@@ -73,8 +98,15 @@ class WebhookReceiver:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         self.server.shutdown()
         self.server.server_close()
+
+    def hang(self) -> None:
+        self._released.clear()
+
+    def recover(self) -> None:
+        self._released.set()
 
     def replies(self, *replies: Reply | int) -> None:
         with self._lock:
