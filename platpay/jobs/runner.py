@@ -376,6 +376,7 @@ class JobRunner:
             if clock.monotonic() >= every_lane_at:
                 self._maybe_due.update(lane.name for lane in registry.lanes())
                 every_lane_at = clock.monotonic() + self.settings.job_poll_seconds
+            self._wake.clear()  # before claiming: a wake-up while claiming is not lost
             try:
                 started = await self.run_once(every_lane=False)
                 await self._maintenance()
@@ -386,7 +387,6 @@ class JobRunner:
                 every_lane_at = 0.0
                 await asyncio.sleep(OUTAGE_RETRY_SECONDS)
             if started == 0:  # nothing due, or every lane with due work is full
-                self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(
                         self._wake.wait(), timeout=max(0.0, every_lane_at - clock.monotonic())
