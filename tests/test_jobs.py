@@ -186,3 +186,40 @@ class TestRunner:
         async with db.read() as session:
             stats = await repository.queue_stats(session, now=clock.now() + timedelta(seconds=3))
         assert stats["by_state"]["QUEUED"] == 2 and stats["oldest_due_age_seconds"] >= 2.9
+
+
+class TestLanes:
+    """Lanes have capacity of their own; a keyed lane caps each key in flight and serves keys in turn."""
+
+    async def test_a_keyed_claim_leases_for_the_full_lease_while_others_of_the_lane_run(self, db, runner):
+        clock.freeze()
+        [first, second] = await _enqueue(db, "system.noop", n=2, lane="webhooks", concurrency_key="K")
+        [(claimed, _)] = await runner.claim(1, lane="webhooks")
+        assert claimed["id"] == first
+        clock.advance(timedelta(seconds=4))  # the first is still leased (5 s)
+        [(claimed, _)] = await runner.claim(1, lane="webhooks")
+        assert claimed["id"] == second
+        assert (await _job(db, second)).lease_until == clock.now() + runner.lease
+        clock.advance(timedelta(seconds=2))  # the first's lease has run out: a crashed worker's job
+        [(claimed, _)] = await runner.claim(5, lane="webhooks")
+        assert claimed["id"] == first  # the second, leased 2 s ago, is not taken again
+
+    async def test_at_most_the_cap_of_one_key_in_flight_and_every_key_served_first(
+        self, db, runner, settings
+    ):
+        cap = settings.webhook_endpoint_max_in_flight
+        crowd = await _enqueue(db, "system.noop", n=cap * 3, lane="webhooks", concurrency_key="crowd")
+        lone = await _enqueue(db, "system.noop", n=1, lane="webhooks", concurrency_key="lone")
+        claimed = [job["id"] for job, _ in await runner.claim(100, lane="webhooks")]
+        assert set(claimed) == set(crowd[:cap]) | set(lone)
+        assert [job for job, _ in await runner.claim(100, lane="webhooks")] == []  # the crowd is at its cap
+
+    async def test_lanes_do_not_share_capacity(self, db, runner, settings):
+        webhooks = await _enqueue(db, "system.noop", n=3, lane="webhooks")
+        default = await _enqueue(db, "system.noop", n=3)
+        settings.job_concurrency = 1
+        started = await runner.run_once()
+        assert started == 1 + 3  # one in the default lane (its whole capacity), every webhook one
+        await runner.run_until_idle()
+        for job_id in webhooks + default:
+            assert (await _job(db, job_id)).state == "DONE"

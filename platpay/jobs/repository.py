@@ -126,8 +126,8 @@ async def claim_keyed(
             JobRow.lane == lane, JobRow.state == RUNNING
         )
     )
-    for job_id, job_key, run_at, lease_until in running.all():
-        if lease_until is not None and lease_until >= now:
+    for job_id, job_key, run_at, leased_until in running.all():
+        if leased_until is not None and leased_until >= now:
             in_flight[job_key] += 1
         elif job_key not in held or held[job_key] == job_id:
             candidates.append((1, run_at, job_id, job_key))

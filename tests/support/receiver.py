@@ -33,7 +33,7 @@ class WebhookReceiver:
     """Answers scripted replies in order (then `default`), and records every request it got.
 
     `hang()`: from then on it reads each request and never answers (a crashed app behind a live port), and
-    records nothing, until `recover()`. `in_flight_peak`: the most requests it was answering at once."""
+    records nothing, until `recover()`. `in_flight_peak`: the most requests it held unanswered at once."""
 
     def __init__(self, default: Reply | None = None) -> None:
         self.default = default or Reply()
@@ -58,14 +58,7 @@ class WebhookReceiver:
                     receiver._released.wait()
                     self.close_connection = True
                     return  # never answered; the sender gave up long ago
-                with receiver._lock:
-                    receiver.in_flight += 1
-                    receiver.in_flight_peak = max(receiver.in_flight_peak, receiver.in_flight)
-                try:
-                    self._answer(body)
-                finally:
-                    with receiver._lock:
-                        receiver.in_flight -= 1
+                self._answer(body)
 
             def _answer(self, body: bytes) -> None:
                 with receiver._cond:
@@ -73,9 +66,15 @@ class WebhookReceiver:
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
                     reply = receiver.script.pop(0) if receiver.script else receiver.default
+                    receiver.in_flight += 1
+                    receiver.in_flight_peak = max(receiver.in_flight_peak, receiver.in_flight)
                     receiver._cond.notify_all()
                 if reply.delay:
                     time.sleep(reply.delay)
+                # Counted from arrival until just before answering: within the sender's own in-flight time
+                # (after the answer, the sender may finish and send the next one before this thread resumes).
+                with receiver._lock:
+                    receiver.in_flight -= 1
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(reply.body)))
@@ -85,7 +84,10 @@ class WebhookReceiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # a burst of senders is never refused for a full accept queue
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
