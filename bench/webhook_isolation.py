@@ -168,18 +168,28 @@ def measure_y(
     api: httpx.Client, account: str, bank: str, arrivals: Arrivals, args: argparse.Namespace
 ) -> str:
     sent: dict[str, float] = {}
+    settled: dict[str, float] = {}
+    stop_at = [float("inf")]
+
+    def watch() -> None:  # when each transfer is first seen COMPLETED, polled every 50 ms
+        with httpx.Client(base_url=str(api.base_url), auth=api.auth, timeout=30, trust_env=False) as poller:
+            while time.monotonic() < stop_at[0] and (
+                len(settled) < args.transfers or len(sent) < args.transfers
+            ):
+                now = time.monotonic()
+                for transaction_id in list(set(sent) - set(settled)):
+                    if poller.get(f"/transactions/{transaction_id}").json().get("status") == "COMPLETED":
+                        settled[transaction_id] = now
+                time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
     for _ in range(args.transfers):
         started = time.monotonic()
         sent[transfer(api, account, bank)] = started
         time.sleep(max(0.0, args.every - (time.monotonic() - started)))
-    settled: dict[str, float] = {}
-    deadline = time.monotonic() + args.patience
-    while len(settled) < len(sent) and time.monotonic() < deadline:
-        now = time.monotonic()
-        for transaction_id in set(sent) - set(settled):
-            if api.get(f"/transactions/{transaction_id}").json().get("status") == "COMPLETED":
-                settled[transaction_id] = now
-        time.sleep(0.05)
+    stop_at[0] = time.monotonic() + args.patience
+    watcher.join()
     settle = [settled[t] - sent[t] for t in settled]
     webhooks = [arrivals.first_seen[t] - sent[t] for t in sent if t in arrivals.first_seen]
     return (
