@@ -1,0 +1,125 @@
+"""The layering of docs/architecture.md, read from the code: every import between platpay packages goes
+down the list of layers (so the packages form a DAG), and no platpay import hides inside a function."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "platpay"
+
+# docs/architecture.md, top to bottom: a package may import only packages before it in this list.
+LAYERS = (
+    ("kit", "config", "errors", "logging", "metrics", "db"),
+    ("jobs",),
+    ("tenants",),
+    ("auth",),
+    ("events",),
+    ("ledger",),
+    ("customers",),
+    ("accounts",),
+    ("fx",),
+    ("payments",),
+    ("platforms",),
+    ("app", "cli", "middleware", "domains", "models_registry", "routers"),
+)
+FOUNDATION = frozenset(LAYERS[0])
+TOP = frozenset(LAYERS[-1])
+SHARED = (FOUNDATION, TOP)  # layers whose packages may import each other (never in a cycle)
+
+# Imports inside functions that are there on purpose (module path relative to platpay/, imported module).
+IN_FUNCTION_ALLOWED = {
+    # The CLI imports what each command needs when it runs, so `platpay --help` starts fast.
+    ("cli.py", "*"),
+}
+
+
+def _package(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _rank(package: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if package in layer:
+            return index
+    raise AssertionError(f"platpay/{package} is in no layer of tests/test_architecture.py LAYERS")
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported platpay package, line, inside a function) for every platpay import of the module."""
+    found: list[tuple[str, int, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            modules: list[str] = []
+            if isinstance(child, ast.Import):
+                modules = [alias.name for alias in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    modules = ["platpay." + _package(path)]
+                elif child.module == "platpay":
+                    modules = [f"platpay.{alias.name}" for alias in child.names]
+                elif child.module:
+                    modules = [child.module]
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] == "platpay" and len(parts) > 1 and (ROOT / parts[1]).exists():
+                    found.append((parts[1], child.lineno, in_function))
+                elif parts[0] == "platpay" and len(parts) > 1 and (ROOT / f"{parts[1]}.py").exists():
+                    found.append((parts[1], child.lineno, in_function))
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+MODULES = sorted(p for p in ROOT.rglob("*.py"))
+
+
+def test_every_package_is_in_a_layer() -> None:
+    for path in MODULES:
+        if path.parent == ROOT and path.stem == "__init__":
+            continue
+        _rank(_package(path))
+
+
+def test_imports_go_down_the_layers() -> None:
+    wrong = []
+    for path in MODULES:
+        if path.parent == ROOT and path.stem == "__init__":
+            continue
+        package = _package(path)
+        for target, line, _ in _imports(path):
+            if target == package or any(package in layer and target in layer for layer in SHARED):
+                continue
+            if _rank(target) >= _rank(package):
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line} imports platpay.{target}")
+    assert not wrong, "imports against docs/architecture.md's layers:\n" + "\n".join(wrong)
+
+
+@pytest.mark.parametrize("layer", SHARED, ids=("foundation", "top"))
+def test_packages_of_one_layer_do_not_import_in_a_cycle(layer: frozenset[str]) -> None:
+    edges: dict[str, set[str]] = {name: set() for name in layer}
+    for path in MODULES:
+        package = _package(path)
+        if package in layer:
+            edges[package] |= {t for t, _, _ in _imports(path) if t in layer and t != package}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(n == goal or (n not in seen and reaches(n, goal, seen | {n})) for n in edges[start])
+
+    cyclic = sorted(name for name in layer if reaches(name, name, {name}))
+    assert not cyclic, f"packages of one layer importing each other in a cycle: {cyclic}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_platpay_import_inside_a_function(path: Path) -> None:
+    rel = str(path.relative_to(ROOT))
+    if (rel, "*") in IN_FUNCTION_ALLOWED:
+        return
+    hidden = [line for target, line, inside in _imports(path) if inside]
+    assert not hidden, f"platpay/{rel} imports platpay modules inside functions, lines {hidden}"
