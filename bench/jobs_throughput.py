@@ -183,12 +183,12 @@ async def bench_backend(
 ) -> BackendResult:
     from sqlalchemy import func, select
 
+    from platpay import domains
     from platpay.auth import service as auth_service
     from platpay.config import Settings
     from platpay.db.database import Database
     from platpay.events import repository as events_repository
     from platpay.events import service as events_service
-    from platpay.jobs import registry
     from platpay.jobs import service as jobs_service
     from platpay.jobs.models import JobRow
     from platpay.jobs.runner import JobRunner
@@ -208,7 +208,7 @@ async def bench_backend(
         overrides["job_batch_size"] = args.claim_batch
     settings = Settings(**overrides)
     configure_logging(settings.log_level, json_output=True)
-    registry.load_handlers(settings.job_plugins)
+    domains.load_jobs(settings.job_plugins)
     result = BackendResult(name)
     db = Database(url, pool_size=settings.db_pool_size)
     try:

@@ -8,11 +8,12 @@ from alembic import context
 from sqlalchemy import JSON, text
 from sqlalchemy.engine import Connection
 
+from platpay import domains
 from platpay.config import get_settings
-from platpay.db.base import Base, import_all_models
+from platpay.db.base import Base
 from platpay.db.database import build_engine
 
-import_all_models()
+domains.load()  # every domain's tables in Base.metadata
 target_metadata = Base.metadata
 MIGRATION_LOCK_ID = 7_342_001  # serializes concurrent `migrate` runs on PostgreSQL
 

@@ -20,15 +20,18 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from platpay import API_VERSION
+from platpay import API_VERSION, domains
 from platpay import metrics as metrics_module
 from platpay.config import Settings, get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.faults import DatabaseUnavailable, unavailable_reason
 from platpay.errors import ApiError, ErrorBody, InternalError
-from platpay.jobs import registry
+from platpay.events import repository as events_repository
+from platpay.events.delivery import close_clients
+from platpay.jobs import repository as jobs_repository
 from platpay.jobs.runner import JobRunner
+from platpay.kit import clock
 from platpay.logging import configure as configure_logging
 from platpay.middleware import EdgeMiddleware
 
@@ -186,7 +189,7 @@ def create_app(
             settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
         )
         app.state.db = db
-        registry.load_handlers(settings.job_plugins)
+        domains.load_jobs(settings.job_plugins)
         runner_task = None
         runner = None
         if run_worker:
@@ -200,8 +203,6 @@ def create_app(
                 runner.stop()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(runner_task, timeout=settings.job_lease_seconds)
-            from platpay.events.delivery import close_clients
-
             await close_clients()
             if own_db:
                 await db.dispose()
@@ -231,13 +232,11 @@ def create_app(
     app.add_exception_handler(DBAPIError, _database_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected)
 
-    from platpay.routers import ROUTERS, body_limits
-
     # The routes themselves, not include_router: an included router is matched through per-candidate
     # wrappers that cost several times a plain route's regex match on every request, for every route
     # tried before the matching one (measured: ~70% of an unauthenticated request's CPU).
-    for router in ROUTERS:
-        app.router.routes.extend(router.routes)
+    for mount in domains.mounts():
+        app.router.routes.extend(mount.router.routes)
 
     @app.get("/healthz", tags=["Operations"], responses={500: {"model": ErrorBody}})
     async def healthz() -> dict[str, str]:
@@ -274,10 +273,6 @@ def create_app(
     )
     async def metrics(request: Request) -> Response:
         """Prometheus metrics."""
-        from platpay.events import repository as events_repository
-        from platpay.jobs import repository as jobs_repository
-        from platpay.kit import clock
-
         db: Database = request.app.state.db
         async with db.read() as session:
             stats = await jobs_repository.queue_stats(session, now=clock.now())
@@ -295,7 +290,7 @@ def create_app(
     _serve_docs(app)
     app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
     app.add_middleware(
-        EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=body_limits(settings)
+        EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=domains.body_limits(settings)
     )
     if metrics_module.multiprocess_dir() is None:
         # Apps side by side in one process each record to their own set (outermost, so that the edge

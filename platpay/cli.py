@@ -160,9 +160,8 @@ def worker(
     concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
 ) -> None:
     """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process."""
-    from platpay import metrics
+    from platpay import domains, metrics
     from platpay.db.database import Database
-    from platpay.jobs import registry
     from platpay.jobs.runner import JobRunner
     from platpay.logging import configure
 
@@ -170,7 +169,7 @@ def worker(
     configure(settings.log_level, json_output=settings.log_json)
     # What this process counts (webhook attempts, job runs) shows in the servers' /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=False)
-    registry.load_handlers(settings.job_plugins)
+    domains.load_jobs(settings.job_plugins)
 
     async def main() -> None:
         db = Database(

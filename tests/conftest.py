@@ -20,12 +20,11 @@ import pytest
 os.environ.setdefault("PLATPAY_MASTER_KEY", base64.urlsafe_b64encode(b"k" * 32).rstrip(b"=").decode())
 os.environ.setdefault("PLATPAY_LOG_JSON", "true")
 
-from platpay import BASE_PATH
+from platpay import BASE_PATH, domains
 from platpay.app import create_app
 from platpay.config import Settings, get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
-from platpay.jobs import registry
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from tests.support.receiver import WebhookReceiver
@@ -84,9 +83,9 @@ def pg_database() -> str | None:
 async def _truncate_all(db: Database) -> None:
     from sqlalchemy import text
 
-    from platpay.db.base import Base, import_all_models
+    from platpay.db.base import Base
 
-    import_all_models()
+    domains.load()
     names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
     async with db.transaction() as session:
         await session.execute(text(f"TRUNCATE {names} CASCADE"))
@@ -129,7 +128,7 @@ async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
     database = Database(settings.database_url, pool_size=5)
     if backend == "postgresql":
         await _truncate_all(database)
-    registry.load_handlers()
+    domains.load_jobs()
     try:
         yield database
         await assert_ledger_verifies(database)  # every test that touched the database ends with this

@@ -23,7 +23,7 @@ LAYERS = (
     ("fx",),
     ("payments",),
     ("platforms",),
-    ("app", "cli", "middleware", "domains", "models_registry", "routers"),
+    ("app", "cli", "middleware", "domains"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])
@@ -67,9 +67,9 @@ def _imports(path: Path) -> list[tuple[str, int, bool]]:
                     modules = [child.module]
             for module in modules:
                 parts = module.split(".")
-                if parts[0] == "platpay" and len(parts) > 1 and (ROOT / parts[1]).exists():
-                    found.append((parts[1], child.lineno, in_function))
-                elif parts[0] == "platpay" and len(parts) > 1 and (ROOT / f"{parts[1]}.py").exists():
+                if parts[0] != "platpay" or len(parts) < 2:
+                    continue
+                if (ROOT / parts[1]).is_dir() or (ROOT / f"{parts[1]}.py").exists():
                     found.append((parts[1], child.lineno, in_function))
             visit(child, inside)
 

@@ -16,8 +16,3 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-def import_all_models() -> None:
-    """Import every models module so Base.metadata knows every table (migrations, schema checks)."""
-    from platpay import models_registry  # noqa: F401

@@ -53,8 +53,8 @@ async def emit(
     the event's id."""
     from platpay.platforms import service as platforms_service
 
-    if type not in types.ALL:
-        raise ValueError(f"unknown event type {type!r}")
+    if not types.is_known(type):
+        raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
     event = {
         "id": new_id("Event"),

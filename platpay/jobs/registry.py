@@ -1,5 +1,6 @@
 """Job kinds and their handlers, and the runner's lanes. Domains register handlers (and a lane of their
-own, if their jobs must not compete with others for capacity) at import; `load_handlers` imports them all.
+own, if their jobs must not compete with others for capacity) at import; discovering the domains
+(`platpay.domains.load_jobs`) imports them all.
 """
 
 from __future__ import annotations
@@ -54,18 +55,6 @@ def lanes() -> tuple[Lane, ...]:
     return tuple(_LANES.values())
 
 
-# Modules that register handlers. A new domain with jobs adds itself here.
-HANDLER_MODULES = (
-    "platpay.jobs.builtin",
-    "platpay.events.delivery",
-    "platpay.accounts.jobs",
-    "platpay.customers.bulk_jobs",
-    "platpay.payments.jobs",
-    "platpay.fx.jobs",
-    "platpay.payments.incoming_jobs",
-)
-
-
 def handler(kind: str) -> Callable[[Handler], Handler]:
     def register(func: Handler) -> Handler:
         _HANDLERS[kind] = func
@@ -78,7 +67,8 @@ def get(kind: str) -> Handler | None:
     return _HANDLERS.get(kind)
 
 
-def load_handlers(plugins: str = "") -> None:
-    """Import built-in handler modules plus comma-separated plugin modules (PLATPAY_JOB_PLUGINS)."""
-    for module in (*HANDLER_MODULES, *(name.strip() for name in plugins.split(",") if name.strip())):
+def load_plugins(plugins: str = "") -> None:
+    """Import comma-separated plugin modules that register handlers (PLATPAY_JOB_PLUGINS). The domains'
+    own handlers are registered by discovering the domains (`platpay.domains.load_jobs`)."""
+    for module in (name.strip() for name in plugins.split(",") if name.strip()):
         importlib.import_module(module)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from platpay import domains
 from platpay.db import migrate
-from platpay.db.base import Base, import_all_models
+from platpay.db.base import Base
 
 
 async def test_migrated_schema_matches_the_models(db):
-    import_all_models()
+    domains.load()
 
     def diff(connection):
         context = MigrationContext.configure(connection, opts={"compare_type": True, "render_as_batch": True})

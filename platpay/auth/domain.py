@@ -1,0 +1,6 @@
+"""API tokens as the app discovers them."""
+
+from platpay.auth import endpoints, models
+from platpay.kit.domain_spec import Domain, Mount
+
+DOMAIN = Domain(name="auth", routers=(Mount(endpoints.router, order=20),), models=(models,))

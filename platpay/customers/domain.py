@@ -1,0 +1,38 @@
+"""Customers and bulk import as the app discovers them."""
+
+from platpay import BASE_PATH
+from platpay.config import Settings
+from platpay.customers import bulk, bulk_endpoints, bulk_jobs, bulk_models, endpoints, models
+from platpay.kit.domain_spec import Domain, Mount
+
+
+def _body_limits(settings: Settings) -> dict[str, int]:
+    # The CSV limit itself is checked on the file (a clear 400); the body may exceed it by the multipart
+    # envelope, and anything beyond that is cut off at the edge with 413.
+    return {
+        f"{BASE_PATH}{bulk_endpoints.UPLOAD_PATH}": settings.bulk_import_max_bytes
+        + bulk.MULTIPART_ALLOWANCE_BYTES
+    }
+
+
+DOMAIN = Domain(
+    name="customers",
+    routers=(
+        Mount(bulk_endpoints.router, order=40),  # /customers/bulk/... before /customers/{customerId}
+        Mount(endpoints.router, order=50),
+        Mount(endpoints.sandbox_router, order=80),
+    ),
+    models=(models, bulk_models),
+    jobs=(bulk_jobs,),
+    event_types=frozenset(
+        {
+            *(
+                f"CUSTOMER.{check}_{result}"
+                for check in ("KYC", "KYB")
+                for result in ("APPROVED", "REJECTED", "PENDING")
+            ),
+            "BULK_UPLOAD.COMPLETED",
+            "BULK_UPLOAD.FAILED",
+        }
+    ),
+)

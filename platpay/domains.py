@@ -1,0 +1,52 @@
+"""Discovers the domain packages: every `platpay/<name>/domain.py` holding a `DOMAIN` (kit.domain_spec.Domain).
+
+The app, the worker, migrations and the tests call `load()` once; it imports each domain module (which
+imports its models, routers and job handlers), registers the domains' webhook event types, and returns the
+domains in package-name order. Nothing here names a domain.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+from functools import cache
+
+import platpay
+from platpay.config import Settings
+from platpay.events import types as event_types
+from platpay.jobs import registry
+from platpay.kit.domain_spec import Domain, Mount
+
+
+@cache
+def load() -> tuple[Domain, ...]:
+    found = []
+    for info in sorted(pkgutil.iter_modules(platpay.__path__), key=lambda info: info.name):
+        if not info.ispkg or importlib.util.find_spec(f"platpay.{info.name}.domain") is None:
+            continue
+        domain = importlib.import_module(f"platpay.{info.name}.domain").DOMAIN
+        if not isinstance(domain, Domain):
+            raise TypeError(f"platpay.{info.name}.domain.DOMAIN is not a kit.domain_spec.Domain")
+        event_types.register(domain.event_types)
+        found.append(domain)
+    return tuple(found)
+
+
+def mounts() -> list[Mount]:
+    """Every domain's routers, in the order their routes are tried."""
+    return sorted((mount for domain in load() for mount in domain.routers), key=lambda mount: mount.order)
+
+
+def body_limits(settings: Settings) -> dict[str, int]:
+    limits: dict[str, int] = {}
+    for domain in load():
+        if domain.body_limits is not None:
+            limits.update(domain.body_limits(settings))
+    return limits
+
+
+def load_jobs(plugins: str = "") -> None:
+    """Every domain's job handlers, and the plugin modules named in PLATPAY_JOB_PLUGINS."""
+    load()
+    registry.load_plugins(plugins)

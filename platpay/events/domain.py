@@ -1,0 +1,12 @@
+"""Webhooks as the app discovers them: the outbox tables, delivery jobs, /webhooks routes."""
+
+from platpay.events import delivery, endpoints, models, types
+from platpay.kit.domain_spec import Domain, Mount
+
+DOMAIN = Domain(
+    name="events",
+    routers=(Mount(endpoints.router, order=60), Mount(endpoints.sandbox_router, order=70)),
+    models=(models,),
+    jobs=(delivery,),
+    event_types=frozenset({types.TEST}),
+)

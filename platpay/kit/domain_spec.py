@@ -1,0 +1,41 @@
+"""What a domain package says about itself, in its `domain.py`, for the app to discover.
+
+A domain package `platpay/<name>/` with a `domain.py` module holding `DOMAIN = Domain(...)` is found by
+`platpay.domains` at startup: its routers are served, its job handlers registered, its event types known
+and its tables part of the schema. Adding a domain edits no central list; see docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from fastapi import APIRouter
+
+if TYPE_CHECKING:
+    from platpay.config import Settings
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A router the app serves. Routes are tried in ascending `order` (then discovery order) where paths
+    overlap: `/customers/internal-accounts` must be tried before `/customers/{customerId}`."""
+
+    router: APIRouter
+    order: int = 100
+
+
+@dataclass(frozen=True)
+class Domain:
+    name: str
+    routers: tuple[Mount, ...] = ()
+    # Modules defining the domain's tables and its job handlers: importing them registers them (the
+    # declarative Base, `jobs.registry.handler`); `domain.py` imports them and lists them here.
+    models: tuple[ModuleType, ...] = ()
+    jobs: tuple[ModuleType, ...] = ()
+    # Webhook event types the domain emits (`events.service.emit` refuses any other).
+    event_types: frozenset[str] = frozenset()
+    # Paths taking larger bodies than PLATPAY_MAX_BODY_BYTES (uploads): path -> limit in bytes.
+    body_limits: Callable[[Settings], dict[str, int]] | None = None
