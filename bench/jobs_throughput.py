@@ -208,7 +208,7 @@ async def bench_backend(
         overrides["job_batch_size"] = args.claim_batch
     settings = Settings(**overrides)
     configure_logging(settings.log_level, json_output=True)
-    domains.load_jobs(settings.job_plugins)
+    domains.start(settings)
     result = BackendResult(name)
     db = Database(url, pool_size=settings.db_pool_size)
     try:

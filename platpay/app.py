@@ -178,6 +178,7 @@ def create_app(
 ) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level, json_output=settings.log_json)
+    domains.start(settings)
     run_worker = settings.run_embedded_worker if embedded_worker is None else embedded_worker
     app_metrics = metrics_module.metrics_for_app()
 
@@ -189,7 +190,6 @@ def create_app(
             settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
         )
         app.state.db = db
-        domains.load_jobs(settings.job_plugins)
         runner_task = None
         runner = None
         if run_worker:

@@ -169,7 +169,7 @@ def worker(
     configure(settings.log_level, json_output=settings.log_json)
     # What this process counts (webhook attempts, job runs) shows in the servers' /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=False)
-    domains.load_jobs(settings.job_plugins)
+    domains.start(settings)
 
     async def main() -> None:
         db = Database(

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     job_max_attempts: int = 25
     job_plugins: str = Field(default="", description="comma-separated modules registering extra job handlers")
 
+    # Providers (kit/providers.py): a registered name, or an import path `package.module:factory`
+    fx_rate_provider: str = Field(default="sandbox", description="where FX rates come from")
+
     # Webhooks
     webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")
     webhook_retry_max_interval_seconds: float = 1800.0

@@ -16,6 +16,7 @@ import platpay
 from platpay.config import Settings
 from platpay.events import types as event_types
 from platpay.jobs import registry
+from platpay.kit import providers
 from platpay.kit.domain_spec import Domain, Mount
 
 
@@ -44,6 +45,13 @@ def body_limits(settings: Settings) -> dict[str, int]:
         if domain.body_limits is not None:
             limits.update(domain.body_limits(settings))
     return limits
+
+
+def start(settings: Settings) -> None:
+    """What every process (server, worker, tests) does before serving: discover the domains, register
+    their job handlers and the job plugins, and choose each provider slot's implementation."""
+    load_jobs(settings.job_plugins)
+    providers.configure_all(settings)
 
 
 def load_jobs(plugins: str = "") -> None:

@@ -128,7 +128,7 @@ async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
     database = Database(settings.database_url, pool_size=5)
     if backend == "postgresql":
         await _truncate_all(database)
-    domains.load_jobs()
+    domains.start(settings)
     try:
         yield database
         await assert_ledger_verifies(database)  # every test that touched the database ends with this

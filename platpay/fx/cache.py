@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from platpay.fx import rates
+from platpay.fx.providers import RATES, RateQuote
 from platpay.kit import clock
 
 
 @dataclass(frozen=True, slots=True)
 class CachedRate:
-    rate: rates.RateQuote
+    rate: RateQuote
     fetched_at: datetime
 
 
@@ -26,7 +26,7 @@ _MAX_ENTRIES = 50_000  # every pair of 170 currencies is ~29k; a bound against s
 
 def get(source_currency: str, destination_currency: str, *, ttl_seconds: float) -> CachedRate:
     """The provider's rate for the pair, fetched at most `ttl_seconds` ago."""
-    provider = rates.provider()
+    provider = RATES.get()
     key = (provider.name, source_currency, destination_currency)
     now = clock.now()
     cached = _entries.get(key)

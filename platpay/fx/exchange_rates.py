@@ -9,6 +9,7 @@ from functools import cache as memoize
 
 from platpay.accounts.validators.corridor_specs import BANK, account_type_specs
 from platpay.fx import cache, fees, pricing, rates
+from platpay.fx.providers import UnsupportedCurrencyPair
 from platpay.fx.schemas import ExchangeRate, ExchangeRateFees, ExchangeRateList
 from platpay.kit import currencies
 from platpay.platforms.context import TenantContext
@@ -57,7 +58,7 @@ def _entry(
 ) -> ExchangeRate | None:
     try:
         cached = cache.get(source, destination, ttl_seconds=ttl_seconds)
-    except rates.UnsupportedCurrencyPair:
+    except UnsupportedCurrencyPair:
         return None  # a provider without this pair simply has no corridor for it
     rule = fees.rule_for(rail)
     fixed = rule.fixed_in(source)

@@ -20,6 +20,7 @@ from platpay.config import Settings
 from platpay.errors import invalid_field
 from platpay.fx import fees, funding, planning, pricing, rates, repository, settlement
 from platpay.fx.models import QuoteRow
+from platpay.fx.providers import RATES, RateQuote, UnsupportedCurrencyPair
 from platpay.fx.schemas import OutgoingRateDetails, Quote, QuoteRequest
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
@@ -67,10 +68,10 @@ def to_schema(row: QuoteRow) -> Quote:
 
 def _price(
     body: QuoteRequest, *, source: str, destination: str, corridor: str
-) -> tuple[pricing.Price, rates.RateQuote]:
+) -> tuple[pricing.Price, RateQuote]:
     try:
-        quote_rate = rates.provider().rate(source, destination)
-    except rates.UnsupportedCurrencyPair as error:
+        quote_rate = RATES.get().rate(source, destination)
+    except UnsupportedCurrencyPair as error:
         raise invalid_field("destination", f"no {source} to {destination} rate: {error}") from None
     rule = fees.rule_for(corridor)
     try:

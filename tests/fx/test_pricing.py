@@ -12,7 +12,7 @@ from fractions import Fraction
 import pytest
 
 from platpay.errors import InvalidInput
-from platpay.fx import fees, pricing, rates
+from platpay.fx import fees, pricing, providers, rates
 from platpay.kit import currencies
 from tests.fx.support import RATES, expected
 
@@ -55,8 +55,8 @@ class TestRateTable:
         assert await rates.convert(source_currency="EUR", destination_currency="USD", amount=900) == 1000
 
     def test_stablecoins_pegged_to_usd_trade_without_spread(self):
-        assert rates.provider().rate("USD", "USDC").spread_bps == RATES["pegSpreadBps"] == 0
-        assert rates.provider().rate("USD", "MXN").spread_bps == RATES["spreadBps"] == 50
+        assert providers.RATES.get().rate("USD", "USDC").spread_bps == RATES["pegSpreadBps"] == 0
+        assert providers.RATES.get().rate("USD", "MXN").spread_bps == RATES["spreadBps"] == 50
 
     def test_display_rate_has_twelve_significant_digits(self):
         assert rates.to_decimal(Fraction(1, 3)) == Decimal("0.333333333333")
@@ -128,7 +128,7 @@ class TestPricing:
     def test_both_sides_match_the_published_rules(self, source, destination, corridor):
         generator = random.Random(f"{source}{destination}")
         rule = fees.rule_for(corridor)
-        provider_rate = rates.provider().rate(source, destination)
+        provider_rate = providers.RATES.get().rate(source, destination)
         minor_rate = rates.minor_rate(provider_rate.customer_rate, source, destination)
         for _ in range(40):
             for locked in ("SENDING", "RECEIVING"):
