@@ -10,4 +10,4 @@ from platpay.jobs import models as _jobs  # noqa: F401
 from platpay.kit import idempotency as _idempotency  # noqa: F401
 from platpay.ledger import models as _ledger  # noqa: F401
 from platpay.payments import models as _payments  # noqa: F401
-from platpay.platforms import models as _platforms  # noqa: F401
+from platpay.tenants import models as _tenants  # noqa: F401

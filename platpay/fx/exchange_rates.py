@@ -11,8 +11,8 @@ from platpay.accounts.validators.corridor_specs import BANK, account_type_specs
 from platpay.fx import cache, fees, pricing, rates
 from platpay.fx.schemas import ExchangeRate, ExchangeRateFees, ExchangeRateList
 from platpay.kit import currencies
-from platpay.platforms.context import TenantContext
-from platpay.platforms.service import DEFAULT_MAX_AMOUNT
+from platpay.tenants.context import TenantContext
+from platpay.tenants.service import DEFAULT_MAX_AMOUNT
 
 DEFAULT_SENDING_AMOUNT = 10_000
 
