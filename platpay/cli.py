@@ -41,11 +41,12 @@ async def _bootstrap_if_empty(settings: Settings) -> dict[str, object] | None:
     """On a fresh database create one sandbox platform and return its sandbox credentials."""
     from platpay.db.database import Database
     from platpay.platforms import service as platforms_service
+    from platpay.tenants import service as tenants_service
 
     db = Database(settings.database_url, null_pool=True)
     try:
         async with db.transaction() as session:
-            if await platforms_service.any_platform_exists(session):
+            if await tenants_service.any_platform_exists(session):
                 return None
             created = await platforms_service.create_platform(
                 session,

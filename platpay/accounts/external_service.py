@@ -11,11 +11,12 @@ from platpay.accounts import repository
 from platpay.accounts.models import ExternalAccountRow
 from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
 from platpay.accounts.validators import corridors
+from platpay.customers import service as customers_service
 from platpay.errors import Conflict, InvalidInput, NotFound
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 PLATFORM_OWNER = "platform"
 
@@ -89,8 +90,6 @@ async def create_external_account(
     platform_account_id: str | None,
     default_uma_deposit_account: bool,
 ) -> ExternalAccount:
-    from platpay.customers import service as customers_service
-
     currencies.require(currency, field="currency")
     if customer_id is not None:
         await customers_service.load_active(session, tenant_id=tenant.id, customer_id=customer_id)

@@ -9,6 +9,7 @@ from sqlalchemy import Select, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
+from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
@@ -66,22 +67,16 @@ async def get_internal(
     )
 
 
-def _pair_statement() -> tuple[Lean, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    from platpay.customers.models import CustomerRow
+_INTERNAL_COLUMNS, _INTERNAL_KEYS = lean.columns_of(InternalAccountRow)
+_EXTERNAL_COLUMNS, _EXTERNAL_KEYS = lean.columns_of(ExternalAccountRow)
 
-    internal_columns, internal_keys = lean.columns_of(InternalAccountRow)
-    external_columns, external_keys = lean.columns_of(ExternalAccountRow)
-    customer_columns, customer_keys = lean.columns_of(CustomerRow)
-    internal, external, customer = (
-        InternalAccountRow.__table__,
-        ExternalAccountRow.__table__,
-        CustomerRow.__table__,
-    )
+
+def _pair_statement() -> Lean:
+    internal, external = InternalAccountRow.__table__, ExternalAccountRow.__table__
     statement = (
         select(
-            *(c.label(f"i_{c.name}") for c in internal_columns),
-            *(c.label(f"e_{c.name}") for c in external_columns),
-            *(c.label(f"c_{c.name}") for c in customer_columns),
+            *(c.label(f"i_{c.name}") for c in _INTERNAL_COLUMNS),
+            *(c.label(f"e_{c.name}") for c in _EXTERNAL_COLUMNS),
         )
         .select_from(
             internal.outerjoin(
@@ -91,14 +86,15 @@ def _pair_statement() -> tuple[Lean, tuple[str, ...], tuple[str, ...], tuple[str
                     external.c.tenant_id == internal.c.tenant_id,
                     external.c.deleted_at.is_(None),
                 ),
-            ).outerjoin(
-                customer,
-                and_(customer.c.id == internal.c.customer_id, customer.c.tenant_id == internal.c.tenant_id),
             )
         )
         .where(internal.c.id == bindparam("internal_id"), internal.c.tenant_id == bindparam("tenant_id"))
     )
-    return Lean(statement), internal_keys, external_keys, customer_keys
+    # The account's owner in the same query: the customers domain joins its table and adds its columns.
+    statement = customers_service.with_owner(
+        statement, customer_id=internal.c.customer_id, tenant_id=internal.c.tenant_id
+    )
+    return Lean(statement)
 
 
 _PAIR = _pair_statement()
@@ -110,50 +106,41 @@ async def internal_with_external(
     """An internal account and a live external account of the tenant in one round trip (the money
     paths' lookup), each None when missing. The internal account's owner is read with them into the
     session, so the customer checks that follow find it there."""
-    from platpay.customers.models import CustomerRow
-
-    statement, internal_keys, external_keys, customer_keys = _PAIR
     row = await lean.first(
-        session, statement, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
+        session, _PAIR, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
     )
     if row is None:
         return None, None
-    n_internal, n_external = len(internal_keys), len(external_keys)
+    n_internal, n_external = len(_INTERNAL_KEYS), len(_EXTERNAL_KEYS)
     internal_values = row[:n_internal]
     external_values = row[n_internal : n_internal + n_external]
-    customer_values = row[n_internal + n_external :]
-    internal = lean.instance(session, InternalAccountRow, lean.rows_to_values(internal_keys, internal_values))
+    internal = lean.instance(
+        session, InternalAccountRow, lean.rows_to_values(_INTERNAL_KEYS, internal_values)
+    )
     external = (
-        lean.instance(session, ExternalAccountRow, lean.rows_to_values(external_keys, external_values))
+        lean.instance(session, ExternalAccountRow, lean.rows_to_values(_EXTERNAL_KEYS, external_values))
         if external_values[0] is not None
         else None
     )
-    if customer_values[0] is not None:
-        lean.keep(
-            session, lean.instance(session, CustomerRow, lean.rows_to_values(customer_keys, customer_values))
-        )
+    customers_service.owner_from_columns(session, row[n_internal + n_external :])
     return internal, external
 
 
 async def customers_without_account(
     session: AsyncSession, *, tenant_id: str, currency: str, limit: int
 ) -> list[str]:
-    """Active customers with no `currency` account yet. Reads the customers table directly: it is the
-    accounts domain's question, asked in pages by the backfill job."""
-    from platpay.customers.models import CustomerRow
-
+    """Active customers with no `currency` account yet, in one query: the customers domain's statement of
+    its active customers, narrowed here to those lacking the account. Asked in pages by the backfill job."""
+    customers = customers_service.active_ids_query(tenant_id=tenant_id)
     has_account = (
         select(InternalAccountRow.id)
-        .where(InternalAccountRow.customer_id == CustomerRow.id, InternalAccountRow.currency == currency)
+        .where(
+            InternalAccountRow.customer_id == customers.selected_columns[0],
+            InternalAccountRow.currency == currency,
+        )
         .exists()
     )
-    stmt = (
-        select(CustomerRow.id)
-        .where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None), ~has_account)
-        .order_by(CustomerRow.id)
-        .limit(limit)
-    )
-    return list((await session.scalars(stmt)).all())
+    return list((await session.scalars(customers.where(~has_account).limit(limit))).all())
 
 
 async def internal_by_ids(

@@ -11,14 +11,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import instructions, repository
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
+from platpay.customers import hooks as customers_hooks
 from platpay.errors import NotFound
+from platpay.events import service as events_service
+from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger_service
 from platpay.ledger.service import Balance
-from platpay.platforms.context import TenantContext
 
 BACKFILL_JOB = "accounts.backfill_currency"
 BACKFILL_PAGE = 500
@@ -64,11 +66,13 @@ async def _open(
     return rows
 
 
+@customers_hooks.on_created.subscribe
 async def open_customer_accounts(
-    session: AsyncSession, *, tenant: TenantContext, customer_ids: list[str]
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str], currency_codes: list[str]
 ) -> None:
+    """New customers get an account in every currency their tenant is configured with."""
     if customer_ids:
-        await _open(session, tenant_id=tenant.id, owners=list(customer_ids), codes=tenant.currency_codes)
+        await _open(session, tenant_id=tenant_id, owners=list(customer_ids), codes=currency_codes)
 
 
 async def ensure_platform_accounts(session: AsyncSession, *, tenant_id: str, codes: list[str]) -> None:
@@ -78,8 +82,6 @@ async def ensure_platform_accounts(session: AsyncSession, *, tenant_id: str, cod
 async def on_currencies_added(session: AsyncSession, *, tenant_id: str, codes: list[str]) -> None:
     """A currency added to the config: the platform's account now, every customer's through a job (a
     platform may have millions of customers; the job works through them in pages and survives crashes)."""
-    from platpay.jobs import service as jobs_service
-
     await ensure_platform_accounts(session, tenant_id=tenant_id, codes=codes)
     for code in codes:
         await jobs_service.enqueue(
@@ -97,9 +99,9 @@ async def backfill_page(session: AsyncSession, *, tenant_id: str, currency: str)
     return len(customer_ids)
 
 
+@customers_hooks.on_deleted.subscribe
 async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, customer_id: str) -> None:
-    from platpay.events import service as events_service
-
+    """A deleted customer's accounts close (INTERNAL_ACCOUNT.STATUS_UPDATED for each)."""
     rows = await repository.close_for_customer(
         session, tenant_id=tenant_id, customer_id=customer_id, now=clock.now()
     )
@@ -123,8 +125,6 @@ async def emit_balance_updates(
     `loaded`: rows of these accounts the caller already read in this session; reading them again would
     return the very same objects (the session's identity map), so only the others are queried.
     `balances`: balances the caller already knows as of now (a ledger entry's `balances`), not read again."""
-    from platpay.events import service as events_service
-
     known = {row.id: row for row in loaded or () if row.id in account_ids and row.tenant_id == tenant_id}
     missing = [account_id for account_id in account_ids if account_id not in known]
     if missing:

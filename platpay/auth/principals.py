@@ -10,7 +10,7 @@ from platpay.auth.schemas import Permission
 from platpay.auth.service import Principal
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
-from platpay.platforms import service as platforms_service
+from platpay.tenants import service as tenants_service
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
@@ -33,7 +33,7 @@ async def _authenticate(request: Request, credentials: HTTPBasicCredentials | No
     if principal is None:
         raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
     request.state.principal = principal
-    request.state.known = platforms_service.known_facts(principal.tenant)  # for its unit of work
+    request.state.known = tenants_service.known_facts(principal.tenant)  # for its unit of work
     request.state.caller = principal.token_id  # idempotency keys are scoped to the calling token
     return principal
 

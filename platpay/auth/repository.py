@@ -3,37 +3,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, Text, bindparam, cast, func, select, update
+from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.auth.models import ApiTokenRow
 from platpay.db.database import Database
 from platpay.db.lean import Lean
-from platpay.platforms.models import PlatformRow, TenantRow
+from platpay.tenants import service as tenants_service
 
-# Authentication runs on every request: one query for the live token with its tenant and platform (the
-# one place auth reads the platforms tables directly), flat columns in this order. The currencies come as
-# their JSON text: the service decodes them only for a tenant configuration it has not seen yet.
+# Authentication runs on every request: one query for the live token with its tenant and platform, flat
+# columns: the token's id, permissions and secret hash, then the tenant's columns that the tenants domain
+# adds (tenants_service.join_context; its context_from_columns reads them).
 CREDENTIAL = Lean(
-    select(
-        ApiTokenRow.id,
-        ApiTokenRow.permissions,
-        ApiTokenRow.secret_sha256,
-        TenantRow.id,
-        TenantRow.platform_id,
-        TenantRow.environment,
-        PlatformRow.is_regulated,
-        TenantRow.config_id,
-        TenantRow.uma_domain,
-        TenantRow.webhook_endpoint,
-        cast(TenantRow.supported_currencies, Text),
-        TenantRow.webhook_public_key_pem,
-        TenantRow.created_at,
-        TenantRow.updated_at,
-    )
-    .join(TenantRow, TenantRow.id == ApiTokenRow.tenant_id)
-    .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
-    .where(ApiTokenRow.client_id == bindparam("client_id"), ApiTokenRow.deleted_at.is_(None))
+    tenants_service.join_context(
+        select(ApiTokenRow.id, ApiTokenRow.permissions, ApiTokenRow.secret_sha256), ApiTokenRow.tenant_id
+    ).where(ApiTokenRow.client_id == bindparam("client_id"), ApiTokenRow.deleted_at.is_(None))
 )
 
 

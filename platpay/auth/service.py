@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +19,8 @@ from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,48 +163,8 @@ def _principal(row: tuple[Any, ...] | None, client_secret: str) -> Principal | N
     if not hmac.compare_digest(_hash_secret(client_secret), expected) or row is None:
         return None
     token_id, permissions = row[0], row[1]
-    return Principal(token_id=token_id, permissions=frozenset(permissions), tenant=_tenant(row[3:]))
-
-
-# TenantContexts by every column they are built from: a tenant whose configuration changes has new values,
-# so a new key; an entry can never be stale. Shared by requests (frozen; never mutated).
-_TENANTS: dict[tuple[Any, ...], TenantContext] = {}
-_TENANTS_MAX = 4096
-
-
-def _tenant(columns: tuple[Any, ...]) -> TenantContext:
-    """The tenant part of a CREDENTIAL row as a TenantContext, decoding its currencies' JSON only the first
-    time this process sees this version of the tenant (most of the cost of building one, per request)."""
-    tenant = _TENANTS.get(columns)
-    if tenant is None:
-        (
-            tenant_id,
-            platform_id,
-            environment,
-            is_regulated,
-            config_id,
-            uma_domain,
-            webhook_endpoint,
-            supported_currencies_json,
-            webhook_public_key_pem,
-            created_at,
-            updated_at,
-        ) = columns
-        tenant = TenantContext(
-            id=tenant_id,
-            platform_id=platform_id,
-            environment=environment,
-            is_regulated=is_regulated,
-            config_id=config_id,
-            uma_domain=uma_domain,
-            webhook_endpoint=webhook_endpoint,
-            supported_currencies=json.loads(supported_currencies_json),
-            webhook_public_key_pem=webhook_public_key_pem,
-            created_at=created_at,
-            updated_at=updated_at,
-            version=columns,
-        )
-        if len(_TENANTS) >= _TENANTS_MAX:
-            _TENANTS.clear()
-        _TENANTS[columns] = tenant
-    return tenant
+    return Principal(
+        token_id=token_id,
+        permissions=frozenset(permissions),
+        tenant=tenants_service.context_from_columns(row[3:]),
+    )

@@ -40,8 +40,8 @@ from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id
-from platpay.platforms import service as platforms_service
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 log = structlog.get_logger("platpay.customers.bulk")
 
@@ -217,7 +217,7 @@ async def import_next_chunk(
         await _finish(session, job, status=FAILED, reason=f"the file could not be read: {error}")
         return ChunkImported(more=False, refresh_statistics=False)
     if records:
-        tenant = await platforms_service.load_tenant(session, tenant_id=tenant_id)
+        tenant = await tenants_service.load(session, tenant_id=tenant_id)
         created, refused = await _import_rows(session, tenant=tenant, job=job, records=records)
         job.processed += len(records)
         job.successful += created

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, exists, func, literal, literal_column, select, union_all, update
+from sqlalchemy import Select, and_, exists, func, literal, literal_column, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import ColumnElement
 
 from platpay.customers.models import CustomerRow
 from platpay.db import lean
@@ -120,3 +121,37 @@ async def by_uma_address(session: AsyncSession, *, tenant_id: str, uma_address: 
             CustomerRow.deleted_at.is_(None),
         )
     )
+
+
+def active_ids_query(*, tenant_id: str) -> Select[Any]:
+    """SELECT the ids of the tenant's active customers, by id (no limit): for a caller to narrow it further
+    on its one column, `selected_columns[0]`."""
+    return (
+        select(CustomerRow.id)
+        .where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None))
+        .order_by(CustomerRow.id)
+    )
+
+
+_OWNER_COLUMNS, _OWNER_KEYS = lean.columns_of(CustomerRow)
+
+
+def with_owner(
+    stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
+) -> Select[Any]:
+    """`stmt` outer-joined to the customer its column `customer_id` names in the tenant `tenant_id` names,
+    with every customers column appended (labelled c_<name>); `owner_from_columns` reads them back."""
+    customer = CustomerRow.__table__
+    return stmt.add_columns(*(c.label(f"c_{c.name}") for c in _OWNER_COLUMNS)).outerjoin(
+        customer, and_(customer.c.id == customer_id, customer.c.tenant_id == tenant_id)
+    )
+
+
+def owner_from_columns(session: AsyncSession, values: tuple[Any, ...]) -> CustomerRow | None:
+    """The customer `with_owner`'s columns hold (None if it named none), as a persistent instance of
+    `session`, kept there for the rest of its life so that later lookups of it find it without a query."""
+    if values[0] is None:
+        return None
+    row = lean.instance(session, CustomerRow, lean.rows_to_values(_OWNER_KEYS, values))
+    lean.keep(session, row)
+    return row

@@ -9,10 +9,12 @@ from datetime import date
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy import Select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import ColumnElement
 
-from platpay.customers import repository
+from platpay.customers import hooks, repository
 from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
@@ -24,10 +26,12 @@ from platpay.customers.errors import (
 from platpay.customers.models import CustomerRow
 from platpay.customers.schemas import Address, BusinessInfo, Customer, CustomerCreate, CustomerUpdate
 from platpay.errors import ApiError, InvalidInput
+from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality")
 BUSINESS_ONLY = ("business_info",)
@@ -121,9 +125,7 @@ def _generated_uma(tenant: TenantContext) -> str:
 
 
 def _provider_required(codes: list[str]) -> dict[str, list[str]]:
-    from platpay.platforms import service as platforms_service
-
-    return {code: platforms_service.provider_requirements(code)["customer"] for code in codes}
+    return {code: tenants_service.provider_requirements(code)["customer"] for code in codes}
 
 
 def _overlaps(field: str, named: set[str]) -> bool:
@@ -289,10 +291,10 @@ def problems_beside_schema_errors(
 async def create_many(
     session: AsyncSession, *, tenant: TenantContext, drafts: list[dict[str, Any]]
 ) -> list[Outcome]:
-    """Validate and insert customers (and their internal accounts) as one batch; refused drafts are reported,
-    not raised, so a bulk import can record them per row while the rest are created."""
-    from platpay.accounts import service as accounts_service
-
+    """Validate and insert customers (and, through hooks.on_created, their internal accounts) as one batch;
+    refused drafts are reported, not raised, so a bulk import can record them per row while the rest are
+    created."""
+    created_hooks = hooks.on_created.subscribers()
     now = clock.now()
     today = now.date()
     outcomes: list[Outcome] = []
@@ -333,9 +335,13 @@ async def create_many(
     await _refuse_duplicates(session, tenant=tenant, outcomes=outcomes)
     rows = [o.row for o in outcomes if o.row is not None]
     await repository.insert_many(session, rows)
-    await accounts_service.open_customer_accounts(
-        session, tenant=tenant, customer_ids=[r["id"] for r in rows]
-    )
+    for on_created in created_hooks:
+        await on_created(
+            session,
+            tenant_id=tenant.id,
+            customer_ids=[r["id"] for r in rows],
+            currency_codes=tenant.currency_codes,
+        )
     return outcomes
 
 
@@ -522,11 +528,12 @@ async def update_customer(
 
 
 async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
-    """Soft delete: the customer leaves lists (unless asked for), its keys are freed, its accounts close."""
-    from platpay.accounts import service as accounts_service
-
+    """Soft delete: the customer leaves lists (unless asked for), its keys are freed, its accounts close
+    (hooks.on_deleted)."""
+    deleted_hooks = hooks.on_deleted.subscribers()
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
-    await accounts_service.close_customer_accounts(session, tenant_id=tenant_id, customer_id=customer_id)
+    for on_deleted in deleted_hooks:
+        await on_deleted(session, tenant_id=tenant_id, customer_id=customer_id)
     now = clock.now()
     row.deleted_at = now
     row.updated_at = now
@@ -536,8 +543,6 @@ async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id:
 
 async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: str, status: str) -> Customer:
     """Move kycStatus and emit CUSTOMER.KYC_<STATUS> (KYB_ for businesses). Re-entering PENDING emits too."""
-    from platpay.events import service as events_service
-
     if status not in KYC_EVENT_STATUSES:
         raise InvalidInput(f"kycStatus must be one of {', '.join(KYC_EVENT_STATUSES)}")
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
@@ -563,6 +568,27 @@ async def ensure_ready_for_currency(
     if problems:
         raise _refusal(problems)
     return row
+
+
+def active_ids_query(*, tenant_id: str) -> Select[Any]:
+    """A statement selecting the ids of the tenant's active customers (its one column), by id, for a domain
+    above to narrow with its own conditions in one query (the accounts backfill: those lacking an account)."""
+    return repository.active_ids_query(tenant_id=tenant_id)
+
+
+def with_owner(
+    stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
+) -> Select[Any]:
+    """`stmt` with the customer that its column `customer_id` names (in the tenant `tenant_id` names) read in
+    the same query: outer-joined, its columns appended after `stmt`'s; `owner_from_columns` takes them.
+    For the money paths, which read an account and then check its owner."""
+    return repository.with_owner(stmt, customer_id=customer_id, tenant_id=tenant_id)
+
+
+def owner_from_columns(session: AsyncSession, values: tuple[Any, ...]) -> CustomerRow | None:
+    """The customer in the columns `with_owner` appended (None when there was none), loaded into `session`
+    and kept there, so that the customer checks that follow (`load_active`, ...) find it without a query."""
+    return repository.owner_from_columns(session, values)
 
 
 async def uma_address_owner(session: AsyncSession, *, tenant_id: str, uma_address: str) -> CustomerRow | None:

@@ -34,6 +34,7 @@ from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
 from platpay.kit.urls import resolves_to_public
 from platpay.metrics import WEBHOOK_ATTEMPTS
+from platpay.tenants import service as tenants_service
 
 PENDING, DELIVERED, FAILED = "PENDING", "DELIVERED", "FAILED"
 USER_AGENT = "platpay-webhooks/1"
@@ -237,7 +238,7 @@ async def deliver(ctx: JobContext) -> None:
         if delivery is None:
             return
         event = await repository.get_event(session, delivery.event_id)
-        environment = await _environment(session, delivery.tenant_id)
+        environment = await tenants_service.environment_of(session, tenant_id=delivery.tenant_id)
         status, probe_job_id = await repository.endpoint_state(
             session, endpoint_id=breaker.endpoint_id(delivery.tenant_id, delivery.url)
         ) or (breaker.ACTIVE, None)
@@ -274,9 +275,3 @@ async def deliver(ctx: JobContext) -> None:
             retry_at=next_at,
         )
         await breaker.after_attempt(session, ctx, attempted, settings=ctx.settings)
-
-
-async def _environment(session: AsyncSession, tenant_id: str) -> str | None:
-    from platpay.platforms import service as platforms_service
-
-    return await platforms_service.environment_of(session, tenant_id=tenant_id)

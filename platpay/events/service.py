@@ -25,7 +25,8 @@ from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 DELIVER_JOB = delivery_mod.DELIVER_JOB
 
@@ -51,8 +52,6 @@ async def emit(
 ) -> str:
     """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint;
     the event's id."""
-    from platpay.platforms import service as platforms_service
-
     if not types.is_known(type):
         raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
@@ -66,7 +65,7 @@ async def emit(
     # Lean inserts of plain values, not session.add of an EventRow: events are written on every money
     # movement, and the ORM's instance and unit of work cost several times the statement itself.
     await repository.insert_event(session, event)
-    url = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
+    url = await tenants_service.webhook_endpoint(session, tenant_id=tenant_id)
     if url:
         await _schedule(session, event_id=event["id"], tenant_id=tenant_id, type=type, url=url, now=now)
     return event["id"]
@@ -174,9 +173,7 @@ async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: st
 async def endpoint_health(session: AsyncSession, *, tenant_id: str) -> list[WebhookEndpointHealth]:
     """The configured endpoint first (ACTIVE with no failures if it never failed), then every other URL
     that deliveries went to and that has failed at some point."""
-    from platpay.platforms import service as platforms_service
-
-    configured = await platforms_service.webhook_endpoint(session, tenant_id=tenant_id)
+    configured = await tenants_service.webhook_endpoint(session, tenant_id=tenant_id)
     pending = await repository.pending_counts(session, tenant_id=tenant_id)
     rows = {row.url: row for row in await repository.endpoints_of(session, tenant_id=tenant_id)}
     urls = [configured] if configured else []
@@ -231,10 +228,8 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
 async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settings) -> TestWebhookResult:
     """Send a TEST event synchronously and report the receiver's answer. Record, commit, call, record:
     no transaction is open while the receiver is being called."""
-    from platpay.platforms import service as platforms_service
-
     async with db.transaction() as session:
-        url = await platforms_service.webhook_endpoint(session, tenant_id=tenant.id)
+        url = await tenants_service.webhook_endpoint(session, tenant_id=tenant.id)
         if not url:
             raise WebhookEndpointNotSet("no webhookEndpoint is configured; set one with PATCH /config")
         now = clock.now()

@@ -12,8 +12,8 @@ from platpay.fx import cache, fees, pricing, rates
 from platpay.fx.providers import UnsupportedCurrencyPair
 from platpay.fx.schemas import ExchangeRate, ExchangeRateFees, ExchangeRateList
 from platpay.kit import currencies
-from platpay.platforms.context import TenantContext
-from platpay.platforms.service import DEFAULT_MAX_AMOUNT
+from platpay.tenants.context import TenantContext
+from platpay.tenants.service import DEFAULT_MAX_AMOUNT
 
 DEFAULT_SENDING_AMOUNT = 10_000
 

@@ -26,7 +26,7 @@ from platpay.fx.schemas import CurrencyPreference, ReceiverExternalAccountLookup
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import uma
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 UMA_ADDRESS, EXTERNAL_ACCOUNT = "UMA_ADDRESS", "EXTERNAL_ACCOUNT"
 

@@ -24,7 +24,7 @@ from platpay.fx.schemas import (
 from platpay.kit import currencies
 from platpay.payments import uma
 from platpay.payments.transfers import PULL_ACCOUNT_TYPES, CustomerNotReady
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 INTERNAL, PULL, REALTIME_FUNDING = "INTERNAL", "PULL", "REALTIME_FUNDING"  # how the quote is funded
 EXTERNAL, UMA = "EXTERNAL", "UMA"  # how it pays out (plus INTERNAL: credited to an internal account)

@@ -28,7 +28,7 @@ from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.transfers import AmountOutOfRange, check_amount
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 EXPIRE_JOB = "fx.quote_expire"
 
@@ -215,7 +215,7 @@ async def execute_quote(session: AsyncSession, *, tenant: TenantContext, quote_i
 
 async def expire(session: AsyncSession, *, tenant_id: str, quote_id: str) -> None:
     """The expiry job: an unexecuted quote at or past expiresAt becomes EXPIRED with its transaction."""
-    from platpay.platforms import service as platforms_service
+    from platpay.tenants import service as tenants_service
 
     quote = await settlement.load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
     if quote.status != "PENDING" or clock.now() < quote.expires_at:
@@ -224,7 +224,7 @@ async def expire(session: AsyncSession, *, tenant_id: str, quote_id: str) -> Non
     transaction = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=quote.transaction_id, for_update=True
     )
-    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     await payments_service.move(
         session, transaction, "EXPIRED", platform_id=platform_id, failure_reason="QUOTE_EXPIRED"
     )

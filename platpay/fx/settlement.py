@@ -39,7 +39,7 @@ from platpay.payments import incoming_internal
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 STEP_JOB = "fx.quote_step"
 FUNDING_QUALIFIER, SUSPENSE_QUALIFIER = "REALTIME_FUNDING", "SUSPENSE"
@@ -315,11 +315,11 @@ async def step(
     bank_return  COMPLETED -> FAILED with a refund (005)
     refund       the refund settles (REFUND_COMPLETED) or fails (REFUND_FAILED, 007)
     """
-    from platpay.platforms import service as platforms_service
+    from platpay.tenants import service as tenants_service
 
     quote = await load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
     transaction = await _transaction(session, quote)
-    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
 
     async def fail(failure_reason: str, refund_reason: str = "TRANSACTION_FAILED") -> None:
         await _fail(

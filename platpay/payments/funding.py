@@ -8,7 +8,7 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.schemas import InternalAccount
 from platpay.errors import invalid_field
 from platpay.ledger import service as ledger
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 
 async def fund_internal_account(

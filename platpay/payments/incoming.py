@@ -46,8 +46,8 @@ from platpay.payments import service as payments_service
 from platpay.payments import uma
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
-from platpay.platforms import service as platforms_service
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 UMA_INCOMING = "UMA_INCOMING"
 STEP_JOB = "payments.incoming_step"
@@ -275,7 +275,7 @@ async def on_pending_reply(
         requested=(row.extra or {}).get("requestedReceiverCustomerInfoFields", []),
         awaiting_decision=state == AWAITING_DECISION,
     )
-    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if decision.action == replies.APPROVE:
         await _approve(
             session, row, platform_id=platform_id, info=decision.receiver_customer_info, by="WEBHOOK"
@@ -308,7 +308,7 @@ async def step(
     if row.status != "PENDING":
         return None
     state = _approval(row).get("state")
-    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "deadline" and state == AWAITING_DECISION:
         deadline = _deadline(row)
         if deadline is not None and clock.now() < deadline:

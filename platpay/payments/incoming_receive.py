@@ -33,8 +33,8 @@ from platpay.payments.incoming_schemas import SandboxUmaReceive
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
 from platpay.payments.transfers import CustomerNotReady, check_amount
-from platpay.platforms import service as platforms_service
-from platpay.platforms.context import TenantContext
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 # The sandbox senders' own details, offered as counterpartyInformation where the platform asks for them.
 _SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "BR", "INR": "IN", "CAD": "CA"}
@@ -123,7 +123,7 @@ def _sender_information(sender: uma.Counterparty, wanted: list[str]) -> dict[str
 def requested_receiver_fields(customer: CustomerRow, currency: str) -> list[dict[str, Any]]:
     """What the sender's side asks about the receiver: the counterparty information the provider requires
     for the currency, less what the customer's registration already supplies (all mandatory)."""
-    names = platforms_service.provider_requirements(currency)["counterparty"]
+    names = tenants_service.provider_requirements(currency)["counterparty"]
     on_file = customers_service.info_fields_on_file(customer, names)
     return [{"name": name, "mandatory": True} for name in names if name not in on_file]
 
@@ -171,7 +171,7 @@ async def receive(
     )
 
     now = clock.now()
-    has_endpoint = await platforms_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
+    has_endpoint = await tenants_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
     timeout = timedelta(seconds=settings.incoming_approval_timeout_seconds)
     approval: dict[str, Any] = {
         "state": incoming.AWAITING_REPLY if has_endpoint else incoming.AWAITING_DECISION,

@@ -16,7 +16,7 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments import repository, sandbox_outcomes
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Refund, Transaction
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
 

@@ -25,7 +25,7 @@ from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction, TransferIn, TransferOut
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 STEP_JOB = "payments.transfer_step"
 PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push
@@ -304,12 +304,12 @@ async def step(
     session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
 ) -> None:
     """Advance a transfer by one step; a step that no longer applies (already done) does nothing."""
-    from platpay.platforms import service as platforms_service
+    from platpay.tenants import service as tenants_service
 
     row = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
-    platform_id = await platforms_service.platform_of(session, tenant_id=tenant_id)
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "process" and row.status == "PENDING":
         if row.type == "OUTGOING":  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
             await payments_service.move(session, row, "PROCESSING", platform_id=platform_id)

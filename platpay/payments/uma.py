@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.errors import NotFound, invalid_field
 from platpay.kit import currencies
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 SANDBOX_DOMAINS = ("sandbox.uma.money", "sandbox.grid.uma.money")
 SUCCESS, LONG_PENDING, COMPLIANCE_FAILURE = "SUCCESS", "LONG_PENDING", "COMPLIANCE_FAILURE"

@@ -28,7 +28,7 @@ from platpay.errors import InvalidInput
 from platpay.fx import rates
 from platpay.payments.lookup_schemas import EstimateWithdrawalFee, WithdrawalFeeEstimate
 from platpay.payments.transfers import AmountOutOfRange
-from platpay.platforms.context import TenantContext
+from platpay.tenants.context import TenantContext
 
 CRYPTO_ACCOUNT_TYPES = frozenset({"INTERNAL_CRYPTO", "EMBEDDED_WALLET"})
 

@@ -1,9 +1,39 @@
+"""All SQL on platforms and tenants."""
+
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from typing import Any
 
-from platpay.platforms.models import PlatformRow, TenantRow
+from sqlalchemy import Select, Text, cast, select
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql import ColumnElement
+
+from platpay.tenants.models import PlatformRow, TenantRow
+
+# What a TenantContext is built from, in the order of its fields (service.context_from_columns). The
+# currencies come as their JSON text: decoded only for a tenant configuration not seen yet.
+CONTEXT_COLUMNS = (
+    TenantRow.id,
+    TenantRow.platform_id,
+    TenantRow.environment,
+    PlatformRow.is_regulated,
+    TenantRow.config_id,
+    TenantRow.uma_domain,
+    TenantRow.webhook_endpoint,
+    cast(TenantRow.supported_currencies, Text),
+    TenantRow.webhook_public_key_pem,
+    TenantRow.created_at,
+    TenantRow.updated_at,
+)
+
+
+def join_context(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
+    """`stmt` joined to the tenant `tenant_id` names and its platform, CONTEXT_COLUMNS appended."""
+    return (
+        stmt.join(TenantRow, TenantRow.id == tenant_id)
+        .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
+        .add_columns(*CONTEXT_COLUMNS)
+    )
 
 
 async def get_tenant(session: AsyncSession, tenant_id: str, *, for_update: bool = False) -> TenantRow | None:
