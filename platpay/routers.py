@@ -13,13 +13,15 @@ from platpay.customers.endpoints import router as customers_router
 from platpay.customers.endpoints import sandbox_router as sandbox_customers_router
 from platpay.events.endpoints import router as webhooks_router
 from platpay.events.endpoints import sandbox_router as sandbox_webhooks_router
-from platpay.fx.endpoints import router as fx_router
-from platpay.fx.endpoints import sandbox_router as sandbox_fx_router
+from platpay.fx.endpoints import router as exchange_rates_router
 from platpay.payments.endpoints import router as payments_router
 from platpay.payments.endpoints import sandbox_router as sandbox_payments_router
 from platpay.payments.incoming_endpoints import router as incoming_router
 from platpay.payments.incoming_endpoints import sandbox_router as sandbox_incoming_router
 from platpay.payments.lookup_endpoints import router as lookups_router
+from platpay.payments.quotes.endpoints import lookup_router as receiver_lookups_router
+from platpay.payments.quotes.endpoints import router as quotes_router
+from platpay.payments.quotes.endpoints import sandbox_router as sandbox_quotes_router
 from platpay.platforms.endpoints import router as config_router
 
 # Order matters where paths overlap: /customers/internal-accounts and /customers/bulk/... before
@@ -38,8 +40,10 @@ ROUTERS = (
     sandbox_payments_router,
     sandbox_incoming_router,
     lookups_router,
-    fx_router,
-    sandbox_fx_router,
+    quotes_router,
+    exchange_rates_router,  # between quotes and receiver lookups: /openapi.json keeps its order
+    receiver_lookups_router,
+    sandbox_quotes_router,
 )
 
 

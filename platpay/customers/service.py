@@ -17,6 +17,7 @@ from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
     CustomerNotFound,
+    CustomerNotReady,
     MissingMandatoryUserInfo,
     PlatformCustomerIdExists,
     UmaAddressExists,
@@ -562,6 +563,22 @@ async def ensure_ready_for_currency(
     problems = v.missing_for_currencies(_customer_dict(row), _provider_required([currency]))
     if problems:
         raise _refusal(problems)
+    return row
+
+
+async def ensure_can_move_money(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str, receiving: bool = False
+) -> CustomerRow:
+    """The one readiness check before a customer sends (or, `receiving`, is paid) money in `currency`:
+    active, every provider-required field for the currency on file, and not failed KYC (403 USER_NOT_READY)."""
+    row = await ensure_ready_for_currency(
+        session, tenant_id=tenant_id, customer_id=customer_id, currency=currency
+    )
+    if row.kyc_status == "REJECTED":
+        action = "receive payments" if receiving else "move money"
+        raise CustomerNotReady(
+            f"customer {customer_id} failed KYC and cannot {action}", details={"customerId": customer_id}
+        )
     return row
 
 

@@ -61,7 +61,7 @@ HANDLER_MODULES = (
     "platpay.accounts.jobs",
     "platpay.customers.bulk_jobs",
     "platpay.payments.jobs",
-    "platpay.fx.jobs",
+    "platpay.payments.quotes.jobs",
     "platpay.payments.incoming_jobs",
 )
 
