@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from platpay.errors import Conflict, Gone, InvalidInput, NotFound
+from platpay.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
 
 
 class CustomerNotFound(NotFound):
@@ -25,3 +25,7 @@ class MissingMandatoryUserInfo(InvalidInput):
 
 class BulkUploadJobNotFound(NotFound):
     code = "BULK_UPLOAD_JOB_NOT_FOUND"
+
+
+class CustomerNotReady(Forbidden):
+    code = "USER_NOT_READY"

@@ -19,6 +19,7 @@ from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
     CustomerNotFound,
+    CustomerNotReady,
     MissingMandatoryUserInfo,
     PlatformCustomerIdExists,
     UmaAddressExists,
@@ -589,6 +590,22 @@ def owner_from_columns(session: AsyncSession, values: tuple[Any, ...]) -> Custom
     """The customer in the columns `with_owner` appended (None when there was none), loaded into `session`
     and kept there, so that the customer checks that follow (`load_active`, ...) find it without a query."""
     return repository.owner_from_columns(session, values)
+
+
+async def ensure_can_move_money(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str, receiving: bool = False
+) -> CustomerRow:
+    """The one readiness check before a customer sends (or, `receiving`, is paid) money in `currency`:
+    active, every provider-required field for the currency on file, and not failed KYC (403 USER_NOT_READY)."""
+    row = await ensure_ready_for_currency(
+        session, tenant_id=tenant_id, customer_id=customer_id, currency=currency
+    )
+    if row.kyc_status == "REJECTED":
+        action = "receive payments" if receiving else "move money"
+        raise CustomerNotReady(
+            f"customer {customer_id} failed KYC and cannot {action}", details={"customerId": customer_id}
+        )
+    return row
 
 
 async def uma_address_owner(session: AsyncSession, *, tenant_id: str, uma_address: str) -> CustomerRow | None:

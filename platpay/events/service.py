@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -278,3 +279,34 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
             },
         )
     return TestWebhookResult(url=url, response_status=result.status, response_body=result.body)
+
+
+ReplyHandler = Callable[..., Awaitable[None]]
+
+
+def on_reply(event_type: str) -> Callable[[ReplyHandler], ReplyHandler]:
+    """Register what to do with the tenant's answer to a webhook of `event_type` (e.g. the approval of an
+    incoming payment): `handler(session, tenant_id=, data=, status=, body=, error=)` gets the event's tenant
+    and payload and the answer (HTTP status and body, or the error when none came), and runs in the
+    transaction that records the delivery attempt."""
+
+    def register(handler: ReplyHandler) -> ReplyHandler:
+        async def hook(
+            session: AsyncSession,
+            delivery: WebhookDeliveryRow,
+            event: EventRow,
+            result: delivery_mod.AttemptResult,
+        ) -> None:
+            await handler(
+                session,
+                tenant_id=event.tenant_id,
+                data=event.data or {},
+                status=result.status,
+                body=result.body,
+                error=result.error,
+            )
+
+        delivery_mod.on_reply(event_type)(hook)
+        return handler
+
+    return register

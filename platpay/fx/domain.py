@@ -1,11 +1,6 @@
-"""FX as the app discovers it."""
+"""FX as the app discovers it: GET /exchange-rates (rates, pricing and fees are used by payments)."""
 
-from platpay.fx import endpoints, jobs, models
+from platpay.fx import endpoints
 from platpay.kit.domain_spec import Domain, Mount
 
-DOMAIN = Domain(
-    name="fx",
-    routers=(Mount(endpoints.router, order=140), Mount(endpoints.sandbox_router, order=150)),
-    models=(models,),
-    jobs=(jobs,),
-)
+DOMAIN = Domain(name="fx", routers=(Mount(endpoints.router, order=142),))

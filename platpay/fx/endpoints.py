@@ -2,83 +2,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Query, Request, Response
+from fastapi import Query, Request
 from pydantic import Field
 
-from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
-from platpay.auth.schemas import Permission
+from platpay.auth.principals import Viewer
 from platpay.auth.service import Principal
-from platpay.fx import exchange_rates, lookups, quotes, settlement
-from platpay.fx.schemas import (
-    MAX_AMOUNT,
-    ExchangeRateList,
-    Quote,
-    QuoteRequest,
-    ReceiverExternalAccountLookup,
-    ReceiverUmaLookup,
-    SandboxSend,
-)
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.fx import exchange_rates
+from platpay.fx.schemas import MAX_AMOUNT, ExchangeRateList
 from platpay.kit.routing import api_router
-from platpay.payments.schemas import Transaction
 
 router = api_router()
-sandbox_router = api_router(tags=["Sandbox"])
-QUOTES = ["Cross-Currency Transfers"]
-CUSTOMER_DELETED = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
-
-
-@router.post("/quotes", status_code=201, response_model=Quote, tags=QUOTES, responses=CUSTOMER_DELETED)
-async def create_quote(
-    body: QuoteRequest,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
-    principal: Principal = Transactor,
-) -> Response:
-    """Lock a price for a cross-currency payment (sending or receiving amount); optionally execute it at once."""
-    settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body.model_dump(mode="json", by_alias=True),
-        operation=lambda s: quotes.create_quote(s, tenant=principal.tenant, body=body, settings=settings),
-        status=201,
-    )
-
-
-@router.get("/quotes/{quoteId}", response_model=Quote, tags=QUOTES)
-async def get_quote(quoteId: str, request: Request, principal: Principal = Viewer) -> Quote:
-    """Get one quote; its transactionId exists from creation."""
-    async with get_db(request).read() as session:
-        return await quotes.get_quote(session, tenant=principal.tenant, quote_id=quoteId)
-
-
-@router.post("/quotes/{quoteId}/execute", response_model=Quote, tags=QUOTES)
-async def execute_quote(
-    quoteId: str,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
-    wallet_signature: Annotated[
-        str | None,
-        Header(
-            alias="Svc-Wallet-Signature",
-            max_length=4096,
-            description="for EMBEDDED_WALLET sources, which this deployment does not accept yet",
-        ),
-    ] = None,
-    principal: Principal = Transactor,
-) -> Response:
-    """Execute a quote funded from an internal account or a pull source, once and before it expires (else 409)."""
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=None,
-        operation=lambda s: quotes.execute_quote(s, tenant=principal.tenant, quote_id=quoteId),
-        status=200,
-    )
 
 
 @router.get("/exchange-rates", response_model=ExchangeRateList, tags=["Exchange Rates"])
@@ -102,82 +35,4 @@ async def list_exchange_rates(
         destination_currencies=destination_currency,
         sending_amount=sending_amount,
         ttl_seconds=request.app.state.settings.fx_rate_cache_seconds,
-    )
-
-
-SenderCustomer = Annotated[
-    str | None, Query(alias="customerId", min_length=1, max_length=64, description="the sender")
-]
-SenderUma = Annotated[
-    str | None,
-    Query(alias="senderUmaAddress", min_length=1, max_length=320, description="the sender's UMA address"),
-]
-
-
-@router.get(
-    "/receiver/uma/{receiverUmaAddress}",
-    response_model=ReceiverUmaLookup,
-    tags=QUOTES,
-    responses=CUSTOMER_DELETED,
-)
-async def lookup_uma(
-    request: Request,
-    receiverUmaAddress: Annotated[str, Path(max_length=320)],
-    customer_id: SenderCustomer = None,
-    sender_uma_address: SenderUma = None,
-    principal: Principal = Viewer,
-) -> ReceiverUmaLookup:
-    """Look up a UMA address: what it receives, at what estimated rate; the lookupId a UMA quote needs."""
-    async with get_db(request).transaction() as session:
-        return await lookups.lookup_uma(
-            session,
-            tenant=principal.tenant,
-            address=receiverUmaAddress,
-            customer_id=customer_id,
-            sender_uma_address=sender_uma_address,
-            settings=request.app.state.settings,
-        )
-
-
-@router.get(
-    "/receiver/external-account/{accountId}",
-    response_model=ReceiverExternalAccountLookup,
-    tags=QUOTES,
-    responses=CUSTOMER_DELETED,
-)
-async def lookup_external_account(
-    request: Request,
-    accountId: Annotated[str, Path(max_length=64)],
-    customer_id: SenderCustomer = None,
-    sender_uma_address: SenderUma = None,
-    principal: Principal = Viewer,
-) -> ReceiverExternalAccountLookup:
-    """Look up an external account: its currency, an estimated rate, receivable min and max, a lookupId."""
-    async with get_db(request).transaction() as session:
-        return await lookups.lookup_external_account(
-            session,
-            tenant=principal.tenant,
-            account_id=accountId,
-            customer_id=customer_id,
-            sender_uma_address=sender_uma_address,
-            settings=request.app.state.settings,
-        )
-
-
-@sandbox_router.post("/sandbox/send", response_model=Transaction)
-async def sandbox_send(
-    body: SandboxSend,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
-    principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
-) -> Response:
-    """Pay a real-time-funded quote's instructions; the quote executes itself when the amount matches."""
-    settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body.model_dump(mode="json", by_alias=True),
-        operation=lambda s: settlement.sandbox_send(s, tenant=principal.tenant, body=body, settings=settings),
-        status=200,
     )

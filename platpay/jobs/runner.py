@@ -32,7 +32,7 @@ from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG
-from platpay.kit import clock
+from platpay.kit import clock, idempotency
 from platpay.metrics import JOB_RUNS
 
 log = structlog.get_logger("platpay.jobs")
@@ -362,8 +362,6 @@ class JobRunner:
         if clock.monotonic() - self._last_maintenance < 300:
             return
         self._last_maintenance = clock.monotonic()
-        from platpay.kit import idempotency
-
         now = clock.now()
         async with self.db.transaction() as session:
             await idempotency.purge_expired(session, before=now)

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
 from platpay.errors import invalid_field
+from platpay.kit.crypto.sealing import load_master_key
 
 T = TypeVar("T")
 
@@ -97,8 +98,6 @@ class CursorBinding:
 @functools.lru_cache(maxsize=16)
 def _cursor_key(configured_master_key: str | None, var_dir: Path) -> bytes:
     """Derived from the master key, so every process of a deployment accepts the cursors of the others."""
-    from platpay.kit.crypto.sealing import load_master_key
-
     master = load_master_key(configured_master_key, var_dir)
     return hmac.new(master, b"platpay pagination cursor v1", hashlib.sha256).digest()
 

@@ -2,6 +2,9 @@
 
 from platpay.kit.domain_spec import Domain, Mount
 from platpay.payments import endpoints, incoming_endpoints, incoming_jobs, jobs, lookup_endpoints, models
+from platpay.payments.quotes import endpoints as quote_endpoints
+from platpay.payments.quotes import jobs as quote_jobs
+from platpay.payments.quotes import models as quote_models
 
 _OUTGOING = (
     "PENDING",
@@ -23,9 +26,13 @@ DOMAIN = Domain(
         Mount(endpoints.sandbox_router, order=110),
         Mount(incoming_endpoints.sandbox_router, order=120),
         Mount(lookup_endpoints.router, order=130),
+        Mount(quote_endpoints.router, order=140),
+        # fx's GET /exchange-rates is 142: /openapi.json keeps its order
+        Mount(quote_endpoints.lookup_router, order=144),
+        Mount(quote_endpoints.sandbox_router, order=150),
     ),
-    models=(models,),
-    jobs=(jobs, incoming_jobs),
+    models=(models, quote_models),
+    jobs=(jobs, incoming_jobs, quote_jobs),
     event_types=frozenset(
         {
             *(f"OUTGOING_PAYMENT.{status}" for status in _OUTGOING),

@@ -1,7 +1,7 @@
 """The receiving side of a payment between two parties of the same platform (INTERFACE-FACTS §3.8, §8).
 
 A quote paying one of the platform's own (a customer's UMA address, or an internal account) is credited
-locally when it settles (fx/settlement.py). Its OUTGOING transaction is the sender's record; the recipient
+locally when it settles (payments/quotes/settlement.py). Its OUTGOING transaction is the sender's record; the recipient
 gets an INCOMING transaction of its own, inserted with the credit, in the same database transaction:
 
 - Already COMPLETED, and only INCOMING_PAYMENT.COMPLETED is sent. INCOMING_PAYMENT.PENDING asks the
@@ -27,8 +27,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.customers import service as customers_service
 from platpay.kit import clock
-from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 
@@ -37,8 +37,6 @@ INTERNAL_INCOMING = "INTERNAL_INCOMING"
 
 async def _source(session: AsyncSession, outgoing: TransactionRow) -> dict[str, Any]:
     """Who paid, as the recipient sees it: the sender's UMA address if it paid to one, else its source."""
-    from platpay.customers import service as customers_service
-
     if outgoing.destination.get("destinationType") == "UMA_ADDRESS" and outgoing.customer_id is not None:
         sender = await customers_service.load(
             session, tenant_id=outgoing.tenant_id, customer_id=outgoing.customer_id
@@ -57,8 +55,6 @@ async def record_receipt(
 ) -> TransactionRow | None:
     """The recipient's COMPLETED INCOMING transaction for `outgoing`, whose receivedAmount was just
     credited to internal account `account_id` (INCOMING_PAYMENT.COMPLETED); None for a self-conversion."""
-    from platpay.customers import service as customers_service
-
     account = await accounts_service.get_internal(
         session, tenant_id=outgoing.tenant_id, account_id=account_id
     )
@@ -73,8 +69,8 @@ async def record_receipt(
     source = await _source(session, outgoing)
     sender_info = (outgoing.extra or {}).get("senderCustomerInfo")
     now = clock.now()
-    row = TransactionRow(
-        id=new_id("Transaction"),
+    row = await payments_service.create_transaction(
+        session,
         tenant_id=outgoing.tenant_id,
         type="INCOMING",
         kind=INTERNAL_INCOMING,
@@ -96,9 +92,7 @@ async def record_receipt(
             **({"counterpartyInformation": sender_info} if sender_info else {}),
         },
         settled_at=now,
-        created_at=now,
-        updated_at=now,
+        at=now,
     )
-    await payments_service.create(session, row)
     await payments_service.emit_status(session, row, platform_id=platform_id)
     return row

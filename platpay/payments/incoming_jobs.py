@@ -3,10 +3,11 @@ platform's reply to INCOMING_PAYMENT.PENDING."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.events import delivery
-from platpay.events.models import EventRow, WebhookDeliveryRow
+from platpay.events import service as events_service
 from platpay.events.types import INCOMING_PAYMENT_PENDING
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
@@ -27,19 +28,20 @@ async def incoming_step(ctx: JobContext) -> None:
             ctx.retry_at(again, reason="not due yet")
 
 
-@delivery.on_reply(INCOMING_PAYMENT_PENDING)
+@events_service.on_reply(INCOMING_PAYMENT_PENDING)
 async def pending_reply(
-    session: AsyncSession, delivery_row: WebhookDeliveryRow, event: EventRow, result: delivery.AttemptResult
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    data: dict[str, Any],
+    status: int | None,
+    body: str | None,
+    error: str | None,
 ) -> None:
     """The receiver's answer decides the payment, in the transaction that records the attempt."""
-    transaction_id = (event.data or {}).get("id")
+    transaction_id = data.get("id")
     if not isinstance(transaction_id, str):
         return
     await incoming.on_pending_reply(
-        session,
-        tenant_id=event.tenant_id,
-        transaction_id=transaction_id,
-        status=result.status,
-        body=result.body,
-        error=result.error,
+        session, tenant_id=tenant_id, transaction_id=transaction_id, status=status, body=body, error=error
     )

@@ -22,7 +22,6 @@ from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.customers.errors import CustomerNotFound
-from platpay.customers.models import CustomerRow
 from platpay.errors import InvalidInput, invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock, currencies
@@ -30,9 +29,8 @@ from platpay.kit.ids import new_id
 from platpay.payments import incoming, uma
 from platpay.payments import service as payments_service
 from platpay.payments.incoming_schemas import SandboxUmaReceive
-from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
-from platpay.payments.transfers import CustomerNotReady, check_amount
+from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -40,7 +38,8 @@ from platpay.tenants.context import TenantContext
 _SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "BR", "INR": "IN", "CAD": "CA"}
 
 
-async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> CustomerRow:
+async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> str:
+    """The id of the customer being paid (named, or the owner of the receiver's UMA address)."""
     if body.customer_id is not None:
         row = await customers_service.load(session, tenant_id=tenant.id, customer_id=body.customer_id)
         if row.deleted_at is not None:
@@ -48,7 +47,7 @@ async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: Sandb
                 f"customer {body.customer_id!r} was deleted and cannot receive payments",
                 details={"customerId": body.customer_id},
             )
-        return row
+        return row.id
     assert body.receiver_uma_address is not None
     found = await uma.resolve(
         session, tenant=tenant, address=body.receiver_uma_address, field="receiverUmaAddress"
@@ -58,7 +57,7 @@ async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: Sandb
             f"{found.address} is not one of your customers' UMA addresses",
             details={"receiverUmaAddress": found.address},
         )
-    return await customers_service.load(session, tenant_id=tenant.id, customer_id=found.customer_id)
+    return found.customer_id
 
 
 def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
@@ -79,24 +78,24 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
 
 
 async def _destination(
-    session: AsyncSession, *, tenant: TenantContext, customer: CustomerRow, currency: str, field: str
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str, field: str
 ) -> tuple[dict[str, Any], str | None]:
     """Where the money lands: the customer's defaultUmaDepositAccount when it is in this currency (returns
     its payout rail too), else the customer's internal account in the currency."""
     deposit = await external_service.default_uma_deposit_account(
-        session, tenant_id=tenant.id, customer_id=customer.id
+        session, tenant_id=tenant.id, customer_id=customer_id
     )
     if deposit is not None and deposit.status == "ACTIVE" and deposit.currency == currency:
         rails = corridors.payment_rails(deposit.account_type)
         rail = rails[0] if rails else deposit.account_type
         return {"destinationType": "ACCOUNT", "accountId": deposit.id, "currency": currency}, rail
     account = await accounts_service.customer_account_in(
-        session, tenant_id=tenant.id, customer_id=customer.id, currency=currency
+        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
     if account is None:
         raise invalid_field(
             "receivingCurrencyCode",
-            f"customer {customer.id} has no {currency} account to receive into",
+            f"customer {customer_id} has no {currency} account to receive into",
             code="INVALID_CURRENCY",
         )
     if account.status != "ACTIVE":
@@ -120,11 +119,9 @@ def _sender_information(sender: uma.Counterparty, wanted: list[str]) -> dict[str
     return {name: profile[name] for name in wanted if name in profile}
 
 
-def requested_receiver_fields(customer: CustomerRow, currency: str) -> list[dict[str, Any]]:
+def requested_receiver_fields(names: list[str], on_file: set[str]) -> list[dict[str, Any]]:
     """What the sender's side asks about the receiver: the counterparty information the provider requires
-    for the currency, less what the customer's registration already supplies (all mandatory)."""
-    names = tenants_service.provider_requirements(currency)["counterparty"]
-    on_file = customers_service.info_fields_on_file(customer, names)
+    for the currency (`names`), less what the customer's registration already supplies (all mandatory)."""
     return [{"name": name, "mandatory": True} for name in names if name not in on_file]
 
 
@@ -152,20 +149,15 @@ async def receive(
             details={"senderUmaAddress": sender_address},
         )
     receiver_field = "customerId" if body.customer_id is not None else "receiverUmaAddress"
-    customer = await _receiver(session, tenant=tenant, body=body)
+    customer_id = await _receiver(session, tenant=tenant, body=body)
     currency = currencies.require(body.receiving_currency_code, field="receivingCurrencyCode").code
     entry = _currency_entry(tenant, currency)
     destination, payout_rail = await _destination(
-        session, tenant=tenant, customer=customer, currency=currency, field=receiver_field
+        session, tenant=tenant, customer_id=customer_id, currency=currency, field=receiver_field
     )
-    ready = await customers_service.ensure_ready_for_currency(
-        session, tenant_id=tenant.id, customer_id=customer.id, currency=currency
+    customer = await customers_service.ensure_can_move_money(
+        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency, receiving=True
     )
-    if ready.kyc_status == "REJECTED":
-        raise CustomerNotReady(
-            f"customer {customer.id} failed KYC and cannot receive payments",
-            details={"customerId": customer.id},
-        )
     check_amount(
         tenant, currency=currency, amount=body.receiving_currency_amount, field="receivingCurrencyAmount"
     )
@@ -181,8 +173,11 @@ async def receive(
     if not has_endpoint:  # nobody can be asked: the platform must decide through the API in time
         approval["deadline"] = (now + timeout).isoformat()
     transaction_id = new_id("Transaction")
-    row = TransactionRow(
-        id=transaction_id,
+    names = tenants_service.provider_requirements(currency)["counterparty"]
+    requested = requested_receiver_fields(names, customers_service.info_fields_on_file(customer, names))
+    row = await payments_service.create_transaction(
+        session,
+        transaction_id=transaction_id,
         tenant_id=tenant.id,
         type="INCOMING",
         kind=incoming.UMA_INCOMING,
@@ -203,15 +198,13 @@ async def receive(
             "counterpartyInformation": _sender_information(
                 sender, [f["name"] for f in entry["requiredCounterpartyFields"]]
             ),
-            "requestedReceiverCustomerInfoFields": requested_receiver_fields(customer, currency),
+            "requestedReceiverCustomerInfoFields": requested,
             "receiverUmaAddress": customer.uma_address,
             "payoutRail": payout_rail,
             "approval": approval,
         },
-        created_at=now,
-        updated_at=now,
+        at=now,
     )
-    session.add(row)
     if sender.behaviour == uma.COMPLIANCE_FAILURE:
         incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
         return await payments_service.move(

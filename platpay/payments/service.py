@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.errors import NotFound
+from platpay.events import service as events_service
 from platpay.kit import clock
+from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments import repository, sandbox_outcomes
@@ -75,17 +77,75 @@ def event_family(row: TransactionRow) -> str:
     return "OUTGOING_PAYMENT" if row.type == "OUTGOING" else "INCOMING_PAYMENT"
 
 
-async def create(session: AsyncSession, row: TransactionRow) -> None:
-    """Record a new transaction (its first event is the caller's `emit_status`)."""
+async def create_transaction(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    type: str,
+    kind: str,
+    status: str,
+    source: dict[str, Any],
+    destination: dict[str, Any],
+    transaction_id: str | None = None,
+    customer_id: str | None = None,
+    platform_customer_id: str | None = None,
+    sender_account_id: str | None = None,
+    receiver_account_id: str | None = None,
+    sent_amount: int | None = None,
+    sent_currency: str | None = None,
+    received_amount: int | None = None,
+    received_currency: str | None = None,
+    fee_amount: int = 0,
+    exchange_rate: str | None = None,
+    rail: str | None = None,
+    reference: str | None = None,
+    outcome: str | None = None,
+    quote_id: str | None = None,
+    description: str | None = None,
+    extra: dict[str, Any] | None = None,
+    settled_at: datetime | None = None,
+    at: datetime | None = None,
+) -> TransactionRow:
+    """Record a new transaction (one lean INSERT; created and updated `at`, default now) and return its row,
+    attached to the session: later changes flush as UPDATEs. Its first event is the caller's `emit_status`
+    (or `move`). `type` is OUTGOING or INCOMING; amounts are minor units."""
+    now = at or clock.now()
+    row = TransactionRow(
+        id=transaction_id or new_id("Transaction"),
+        tenant_id=tenant_id,
+        type=type,
+        kind=kind,
+        status=status,
+        customer_id=customer_id,
+        platform_customer_id=platform_customer_id,
+        source=source,
+        destination=destination,
+        sender_account_id=sender_account_id,
+        receiver_account_id=receiver_account_id,
+        sent_amount=sent_amount,
+        sent_currency=sent_currency,
+        received_amount=received_amount,
+        received_currency=received_currency,
+        fee_amount=fee_amount,
+        exchange_rate=exchange_rate,
+        rail=rail,
+        reference=reference,
+        outcome=outcome,
+        quote_id=quote_id,
+        description=description,
+        extra=extra if extra is not None else {},
+        settled_at=settled_at,
+        created_at=now,
+        updated_at=now,
+    )
     await repository.insert(session, row)
+    return row
 
 
 async def emit_status(
     session: AsyncSession, row: TransactionRow, *, platform_id: str, event: str | None = None
 ) -> Transaction:
     """Emit `<FAMILY>.<STATUS>` (or `<FAMILY>.<event>`) with the transaction as GET returns it."""
-    from platpay.events import service as events_service
-
     await session.flush()
     transaction = to_schema(row, platform_id=platform_id)
     await events_service.emit(
@@ -105,20 +165,44 @@ async def move(
     platform_id: str,
     failure_reason: str | None = None,
     failure_details: dict[str, Any] | None = None,
+    refund: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Transaction:
     """Change status (and emit its event). Terminal states are final, except the bank-return path.
     `failure_reason` is a value of the reference enum of the row's direction (the schema refuses others);
-    `failure_details` ({code, message, …}) keeps the specific cause."""
+    `failure_details` ({code, message, …}) keeps the specific cause; `refund` replaces the refund as the
+    API shows it; `extra` adds facts kept beside the row (merged into `extra`)."""
     now = clock.now()
     row.status = status
     row.updated_at = now
     if failure_reason is not None:
         row.failure_reason = failure_reason
+    if refund is not None:
+        row.refund = refund
+    if extra:
+        row.extra = {**(row.extra or {}), **extra}  # JSON tracks assignment only
     if failure_details:
         row.extra = {**(row.extra or {}), "failureDetails": failure_details}  # JSON tracks assignment only
     if status == "COMPLETED":
         row.settled_at = now
     return await emit_status(session, row, platform_id=platform_id)
+
+
+async def announce(
+    session: AsyncSession,
+    row: TransactionRow,
+    *,
+    platform_id: str,
+    event: str | None = None,
+    refund: dict[str, Any] | None = None,
+    at: datetime | None = None,
+) -> Transaction:
+    """A change that keeps the status (a quote executed, its refund settling): updatedAt `at` (default
+    now), the new `refund` if given, and `<FAMILY>.<STATUS>` (or `<FAMILY>.<event>`)."""
+    if refund is not None:
+        row.refund = refund
+    row.updated_at = at or clock.now()
+    return await emit_status(session, row, platform_id=platform_id, event=event)
 
 
 async def load(

@@ -16,15 +16,16 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
-from platpay.errors import Forbidden, InvalidInput, invalid_field
+from platpay.customers import service as customers_service
+from platpay.errors import InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
-from platpay.kit.ids import new_id
 from platpay.ledger import service as ledger
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction, TransferIn, TransferOut
+from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
 STEP_JOB = "payments.transfer_step"
@@ -33,10 +34,6 @@ PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push
 
 class AmountOutOfRange(InvalidInput):
     code = "AMOUNT_OUT_OF_RANGE"
-
-
-class CustomerNotReady(Forbidden):
-    code = "USER_NOT_READY"
 
 
 async def _accounts(
@@ -74,17 +71,11 @@ async def _customer_checks(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
 ) -> str | None:
     """The customer's platformCustomerId after checking it may move money in `currency`."""
-    from platpay.customers import service as customers_service
-
     if customer_id is None:
         return None
-    customer = await customers_service.ensure_ready_for_currency(
+    customer = await customers_service.ensure_can_move_money(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
-    if customer.kyc_status == "REJECTED":
-        raise CustomerNotReady(
-            f"customer {customer_id} failed KYC and cannot move money", details={"customerId": customer_id}
-        )
     return customer.platform_customer_id
 
 
@@ -118,7 +109,8 @@ async def emit_balances(
     )
 
 
-def _transfer_row(
+async def _create_transfer(
+    session: AsyncSession,
     *,
     tenant: TenantContext,
     outgoing: bool,
@@ -130,12 +122,11 @@ def _transfer_row(
     description: str | None,
 ) -> TransactionRow:
     """A new PENDING same-currency transfer between an internal and an external account, either way."""
-    now = clock.now()
     internal_ref = {"accountId": internal.id, "currency": internal.currency}
     external_ref = {"accountId": external.id, "currency": external.currency}
     sender, receiver = (internal_ref, external_ref) if outgoing else (external_ref, internal_ref)
-    return TransactionRow(
-        id=new_id("Transaction"),
+    return await payments_service.create_transaction(
+        session,
         tenant_id=tenant.id,
         type="OUTGOING" if outgoing else "INCOMING",
         kind="TRANSFER_OUT" if outgoing else "TRANSFER_IN",
@@ -157,8 +148,6 @@ def _transfer_row(
         ),
         description=description,
         extra={},
-        created_at=now,
-        updated_at=now,
     )
 
 
@@ -191,7 +180,8 @@ async def transfer_out(
                 "the source account has no available balance to transfer", details={"accountId": internal.id}
             )
     check_amount(tenant, currency=internal.currency, amount=amount)
-    row = _transfer_row(
+    row = await _create_transfer(
+        session,
         tenant=tenant,
         outgoing=True,
         internal=internal,
@@ -201,7 +191,6 @@ async def transfer_out(
         platform_customer_id=platform_customer_id,
         description=body.description,
     )
-    await payments_service.create(session, row)
     hold = await ledger.post(
         session,
         tenant_id=tenant.id,
@@ -254,7 +243,8 @@ async def transfer_in(
         session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
     )
     check_amount(tenant, currency=internal.currency, amount=body.amount)
-    row = _transfer_row(
+    row = await _create_transfer(
+        session,
         tenant=tenant,
         outgoing=False,
         internal=internal,
@@ -264,7 +254,6 @@ async def transfer_in(
         platform_customer_id=platform_customer_id,
         description=body.description,
     )
-    await payments_service.create(session, row)
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         transaction = await payments_service.move(
@@ -304,8 +293,6 @@ async def step(
     session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
 ) -> None:
     """Advance a transfer by one step; a step that no longer applies (already done) does nothing."""
-    from platpay.tenants import service as tenants_service
-
     row = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )

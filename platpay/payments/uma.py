@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.customers import service as customers_service
 from platpay.errors import NotFound, invalid_field
 from platpay.kit import currencies
 from platpay.tenants.context import TenantContext
@@ -75,8 +76,6 @@ async def resolve(
     session: AsyncSession, *, tenant: TenantContext, address: str, field: str = "umaAddress"
 ) -> Counterparty:
     """The counterparty at `address`, or 404 UMA_NOT_FOUND."""
-    from platpay.customers import service as customers_service
-
     lowered, _username, domain = normalize(address, field=field)
     if domain == tenant.uma_domain.lower():
         customer = await customers_service.uma_address_owner(

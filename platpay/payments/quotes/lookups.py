@@ -17,15 +17,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.config import Settings
+from platpay.customers import service as customers_service
 from platpay.errors import invalid_field
-from platpay.fx import cache, rates, repository
-from platpay.fx.errors import LookupNotFound
+from platpay.fx import cache, rates
 from platpay.fx.exchange_rates import sending_limits
-from platpay.fx.models import LookupRow
-from platpay.fx.schemas import CurrencyPreference, ReceiverExternalAccountLookup, ReceiverUmaLookup
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import uma
+from platpay.payments.quotes import repository
+from platpay.payments.quotes.errors import LookupNotFound
+from platpay.payments.quotes.models import LookupRow
+from platpay.payments.quotes.schemas import (
+    CurrencyPreference,
+    ReceiverExternalAccountLookup,
+    ReceiverUmaLookup,
+)
 from platpay.tenants.context import TenantContext
 
 UMA_ADDRESS, EXTERNAL_ACCOUNT = "UMA_ADDRESS", "EXTERNAL_ACCOUNT"
@@ -40,8 +46,6 @@ async def _sender(
     default_customer_id: str | None,
 ) -> tuple[str | None, str]:
     """(sender customer id or None for the platform, the sender's currency)."""
-    from platpay.customers import service as customers_service
-
     if sender_uma_address is not None:
         counterparty = await uma.resolve(
             session, tenant=tenant, address=sender_uma_address, field="senderUmaAddress"

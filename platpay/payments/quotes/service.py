@@ -18,19 +18,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.errors import invalid_field
-from platpay.fx import fees, funding, planning, pricing, rates, repository, settlement
-from platpay.fx.models import QuoteRow
+from platpay.fx import fees, pricing, rates
 from platpay.fx.providers import RATES, RateQuote, UnsupportedCurrencyPair
-from platpay.fx.schemas import OutgoingRateDetails, Quote, QuoteRequest
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
-from platpay.payments.models import TransactionRow
+from platpay.payments.quotes import funding, planning, repository, settlement
+from platpay.payments.quotes.models import QuoteRow
+from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote, QuoteRequest
 from platpay.payments.transfers import AmountOutOfRange, check_amount
+from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-EXPIRE_JOB = "fx.quote_expire"
+EXPIRE_JOB = "fx.quote_expire"  # job kinds keep their names: jobs already queued under them still run
 
 
 def _rate_details(row: QuoteRow) -> OutgoingRateDetails:
@@ -165,34 +166,32 @@ async def create_quote(
         extra["purposeOfPayment"] = body.purpose_of_payment
     if body.sender_customer_info:
         extra["senderCustomerInfo"] = body.sender_customer_info
-    session.add(
-        TransactionRow(
-            id=transaction_id,
-            tenant_id=tenant.id,
-            type="OUTGOING",
-            kind="QUOTE",
-            status="PENDING",
-            customer_id=source.customer_id,
-            platform_customer_id=platform_customer_id,
-            source=source.transaction_source,
-            destination=destination.transaction_destination,
-            sender_account_id=source.account_id or source.api.get("umaAddress"),
-            receiver_account_id=destination.receiver,
-            sent_amount=price.sending_amount,
-            sent_currency=source.currency,
-            received_amount=price.receiving_amount,
-            received_currency=destination.currency,
-            fee_amount=price.fees,
-            exchange_rate=exchange_rate,
-            rail=destination.rail,
-            reference=funding.funding_reference(instructions) if instructions else None,
-            outcome=destination.outcome,
-            quote_id=quote_id,
-            description=body.description,
-            extra=extra,
-            created_at=now,
-            updated_at=now,
-        )
+    await payments_service.create_transaction(
+        session,
+        transaction_id=transaction_id,
+        tenant_id=tenant.id,
+        type="OUTGOING",
+        kind="QUOTE",
+        status="PENDING",
+        customer_id=source.customer_id,
+        platform_customer_id=platform_customer_id,
+        source=source.transaction_source,
+        destination=destination.transaction_destination,
+        sender_account_id=source.account_id or source.api.get("umaAddress"),
+        receiver_account_id=destination.receiver,
+        sent_amount=price.sending_amount,
+        sent_currency=source.currency,
+        received_amount=price.receiving_amount,
+        received_currency=destination.currency,
+        fee_amount=price.fees,
+        exchange_rate=exchange_rate,
+        rail=destination.rail,
+        reference=funding.funding_reference(instructions) if instructions else None,
+        outcome=destination.outcome,
+        quote_id=quote_id,
+        description=body.description,
+        extra=extra,
+        at=now,
     )
     await repository.add(session, quote)
     await jobs_service.enqueue(
@@ -215,8 +214,6 @@ async def execute_quote(session: AsyncSession, *, tenant: TenantContext, quote_i
 
 async def expire(session: AsyncSession, *, tenant_id: str, quote_id: str) -> None:
     """The expiry job: an unexecuted quote at or past expiresAt becomes EXPIRED with its transaction."""
-    from platpay.tenants import service as tenants_service
-
     quote = await settlement.load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
     if quote.status != "PENDING" or clock.now() < quote.expires_at:
         return

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from platpay.fx import quotes, settlement
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
+from platpay.payments.quotes import service as quotes_service
+from platpay.payments.quotes import settlement
 
 
-@handler(quotes.EXPIRE_JOB)
+@handler(quotes_service.EXPIRE_JOB)
 async def expire_quote(ctx: JobContext) -> None:
     """An unexecuted quote becomes EXPIRED (OUTGOING_PAYMENT.EXPIRED), committed with the job."""
     async with ctx.transaction() as session:
-        await quotes.expire(session, tenant_id=ctx.tenant_id or "", quote_id=ctx.payload["quoteId"])
+        await quotes_service.expire(session, tenant_id=ctx.tenant_id or "", quote_id=ctx.payload["quoteId"])
 
 
 @handler(settlement.STEP_JOB)

@@ -11,19 +11,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.validators import corridors
+from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput, NotFound, invalid_field
-from platpay.fx import fees, funding, lookups, outcomes
-from platpay.fx.errors import SelfPayment
-from platpay.fx.schemas import (
+from platpay.fx import fees
+from platpay.kit import currencies
+from platpay.payments import sandbox_outcomes, uma
+from platpay.payments.quotes import funding, lookups, outcomes
+from platpay.payments.quotes.errors import SelfPayment
+from platpay.payments.quotes.schemas import (
     AccountQuoteDestination,
     AccountQuoteSource,
     QuoteRequest,
     RealtimeFundingQuoteSource,
     UmaAddressQuoteSource,
 )
-from platpay.kit import currencies
-from platpay.payments import uma
-from platpay.payments.transfers import PULL_ACCOUNT_TYPES, CustomerNotReady
+from platpay.payments.transfers import PULL_ACCOUNT_TYPES
 from platpay.tenants.context import TenantContext
 
 INTERNAL, PULL, REALTIME_FUNDING = "INTERNAL", "PULL", "REALTIME_FUNDING"  # how the quote is funded
@@ -78,8 +80,6 @@ async def _sender(
         return owner_id
     if owner_id is not None:
         raise invalid_field(field, f"the account belongs to {owner_id}, not {requested_id}")
-    from platpay.customers import service as customers_service
-
     await customers_service.load_active(session, tenant_id=tenant.id, customer_id=requested_id)
     return requested_id
 
@@ -88,17 +88,11 @@ async def check_sender(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
 ) -> str | None:
     """The sender's platformCustomerId once it may move money in `currency` (None for the platform)."""
-    from platpay.customers import service as customers_service
-
     if customer_id is None:
         return None
-    customer = await customers_service.ensure_ready_for_currency(
+    customer = await customers_service.ensure_can_move_money(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
-    if customer.kyc_status == "REJECTED":
-        raise CustomerNotReady(
-            f"customer {customer_id} failed KYC and cannot move money", details={"customerId": customer_id}
-        )
     return customer.platform_customer_id
 
 
@@ -172,8 +166,6 @@ async def _account_source(
         requested_id=source.customer_id,
         field="source.customerId",
     )
-    from platpay.payments import sandbox_outcomes
-
     return SourcePlan(
         funding=PULL,
         currency=external.currency,
@@ -201,8 +193,6 @@ async def resolve_source(session: AsyncSession, *, tenant: TenantContext, body: 
         network = funding.check_network(currency, source.crypto_network, field="source.cryptoNetwork")
         customer_id = None
         if source.customer_id is not None:
-            from platpay.customers import service as customers_service
-
             await customers_service.load_active(session, tenant_id=tenant.id, customer_id=source.customer_id)
             customer_id = source.customer_id
         api = source.model_dump(by_alias=True, exclude_none=True)

@@ -21,27 +21,29 @@ commit together (in the request, or in the job that runs the step).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.config import Settings
 from platpay.errors import InvalidInput, invalid_field
-from platpay.fx import outcomes, repository
-from platpay.fx.errors import QuoteAlreadyExecuted, QuoteExpired, QuoteNotFound
-from platpay.fx.models import QuoteRow
-from platpay.fx.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
-from platpay.fx.schemas import SandboxSend
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
 from platpay.payments import incoming_internal
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
+from platpay.payments.quotes import outcomes, repository
+from platpay.payments.quotes.errors import QuoteAlreadyExecuted, QuoteExpired, QuoteNotFound
+from platpay.payments.quotes.models import QuoteRow
+from platpay.payments.quotes.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
+from platpay.payments.quotes.schemas import SandboxSend
 from platpay.payments.schemas import Transaction
+from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-STEP_JOB = "fx.quote_step"
+STEP_JOB = "fx.quote_step"  # the job kind keeps its name: jobs already queued under it still run
 FUNDING_QUALIFIER, SUSPENSE_QUALIFIER = "REALTIME_FUNDING", "SUSPENSE"
 FUNDING_AMOUNT_MISMATCH = "FUNDING_AMOUNT_MISMATCH"
 
@@ -123,8 +125,7 @@ async def _begin(
     """Executed: the quote is PROCESSING; its transaction fires OUTGOING_PAYMENT.PENDING (source debited)."""
     now = clock.now()
     quote.status, quote.executed_at, quote.updated_at = "PROCESSING", now, now
-    transaction.updated_at = now
-    await payments_service.emit_status(session, transaction, platform_id=platform_id)
+    await payments_service.announce(session, transaction, platform_id=platform_id, at=now)
     await _schedule(session, quote, "process")
 
 
@@ -188,7 +189,6 @@ async def sandbox_send(
         ],
     )
     quote.debit_entry_id, quote.executed_at = entry.id, clock.now()
-    transaction.extra = {**(transaction.extra or {}), "receivedFunding": amount}
     return await _fail(
         session,
         quote,
@@ -197,6 +197,7 @@ async def sandbox_send(
         refund_reason="TRANSACTION_FAILED",
         platform_id=tenant.platform_id,
         settings=settings,
+        extra={"receivedFunding": amount},
     )
 
 
@@ -209,20 +210,29 @@ async def _fail(
     refund_reason: str,
     platform_id: str,
     settings: Settings,
+    extra: dict[str, Any] | None = None,
 ) -> Transaction:
-    """FAILED, and when money had moved, an automatic refund: REFUND_PENDING now, settled by a job."""
+    """FAILED, and when money had moved, an automatic refund: REFUND_PENDING now, settled by a job.
+    `extra`: facts to keep on the transaction (a funding mismatch's receivedFunding)."""
     now = clock.now()
     quote.status, quote.updated_at = "FAILED", now
     refunding = quote.debit_entry_id is not None
+    refund = None
     if refunding:
-        transaction.refund = {
+        refund = {
             "reference": f"REFUND-{transaction.id.rsplit('-', 1)[-1].upper()}",
             "initiatedAt": clock.isoformat(now),
             "status": "PENDING",
             "reason": refund_reason,
         }
     failed = await payments_service.move(
-        session, transaction, "FAILED", platform_id=platform_id, failure_reason=failure_reason
+        session,
+        transaction,
+        "FAILED",
+        platform_id=platform_id,
+        failure_reason=failure_reason,
+        refund=refund,
+        extra=extra,
     )
     if refunding:
         failed = await payments_service.emit_status(
@@ -294,9 +304,7 @@ async def _refund(
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
-    transaction.refund = refund
-    transaction.updated_at = clock.now()
-    await payments_service.emit_status(session, transaction, platform_id=platform_id, event=event)
+    await payments_service.announce(session, transaction, platform_id=platform_id, event=event, refund=refund)
 
 
 def _payout_delay(quote: QuoteRow, settings: Settings) -> timedelta:
@@ -315,8 +323,6 @@ async def step(
     bank_return  COMPLETED -> FAILED with a refund (005)
     refund       the refund settles (REFUND_COMPLETED) or fails (REFUND_FAILED, 007)
     """
-    from platpay.tenants import service as tenants_service
-
     quote = await load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
     transaction = await _transaction(session, quote)
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)

@@ -1,4 +1,4 @@
-"""FX errors. Execution conflicts have their own codes so a client can tell a late execute from a repeat."""
+"""Quote and receiver-lookup errors. Execution conflicts have their own codes so a client can tell a late execute from a repeat."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.fx.models import LookupRow, QuoteRow
+from platpay.payments.quotes.models import LookupRow, QuoteRow
 
 
 async def get_quote(

@@ -1,0 +1,179 @@
+"""Request and response bodies of quotes, receiver lookups and POST /sandbox/send."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from platpay.accounts.schemas import PaymentInstructions
+from platpay.fx.schemas import EXCHANGE_RATE_DOC
+from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.money import CurrencyOut, MinorUnits
+from platpay.payments.schemas import MAX_AMOUNT
+
+QuoteStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "EXPIRED"]
+CryptoNetwork = Literal["SOLANA", "ETHEREUM", "BASE", "POLYGON", "SPARK", "LIGHTNING", "BITCOIN", "TRON"]
+PurposeOfPayment = Literal[
+    "GIFT",
+    "SELF",
+    "GOODS_OR_SERVICES",
+    "EDUCATION",
+    "HEALTH_OR_MEDICAL",
+    "REAL_ESTATE_PURCHASE",
+    "TAX_PAYMENT",
+    "LOAN_PAYMENT",
+    "UTILITY_BILL",
+    "DONATION",
+    "TRAVEL",
+    "OTHER",
+]
+
+
+class AccountQuoteSource(ApiRequest):
+    source_type: Literal["ACCOUNT"]
+    account_id: str = Field(
+        min_length=1,
+        max_length=64,
+        description="an internal account, or an external account that supports pull (USD_ACCOUNT: ACH debit)",
+    )
+    customer_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="funding from a platform (FBO) account on a customer's behalf; otherwise the account's owner",
+    )
+
+
+class RealtimeFundingQuoteSource(ApiRequest):
+    source_type: Literal["REALTIME_FUNDING"]
+    currency: str = Field(min_length=1, max_length=8, description="the currency the payer sends in")
+    customer_id: str | None = Field(
+        default=None, min_length=1, max_length=64, description="absent: the platform itself pays"
+    )
+    crypto_network: CryptoNetwork | None = Field(
+        default=None, description="required for stablecoins (USDC, USDT): where the deposit is sent"
+    )
+
+
+class UmaAddressQuoteSource(ApiRequest):
+    source_type: Literal["UMA_ADDRESS"]
+    uma_address: str = Field(min_length=1, max_length=320, description="one of this platform's customers")
+    currency: str = Field(min_length=1, max_length=8, description="the currency the payer sends in")
+
+
+QuoteSource = Annotated[
+    AccountQuoteSource | RealtimeFundingQuoteSource | UmaAddressQuoteSource,
+    Field(discriminator="source_type"),
+]
+
+
+class AccountQuoteDestination(ApiRequest):
+    destination_type: Literal["ACCOUNT"]
+    account_id: str = Field(min_length=1, max_length=64, description="an external or internal account")
+    payment_rail: str | None = Field(
+        default=None, min_length=1, max_length=24, description="one of the external account's paymentRails"
+    )
+
+
+class UmaAddressQuoteDestination(ApiRequest):
+    destination_type: Literal["UMA_ADDRESS"]
+    uma_address: str = Field(min_length=1, max_length=320)
+    currency: str | None = Field(
+        default=None, min_length=1, max_length=8, description="default: the receiver's first currency"
+    )
+
+
+QuoteDestination = Annotated[
+    AccountQuoteDestination | UmaAddressQuoteDestination, Field(discriminator="destination_type")
+]
+
+
+class QuoteRequest(ApiRequest):
+    lookup_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        description="from GET /receiver/...; required for UMA destinations and must name the same receiver",
+    )
+    source: QuoteSource
+    destination: QuoteDestination
+    locked_currency_side: Literal["SENDING", "RECEIVING"]
+    locked_currency_amount: MinorUnits = Field(
+        gt=0, le=MAX_AMOUNT, description="minor units of the locked side's currency"
+    )
+    immediately_execute: bool = Field(
+        default=False, description="execute in the same request (account sources only, not EMBEDDED_WALLET)"
+    )
+    description: str | None = Field(default=None, max_length=500)
+    purpose_of_payment: PurposeOfPayment | None = None
+    sender_customer_info: dict[str, Any] | None = Field(
+        default=None, description="extra sender information the receiver asked for, by CustomerInfoFieldName"
+    )
+
+
+class OutgoingRateDetails(ApiModel):
+    counterparty_multiplier: float = Field(
+        gt=0, description="the receiving side's own multiplier (sandbox: 1)"
+    )
+    counterparty_fixed_fee: int = Field(ge=0, description="receiving currency minor units (sandbox: 0)")
+    grid_api_multiplier: float = Field(gt=0, description="the customer rate, as exchangeRate")
+    grid_api_fixed_fee: int = Field(ge=0, description="sending currency minor units")
+    grid_api_variable_fee_rate: float = Field(ge=0, description="fraction of totalSendingAmount")
+    grid_api_variable_fee_amount: int = Field(ge=0, description="sending currency minor units")
+
+
+class Quote(ApiModel):
+    id: str = Field(examples=["Quote:019542f5-b3e7-1d02-0000-000000000006"])
+    status: QuoteStatus
+    created_at: datetime
+    expires_at: datetime
+    source: dict[str, Any]
+    destination: dict[str, Any]
+    sending_currency: CurrencyOut
+    receiving_currency: CurrencyOut
+    total_sending_amount: int = Field(gt=0, description="minor units of the sending currency, fees included")
+    total_receiving_amount: int = Field(gt=0, description="minor units of the receiving currency")
+    exchange_rate: float = Field(gt=0, description=EXCHANGE_RATE_DOC)
+    fees_included: int = Field(ge=0, description="minor units of the sending currency")
+    transaction_id: str = Field(description="the OUTGOING transaction, which exists from creation")
+    payment_instructions: list[PaymentInstructions] | None = Field(
+        default=None, description="real-time funding: where to send totalSendingAmount"
+    )
+    counterparty_information: dict[str, Any] | None = None
+    rate_details: OutgoingRateDetails | None = None
+
+
+class CurrencyPreference(ApiModel):
+    currency: CurrencyOut
+    estimated_exchange_rate: float = Field(gt=0, description="from the sender's currency; not locked")
+    min: int = Field(gt=0, description="smallest receivable amount, minor units")
+    max: int = Field(gt=0, description="largest receivable amount, minor units")
+
+
+class PayerDataField(ApiModel):
+    name: str
+    mandatory: bool
+
+
+class ReceiverUmaLookup(ApiModel):
+    receiver_uma_address: str
+    supported_currencies: list[CurrencyPreference]
+    required_payer_data_fields: list[PayerDataField] | None = None
+    lookup_id: str = Field(examples=["Lookup:019542f5-b3e7-1d02-0000-000000000009"])
+
+
+class ReceiverExternalAccountLookup(ApiModel):
+    account_id: str
+    supported_currencies: list[CurrencyPreference]
+    required_payer_data_fields: list[PayerDataField] | None = None
+    lookup_id: str = Field(examples=["Lookup:019542f5-b3e7-1d02-0000-000000000009"])
+
+
+class SandboxSend(ApiRequest):
+    quote_id: str = Field(min_length=1, max_length=64)
+    currency_code: str = Field(min_length=1, max_length=8, description="must be the quote's sending currency")
+    currency_amount: MinorUnits | None = Field(
+        default=None, gt=0, le=MAX_AMOUNT, description="default: the quote's totalSendingAmount"
+    )
