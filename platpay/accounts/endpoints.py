@@ -16,8 +16,8 @@ from platpay.accounts.schemas import (
     InternalAccountList,
     PlatformExternalAccountCreate,
 )
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.auth.service import Principal
 from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, page_params

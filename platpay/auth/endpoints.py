@@ -3,9 +3,9 @@ from __future__ import annotations
 from fastapi import Depends, Query, Request, Response
 
 from platpay.auth import service as auth_service
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.auth.schemas import ApiToken, ApiTokenCreate
-from platpay.auth.service import Principal
 from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, page_params

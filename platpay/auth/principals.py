@@ -1,45 +1,81 @@
-"""FastAPI dependencies that authenticate the caller and enforce token permissions."""
+"""The one authentication dependency: the request's credentials resolved to a Principal (auth/principal.py)
+by their Authorization scheme, and the permission checks endpoints declare."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import Depends, Request
-from fastapi.security import HTTPBasic, HTTPBasicCredentials
+from fastapi.security import HTTPBasic
 
 from platpay.auth import service as auth_service
+from platpay.auth.principal import Principal
 from platpay.auth.schemas import Permission
-from platpay.auth.service import Principal
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
 from platpay.tenants import service as tenants_service
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
+# How the credentials of each Authorization scheme (lower case) become a Principal; raises Unauthorized.
+Resolver = Callable[[Request], Awaitable[Principal]]
+_RESOLVERS: dict[str, Resolver] = {}
+
+
+def resolver(scheme: str) -> Callable[[Resolver], Resolver]:
+    """Register the resolver of an Authorization scheme: a new kind of principal is one more of these."""
+
+    def register(resolve: Resolver) -> Resolver:
+        _RESOLVERS[scheme.lower()] = resolve
+        return resolve
+
+    return register
+
 
 def get_db(request: Request) -> Database:
     return request.app.state.db
 
 
-async def _authenticate(request: Request, credentials: HTTPBasicCredentials | None) -> Principal:
-    """Check the request's credentials and keep the principal on the request (TokenAuth looks there first,
-    so a request is authenticated once however many dependencies ask)."""
+def _missing() -> Unauthorized:
+    return Unauthorized("missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE)
+
+
+_BASIC = HTTPBasic(auto_error=False, realm="platpay")
+
+
+@resolver("basic")
+async def _platform_token(request: Request) -> Principal:
+    """A platform's API token: HTTP Basic clientId:clientSecret."""
+    credentials = await _BASIC(request)
     if credentials is None:
-        raise Unauthorized(
-            "missing credentials: use HTTP Basic with clientId:clientSecret", headers=CHALLENGE
-        )
-    db: Database = request.app.state.db
+        raise _missing()
     principal = await auth_service.authenticate_request(
-        db, client_id=credentials.username, client_secret=credentials.password
+        request.app.state.db, client_id=credentials.username, client_secret=credentials.password
     )
     if principal is None:
         raise Unauthorized("invalid clientId or clientSecret", headers=CHALLENGE)
+    return principal
+
+
+async def authenticate(request: Request) -> Principal:
+    """The request's principal, resolved once by its Authorization scheme and kept on the request (so a
+    request is authenticated once however many dependencies ask)."""
+    principal = getattr(request.state, "principal", None)
+    if isinstance(principal, Principal):
+        return principal
+    scheme = request.headers.get("Authorization", "").partition(" ")[0].lower()
+    resolve = _RESOLVERS.get(scheme)
+    if resolve is None:
+        raise _missing()
+    principal = await resolve(request)
     request.state.principal = principal
     request.state.known = tenants_service.known_facts(principal.tenant)  # for its unit of work
-    request.state.caller = principal.token_id  # idempotency keys are scoped to the calling token
+    request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
     return principal
 
 
 class TokenAuth(HTTPBasic):
-    """Dependency: an authenticated principal holding `permission` (VIEW is implied by any token), and
+    """Dependency: an authenticated principal (of any kind) holding `permission` (VIEW is implied by any), and
     with `sandbox_only`, credentials of a sandbox environment (production ones get 403).
 
     It is the HTTP Basic security scheme itself (so OpenAPI documents it on every operation using it)
@@ -57,9 +93,7 @@ class TokenAuth(HTTPBasic):
         self.sandbox_only = sandbox_only
 
     async def __call__(self, request: Request) -> Principal:  # type: ignore[override]
-        principal = getattr(request.state, "principal", None)
-        if not isinstance(principal, Principal):
-            principal = await _authenticate(request, await super().__call__(request))
+        principal = await authenticate(request)
         if not principal.allows(self.permission):
             raise Forbidden(
                 f"this token lacks the {self.permission.value} permission",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,27 +13,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.auth import repository
 from platpay.auth.errors import LastManageToken, PermissionEscalation, TokenNotFound
 from platpay.auth.models import ApiTokenRow
+from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.schemas import ApiToken, Permission
 from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.tenants import service as tenants_service
-from platpay.tenants.context import TenantContext
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """An authenticated platform credential."""
-
-    token_id: str
-    permissions: frozenset[str]
-    tenant: TenantContext
-
-    def allows(self, permission: Permission) -> bool:
-        if permission == Permission.VIEW:
-            return bool(self.permissions)
-        return permission.value in self.permissions
 
 
 def _hash_secret(secret: str) -> str:
@@ -164,7 +149,8 @@ def _principal(row: tuple[Any, ...] | None, client_secret: str) -> Principal | N
         return None
     token_id, permissions = row[0], row[1]
     return Principal(
-        token_id=token_id,
+        kind=PrincipalKind.PLATFORM_TOKEN,
+        id=token_id,
         permissions=frozenset(permissions),
         tenant=tenants_service.context_from_columns(row[3:]),
     )

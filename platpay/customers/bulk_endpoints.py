@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fastapi import File, Request, Response, UploadFile
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.auth.service import Principal
 from platpay.customers import bulk as bulk_service
 from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkImportAccepted
 from platpay.kit import idempotency

@@ -6,9 +6,9 @@ from typing import Any, Literal
 from fastapi import Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.auth.service import Principal
 from platpay.customers import service as customers_service
 from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
 from platpay.kit import idempotency

@@ -4,9 +4,9 @@ from typing import Literal
 
 from fastapi import Depends, Query, Request
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.auth.service import Principal
 from platpay.events import service as events_service
 from platpay.events.schemas import (
     TestWebhookResult,

@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import Query, Request
 from pydantic import Field
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer
-from platpay.auth.service import Principal
 from platpay.fx import exchange_rates
 from platpay.fx.schemas import MAX_AMOUNT, ExchangeRateList
 from platpay.kit.routing import api_router

@@ -5,9 +5,9 @@ from typing import Literal
 from fastapi import Body, Depends, Query, Request, Response
 
 from platpay.accounts.schemas import InternalAccount
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.auth.service import Principal
 from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.pagination import Page, PageParams, sorted_page_params

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import Body, Depends, Request, Response
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.auth.service import Principal
 from platpay.kit import idempotency
 from platpay.kit.idempotency import IdempotencyKey
 from platpay.kit.routing import api_router

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import Depends, Query, Request
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer, get_db
-from platpay.auth.service import Principal
 from platpay.kit.pagination import Page, PageParams, sorted_page_params
 from platpay.kit.routing import api_router
 from platpay.payments import providers, withdrawal_fees

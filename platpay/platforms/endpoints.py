@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from fastapi import Request, Response
 
+from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.auth.service import Principal
 from platpay.kit.routing import api_router
 from platpay.platforms import service as platforms_service
 from platpay.platforms.schemas import PlatformConfig, PlatformConfigUpdate
