@@ -8,7 +8,8 @@ an effect without its key or a key without its effect:
    IDEMPOTENCY_KEY_IN_USE (retry later). On SQLite writers are already serialized, so a duplicate simply
    waits and then finds the stored response.
 2. A stored response for the key: same request fingerprint (method, path, body, calling API token) ->
-   replay the identical status and body; a different fingerprint -> 400 IDEMPOTENCY_KEY_REUSED, nothing
+   replay the identical status and body; a different fingerprint -> 400 INVALID_INPUT with
+   details.reason IDEMPOTENCY_KEY_REUSED (the reference's 400 codes have none of its own), nothing
    runs. (A duplicate committing between the statement's snapshot and its lock is caught in step 3.)
 3. Otherwise run the operation; its success is stored with the key in its own transaction. A 4xx
    ApiError (the request was executed and deterministically refused) rolls the operation's writes back
@@ -98,7 +99,9 @@ class IdempotencyKeyInUse(Conflict):
 
 
 class IdempotencyKeyReused(InvalidInput):
-    code = "IDEMPOTENCY_KEY_REUSED"
+    """400 INVALID_INPUT (a code of the reference's 400 enumeration); details.reason says why."""
+
+    reason = "IDEMPOTENCY_KEY_REUSED"
 
 
 class _StoredMeanwhile(Exception):
@@ -252,7 +255,7 @@ async def _claim(
         raise IdempotencyKeyReused(
             f"Idempotency-Key {key!r} was already used with a different request (or by another API "
             "token); use a new key for a new request",
-            details={"idempotencyKey": key},
+            details={"reason": IdempotencyKeyReused.reason, "idempotencyKey": key},
         )
     body_bytes = _sealer().open(response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
     return _response(response_status, body_bytes, replayed=True)

@@ -6,13 +6,17 @@ hits one (account, bucket) with a signed amount in minor units, positive meaning
 account; a journal entry's postings sum to zero in each currency, so every currency's trial balance is
 zero. System accounts (clearing per rail, FX trading, fees, sandbox funding) may go negative; customer and
 platform internal accounts may not.
+
+The CHECK constraints are the database's backstop for what the service already guarantees: they refuse a
+zero posting, an unknown bucket, and a negative bucket on an account that may not go negative (the
+conditional UPDATE in repository.apply refuses it first, so the service never trips them).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, UniqueConstraint
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base
@@ -21,7 +25,11 @@ from platpay.db.types import IdColumn, UtcDateTime
 
 class LedgerAccountRow(Base):
     __tablename__ = "ledger_accounts"
-    __table_args__ = (UniqueConstraint("tenant_id", "code"),)
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "code"),
+        CheckConstraint("allow_negative OR (available >= 0 AND held >= 0)", name="non_negative"),
+        CheckConstraint("kind <> 'INTERNAL' OR NOT allow_negative", name="internal_never_negative"),
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # internal accounts reuse their own id
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
@@ -52,6 +60,8 @@ class PostingRow(Base):
     __table_args__ = (
         Index("ix_postings_account_id", "account_id"),
         Index("ix_postings_entry_id", "entry_id"),
+        CheckConstraint("amount <> 0", name="nonzero_amount"),
+        CheckConstraint("bucket IN ('AVAILABLE', 'HELD')", name="known_bucket"),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

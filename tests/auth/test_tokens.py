@@ -63,7 +63,8 @@ class TestCreateToken:
         await _create(client, auth, name="ci", key="key-2")
         other = await _create(client, auth, name="other", key="key-2")
         assert other.status_code == 400
-        assert other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert other.json()["code"] == "INVALID_INPUT"
+        assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
         _, total = await _all_ids(client, auth)
         assert total == 2
 
@@ -83,7 +84,8 @@ class TestCreateToken:
         first = await _create(client, auth, name="txn", permissions=["TRANSACT", "VIEW"], key="shared")
         assert first.status_code == 201
         other = await _create(client, weaker, name="txn", permissions=["TRANSACT", "VIEW"], key="shared")
-        assert other.status_code == 400 and other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert other.status_code == 400 and other.json()["code"] == "INVALID_INPUT"
+        assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
         assert first.json()["clientSecret"] not in other.text
         _, total = await _all_ids(client, auth)
         assert total == 3  # bootstrap, manage_only, txn

@@ -496,7 +496,8 @@ class TestIdempotencyAndIsolation:
         assert first.status_code == again.status_code == 202
         assert first.content == again.content and again.headers["Idempotent-Replayed"] == "true"
         other = await upload(client, auth, csv_bytes(valid_rows(6)), headers={"Idempotency-Key": "bulk-1"})
-        assert _rejected(other)["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert _rejected(other)["code"] == "INVALID_INPUT"
+        assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
         assert (await counts(db))["imports"] == 1
         await import_to_the_end(client, auth, runner, first.json()["jobId"])
         assert (await client.get("/customers", auth=auth)).json()["totalCount"] == 5

@@ -222,6 +222,6 @@ class TestPostgresCluster:
                 json={**request, "permissions": ["VIEW", "TRANSACT"]},
                 headers={"Idempotency-Key": key},
             )
-            assert_error(other, 400, "IDEMPOTENCY_KEY_REUSED")
+            assert assert_error(other, 400, "INVALID_INPUT")["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
             assert client.get("/tokens").json()["totalCount"] == before + 1
         assert len(serving_processes(server)) == 2

@@ -204,7 +204,8 @@ class TestReceive:
         assert first.status_code == 200 and first.content == again.content
         assert (await client.get("/transactions", auth=auth)).json()["totalCount"] == 1
         other = await _receive(client, auth, customer_id=person["id"], key="r-1", amount=5)
-        assert other.status_code == 400 and other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert other.status_code == 400 and other.json()["code"] == "INVALID_INPUT"
+        assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
 
 
 class TestWebhookReplies:

@@ -205,7 +205,8 @@ class TestCreateQuote:
         assert first.status_code == again.status_code == 201 and first.content == again.content
         assert (await client.get("/transactions", auth=auth)).json()["totalCount"] == 1
         different = await _usd_to_mxn(client, auth, sender, key="q-1", amount=12_345)
-        assert different.status_code == 400 and different.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert different.status_code == 400 and different.json()["code"] == "INVALID_INPUT"
+        assert different.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
 
     async def test_permissions(self, client, auth, sender):
         token = (await client.post("/tokens", auth=auth, json={"name": "ro", "permissions": ["VIEW"]})).json()

@@ -183,7 +183,8 @@ class TestTransferOut:
         other = await _transfer_out(
             client, auth, funded["account"]["id"], funded["bank"]["id"], 2_000, key="t-1"
         )
-        assert other.status_code == 400 and other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+        assert other.status_code == 400 and other.json()["code"] == "INVALID_INPUT"
+        assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
 
     async def test_account_rules(self, client, auth, funded):
         other_person = await customer(client, auth)

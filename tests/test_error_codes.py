@@ -1,0 +1,228 @@
+"""A client generated from the reference OpenAPI switches on `code` within the enumeration of the response's
+status: every (status, code) platpay can answer with must be in the reference's enumeration for that
+status (reference-openapi.yaml's Error<status> schemas, INTERFACE-FACTS §1.2), or documented in the
+README's table of codes beyond the reference (the allow-list, with its status).
+
+The codes come from the source: every ApiError subclass (its status and code), every literal `code=` passed
+to a call (its status from the callee), every `(status, "CODE")` literal pair and every {status: "CODE"}
+table. No server, no database.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import pkgutil
+import re
+from collections import defaultdict
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+import platpay
+from platpay.errors import ApiError, InvalidInput
+from platpay.kit.idempotency import IdempotencyKeyReused
+from tests.test_errors import REFERENCE_CODES, codes_in_source
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_DIR = Path(os.environ.get("PLATPAY_REFERENCE_DIR", ROOT.parent / "shared" / "reference"))
+CODE = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
+# Callees that take a literal `code=` without being ApiError classes, and the status that code ends up in:
+# invalid_field builds an InvalidInput; a customer validation Problem's code becomes an InvalidInput's.
+CODE_CARRIERS = {"invalid_field": InvalidInput.status, "Problem": InvalidInput.status}
+
+Pairs = dict[str, set[int]]  # code -> the statuses it is answered (or allowed) with
+
+
+def _reference_file(name: str) -> Path:
+    path = REFERENCE_DIR / name
+    if not path.is_file():
+        pytest.skip(f"the reference is not at {REFERENCE_DIR} (set PLATPAY_REFERENCE_DIR)")
+    return path
+
+
+@cache
+def _openapi() -> dict[str, Any]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(_reference_file("reference-openapi.yaml").read_text(), Loader=loader)
+
+
+def reference_openapi_codes() -> Pairs:
+    """The `code` enumeration of every error schema that pins its `status`."""
+    pairs: Pairs = defaultdict(set)
+    for schema in _openapi()["components"]["schemas"].values():
+        properties = schema.get("properties", {})
+        codes = properties.get("code", {}).get("enum")
+        statuses = properties.get("status", {}).get("enum")
+        if codes and statuses:
+            for code in codes:
+                pairs[code].update(statuses)
+    return pairs
+
+
+def reference_facts_codes() -> tuple[Pairs, set[str]]:
+    """INTERFACE-FACTS §1.2: the codes by status (its table, and the codes of operation texts with their
+    status in parentheses), and the codes the guides use without naming a status."""
+    text = _reference_file("INTERFACE-FACTS.md").read_text()
+    section = text.split("### 1.2", 1)[1].split("\n### ", 1)[0]
+    pairs: Pairs = defaultdict(set)
+    for status, cells in re.findall(r"^\| (\d{3}) \| (.*) \|$", section, re.MULTILINE):
+        for code in re.findall(r"`([A-Z][A-Z0-9_]+)`", cells):
+            pairs[code].add(int(status))
+    for code, status in re.findall(r"`([A-Z][A-Z0-9_]+)` \((\d{3})\)", section):
+        pairs[code].add(int(status))
+    guides = re.search(r"The guides also use ([^.]*)\.", section)
+    assert guides, "INTERFACE-FACTS §1.2 no longer says which codes the guides use"
+    return pairs, set(re.findall(r"`([A-Z][A-Z0-9_]+)`", guides.group(1)))
+
+
+def readme_allow_list() -> Pairs:
+    """The README's table of codes beyond the reference, with their statuses."""
+    readme = (ROOT / "README.md").read_text()
+    pairs: Pairs = defaultdict(set)
+    for status, code in re.findall(r"^\s*\| (\d{3}) \| `([A-Z_]+)` \|", readme, re.MULTILINE):
+        pairs[code].add(int(status))
+    return pairs
+
+
+def _modules() -> list[ModuleType]:
+    names = [platpay.__name__]
+    names += [info.name for info in pkgutil.walk_packages(platpay.__path__, prefix=f"{platpay.__name__}.")]
+    return [importlib.import_module(name) for name in names]
+
+
+def _resolve(node: ast.expr, module: ModuleType) -> Any:
+    """The object a callee expression (`name` or `a.b.name`) names in `module`, or None."""
+    if isinstance(node, ast.Name):
+        return getattr(module, node.id, None)
+    if isinstance(node, ast.Attribute):
+        owner = _resolve(node.value, module)
+        return getattr(owner, node.attr, None) if owner is not None else None
+    return None
+
+
+def _callee_name(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _is_code(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(CODE.fullmatch(node.value))
+
+
+def _is_status(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and 100 <= node.value <= 599
+
+
+def _is_status_table(node: ast.Dict) -> bool:
+    """{400: "INVALID_INPUT", …}"""
+    return bool(node.keys) and all(_is_status(k) for k in node.keys) and all(_is_code(v) for v in node.values)
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def answered_codes() -> tuple[Pairs, list[str]]:
+    """Every (status, code) the source can answer with, and the literal codes whose status the test cannot
+    tell (each must be taught to CODE_CARRIERS)."""
+    pairs: Pairs = defaultdict(set)
+    unknown: list[str] = []
+    modules = _modules()
+    for cls in [ApiError, *_subclasses(ApiError)]:
+        if cls.__module__.startswith(f"{platpay.__name__}."):
+            pairs[cls.code].add(cls.status)
+    for module in modules:
+        if module.__file__ is None:
+            continue
+        path = Path(module.__file__)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Call):
+                for keyword in node.keywords:
+                    if keyword.arg != "code" or not _is_code(keyword.value):
+                        continue
+                    code = keyword.value.value  # type: ignore[attr-defined]
+                    callee = _resolve(node.func, module)
+                    if isinstance(callee, type) and issubclass(callee, ApiError):
+                        pairs[code].add(callee.status)
+                    elif _callee_name(node.func) in CODE_CARRIERS:
+                        pairs[code].add(CODE_CARRIERS[_callee_name(node.func)])
+                    else:
+                        unknown.append(f"{path.relative_to(ROOT)}:{node.lineno} code={code!r}")
+                if len(node.args) >= 2 and _is_status(node.args[0]) and _is_code(node.args[1]):
+                    pairs[node.args[1].value].add(node.args[0].value)  # type: ignore[attr-defined]
+            elif isinstance(node, ast.Dict) and _is_status_table(node):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    pairs[value.value].add(key.value)  # type: ignore[attr-defined, union-attr]
+    return pairs, unknown
+
+
+def test_the_reference_enumerations_are_read():
+    by_status = reference_openapi_codes()
+    facts, guides = reference_facts_codes()
+    assert {400} == by_status["INVALID_INPUT"] == facts["INVALID_INPUT"]
+    assert by_status["UNAUTHORIZED"] == {401} and by_status["CONFLICT"] == {409}
+    assert guides == {"QUOTE_EXPIRED", "INSUFFICIENT_BALANCE"}
+    assert "INSUFFICIENT_FUNDS" not in facts  # a card decline reason, not an HTTP code
+    # Every §1.2 code with a status is in the OpenAPI's enumeration for it, except those of operation texts.
+    operation_texts = {"CARDHOLDER_KYC_NOT_APPROVED", "FUNDING_SOURCE_INELIGIBLE", "INVALID_STATE_TRANSITION",
+                       "CARD_ALREADY_CLOSED", "CARD_NOT_MUTABLE"}  # fmt: skip
+    assert {c for c, s in facts.items() if not s <= by_status.get(c, set())} == operation_texts
+    # tests/test_errors.py's written-out copy of the reference codes holds only reference codes.
+    assert set(REFERENCE_CODES) <= set(by_status) | set(facts) | guides
+
+
+def test_every_code_platpay_answers_is_in_the_reference_for_its_status_or_on_the_allow_list():
+    answered, unknown = answered_codes()
+    assert unknown == [], "literal codes passed to a callee whose status this test cannot tell"
+    assert codes_in_source() <= set(answered)  # tests/test_errors.py's textual search finds no more
+    assert {"INVALID_INPUT", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE", "NOT_FOUND"} <= set(answered)
+    openapi = reference_openapi_codes()
+    facts, guides = reference_facts_codes()
+    allowed = readme_allow_list()
+    outside = {
+        f"{status} {code}"
+        for code, statuses in answered.items()
+        if code not in guides
+        for status in statuses
+        if status not in openapi.get(code, set()) | facts.get(code, set()) | allowed.get(code, set())
+    }
+    assert outside == set(), "answered outside the reference's enumeration and the README's table"
+
+
+def test_the_allow_list_holds_only_codes_beyond_the_reference():
+    openapi = reference_openapi_codes()
+    facts, guides = reference_facts_codes()
+    allowed = readme_allow_list()
+    assert "SERVICE_UNAVAILABLE" in allowed
+    assert set(allowed) & (set(openapi) | set(facts) | guides) == set()
+
+
+def test_a_reused_idempotency_key_is_a_400_code_of_every_idempotent_reference_operation():
+    """The answer to a reused Idempotency-Key is in the 400 enumeration of each reference operation that
+    takes the header (POST /transfer-out, /quotes, /quotes/{quoteId}/execute, …)."""
+    assert IdempotencyKeyReused.status == 400
+    document = _openapi()
+    checked = []
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict):
+                continue
+            headers = {p.get("name") for p in [*item.get("parameters", []), *operation.get("parameters", [])]}
+            if "Idempotency-Key" not in headers or "400" not in operation.get("responses", {}):
+                continue
+            schema = operation["responses"]["400"]["content"]["application/json"]["schema"]
+            name = schema["$ref"].rsplit("/", 1)[1]
+            assert (
+                IdempotencyKeyReused.code
+                in document["components"]["schemas"][name]["properties"]["code"]["enum"]
+            ), path
+            checked.append(f"{method.upper()} {path}")
+    assert {"POST /transfer-out", "POST /quotes", "POST /quotes/{quoteId}/execute"} <= set(checked)
