@@ -26,14 +26,11 @@ class ApiError(Exception):
         *,
         details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
         self.headers = headers or {}
-        if code is not None:
-            self.code = code  # type: ignore[misc]
 
     def body(self) -> dict[str, Any]:
         return {"status": self.status, "code": self.code, "message": self.message, "details": self.details}
@@ -42,6 +39,16 @@ class ApiError(Exception):
 class InvalidInput(ApiError):
     status = 400
     code = "INVALID_INPUT"
+
+
+class InvalidCurrency(InvalidInput):
+    """An unknown currency code, or one the platform does not support where it is used."""
+
+    code = "INVALID_CURRENCY"
+
+
+class InvalidUmaAddress(InvalidInput):
+    code = "INVALID_UMA_ADDRESS"
 
 
 class Unauthorized(ApiError):
@@ -99,7 +106,10 @@ class ServiceUnavailable(ApiError):
     code = "SERVICE_UNAVAILABLE"
 
 
-def invalid_field(field: str, message: str, *, code: str | None = None, **extra: Any) -> InvalidInput:
-    """A 400 naming one bad field, in the same details shape as framework validation errors."""
+def invalid_field(
+    field: str, message: str, *, error: type[InvalidInput] = InvalidInput, **extra: Any
+) -> InvalidInput:
+    """A 400 naming one bad field, in the same details shape as framework validation errors; `error` is the
+    InvalidInput class whose code it answers (INVALID_INPUT unless a more precise one applies)."""
     entry = {"field": field, "message": message, **extra}
-    return InvalidInput(f"{field}: {message}", details={"fields": [entry]}, code=code)
+    return error(f"{field}: {message}", details={"fields": [entry]})

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from platpay import domains
+from platpay.errors import ApiError
+
 ROOT = Path(__file__).resolve().parent.parent / "platpay"
 
 # docs/architecture.md, top to bottom: a package may import only packages before it in this list.
@@ -123,3 +126,27 @@ def test_no_platpay_import_inside_a_function(path: Path) -> None:
         return
     hidden = [line for target, line, inside in _imports(path) if inside]
     assert not hidden, f"platpay/{rel} imports platpay modules inside functions, lines {hidden}"
+
+
+# Errors outside the domains: the generic ones, and those of foundation pieces that are not domains.
+_FOUNDATION_ERROR_MODULES = {"platpay.errors", "platpay.kit.idempotency", "platpay.db.faults"}
+
+
+def test_every_error_lives_in_its_domains_errors_module() -> None:
+    """Each domain's errors are classes in its `errors.py`, each carrying its code and status."""
+    domains.load()
+    seen, stack = [], [ApiError]
+    while stack:
+        cls = stack.pop()
+        seen.append(cls)
+        stack.extend(cls.__subclasses__())
+    misplaced = sorted(
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in seen
+        if cls.__module__.startswith("platpay.")
+        and cls.__module__ not in _FOUNDATION_ERROR_MODULES
+        and not cls.__module__.endswith(".errors")
+    )
+    assert not misplaced, f"errors defined outside a domain's errors.py: {misplaced}"
+    for cls in seen:
+        assert isinstance(cls.status, int) and isinstance(cls.code, str), cls

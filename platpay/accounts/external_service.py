@@ -8,11 +8,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import repository
+from platpay.accounts.errors import DuplicateExternalAccount, ExternalAccountNotFound, InvalidBankAccount
 from platpay.accounts.models import ExternalAccountRow
 from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
-from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.errors import InvalidInput
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -29,18 +30,6 @@ _NAME_CHECK = {
     "107": "CHECKED_BY_RECEIVING_FI",
 }
 REJECTED_SUFFIX = "105"
-
-
-class ExternalAccountNotFound(NotFound):
-    code = "REFERENCE_NOT_FOUND"
-
-
-class DuplicateExternalAccount(Conflict):
-    code = "CONFLICT"
-
-
-class InvalidBankAccount(InvalidInput):
-    code = "INVALID_BANK_ACCOUNT"
 
 
 def magic_suffix(identifier: str) -> str:

@@ -9,10 +9,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import instructions, repository
+from platpay.accounts.errors import InternalAccountNotFound
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
 from platpay.customers import hooks as customers_hooks
-from platpay.errors import NotFound
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
@@ -24,10 +24,6 @@ from platpay.ledger.service import Balance
 
 BACKFILL_JOB = "accounts.backfill_currency"
 BACKFILL_PAGE = 500
-
-
-class InternalAccountNotFound(NotFound):
-    code = "REFERENCE_NOT_FOUND"
 
 
 def account_type_for(currency: str, *, customer: bool) -> str:

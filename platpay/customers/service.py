@@ -26,7 +26,7 @@ from platpay.customers.errors import (
 )
 from platpay.customers.models import CustomerRow
 from platpay.customers.schemas import Address, BusinessInfo, Customer, CustomerCreate, CustomerUpdate
-from platpay.errors import ApiError, InvalidInput
+from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
@@ -37,7 +37,7 @@ from platpay.tenants.context import TenantContext
 INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality")
 BUSINESS_ONLY = ("business_info",)
 KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
-CONFLICT_CODES = frozenset({PlatformCustomerIdExists.code, UmaAddressExists.code})
+CONFLICTS = frozenset({PlatformCustomerIdExists, UmaAddressExists})
 
 
 @dataclass
@@ -56,17 +56,17 @@ def draft_from_create(body: CustomerCreate) -> dict[str, Any]:
 def _refusal(problems: list[v.Problem]) -> ApiError:
     details = {"fields": [p.as_detail() for p in problems]}
     summary = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
-    codes = {p.code for p in problems}
-    if codes == {UmaAddressExists.code}:
+    kinds = {p.error for p in problems}
+    if kinds == {UmaAddressExists}:
         return UmaAddressExists(summary, details=details)
-    if codes and codes <= CONFLICT_CODES:
+    if kinds and kinds <= CONFLICTS:
         # platformCustomerId taken, or both keys taken (the ordinary retry of a create that succeeded): one
         # 409 CONFLICT naming every taken key.
         return PlatformCustomerIdExists(summary, details=details)
-    if codes == {v.MISSING_INFO}:
+    if kinds == {MissingMandatoryUserInfo}:
         return MissingMandatoryUserInfo(f"missing customer information: {summary}", details=details)
-    if len(codes) == 1 and codes <= {"INVALID_CURRENCY", "INVALID_UMA_ADDRESS"}:
-        return InvalidInput(summary, details=details, code=codes.pop())
+    if len(kinds) == 1 and kinds <= {InvalidCurrency, InvalidUmaAddress}:
+        return kinds.pop()(summary, details=details)
     return InvalidInput(f"invalid customer: {summary}", details=details)
 
 
@@ -373,12 +373,12 @@ async def _refuse_duplicates(
                 v.Problem(
                     "platformCustomerId",
                     f"{row['platform_customer_id']!r} belongs to another active customer",
-                    code=PlatformCustomerIdExists.code,
+                    error=PlatformCustomerIdExists,
                 )
             )
         if row["uma_address"] in taken_umas:
             problems.append(
-                v.Problem("umaAddress", f"{row['uma_address']} is already taken", code=UmaAddressExists.code)
+                v.Problem("umaAddress", f"{row['uma_address']} is already taken", error=UmaAddressExists)
             )
         if problems:
             outcome.row, outcome.problems = None, problems
@@ -510,11 +510,11 @@ async def update_customer(
             v.Problem(
                 "platformCustomerId",
                 f"{new_pcid!r} belongs to another active customer",
-                code=PlatformCustomerIdExists.code,
+                error=PlatformCustomerIdExists,
             )
         )
     if taken_umas:
-        problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", code=UmaAddressExists.code))
+        problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", error=UmaAddressExists))
     if problems:
         raise _refusal(problems)
     for key, value in values.items():

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from platpay.customers.errors import MissingMandatoryUserInfo
+from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.kit import countries, currencies
-
-MISSING_INFO = "MISSING_MANDATORY_USER_INFO"
 
 # Besides letters of any script and their combining marks (Unicode L and M: "é" written e + U+0301, the
 # vowel signs of Devanagari or Thai), the punctuation real names carry: space, hyphen, apostrophes, period.
@@ -31,7 +31,7 @@ UMA_MAX_USERNAME = 64  # including the leading $
 class Problem:
     field: str
     message: str
-    code: str = "INVALID_INPUT"
+    error: type[ApiError] = InvalidInput  # the error class (so the code) the problem answers with
 
     def as_detail(self) -> dict[str, str]:
         return {"field": self.field, "message": self.message}
@@ -121,26 +121,24 @@ def normalize_uma_address(
     """`$username@domain`, username a-z 0-9 - _ . + (case-insensitive, stored lowercase), ≤64 with the $."""
     lowered = value.strip().lower()
     if not lowered.startswith("$") or lowered.count("@") != 1:
-        return None, [Problem(field, f"must look like $username@{domain}", code="INVALID_UMA_ADDRESS")]
+        return None, [Problem(field, f"must look like $username@{domain}", error=InvalidUmaAddress)]
     username, at_domain = lowered.split("@")
     if len(username) > UMA_MAX_USERNAME or len(username) < 2:
         return None, [
             Problem(
                 field,
                 f"the $username part must be 2-{UMA_MAX_USERNAME} characters including the $",
-                code="INVALID_UMA_ADDRESS",
+                error=InvalidUmaAddress,
             )
         ]
     if not _UMA_USER_RE.match(username[1:]):
         return None, [
-            Problem(
-                field, "the username may only use a-z, 0-9, '-', '_', '.', '+'", code="INVALID_UMA_ADDRESS"
-            )
+            Problem(field, "the username may only use a-z, 0-9, '-', '_', '.', '+'", error=InvalidUmaAddress)
         ]
     if at_domain != domain.lower():
         return None, [
             Problem(
-                field, f"the domain must be this platform's UMA domain {domain!r}", code="INVALID_UMA_ADDRESS"
+                field, f"the domain must be this platform's UMA domain {domain!r}", error=InvalidUmaAddress
             )
         ]
     return lowered, []
@@ -200,14 +198,14 @@ def check_currencies(
     for index, code in enumerate(codes):
         if currencies.get(code) is None:
             problems.append(
-                Problem(f"{field}.{index}", f"unknown currency code {code!r}", code="INVALID_CURRENCY")
+                Problem(f"{field}.{index}", f"unknown currency code {code!r}", error=InvalidCurrency)
             )
         elif code not in platform_codes:
             problems.append(
                 Problem(
                     f"{field}.{index}",
                     f"{code} is not among this platform's supportedCurrencies {platform_codes}",
-                    code="INVALID_CURRENCY",
+                    error=InvalidCurrency,
                 )
             )
     if len(set(codes)) != len(codes):
@@ -273,6 +271,6 @@ def missing_for_currencies(customer: dict[str, Any], required: dict[str, list[st
                 field = ".".join([_FIELD_NAMES.get(path[0], path[0]), *(_camel(p) for p in path[1:])])
                 missing.setdefault(field, []).append(code)
     return [
-        Problem(field, f"required by the provider for {', '.join(codes)}", code=MISSING_INFO)
+        Problem(field, f"required by the provider for {', '.join(codes)}", error=MissingMandatoryUserInfo)
         for field, codes in missing.items()
     ]

@@ -10,9 +10,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
-from platpay.errors import InvalidInput, NotFound
 from platpay.events import breaker, repository, types
 from platpay.events import delivery as delivery_mod
+from platpay.events.errors import DeliveryNotFound, WebhookDeliveryError, WebhookEndpointNotSet
 from platpay.events.models import EventRow, WebhookDeliveryRow
 from platpay.events.schemas import (
     TestWebhookResult,
@@ -30,18 +30,6 @@ from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
 DELIVER_JOB = delivery_mod.DELIVER_JOB
-
-
-class WebhookEndpointNotSet(InvalidInput):
-    code = "WEBHOOK_ENDPOINT_NOT_SET"
-
-
-class WebhookDeliveryError(InvalidInput):
-    code = "WEBHOOK_DELIVERY_ERROR"
-
-
-class DeliveryNotFound(NotFound):
-    code = "WEBHOOK_DELIVERY_NOT_FOUND"
 
 
 def _payload(resource: ApiModel | dict[str, Any]) -> dict[str, Any]:

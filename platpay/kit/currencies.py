@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from platpay.errors import invalid_field
+from platpay.errors import InvalidCurrency, invalid_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,5 +39,5 @@ def require(code: str, *, field: str = "currency") -> Currency:
     """The currency for `code`, or a 400 naming `field` when the code is not in the catalog."""
     currency = catalog().get(code) if isinstance(code, str) else None
     if currency is None:
-        raise invalid_field(field, f"unknown currency code {code!r}", code="INVALID_CURRENCY")
+        raise invalid_field(field, f"unknown currency code {code!r}", error=InvalidCurrency)
     return currency

@@ -37,13 +37,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.customers.errors import MissingMandatoryUserInfo
-from platpay.errors import Conflict
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
 from platpay.payments import incoming_replies as replies
 from platpay.payments import service as payments_service
 from platpay.payments import uma
+from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
 from platpay.tenants import service as tenants_service
@@ -73,10 +73,6 @@ TRANSITIONS = {
     (APPROVED, ARRIVE): DONE,
 }
 AWAITING = frozenset({AWAITING_REPLY, AWAITING_DECISION})
-
-
-class TransactionNotPendingApproval(Conflict):
-    code = "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL"
 
 
 def _approval(row: TransactionRow) -> dict[str, Any]:

@@ -22,12 +22,13 @@ from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.customers.errors import CustomerNotFound
-from platpay.errors import InvalidInput, invalid_field
+from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import incoming, uma
 from platpay.payments import service as payments_service
+from platpay.payments.errors import UmaNotFound
 from platpay.payments.incoming_schemas import SandboxUmaReceive
 from platpay.payments.schemas import Transaction
 from platpay.payments.transfers import check_amount
@@ -53,7 +54,7 @@ async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: Sandb
         session, tenant=tenant, address=body.receiver_uma_address, field="receiverUmaAddress"
     )
     if found.customer_id is None:
-        raise uma.UmaNotFound(
+        raise UmaNotFound(
             f"{found.address} is not one of your customers' UMA addresses",
             details={"receiverUmaAddress": found.address},
         )
@@ -66,13 +67,13 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
         raise invalid_field(
             "receivingCurrencyCode",
             f"{currency} is not among this platform's supportedCurrencies ({', '.join(tenant.currency_codes)})",
-            code="INVALID_CURRENCY",
+            error=InvalidCurrency,
         )
     if "INCOMING" not in entry["enabledTransactionTypes"]:
         raise invalid_field(
             "receivingCurrencyCode",
             f"incoming payments are not enabled for {currency} (see enabledTransactionTypes in GET /config)",
-            code="INVALID_CURRENCY",
+            error=InvalidCurrency,
         )
     return entry
 
@@ -96,7 +97,7 @@ async def _destination(
         raise invalid_field(
             "receivingCurrencyCode",
             f"customer {customer_id} has no {currency} account to receive into",
-            code="INVALID_CURRENCY",
+            error=InvalidCurrency,
         )
     if account.status != "ACTIVE":
         raise invalid_field(field, f"the customer's {currency} account {account.id} is {account.status}")
@@ -143,7 +144,7 @@ async def receive(
         )
     sender = uma.sandbox_counterparty(sender_address)
     if sender is None:
-        raise uma.UmaNotFound(
+        raise UmaNotFound(
             f"no sandbox sender at {sender_address}: use $success.<ccy>, $pending.long.<ccy> or "
             f"$fail.compliance.<ccy> @{uma.SANDBOX_DOMAINS[0]}",
             details={"senderUmaAddress": sender_address},

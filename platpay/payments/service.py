@@ -9,22 +9,18 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.errors import NotFound
 from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments import repository, sandbox_outcomes
+from platpay.payments.errors import TransactionNotFound
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Refund, Transaction
 from platpay.tenants.context import TenantContext
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
-
-
-class TransactionNotFound(NotFound):
-    code = "TRANSACTION_NOT_FOUND"
 
 
 def _failure(row: TransactionRow) -> tuple[str | None, dict[str, Any] | None]:

@@ -17,12 +17,13 @@ from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
-from platpay.errors import InvalidInput, invalid_field
+from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
+from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction, TransferIn, TransferOut
 from platpay.tenants import service as tenants_service
@@ -30,10 +31,6 @@ from platpay.tenants.context import TenantContext
 
 STEP_JOB = "payments.transfer_step"
 PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push
-
-
-class AmountOutOfRange(InvalidInput):
-    code = "AMOUNT_OUT_OF_RANGE"
 
 
 async def _accounts(
@@ -49,7 +46,7 @@ async def _accounts(
         session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
     )
     if external is None:
-        raise invalid_field(external_field, f"no external account {external_id!r}", code="INVALID_INPUT")
+        raise invalid_field(external_field, f"no external account {external_id!r}")
     if internal.customer_id != external.customer_id:
         raise invalid_field(
             external_field,
@@ -83,7 +80,7 @@ def check_amount(tenant: TenantContext, *, currency: str, amount: int, field: st
     entry = next((c for c in tenant.supported_currencies if c["currencyCode"] == currency), None)
     if entry is None:
         raise invalid_field(
-            field, f"{currency} is not among this platform's supportedCurrencies", code="INVALID_CURRENCY"
+            field, f"{currency} is not among this platform's supportedCurrencies", error=InvalidCurrency
         )
     if not entry["minAmount"] <= amount <= entry["maxAmount"]:
         raise AmountOutOfRange(

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers import service as customers_service
-from platpay.errors import NotFound, invalid_field
+from platpay.errors import InvalidUmaAddress, invalid_field
 from platpay.kit import currencies
+from platpay.payments.errors import UmaNotFound
 from platpay.tenants.context import TenantContext
 
 SANDBOX_DOMAINS = ("sandbox.uma.money", "sandbox.grid.uma.money")
@@ -24,10 +25,6 @@ SUCCESS, LONG_PENDING, COMPLIANCE_FAILURE = "SUCCESS", "LONG_PENDING", "COMPLIAN
 _ADDRESS_RE = re.compile(r"^\$([a-z0-9._+\-]{1,63})@([a-z0-9](?:[a-z0-9.\-]{0,251}[a-z0-9])?)$")
 _SANDBOX_USER_RE = re.compile(r"^(success|pending\.long|fail\.compliance)\.([a-z]{3,4})$")
 _BEHAVIOURS = {"success": SUCCESS, "pending.long": LONG_PENDING, "fail.compliance": COMPLIANCE_FAILURE}
-
-
-class UmaNotFound(NotFound):
-    code = "UMA_NOT_FOUND"
 
 
 @dataclass(frozen=True)
@@ -51,7 +48,7 @@ def normalize(address: str, *, field: str = "umaAddress") -> tuple[str, str, str
     match = _ADDRESS_RE.match(lowered)
     if not match:
         raise invalid_field(
-            field, f"{address!r} is not a UMA address like $name@domain.com", code="INVALID_UMA_ADDRESS"
+            field, f"{address!r} is not a UMA address like $name@domain.com", error=InvalidUmaAddress
         )
     return lowered, match.group(1), match.group(2)
 

@@ -26,8 +26,8 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
 from platpay.fx import rates
+from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.lookup_schemas import EstimateWithdrawalFee, WithdrawalFeeEstimate
-from platpay.payments.transfers import AmountOutOfRange
 from platpay.tenants.context import TenantContext
 
 CRYPTO_ACCOUNT_TYPES = frozenset({"INTERNAL_CRYPTO", "EMBEDDED_WALLET"})

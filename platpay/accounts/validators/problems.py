@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from platpay.accounts.errors import InvalidBankAccount
 from platpay.errors import InvalidInput
 
-INVALID_BANK_ACCOUNT = "INVALID_BANK_ACCOUNT"
+INVALID_BANK_ACCOUNT = InvalidBankAccount.code
 _SUMMARY_LIMIT = 5
 _MAX_ENTRIES = 100
 
@@ -65,8 +66,8 @@ class FieldProblems:
         shown = "; ".join(f"{entry['field']}: {entry['message']}" for entry in self.entries[:_SUMMARY_LIMIT])
         hidden = len(self.entries) - _SUMMARY_LIMIT
         summary = shown + (f" (and {hidden} more)" if hidden > 0 else "")
-        code = INVALID_BANK_ACCOUNT if self.account_identifier_failed else None
-        raise InvalidInput(f"invalid account details: {summary}", details={"fields": self.entries}, code=code)
+        error = InvalidBankAccount if self.account_identifier_failed else InvalidInput
+        raise error(f"invalid account details: {summary}", details={"fields": self.entries})
 
 
 def read_text(

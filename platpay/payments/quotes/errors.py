@@ -27,3 +27,7 @@ class QuoteAlreadyExecuted(Conflict):
 
 class SelfPayment(InvalidInput):
     code = "SELF_PAYMENT"
+
+
+class AccountNotFound(NotFound):
+    code = "REFERENCE_NOT_FOUND"

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
+from platpay.accounts.errors import ExternalAccountNotFound
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import invalid_field
@@ -169,7 +170,7 @@ async def lookup_external_account(
 ) -> ReceiverExternalAccountLookup:
     account = await external_service.find(session, tenant_id=tenant.id, account_id=account_id)
     if account is None:
-        raise external_service.ExternalAccountNotFound(
+        raise ExternalAccountNotFound(
             f"external account {account_id!r} not found", details={"accountId": account_id}
         )
     sender_id, sending_currency = await _sender(

@@ -12,12 +12,12 @@ from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
-from platpay.errors import InvalidInput, NotFound, invalid_field
+from platpay.errors import InvalidCurrency, InvalidInput, NotFound, invalid_field
 from platpay.fx import fees
 from platpay.kit import currencies
 from platpay.payments import sandbox_outcomes, uma
 from platpay.payments.quotes import funding, lookups, outcomes
-from platpay.payments.quotes.errors import SelfPayment
+from platpay.payments.quotes.errors import AccountNotFound, SelfPayment
 from platpay.payments.quotes.schemas import (
     AccountQuoteDestination,
     AccountQuoteSource,
@@ -30,10 +30,6 @@ from platpay.tenants.context import TenantContext
 
 INTERNAL, PULL, REALTIME_FUNDING = "INTERNAL", "PULL", "REALTIME_FUNDING"  # how the quote is funded
 EXTERNAL, UMA = "EXTERNAL", "UMA"  # how it pays out (plus INTERNAL: credited to an internal account)
-
-
-class AccountNotFound(NotFound):
-    code = "REFERENCE_NOT_FOUND"
 
 
 @dataclass(frozen=True)
@@ -100,7 +96,7 @@ def _configured_currency(tenant: TenantContext, code: str, field: str) -> str:
     currencies.require(code, field=field)
     if code not in tenant.currency_codes:
         raise invalid_field(
-            field, f"{code} is not among this platform's supportedCurrencies", code="INVALID_CURRENCY"
+            field, f"{code} is not among this platform's supportedCurrencies", error=InvalidCurrency
         )
     return code
 

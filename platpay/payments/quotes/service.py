@@ -24,10 +24,11 @@ from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
+from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.quotes import funding, planning, repository, settlement
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote, QuoteRequest
-from platpay.payments.transfers import AmountOutOfRange, check_amount
+from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
