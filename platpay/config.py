@@ -77,6 +77,10 @@ class Settings(BaseSettings):
 
     # Providers (kit/providers.py): a registered name, or an import path `package.module:factory`
     fx_rate_provider: str = Field(default="sandbox", description="where FX rates come from")
+    payout_rail: str = Field(default="simulated", description="production tenants' payout rail")
+    sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
+    uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
+    sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
 
     # Webhooks
     webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")

@@ -1,6 +1,6 @@
 """FX as the app discovers it: GET /exchange-rates (rates, pricing and fees are used by payments)."""
 
-from platpay.fx import endpoints
+from platpay.fx import endpoints, providers
 from platpay.kit.domain_spec import Domain, Mount
 
-DOMAIN = Domain(name="fx", routers=(Mount(endpoints.router, order=142),))
+DOMAIN = Domain(name="fx", routers=(Mount(endpoints.router, order=142),), providers=(providers,))

@@ -35,6 +35,8 @@ class Domain:
     # declarative Base, `jobs.registry.handler`); `domain.py` imports them and lists them here.
     models: tuple[ModuleType, ...] = ()
     jobs: tuple[ModuleType, ...] = ()
+    # Modules registering implementations on provider slots (kit/providers.py), the sandbox's included.
+    providers: tuple[ModuleType, ...] = ()
     # Webhook event types the domain emits (`events.service.emit` refuses any other).
     event_types: frozenset[str] = frozenset()
     # Paths taking larger bodies than PLATPAY_MAX_BODY_BYTES (uploads): path -> limit in bytes.

@@ -1,7 +1,16 @@
 """Payments as the app discovers them: transactions, transfers, incoming payments, lookups."""
 
 from platpay.kit.domain_spec import Domain, Mount
-from platpay.payments import endpoints, incoming_endpoints, incoming_jobs, jobs, lookup_endpoints, models
+from platpay.payments import (
+    endpoints,
+    incoming_endpoints,
+    incoming_jobs,
+    jobs,
+    lookup_endpoints,
+    models,
+    providers,
+    sandbox,
+)
 from platpay.payments.quotes import endpoints as quote_endpoints
 from platpay.payments.quotes import jobs as quote_jobs
 from platpay.payments.quotes import models as quote_models
@@ -33,6 +42,7 @@ DOMAIN = Domain(
     ),
     models=(models, quote_models),
     jobs=(jobs, incoming_jobs, quote_jobs),
+    providers=(providers, sandbox),
     event_types=frozenset(
         {
             *(f"OUTGOING_PAYMENT.{status}" for status in _OUTGOING),

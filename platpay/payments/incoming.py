@@ -41,8 +41,8 @@ from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
 from platpay.payments import incoming_replies as replies
+from platpay.payments import providers
 from platpay.payments import service as payments_service
-from platpay.payments import uma
 from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
@@ -138,7 +138,7 @@ async def _approve(
     now = clock.now()
     transition(row, APPROVE, decidedAt=clock.isoformat(now), decidedBy=by)
     set_extra(row, receiverCustomerInfo=info)
-    if row.outcome == uma.LONG_PENDING:
+    if row.outcome == providers.LONG_PENDING:
         delay = timedelta(seconds=float(_approval(row).get("arrivalDelaySeconds") or 0))
         await schedule(session, row, "arrive", at=now + delay)
         await session.flush()

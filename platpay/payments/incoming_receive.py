@@ -26,10 +26,11 @@ from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
-from platpay.payments import incoming, uma
+from platpay.payments import incoming, providers, sandbox, uma
 from platpay.payments import service as payments_service
 from platpay.payments.errors import UmaNotFound
 from platpay.payments.incoming_schemas import SandboxUmaReceive
+from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
@@ -104,7 +105,7 @@ async def _destination(
     return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None
 
 
-def _sender_information(sender: uma.Counterparty, wanted: list[str]) -> dict[str, str]:
+def _sender_information(sender: Counterparty, wanted: list[str]) -> dict[str, str]:
     country = _SENDER_COUNTRY.get(sender.currencies[0], "US")
     username = sender.address[1:].split("@", 1)[0]
     profile = {
@@ -142,11 +143,11 @@ async def receive(
                 ]
             },
         )
-    sender = uma.sandbox_counterparty(sender_address)
+    sender = sandbox.sandbox_counterparty(sender_address)
     if sender is None:
         raise UmaNotFound(
             f"no sandbox sender at {sender_address}: use $success.<ccy>, $pending.long.<ccy> or "
-            f"$fail.compliance.<ccy> @{uma.SANDBOX_DOMAINS[0]}",
+            f"$fail.compliance.<ccy> @{sandbox.SANDBOX_DOMAINS[0]}",
             details={"senderUmaAddress": sender_address},
         )
     receiver_field = "customerId" if body.customer_id is not None else "receiverUmaAddress"
@@ -206,7 +207,7 @@ async def receive(
         },
         at=now,
     )
-    if sender.behaviour == uma.COMPLIANCE_FAILURE:
+    if sender.behaviour == providers.COMPLIANCE_FAILURE:
         incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
         return await payments_service.move(
             session,

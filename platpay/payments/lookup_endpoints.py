@@ -8,7 +8,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer, get_db
 from platpay.kit.pagination import Page, PageParams, sorted_page_params
 from platpay.kit.routing import api_router
-from platpay.payments import providers, withdrawal_fees
+from platpay.payments import uma_providers, withdrawal_fees
 from platpay.payments.lookup_schemas import EstimateWithdrawalFee, UmaProvider, WithdrawalFeeEstimate
 
 router = api_router()
@@ -37,7 +37,7 @@ async def list_uma_providers(
     principal: Principal = Viewer,
 ) -> dict:
     """List UMA providers, most recently listed first unless sortOrder=asc; filters combine."""
-    page = providers.list_providers(
+    page = uma_providers.list_providers(
         sandbox=principal.tenant.is_sandbox,
         params=params,
         country_code=country_code,

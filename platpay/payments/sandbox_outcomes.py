@@ -1,5 +1,5 @@
 """How a sandbox payment ends, keyed on the last three characters of the counterparty account's primary
-identifier (INTERFACE-FACTS §7). Production tenants always take the normal path.
+identifier (INTERFACE-FACTS §7), chosen by the sandbox rail (payments/sandbox.py); what each failure means.
 
 A failed transfer's failureReason is a value of the reference enum of its direction; the sandbox label
 travels in failureDetails.code, with a message, so the specific cause is not lost:
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from platpay.accounts import external_service
 from platpay.payments.models import TransactionRow
 
 SUCCESS = "SUCCESS"
@@ -60,12 +59,6 @@ class TransferFailure(TypedDict):
 
     failure_reason: str
     failure_details: dict[str, str]
-
-
-def transfer_outcome(identifier: str, *, sandbox: bool) -> str:
-    if not sandbox:
-        return SUCCESS
-    return TRANSFER_OUTCOMES.get(external_service.magic_suffix(identifier), SUCCESS)
 
 
 def transfer_failure(row: TransactionRow) -> TransferFailure:

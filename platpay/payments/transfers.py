@@ -8,8 +8,6 @@ change, ledger entry and webhook committing together with the job.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
@@ -21,6 +19,7 @@ from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
+from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
@@ -140,8 +139,8 @@ async def _create_transfer(
         received_currency=internal.currency,
         fee_amount=0,
         rail=rail,
-        outcome=outcomes.transfer_outcome(
-            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        outcome=providers.rail_for(tenant).transfer_outcome(
+            corridors.primary_identifier(external.account_info)
         ),
         description=description,
         extra={},
@@ -277,15 +276,6 @@ async def _release(session: AsyncSession, row: TransactionRow) -> ledger.Entry:
     )
 
 
-def settlement_delay(row: TransactionRow, settings: Settings) -> timedelta:
-    seconds = (
-        settings.sandbox_slow_failure_seconds
-        if row.outcome == "SLOW_FAILURE"
-        else settings.sandbox_settlement_seconds
-    )
-    return timedelta(seconds=seconds)
-
-
 async def step(
     session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
 ) -> None:
@@ -295,6 +285,7 @@ async def step(
     )
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "process" and row.status == "PENDING":
+        rail = await providers.rail_of(session, tenant_id=tenant_id)
         if row.type == "OUTGOING":  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
             await payments_service.move(session, row, "PROCESSING", platform_id=platform_id)
         await jobs_service.enqueue(
@@ -302,7 +293,7 @@ async def step(
             STEP_JOB,
             {"transactionId": row.id, "step": "settle"},
             tenant_id=row.tenant_id,
-            run_at=clock.now() + settlement_delay(row, settings),
+            run_at=clock.now() + rail.transfer_delay(row.outcome or "", settings),
         )
     elif step_name == "settle" and row.status == ("PROCESSING" if row.type == "OUTGOING" else "PENDING"):
         if row.outcome == outcomes.SUCCESS:

@@ -265,6 +265,19 @@ async def environment_of(session: AsyncSession, *, tenant_id: str) -> str | None
     return row.environment if row else None
 
 
+_is_sandbox: dict[str, bool] = {}  # tenant id -> sandbox or not; never changes
+
+
+async def is_sandbox(session: AsyncSession, *, tenant_id: str) -> bool:
+    known = _is_sandbox.get(tenant_id)
+    if known is None:
+        environment = await environment_of(session, tenant_id=tenant_id)
+        if environment is None:
+            raise TenantNotFound(f"tenant {tenant_id} not found")
+        known = _is_sandbox[tenant_id] = environment == SANDBOX
+    return known
+
+
 async def any_platform_exists(session: AsyncSession) -> bool:
     return await repository.count_platforms(session) > 0
 

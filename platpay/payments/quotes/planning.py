@@ -15,7 +15,7 @@ from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, NotFound, invalid_field
 from platpay.fx import fees
 from platpay.kit import currencies
-from platpay.payments import sandbox_outcomes, uma
+from platpay.payments import providers, uma
 from platpay.payments.quotes import funding, lookups, outcomes
 from platpay.payments.quotes.errors import AccountNotFound, SelfPayment
 from platpay.payments.quotes.schemas import (
@@ -174,8 +174,8 @@ async def _account_source(
             "currency": external.currency,
             "paymentRail": PULL_ACCOUNT_TYPES[external.account_type],
         },
-        pull_outcome=sandbox_outcomes.transfer_outcome(
-            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        pull_outcome=providers.rail_for(tenant).transfer_outcome(
+            corridors.primary_identifier(external.account_info)
         ),
     )
 
@@ -284,8 +284,8 @@ async def _account_destination(
         account_id=external.id,
         rail=rail,
         fee_corridor=rail if rails else fees.CRYPTO,
-        outcome=outcomes.for_external_account(
-            corridors.primary_identifier(external.account_info), sandbox=tenant.is_sandbox
+        outcome=providers.rail_for(tenant).payout_outcome(
+            corridors.primary_identifier(external.account_info)
         ),
         api=api,
         transaction_destination={
@@ -361,7 +361,7 @@ async def resolve_destination(
     return DestinationPlan(
         payout=UMA,
         account_id=None,
-        outcome=outcomes.for_uma(counterparty.behaviour, sandbox=tenant.is_sandbox),
+        outcome=providers.uma_network_for(tenant).payout_outcome(counterparty),
         **common,
     )
 

@@ -31,7 +31,7 @@ from platpay.errors import InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
-from platpay.payments import incoming_internal
+from platpay.payments import incoming_internal, providers
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.quotes import outcomes, repository
@@ -307,9 +307,12 @@ async def _refund(
     await payments_service.announce(session, transaction, platform_id=platform_id, event=event, refund=refund)
 
 
-def _payout_delay(quote: QuoteRow, settings: Settings) -> timedelta:
+async def _payout_delay(session: AsyncSession, quote: QuoteRow, settings: Settings) -> timedelta:
     """Internal destinations are credited as soon as the runner gets to it; rails take their time."""
-    return timedelta(0) if quote.payout == INTERNAL else outcomes.payout_delay(quote.outcome, settings)
+    if quote.payout == INTERNAL:
+        return timedelta(0)
+    rail = await providers.rail_of(session, tenant_id=quote.tenant_id)
+    return rail.payout_delay(quote.outcome, settings)
 
 
 async def step(
@@ -345,9 +348,10 @@ async def step(
             return
         await payments_service.move(session, transaction, "PROCESSING", platform_id=platform_id)
         if quote.funding == PULL:
-            await _schedule(session, quote, "pull", timedelta(seconds=settings.sandbox_settlement_seconds))
+            rail = await providers.rail_of(session, tenant_id=quote.tenant_id)
+            await _schedule(session, quote, "pull", rail.transfer_delay(providers.SUCCESS, settings))
         else:
-            await _schedule(session, quote, "settle", _payout_delay(quote, settings))
+            await _schedule(session, quote, "settle", await _payout_delay(session, quote, settings))
     elif step_name == "pull" and status == "PROCESSING" and quote.debit_entry_id is None:
         if quote.pull_outcome != outcomes.SUCCESS:
             await fail("QUOTE_EXECUTION_FAILED")  # nothing was taken, so nothing to refund
@@ -358,7 +362,7 @@ async def step(
         if quote.outcome == outcomes.EXECUTION_FAILED:
             await fail("QUOTE_EXECUTION_FAILED")
         else:
-            await _schedule(session, quote, "settle", _payout_delay(quote, settings))
+            await _schedule(session, quote, "settle", await _payout_delay(session, quote, settings))
     elif step_name == "settle" and status == "PROCESSING":
         failure = outcomes.SETTLEMENT_FAILURES.get(quote.outcome)
         if failure is not None:
