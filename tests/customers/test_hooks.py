@@ -8,6 +8,7 @@ import pytest
 from platpay.accounts import service as accounts_service
 from platpay.customers import hooks
 from platpay.customers import service as customers_service
+from platpay.kit.hooks import HookPoint
 
 
 def test_accounts_subscribes_to_both_hook_points() -> None:
@@ -16,7 +17,9 @@ def test_accounts_subscribes_to_both_hook_points() -> None:
 
 
 def test_a_subscriber_is_registered_once() -> None:
-    point: hooks.HookPoint[hooks.CustomerDeleted] = hooks.HookPoint("test.point", required="do it")
+    point: HookPoint[hooks.CustomerDeleted] = HookPoint(
+        "test.point", required="do it", subscriber_module="tests"
+    )
 
     async def subscriber(session: object, *, tenant_id: str, customer_id: str) -> None:
         return None
@@ -27,7 +30,9 @@ def test_a_subscriber_is_registered_once() -> None:
 
 
 def test_a_hook_point_without_subscriber_raises() -> None:
-    point: hooks.HookPoint[hooks.CustomerDeleted] = hooks.HookPoint("test.point", required="do it")
+    point: HookPoint[hooks.CustomerDeleted] = HookPoint(
+        "test.point", required="do it", subscriber_module="tests"
+    )
     with pytest.raises(RuntimeError, match=r"test\.point has no subscriber: nothing would do it"):
         point.subscribers()
 
