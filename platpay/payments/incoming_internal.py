@@ -31,6 +31,7 @@ from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
+from platpay.payments.state import TransactionStatus
 
 INTERNAL_INCOMING = "INTERNAL_INCOMING"
 
@@ -78,7 +79,7 @@ async def record_receipt(
         tenant_id=outgoing.tenant_id,
         type="INCOMING",
         kind=INTERNAL_INCOMING,
-        status="COMPLETED",
+        status=TransactionStatus.COMPLETED,
         customer_id=account.customer_id,
         platform_customer_id=platform_customer_id,
         source=source,

@@ -32,12 +32,14 @@ from platpay.payments import service as payments_service
 from platpay.payments.incoming_schemas import SandboxUmaReceive
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
+from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus
 from platpay.payments.transfers import CustomerNotReady, check_amount
 from platpay.platforms import service as platforms_service
 from platpay.platforms.context import TenantContext
 
 # The sandbox senders' own details, offered as counterpartyInformation where the platform asks for them.
 _SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "BR", "INR": "IN", "CAD": "CA"}
+_MICROSECOND = timedelta(microseconds=1)  # the approval_*_us columns' unit
 
 
 async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> CustomerRow:
@@ -173,20 +175,14 @@ async def receive(
     now = clock.now()
     has_endpoint = await platforms_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
     timeout = timedelta(seconds=settings.incoming_approval_timeout_seconds)
-    approval: dict[str, Any] = {
-        "state": incoming.AWAITING_REPLY if has_endpoint else incoming.AWAITING_DECISION,
-        "timeoutSeconds": settings.incoming_approval_timeout_seconds,
-        "arrivalDelaySeconds": settings.sandbox_uma_long_pending_seconds,
-    }
-    if not has_endpoint:  # nobody can be asked: the platform must decide through the API in time
-        approval["deadline"] = (now + timeout).isoformat()
+    arrival_delay = timedelta(seconds=settings.sandbox_uma_long_pending_seconds)
     transaction_id = new_id("Transaction")
     row = TransactionRow(
         id=transaction_id,
         tenant_id=tenant.id,
         type="INCOMING",
         kind=incoming.UMA_INCOMING,
-        status="PENDING",
+        status=TransactionStatus.PENDING,
         customer_id=customer.id,
         platform_customer_id=customer.platform_customer_id,
         source={"sourceType": "UMA_ADDRESS", "umaAddress": sender.address, "currency": sender.currencies[0]},
@@ -206,18 +202,22 @@ async def receive(
             "requestedReceiverCustomerInfoFields": requested_receiver_fields(customer, currency),
             "receiverUmaAddress": customer.uma_address,
             "payoutRail": payout_rail,
-            "approval": approval,
         },
+        approval_state=ApprovalState.AWAITING_REPLY if has_endpoint else ApprovalState.AWAITING_DECISION,
+        # nobody can be asked without an endpoint: the platform must decide through the API in time
+        approval_deadline=None if has_endpoint else now + timeout,
+        approval_timeout_us=timeout // _MICROSECOND,
+        approval_arrival_delay_us=arrival_delay // _MICROSECOND,
         created_at=now,
         updated_at=now,
     )
     session.add(row)
     if sender.behaviour == uma.COMPLIANCE_FAILURE:
-        incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
+        incoming.transition(row, ApprovalTrigger.FAIL, decided_by="COMPLIANCE")
         return await payments_service.move(
             session,
             row,
-            "FAILED",
+            TransactionStatus.FAILED,
             platform_id=tenant.platform_id,
             failure_reason=incoming.PAY_REQUEST_FAILED,
             failure_details={

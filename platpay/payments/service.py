@@ -16,9 +16,8 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments import repository, sandbox_outcomes
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Refund, Transaction
+from platpay.payments.state import TransactionStatus, lifecycle
 from platpay.platforms.context import TenantContext
-
-TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
 
 
 class TransactionNotFound(NotFound):
@@ -100,23 +99,26 @@ async def emit_status(
 async def move(
     session: AsyncSession,
     row: TransactionRow,
-    status: str,
+    status: TransactionStatus,
     *,
     platform_id: str,
     failure_reason: str | None = None,
     failure_details: dict[str, Any] | None = None,
 ) -> Transaction:
-    """Change status (and emit its event). Terminal states are final, except the bank-return path.
+    """Change status (and emit its event), as the lifecycle of the row's direction allows (payments/state.py:
+    a terminal state is final; COMPLETED -> FAILED is an outgoing payment's bank return); any other move
+    raises kit.states.IllegalTransition, before anything changed.
     `failure_reason` is a value of the reference enum of the row's direction (the schema refuses others);
     `failure_details` ({code, message, …}) keeps the specific cause."""
+    target = lifecycle(row.type).move(row.status, status, subject=row.id)
     now = clock.now()
-    row.status = status
+    row.status = target
     row.updated_at = now
     if failure_reason is not None:
         row.failure_reason = failure_reason
     if failure_details:
         row.extra = {**(row.extra or {}), "failureDetails": failure_details}  # JSON tracks assignment only
-    if status == "COMPLETED":
+    if target == TransactionStatus.COMPLETED:
         row.settled_at = now
     return await emit_status(session, row, platform_id=platform_id)
 
