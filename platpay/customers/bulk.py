@@ -35,6 +35,7 @@ from platpay.customers.bulk_schemas import (
 )
 from platpay.customers.errors import BulkUploadJobNotFound
 from platpay.customers.schemas import CustomerCreate
+from platpay.customers.state import BULK_IMPORT, BulkImportStatus
 from platpay.errors import InvalidInput
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -51,7 +52,6 @@ FILE_CHUNK_BYTES = 1 << 20  # stored slices of an uploaded file
 READ_BYTES = 256 << 10  # parsed at a time
 MULTIPART_ALLOWANCE_BYTES = 1 << 20  # request body beyond the file limit, for the multipart envelope
 ERRORS_SHOWN = 1000  # row errors listed in the job; the rest are counted in omittedErrorCount
-PENDING, PROCESSING, COMPLETED, FAILED = "PENDING", "PROCESSING", "COMPLETED", "FAILED"
 ROW_FIELD = "row"  # names a problem with the row as a whole (its number of cells)
 
 # A CSV file's part may be labelled any text type, or with what browsers and spreadsheet tools send.
@@ -159,7 +159,7 @@ async def start_import(
         {
             "id": job_id,
             "tenant_id": tenant_id,
-            "status": PENDING,
+            "status": BulkImportStatus.PENDING,
             "columns": checked.columns,
             "file_size": checked.size,
             "file_sha256": checked.sha256,
@@ -189,7 +189,7 @@ async def start_import(
         tenant_id=tenant_id,
         max_attempts=IMPORT_MAX_ATTEMPTS,
     )
-    return BulkImportAccepted(job_id=job_id, status=PENDING)
+    return BulkImportAccepted(job_id=job_id, status=BulkImportStatus.PENDING)
 
 
 @dataclass(frozen=True)
@@ -208,13 +208,15 @@ async def import_next_chunk(
     """Import the next `max_rows` data rows from the checkpoint. The last run completes the job and fires
     BULK_UPLOAD.COMPLETED; a file that cannot be read fails it."""
     job = await repository.get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
-    if job is None or job.status in (COMPLETED, FAILED):
+    if job is None or BULK_IMPORT.is_terminal(job.status):
         return ChunkImported(more=False, refresh_statistics=False)
-    job.status = PROCESSING
+    job.status = BULK_IMPORT.move(job.status, BulkImportStatus.PROCESSING, subject=job.id)
     try:
         records, at_end = await _next_records(session, job, max_rows)
     except bulk_csv.CsvFormatError as error:
-        await _finish(session, job, status=FAILED, reason=f"the file could not be read: {error}")
+        await _finish(
+            session, job, status=BulkImportStatus.FAILED, reason=f"the file could not be read: {error}"
+        )
         return ChunkImported(more=False, refresh_statistics=False)
     if records:
         tenant = await tenants_service.load(session, tenant_id=tenant_id)
@@ -225,7 +227,7 @@ async def import_next_chunk(
         job.resume_offset = records[-1].end
     job.updated_at = clock.now()
     if at_end:
-        await _finish(session, job, status=COMPLETED, reason=None)
+        await _finish(session, job, status=BulkImportStatus.COMPLETED, reason=None)
         return ChunkImported(more=False, refresh_statistics=False)
     await session.flush()
     return ChunkImported(more=True, refresh_statistics=_statistics_due(job.processed // max_rows))
@@ -248,8 +250,8 @@ async def refresh_statistics(session: AsyncSession) -> None:
 async def fail_import(session: AsyncSession, *, tenant_id: str, job_id: str, reason: str) -> None:
     """Give up on an import (its chunk kept failing): FAILED, and BULK_UPLOAD.FAILED fires."""
     job = await repository.get_job(session, tenant_id=tenant_id, job_id=job_id, for_update=True)
-    if job is not None and job.status not in (COMPLETED, FAILED):
-        await _finish(session, job, status=FAILED, reason=reason)
+    if job is not None and not BULK_IMPORT.is_terminal(job.status):
+        await _finish(session, job, status=BulkImportStatus.FAILED, reason=reason)
 
 
 async def _next_records(
@@ -352,12 +354,14 @@ async def _import_rows(
     return created, len(errors)
 
 
-async def _finish(session: AsyncSession, job: BulkImportJobRow, *, status: str, reason: str | None) -> None:
+async def _finish(
+    session: AsyncSession, job: BulkImportJobRow, *, status: BulkImportStatus, reason: str | None
+) -> None:
     now = clock.now()
-    job.status = status
+    job.status = BULK_IMPORT.move(job.status, status, subject=job.id)
     job.failure_reason = reason
     job.completed_at = job.updated_at = now
-    if status == COMPLETED:
+    if status == BulkImportStatus.COMPLETED:
         job.resume_offset = job.file_size
         if job.processed != job.total:  # the upload counted rows with the same parser: never expected
             log.warning(

@@ -38,12 +38,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.events import repository
 from platpay.events.models import WebhookDeliveryRow, WebhookEndpointRow
+from platpay.events.state import ENDPOINT, EndpointStatus
 from platpay.jobs import service as jobs_service
 from platpay.jobs.registry import Lane, lane
 from platpay.jobs.runner import JobContext
 from platpay.kit import clock
-
-ACTIVE, FAILING = "ACTIVE", "FAILING"
 
 
 async def held_endpoints(session: AsyncSession, _now: datetime) -> dict[str, str | None]:
@@ -93,7 +92,7 @@ async def admit(ctx: JobContext, *, delivery: WebhookDeliveryRow, manual: bool) 
     key = endpoint_id(delivery.tenant_id, delivery.url)
     async with ctx.db.transaction() as session:
         endpoint = await repository.get_endpoint(session, endpoint_id=key, for_update=True)
-        if endpoint is None or endpoint.status != FAILING:
+        if endpoint is None or endpoint.status != EndpointStatus.FAILING:
             return True
         now = clock.now()
         if endpoint.probe_job_id not in (None, ctx.job_id):
@@ -139,11 +138,11 @@ async def after_attempt(
     endpoint.last_failure_at = now
     endpoint.last_error = attempted.error
     endpoint.updated_at = now
-    if endpoint.status == ACTIVE:
+    if endpoint.status == EndpointStatus.ACTIVE:
         if endpoint.consecutive_failures < settings.webhook_failing_after:
             _retry(ctx, attempted)
             return
-        endpoint.status = FAILING
+        endpoint.status = ENDPOINT.move(endpoint.status, EndpointStatus.FAILING, subject=endpoint.id)
         endpoint.failing_since = now
         endpoint.probe_round = 0
         await _schedule_probe(session, ctx, endpoint, attempted, settings=settings)
@@ -218,7 +217,11 @@ async def hand_over_probe(ctx: JobContext, *, delivery: WebhookDeliveryRow) -> N
     key = endpoint_id(delivery.tenant_id, delivery.url)
     async with ctx.transaction() as session:
         endpoint = await repository.get_endpoint(session, endpoint_id=key, for_update=True)
-        if endpoint is None or endpoint.status != FAILING or endpoint.probe_job_id != ctx.job_id:
+        if (
+            endpoint is None
+            or endpoint.status != EndpointStatus.FAILING
+            or endpoint.probe_job_id != ctx.job_id
+        ):
             return
         endpoint.probe_job_id = await jobs_service.reschedule_oldest(
             session, lane=WEBHOOK_LANE, key=key, run_at=endpoint.next_probe_at or clock.now()

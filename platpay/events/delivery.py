@@ -27,6 +27,7 @@ from platpay.config import Settings
 from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
 from platpay.kit import clock
@@ -36,7 +37,6 @@ from platpay.kit.urls import resolves_to_public
 from platpay.metrics import WEBHOOK_ATTEMPTS
 from platpay.tenants import service as tenants_service
 
-PENDING, DELIVERED, FAILED = "PENDING", "DELIVERED", "FAILED"
 USER_AGENT = "platpay-webhooks/1"
 DELIVER_JOB = "webhook.deliver"
 
@@ -206,7 +206,7 @@ async def record_attempt(
     delivery.updated_at = now
     next_at: datetime | None = None
     if result.ok:
-        delivery.status = DELIVERED
+        delivery.status = DELIVERY.move(delivery.status, DeliveryStatus.DELIVERED, subject=delivery.id)
         delivery.delivered_at = now
         outcome = "delivered"
     elif should_retry(delivery, result):
@@ -215,10 +215,10 @@ async def record_attempt(
             next_at = candidate
             outcome = "retry"
         else:
-            delivery.status = FAILED
+            delivery.status = DELIVERY.move(delivery.status, DeliveryStatus.FAILED, subject=delivery.id)
             outcome = "gave_up"
     else:
-        delivery.status = FAILED
+        delivery.status = DELIVERY.move(delivery.status, DeliveryStatus.FAILED, subject=delivery.id)
         outcome = "failed"
     delivery.next_attempt_at = next_at
     if next_at is None:
@@ -241,14 +241,15 @@ async def deliver(ctx: JobContext) -> None:
         environment = await tenants_service.environment_of(session, tenant_id=delivery.tenant_id)
         status, probe_job_id = await repository.endpoint_state(
             session, endpoint_id=breaker.endpoint_id(delivery.tenant_id, delivery.url)
-        ) or (breaker.ACTIVE, None)
+        ) or (EndpointStatus.ACTIVE, None)
     if event is None:
         return
-    if delivery.status != PENDING or delivery.job_id != ctx.job_id:  # superseded by a redelivery, or settled
+    # superseded by a redelivery, or settled
+    if delivery.status != DeliveryStatus.PENDING or delivery.job_id != ctx.job_id:
         if probe_job_id == ctx.job_id:
             await breaker.hand_over_probe(ctx, delivery=delivery)
         return
-    failing = status == breaker.FAILING
+    failing = status == EndpointStatus.FAILING
     if failing and not await breaker.admit(ctx, delivery=delivery, manual=bool(ctx.payload.get("manual"))):
         return  # its endpoint is failing: it waits for the endpoint's probe
     at = clock.now()
@@ -263,7 +264,7 @@ async def deliver(ctx: JobContext) -> None:
     )
     async with ctx.transaction() as session:
         locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
-        if locked is None or locked.job_id != ctx.job_id or locked.status != PENDING:
+        if locked is None or locked.job_id != ctx.job_id or locked.status != DeliveryStatus.PENDING:
             return
         next_at = await record_attempt(
             session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings

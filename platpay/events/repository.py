@@ -10,6 +10,7 @@ from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow
+from platpay.events.state import DELIVERY, ENDPOINT, DeliveryStatus, EndpointStatus
 
 # Lean inserts: events (and their deliveries) are written on every money movement.
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
@@ -99,7 +100,7 @@ async def lock_endpoint(
                 "id": endpoint_id,
                 "tenant_id": tenant_id,
                 "url": url,
-                "status": "ACTIVE",
+                "status": EndpointStatus.ACTIVE,
                 "consecutive_failures": 0,
                 "probe_round": 0,
                 "created_at": now,
@@ -114,7 +115,8 @@ async def lock_endpoint(
 
 
 _ENDPOINTS = WebhookEndpointRow.__table__
-# Lean: read and written by every delivery attempt.
+# Lean: read and written by every delivery attempt. Clearing closes a FAILING endpoint's breaker (and resets
+# an ACTIVE one's count of failures).
 _ENDPOINT_STATE = Lean(
     select(_ENDPOINTS.c.status, _ENDPOINTS.c.probe_job_id).where(_ENDPOINTS.c.id == bindparam("endpoint_id"))
 )
@@ -122,10 +124,10 @@ _CLEAR_FAILURES = Lean(
     update(_ENDPOINTS)
     .where(
         _ENDPOINTS.c.id == bindparam("endpoint_id"),
-        (_ENDPOINTS.c.consecutive_failures > 0) | (_ENDPOINTS.c.status != "ACTIVE"),
+        (_ENDPOINTS.c.consecutive_failures > 0) | (_ENDPOINTS.c.status != EndpointStatus.ACTIVE),
     )
     .values(
-        status="ACTIVE",
+        status=ENDPOINT.move(EndpointStatus.FAILING, EndpointStatus.ACTIVE),
         consecutive_failures=0,
         failing_since=None,
         probe_round=0,
@@ -153,7 +155,7 @@ async def failing_endpoints(session: AsyncSession) -> dict[str, str]:
     """Every FAILING endpoint that has a probe scheduled: its id -> the probe's job id."""
     rows = await session.execute(
         select(WebhookEndpointRow.id, WebhookEndpointRow.probe_job_id).where(
-            WebhookEndpointRow.status == "FAILING", WebhookEndpointRow.probe_job_id.isnot(None)
+            WebhookEndpointRow.status == EndpointStatus.FAILING, WebhookEndpointRow.probe_job_id.isnot(None)
         )
     )
     return dict(rows.all())  # type: ignore[arg-type]
@@ -173,7 +175,9 @@ async def pending_counts(session: AsyncSession, *, tenant_id: str) -> dict[str, 
     rows = (
         await session.execute(
             select(WebhookDeliveryRow.url, func.count())
-            .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == "PENDING")
+            .where(
+                WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == DeliveryStatus.PENDING
+            )
             .group_by(WebhookDeliveryRow.url)
         )
     ).all()
@@ -199,7 +203,7 @@ async def give_up_stale(
             select(WebhookDeliveryRow.id, WebhookDeliveryRow.job_id).where(
                 WebhookDeliveryRow.tenant_id == tenant_id,
                 WebhookDeliveryRow.url == url,
-                WebhookDeliveryRow.status == "PENDING",
+                WebhookDeliveryRow.status == DeliveryStatus.PENDING,
                 WebhookDeliveryRow.created_at < created_before,
                 WebhookDeliveryRow.id != sparing,
             )
@@ -210,7 +214,7 @@ async def give_up_stale(
             update(WebhookDeliveryRow)
             .where(WebhookDeliveryRow.id.in_([delivery_id for delivery_id, _ in stale]))
             .values(
-                status="FAILED",
+                status=DELIVERY.move(DeliveryStatus.PENDING, DeliveryStatus.FAILED),
                 job_id=None,
                 next_attempt_at=None,
                 last_error="given up: the endpoint kept failing past the retry horizon",

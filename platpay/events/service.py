@@ -21,6 +21,7 @@ from platpay.events.schemas import (
     WebhookDeliveryDetail,
     WebhookEndpointHealth,
 )
+from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
@@ -81,7 +82,7 @@ async def _schedule(
             "event_id": event_id,
             "event_type": type,
             "url": url,
-            "status": delivery_mod.PENDING,
+            "status": DeliveryStatus.PENDING,
             "retryable": type not in types.NOT_RETRIED,
             "job_id": job_id,
             "attempt_count": 0,
@@ -173,7 +174,7 @@ async def endpoint_health(session: AsyncSession, *, tenant_id: str) -> list[Webh
         health.append(
             WebhookEndpointHealth(
                 url=url,
-                status=row.status if row else breaker.ACTIVE,  # type: ignore[arg-type]
+                status=row.status if row else EndpointStatus.ACTIVE,  # type: ignore[arg-type]
                 configured=url == configured,
                 consecutive_failures=row.consecutive_failures if row else 0,
                 pending_deliveries=pending.get(url, 0),
@@ -198,7 +199,7 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
             f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id}
         )
     now = clock.now()
-    row.status = delivery_mod.PENDING
+    row.status = DELIVERY.move(row.status, DeliveryStatus.PENDING, subject=row.id)
     row.next_attempt_at = now
     row.updated_at = now
     row.job_id = await jobs_service.enqueue(
@@ -230,7 +231,7 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
             event_id=event.id,
             event_type=types.TEST,
             url=url,
-            status=delivery_mod.PENDING,
+            status=DeliveryStatus.PENDING,
             retryable=False,
             attempt_count=0,
             next_attempt_at=None,

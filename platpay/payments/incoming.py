@@ -11,10 +11,10 @@ approves it (INTERFACE-FACTS §5.6, §8).
       reply 422, a 200 missing mandatory receiver info ─► FAILED MISSING_MANDATORY_PAYEE_DATA
       any other reply, no reply ─► FAILED PAYMENT_APPROVAL_WEBHOOK_ERROR
 
-The approval sub-state lives in `extra["approval"]` and moves only through TRANSITIONS. Every step (the
-reply hook inside the webhook delivery's transaction, the API calls, the deadline and arrival jobs) locks
-the transaction row and re-reads that state first, so a redelivered webhook, a reply racing an API decision
-or a late job never decides twice or credits twice.
+The approval sub-state lives in the transaction's `approval_*` columns and moves only through
+payments/state.py APPROVAL. Every step (the reply hook inside the webhook delivery's transaction, the API
+calls, the deadline and arrival jobs) locks the transaction row and re-reads that state first, so a
+redelivered webhook, a reply racing an API decision or a late job never decides twice or credits twice.
 
 Money: the payment arrives through the UMA clearing account of its currency. Credited to the customer's
 internal account: CLEARING(UMA) −amount, internal account +amount. Routed to the customer's
@@ -46,6 +46,7 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
+from platpay.payments.state import APPROVAL, AWAITING, ApprovalState, ApprovalTrigger, TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -55,53 +56,25 @@ PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
 UMA_RAIL = "UMA"
 PAY_REQUEST_FAILED = replies.PAY_REQUEST_FAILED
 
-# Approval states and what moves them.
-AWAITING_REPLY = "AWAITING_REPLY"  # INCOMING_PAYMENT.PENDING is on its way; the platform has not answered
-AWAITING_DECISION = "AWAITING_DECISION"  # 202 (or no webhook endpoint): the API decides before the deadline
-APPROVED = "APPROVED"  # approved; the money is on its way (a $pending.long sender) or already credited
-DONE = "DONE"  # COMPLETED or FAILED
-DEFER, APPROVE, REJECT, FAIL, TIME_OUT, ARRIVE = "DEFER", "APPROVE", "REJECT", "FAIL", "TIME_OUT", "ARRIVE"
-TRANSITIONS = {
-    (AWAITING_REPLY, DEFER): AWAITING_DECISION,
-    (AWAITING_REPLY, APPROVE): APPROVED,
-    (AWAITING_DECISION, APPROVE): APPROVED,
-    (AWAITING_REPLY, REJECT): DONE,
-    (AWAITING_DECISION, REJECT): DONE,
-    (AWAITING_REPLY, FAIL): DONE,
-    (AWAITING_DECISION, FAIL): DONE,
-    (AWAITING_DECISION, TIME_OUT): DONE,
-    (APPROVED, ARRIVE): DONE,
-}
-AWAITING = frozenset({AWAITING_REPLY, AWAITING_DECISION})
-
-
-def _approval(row: TransactionRow) -> dict[str, Any]:
-    return dict((row.extra or {}).get("approval") or {})
-
 
 def set_extra(row: TransactionRow, **values: Any) -> None:
     row.extra = {**(row.extra or {}), **values}  # a new dict: JSON columns track assignment, not mutation
 
 
-def transition(row: TransactionRow, trigger: str, **recorded: Any) -> None:
-    approval = _approval(row)
-    target = TRANSITIONS.get((approval.get("state", ""), trigger))
-    if target is None:
-        raise RuntimeError(f"incoming payment {row.id}: no move from {approval.get('state')} on {trigger}")
-    set_extra(row, approval={**approval, **recorded, "state": target})
+def transition(row: TransactionRow, trigger: ApprovalTrigger, *, decided_by: str | None = None) -> None:
+    """Move the approval on `trigger` (IllegalTransition if it does not apply); a decision records who
+    made it and when."""
+    row.approval_state = APPROVAL.fire(row.approval_state, trigger, subject=row.id)
+    if decided_by is not None:
+        row.approval_decided_at, row.approval_decided_by = clock.now(), decided_by
 
 
-def _deadline(row: TransactionRow) -> datetime | None:
-    raw = _approval(row).get("deadline")
-    return datetime.fromisoformat(raw) if raw else None
-
-
-def _awaiting_state(row: TransactionRow) -> str | None:
+def _awaiting_state(row: TransactionRow) -> ApprovalState | None:
     """The approval state if the platform may still decide this payment now, else None."""
-    if row.kind != UMA_INCOMING or row.status != "PENDING":
+    if row.kind != UMA_INCOMING or row.status != TransactionStatus.PENDING:
         return None
-    state = _approval(row).get("state")
-    deadline = _deadline(row)
+    state = APPROVAL.state(row.approval_state)
+    deadline = row.approval_deadline
     if state not in AWAITING or (deadline is not None and clock.now() >= deadline):
         return None
     return state
@@ -110,12 +83,12 @@ def _awaiting_state(row: TransactionRow) -> str | None:
 def _not_pending(row: TransactionRow) -> TransactionNotPendingApproval:
     if row.kind != UMA_INCOMING:
         why = "it is not an incoming UMA payment awaiting approval"
-    elif row.status != "PENDING":
+    elif row.status != TransactionStatus.PENDING:
         why = f"it is already {row.status}"
-    elif _approval(row).get("state") == APPROVED:
+    elif row.approval_state == ApprovalState.APPROVED:
         why = "it was already approved; the funds are on their way"
     else:
-        deadline = _deadline(row)
+        deadline = row.approval_deadline
         why = f"its approval window closed at {clock.isoformat(deadline) if deadline else 'its deadline'}"
     return TransactionNotPendingApproval(
         f"transaction {row.id} is not pending platform approval: {why}",
@@ -136,10 +109,10 @@ async def _approve(
     session: AsyncSession, row: TransactionRow, *, platform_id: str, info: dict[str, Any], by: str
 ) -> None:
     now = clock.now()
-    transition(row, APPROVE, decidedAt=clock.isoformat(now), decidedBy=by)
+    transition(row, ApprovalTrigger.APPROVE, decided_by=by)
     set_extra(row, receiverCustomerInfo=info)
     if row.outcome == providers.LONG_PENDING:
-        delay = timedelta(seconds=float(_approval(row).get("arrivalDelaySeconds") or 0))
+        delay = timedelta(microseconds=row.approval_arrival_delay_us or 0)
         await schedule(session, row, "arrive", at=now + delay)
         await session.flush()
     else:
@@ -149,18 +122,18 @@ async def _approve(
 async def _fail(
     session: AsyncSession,
     row: TransactionRow,
-    trigger: str,
+    trigger: ApprovalTrigger,
     *,
     platform_id: str,
     by: str,
     failure_reason: str | None,
     details: dict[str, Any],
 ) -> None:
-    transition(row, trigger, decidedAt=clock.isoformat(clock.now()), decidedBy=by)
+    transition(row, trigger, decided_by=by)
     await payments_service.move(
         session,
         row,
-        "FAILED",
+        TransactionStatus.FAILED,
         platform_id=platform_id,
         failure_reason=failure_reason,
         failure_details=details,
@@ -169,7 +142,7 @@ async def _fail(
 
 async def _arrive(session: AsyncSession, row: TransactionRow, *, platform_id: str) -> None:
     """The money arrives: post it, COMPLETED, and the balance event when an internal account was credited."""
-    transition(row, ARRIVE)
+    transition(row, ApprovalTrigger.ARRIVE)
     currency, amount = row.received_currency or "", row.received_amount or 0
     uma_clearing = await ledger.system_account(
         session, tenant_id=row.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=UMA_RAIL
@@ -186,7 +159,7 @@ async def _arrive(session: AsyncSession, row: TransactionRow, *, platform_id: st
         legs = [ledger.Leg(uma_clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
         kind = "UMA_INCOMING_CREDIT"
     await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
-    await payments_service.move(session, row, "COMPLETED", platform_id=platform_id)
+    await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
     if not payout_rail:
         await accounts_service.emit_balance_updates(
             session, tenant_id=row.tenant_id, account_ids=[account_id]
@@ -235,7 +208,7 @@ async def reject(
     await _fail(
         session,
         row,
-        REJECT,
+        ApprovalTrigger.REJECT,
         platform_id=tenant.platform_id,
         by="API",
         failure_reason=replies.PAY_REQUEST_FAILED,
@@ -269,7 +242,7 @@ async def on_pending_reply(
         body=body,
         error=error,
         requested=(row.extra or {}).get("requestedReceiverCustomerInfoFields", []),
-        awaiting_decision=state == AWAITING_DECISION,
+        awaiting_decision=state == ApprovalState.AWAITING_DECISION,
     )
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if decision.action == replies.APPROVE:
@@ -277,15 +250,15 @@ async def on_pending_reply(
             session, row, platform_id=platform_id, info=decision.receiver_customer_info, by="WEBHOOK"
         )
     elif decision.action == replies.DEFER:
-        now = clock.now()
-        deadline = now + timedelta(seconds=float(_approval(row).get("timeoutSeconds") or 0))
-        transition(row, DEFER, deadline=deadline.isoformat(), deferredAt=clock.isoformat(now))
+        deadline = clock.now() + timedelta(microseconds=row.approval_timeout_us or 0)
+        transition(row, ApprovalTrigger.DEFER)
+        row.approval_deadline = deadline
         await schedule(session, row, "deadline", at=deadline)
     elif decision.action in (replies.REJECT, replies.FAIL):
         await _fail(
             session,
             row,
-            REJECT if decision.action == replies.REJECT else FAIL,
+            ApprovalTrigger.REJECT if decision.action == replies.REJECT else ApprovalTrigger.FAIL,
             platform_id=platform_id,
             by="WEBHOOK",
             failure_reason=decision.failure_reason,
@@ -301,23 +274,23 @@ async def step(
     row = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
-    if row.status != "PENDING":
+    if row.status != TransactionStatus.PENDING:
         return None
-    state = _approval(row).get("state")
+    state = row.approval_state
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
-    if step_name == "deadline" and state == AWAITING_DECISION:
-        deadline = _deadline(row)
+    if step_name == "deadline" and state == ApprovalState.AWAITING_DECISION:
+        deadline = row.approval_deadline
         if deadline is not None and clock.now() < deadline:
             return deadline
         await _fail(
             session,
             row,
-            TIME_OUT,
+            ApprovalTrigger.TIME_OUT,
             platform_id=platform_id,
             by="TIMEOUT",
             failure_reason=replies.TIMED_OUT,
             details={},
         )
-    elif step_name == "arrive" and state == APPROVED:
+    elif step_name == "arrive" and state == ApprovalState.APPROVED:
         await _arrive(session, row, platform_id=platform_id)
     return None

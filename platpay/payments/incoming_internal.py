@@ -31,6 +31,7 @@ from platpay.customers import service as customers_service
 from platpay.kit import clock
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
+from platpay.payments.state import TransactionStatus
 
 INTERNAL_INCOMING = "INTERNAL_INCOMING"
 
@@ -74,7 +75,7 @@ async def record_receipt(
         tenant_id=outgoing.tenant_id,
         type="INCOMING",
         kind=INTERNAL_INCOMING,
-        status="COMPLETED",
+        status=TransactionStatus.COMPLETED,
         customer_id=account.customer_id,
         platform_customer_id=platform_customer_id,
         source=source,

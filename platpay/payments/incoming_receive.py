@@ -32,12 +32,14 @@ from platpay.payments.errors import UmaNotFound
 from platpay.payments.incoming_schemas import SandboxUmaReceive
 from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
+from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
 # The sandbox senders' own details, offered as counterpartyInformation where the platform asks for them.
 _SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "BR", "INR": "IN", "CAD": "CA"}
+_MICROSECOND = timedelta(microseconds=1)  # the approval_*_us columns' unit
 
 
 async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> str:
@@ -167,13 +169,7 @@ async def receive(
     now = clock.now()
     has_endpoint = await tenants_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
     timeout = timedelta(seconds=settings.incoming_approval_timeout_seconds)
-    approval: dict[str, Any] = {
-        "state": incoming.AWAITING_REPLY if has_endpoint else incoming.AWAITING_DECISION,
-        "timeoutSeconds": settings.incoming_approval_timeout_seconds,
-        "arrivalDelaySeconds": settings.sandbox_uma_long_pending_seconds,
-    }
-    if not has_endpoint:  # nobody can be asked: the platform must decide through the API in time
-        approval["deadline"] = (now + timeout).isoformat()
+    arrival_delay = timedelta(seconds=settings.sandbox_uma_long_pending_seconds)
     transaction_id = new_id("Transaction")
     names = tenants_service.provider_requirements(currency)["counterparty"]
     requested = requested_receiver_fields(names, customers_service.info_fields_on_file(customer, names))
@@ -183,7 +179,7 @@ async def receive(
         tenant_id=tenant.id,
         type="INCOMING",
         kind=incoming.UMA_INCOMING,
-        status="PENDING",
+        status=TransactionStatus.PENDING,
         customer_id=customer.id,
         platform_customer_id=customer.platform_customer_id,
         source={"sourceType": "UMA_ADDRESS", "umaAddress": sender.address, "currency": sender.currencies[0]},
@@ -203,16 +199,20 @@ async def receive(
             "requestedReceiverCustomerInfoFields": requested,
             "receiverUmaAddress": customer.uma_address,
             "payoutRail": payout_rail,
-            "approval": approval,
         },
+        approval_state=ApprovalState.AWAITING_REPLY if has_endpoint else ApprovalState.AWAITING_DECISION,
+        # nobody can be asked without an endpoint: the platform must decide through the API in time
+        approval_deadline=None if has_endpoint else now + timeout,
+        approval_timeout_us=timeout // _MICROSECOND,
+        approval_arrival_delay_us=arrival_delay // _MICROSECOND,
         at=now,
     )
     if sender.behaviour == providers.COMPLIANCE_FAILURE:
-        incoming.transition(row, incoming.FAIL, decidedAt=clock.isoformat(now), decidedBy="COMPLIANCE")
+        incoming.transition(row, ApprovalTrigger.FAIL, decided_by="COMPLIANCE")
         return await payments_service.move(
             session,
             row,
-            "FAILED",
+            TransactionStatus.FAILED,
             platform_id=tenant.platform_id,
             failure_reason=incoming.PAY_REQUEST_FAILED,
             failure_details={

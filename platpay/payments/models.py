@@ -53,6 +53,14 @@ class TransactionRow(Base):
     failure_reason: Mapped[str | None] = mapped_column(String(48))  # a reference enum value of `type`
     refund: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     extra: Mapped[dict[str, Any]] = mapped_column(JsonType)  # rateDetails, counterpartyInformation, ...
+    # An incoming UMA payment's approval by the platform (payments/state.py APPROVAL); null on the others.
+    approval_state: Mapped[str | None] = mapped_column(String(20))
+    approval_deadline: Mapped[datetime | None] = mapped_column(UtcDateTime())  # the API must decide by then
+    # the window a 202 opens, and a $pending.long sender's delay after approval, in microseconds (timedelta's)
+    approval_timeout_us: Mapped[int | None] = mapped_column(BigInteger)
+    approval_arrival_delay_us: Mapped[int | None] = mapped_column(BigInteger)
+    approval_decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    approval_decided_by: Mapped[str | None] = mapped_column(String(16))  # API|WEBHOOK|TIMEOUT|COMPLIANCE
     settled_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     receipt_delivery_confirmed_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

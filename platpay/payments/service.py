@@ -18,9 +18,8 @@ from platpay.payments import repository, sandbox_outcomes
 from platpay.payments.errors import TransactionNotFound
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Refund, Transaction
+from platpay.payments.state import TransactionStatus, lifecycle
 from platpay.tenants.context import TenantContext
-
-TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
 
 
 def _failure(row: TransactionRow) -> tuple[str | None, dict[str, Any] | None]:
@@ -100,6 +99,10 @@ async def create_transaction(
     description: str | None = None,
     extra: dict[str, Any] | None = None,
     settled_at: datetime | None = None,
+    approval_state: str | None = None,
+    approval_deadline: datetime | None = None,
+    approval_timeout_us: int | None = None,
+    approval_arrival_delay_us: int | None = None,
     at: datetime | None = None,
 ) -> TransactionRow:
     """Record a new transaction (one lean INSERT; created and updated `at`, default now) and return its row,
@@ -131,6 +134,10 @@ async def create_transaction(
         description=description,
         extra=extra if extra is not None else {},
         settled_at=settled_at,
+        approval_state=approval_state,
+        approval_deadline=approval_deadline,
+        approval_timeout_us=approval_timeout_us,
+        approval_arrival_delay_us=approval_arrival_delay_us,
         created_at=now,
         updated_at=now,
     )
@@ -156,7 +163,7 @@ async def emit_status(
 async def move(
     session: AsyncSession,
     row: TransactionRow,
-    status: str,
+    status: TransactionStatus,
     *,
     platform_id: str,
     failure_reason: str | None = None,
@@ -164,12 +171,15 @@ async def move(
     refund: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> Transaction:
-    """Change status (and emit its event). Terminal states are final, except the bank-return path.
+    """Change status (and emit its event), as the lifecycle of the row's direction allows (payments/state.py:
+    a terminal state is final; COMPLETED -> FAILED is an outgoing payment's bank return); any other move
+    raises kit.states.IllegalTransition, before anything changed.
     `failure_reason` is a value of the reference enum of the row's direction (the schema refuses others);
     `failure_details` ({code, message, …}) keeps the specific cause; `refund` replaces the refund as the
     API shows it; `extra` adds facts kept beside the row (merged into `extra`)."""
+    target = lifecycle(row.type).move(row.status, status, subject=row.id)
     now = clock.now()
-    row.status = status
+    row.status = target
     row.updated_at = now
     if failure_reason is not None:
         row.failure_reason = failure_reason
@@ -179,7 +189,7 @@ async def move(
         row.extra = {**(row.extra or {}), **extra}  # JSON tracks assignment only
     if failure_details:
         row.extra = {**(row.extra or {}), "failureDetails": failure_details}  # JSON tracks assignment only
-    if status == "COMPLETED":
+    if target == TransactionStatus.COMPLETED:
         row.settled_at = now
     return await emit_status(session, row, platform_id=platform_id)
 

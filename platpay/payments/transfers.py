@@ -25,6 +25,7 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction, TransferIn, TransferOut
+from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -126,7 +127,7 @@ async def _create_transfer(
         tenant_id=tenant.id,
         type="OUTGOING" if outgoing else "INCOMING",
         kind="TRANSFER_OUT" if outgoing else "TRANSFER_IN",
-        status="PENDING",
+        status=TransactionStatus.PENDING,
         customer_id=internal.customer_id,
         platform_customer_id=platform_customer_id,
         source={"sourceType": "ACCOUNT", **sender},
@@ -202,7 +203,11 @@ async def transfer_out(
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         latest = await _release(session, row)
         transaction = await payments_service.move(
-            session, row, "FAILED", platform_id=tenant.platform_id, **outcomes.transfer_failure(row)
+            session,
+            row,
+            TransactionStatus.FAILED,
+            platform_id=tenant.platform_id,
+            **outcomes.transfer_failure(row),
         )
     else:
         await jobs_service.enqueue(
@@ -253,7 +258,11 @@ async def transfer_in(
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         transaction = await payments_service.move(
-            session, row, "FAILED", platform_id=tenant.platform_id, **outcomes.transfer_failure(row)
+            session,
+            row,
+            TransactionStatus.FAILED,
+            platform_id=tenant.platform_id,
+            **outcomes.transfer_failure(row),
         )
     else:
         await jobs_service.enqueue(
@@ -284,10 +293,10 @@ async def step(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
-    if step_name == "process" and row.status == "PENDING":
+    if step_name == "process" and row.status == TransactionStatus.PENDING:
         rail = await providers.rail_of(session, tenant_id=tenant_id)
         if row.type == "OUTGOING":  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
-            await payments_service.move(session, row, "PROCESSING", platform_id=platform_id)
+            await payments_service.move(session, row, TransactionStatus.PROCESSING, platform_id=platform_id)
         await jobs_service.enqueue(
             session,
             STEP_JOB,
@@ -295,16 +304,22 @@ async def step(
             tenant_id=row.tenant_id,
             run_at=clock.now() + rail.transfer_delay(row.outcome or "", settings),
         )
-    elif step_name == "settle" and row.status == ("PROCESSING" if row.type == "OUTGOING" else "PENDING"):
+    elif step_name == "settle" and row.status == (
+        TransactionStatus.PROCESSING if row.type == "OUTGOING" else TransactionStatus.PENDING
+    ):
         if row.outcome == outcomes.SUCCESS:
             await _settle(session, row)
-            await payments_service.move(session, row, "COMPLETED", platform_id=platform_id)
+            await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
         else:
             if row.kind == "TRANSFER_OUT":
                 await _release(session, row)
                 await emit_balances(session, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
             await payments_service.move(
-                session, row, "FAILED", platform_id=platform_id, **outcomes.transfer_failure(row)
+                session,
+                row,
+                TransactionStatus.FAILED,
+                platform_id=platform_id,
+                **outcomes.transfer_failure(row),
             )
 
 

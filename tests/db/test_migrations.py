@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from platpay import domains
 from platpay.db import migrate
 from platpay.db.base import Base
+from platpay.db.types import JsonType, UtcDateTime
 
 
 async def test_migrated_schema_matches_the_models(db):
@@ -25,3 +32,121 @@ async def test_migrated_schema_matches_the_models(db):
 async def test_database_is_at_head(db):
     async with db.read() as session:
         assert await migrate.current_revision(session) == migrate.head_revision()
+
+
+_PLATFORMS = sa.table(
+    "platforms",
+    *(sa.column(name) for name in ("id", "name", "is_regulated")),
+    sa.column("created_at", UtcDateTime()),
+    sa.column("updated_at", UtcDateTime()),
+)
+_TENANTS = sa.table(
+    "tenants",
+    *(sa.column(name) for name in ("id", "platform_id", "environment", "config_id", "uma_domain")),
+    *(sa.column(name) for name in ("webhook_private_key_sealed", "webhook_public_key_pem")),
+    sa.column("supported_currencies", JsonType),
+    sa.column("created_at", UtcDateTime()),
+    sa.column("updated_at", UtcDateTime()),
+)
+_TRANSACTIONS = sa.table(
+    "transactions",
+    *(sa.column(name) for name in ("id", "tenant_id", "type", "kind", "status", "fee_amount")),
+    *(sa.column(name, JsonType) for name in ("source", "destination", "extra")),
+    sa.column("created_at", UtcDateTime()),
+    sa.column("updated_at", UtcDateTime()),
+)
+
+
+async def _seed_at_0002_shape(db, now: datetime, approval: dict) -> None:
+    """A tenant, an incoming UMA payment whose approval is in extra, and a transfer without one."""
+    common = {"tenant_id": "Tenant:m", "type": "INCOMING", "status": "PENDING", "fee_amount": 0}
+    common |= {"source": {}, "destination": {}, "created_at": now, "updated_at": now}
+    async with db.transaction() as session:
+        await session.execute(
+            _PLATFORMS.insert().values(
+                id="Platform:m", name="m", is_regulated=False, created_at=now, updated_at=now
+            )
+        )
+        await session.execute(
+            _TENANTS.insert().values(
+                id="Tenant:m",
+                platform_id="Platform:m",
+                environment="sandbox",
+                config_id="Config:m",
+                uma_domain="m.test",
+                webhook_private_key_sealed="-",
+                webhook_public_key_pem="-",
+                supported_currencies=[],
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        await session.execute(
+            _TRANSACTIONS.insert(),
+            [
+                {
+                    **common,
+                    "id": "Transaction:uma",
+                    "kind": "UMA_INCOMING",
+                    "extra": {"payoutRail": None, "approval": approval},
+                },
+                {**common, "id": "Transaction:ach", "kind": "TRANSFER_IN", "extra": {"x": 1}},
+            ],
+        )
+
+
+async def test_the_incoming_approval_moves_from_extra_to_columns_and_back(db, database_url):
+    """0004 moves extra["approval"] into the approval_* columns (and its downgrade moves it back)."""
+    config = migrate.alembic_config(database_url)
+    before = ScriptDirectory.from_config(config).get_revision("0004").down_revision
+    now = datetime(2026, 12, 1, 9, 30, 15, 123456, tzinfo=UTC)
+    deadline = now + timedelta(seconds=5)
+    approval = {
+        "state": "AWAITING_DECISION",
+        "timeoutSeconds": 5.0,
+        "arrivalDelaySeconds": 30,
+        "deadline": deadline.isoformat(),
+        "deferredAt": "2026-12-01T09:30:15.123Z",
+        "decidedAt": "2026-12-01T09:30:16.500Z",
+        "decidedBy": "WEBHOOK",
+    }
+    await asyncio.to_thread(command.downgrade, config, before)
+    try:
+        await _seed_at_0002_shape(db, now, approval)
+    finally:
+        await migrate.upgrade_async(database_url)
+    columns = (
+        "id, extra, approval_state, approval_deadline, approval_timeout_us, approval_arrival_delay_us, "
+        "approval_decided_at, approval_decided_by"
+    )
+    read = sa.text(f"SELECT {columns} FROM transactions ORDER BY id").columns(
+        extra=JsonType, approval_deadline=UtcDateTime(), approval_decided_at=UtcDateTime()
+    )
+    async with db.read() as session:
+        ach, uma = (await session.execute(read)).all()
+    assert uma.extra == {"payoutRail": None}
+    assert tuple(uma)[2:] == (
+        "AWAITING_DECISION",
+        deadline,
+        5_000_000,
+        30_000_000,
+        datetime(2026, 12, 1, 9, 30, 16, 500000, tzinfo=UTC),
+        "WEBHOOK",
+    )
+    assert ach.extra == {"x": 1} and tuple(ach)[2:] == (None,) * 6
+
+    await asyncio.to_thread(command.downgrade, config, before)
+    try:
+        async with db.read() as session:
+            rows = (
+                await session.execute(
+                    sa.text("SELECT id, extra FROM transactions ORDER BY id").columns(extra=JsonType)
+                )
+            ).all()
+    finally:
+        await migrate.upgrade_async(database_url)
+    restored = {key: value for key, value in approval.items() if key != "deferredAt"}
+    assert [tuple(row) for row in rows] == [
+        ("Transaction:ach", {"x": 1}),
+        ("Transaction:uma", {"payoutRail": None, "approval": {**restored, "arrivalDelaySeconds": 30.0}}),
+    ]
