@@ -28,6 +28,8 @@ from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.quotes import funding, planning, repository, settlement
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote, QuoteRequest
+from platpay.payments.quotes.state import QUOTE, QuoteStatus
+from platpay.payments.state import TransactionStatus
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -129,7 +131,7 @@ async def create_quote(
         id=quote_id,
         tenant_id=tenant.id,
         customer_id=source.customer_id,
-        status="PENDING",
+        status=QuoteStatus.PENDING,
         source=source.api,
         destination=destination.api,
         funding=source.funding,
@@ -173,7 +175,7 @@ async def create_quote(
         tenant_id=tenant.id,
         type="OUTGOING",
         kind="QUOTE",
-        status="PENDING",
+        status=TransactionStatus.PENDING,
         customer_id=source.customer_id,
         platform_customer_id=platform_customer_id,
         source=source.transaction_source,
@@ -216,13 +218,18 @@ async def execute_quote(session: AsyncSession, *, tenant: TenantContext, quote_i
 async def expire(session: AsyncSession, *, tenant_id: str, quote_id: str) -> None:
     """The expiry job: an unexecuted quote at or past expiresAt becomes EXPIRED with its transaction."""
     quote = await settlement.load_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=True)
-    if quote.status != "PENDING" or clock.now() < quote.expires_at:
+    if quote.status != QuoteStatus.PENDING or clock.now() < quote.expires_at:
         return
-    quote.status, quote.updated_at = "EXPIRED", clock.now()
+    quote.status = QUOTE.move(quote.status, QuoteStatus.EXPIRED, subject=quote.id)
+    quote.updated_at = clock.now()
     transaction = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=quote.transaction_id, for_update=True
     )
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     await payments_service.move(
-        session, transaction, "EXPIRED", platform_id=platform_id, failure_reason="QUOTE_EXPIRED"
+        session,
+        transaction,
+        TransactionStatus.EXPIRED,
+        platform_id=platform_id,
+        failure_reason="QUOTE_EXPIRED",
     )

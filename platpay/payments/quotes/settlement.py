@@ -39,7 +39,9 @@ from platpay.payments.quotes.errors import QuoteAlreadyExecuted, QuoteExpired, Q
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
 from platpay.payments.quotes.schemas import SandboxSend
+from platpay.payments.quotes.state import QUOTE, QuoteStatus
 from platpay.payments.schemas import Transaction
+from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -59,12 +61,14 @@ async def load_quote(
 
 def check_open(quote: QuoteRow) -> None:
     """409 unless the quote can still be executed (or paid)."""
-    if quote.status == "EXPIRED" or (quote.status == "PENDING" and clock.now() >= quote.expires_at):
+    if quote.status == QuoteStatus.EXPIRED or (
+        quote.status == QuoteStatus.PENDING and clock.now() >= quote.expires_at
+    ):
         raise QuoteExpired(
             f"quote {quote.id} expired at {clock.isoformat(quote.expires_at)}; create a new quote",
             details={"quoteId": quote.id, "expiresAt": clock.isoformat(quote.expires_at)},
         )
-    if quote.status != "PENDING":
+    if quote.status != QuoteStatus.PENDING:
         raise QuoteAlreadyExecuted(
             f"quote {quote.id} was already executed (status {quote.status})",
             details={"quoteId": quote.id, "status": quote.status, "transactionId": quote.transaction_id},
@@ -124,7 +128,8 @@ async def _begin(
 ) -> None:
     """Executed: the quote is PROCESSING; its transaction fires OUTGOING_PAYMENT.PENDING (source debited)."""
     now = clock.now()
-    quote.status, quote.executed_at, quote.updated_at = "PROCESSING", now, now
+    quote.status = QUOTE.move(quote.status, QuoteStatus.PROCESSING, subject=quote.id)
+    quote.executed_at, quote.updated_at = now, now
     await payments_service.announce(session, transaction, platform_id=platform_id, at=now)
     await _schedule(session, quote, "process")
 
@@ -215,7 +220,7 @@ async def _fail(
     """FAILED, and when money had moved, an automatic refund: REFUND_PENDING now, settled by a job.
     `extra`: facts to keep on the transaction (a funding mismatch's receivedFunding)."""
     now = clock.now()
-    quote.status, quote.updated_at = "FAILED", now
+    quote.status, quote.updated_at = QUOTE.move(quote.status, QuoteStatus.FAILED, subject=quote.id), now
     refunding = quote.debit_entry_id is not None
     refund = None
     if refunding:
@@ -228,7 +233,7 @@ async def _fail(
     failed = await payments_service.move(
         session,
         transaction,
-        "FAILED",
+        TransactionStatus.FAILED,
         platform_id=platform_id,
         failure_reason=failure_reason,
         refund=refund,
@@ -264,8 +269,9 @@ async def _complete(
         await incoming_internal.record_receipt(
             session, outgoing=transaction, account_id=quote.destination_account_id, platform_id=platform_id
         )
-    quote.status, quote.updated_at = "COMPLETED", clock.now()
-    await payments_service.move(session, transaction, "COMPLETED", platform_id=platform_id)
+    quote.status = QUOTE.move(quote.status, QuoteStatus.COMPLETED, subject=quote.id)
+    quote.updated_at = clock.now()
+    await payments_service.move(session, transaction, TransactionStatus.COMPLETED, platform_id=platform_id)
 
 
 async def _refund(
@@ -342,17 +348,23 @@ async def step(
         )
 
     status = transaction.status
-    if step_name == "process" and status == "PENDING" and quote.status == "PROCESSING":
+    if (
+        step_name == "process"
+        and status == TransactionStatus.PENDING
+        and quote.status == QuoteStatus.PROCESSING
+    ):
         if quote.funding != PULL and quote.outcome == outcomes.EXECUTION_FAILED:
             await fail("QUOTE_EXECUTION_FAILED")
             return
-        await payments_service.move(session, transaction, "PROCESSING", platform_id=platform_id)
+        await payments_service.move(
+            session, transaction, TransactionStatus.PROCESSING, platform_id=platform_id
+        )
         if quote.funding == PULL:
             rail = await providers.rail_of(session, tenant_id=quote.tenant_id)
             await _schedule(session, quote, "pull", rail.transfer_delay(providers.SUCCESS, settings))
         else:
             await _schedule(session, quote, "settle", await _payout_delay(session, quote, settings))
-    elif step_name == "pull" and status == "PROCESSING" and quote.debit_entry_id is None:
+    elif step_name == "pull" and status == TransactionStatus.PROCESSING and quote.debit_entry_id is None:
         if quote.pull_outcome != outcomes.SUCCESS:
             await fail("QUOTE_EXECUTION_FAILED")  # nothing was taken, so nothing to refund
             return
@@ -363,7 +375,7 @@ async def step(
             await fail("QUOTE_EXECUTION_FAILED")
         else:
             await _schedule(session, quote, "settle", await _payout_delay(session, quote, settings))
-    elif step_name == "settle" and status == "PROCESSING":
+    elif step_name == "settle" and status == TransactionStatus.PROCESSING:
         failure = outcomes.SETTLEMENT_FAILURES.get(quote.outcome)
         if failure is not None:
             await fail(*failure)
@@ -372,7 +384,7 @@ async def step(
         if quote.outcome == outcomes.BANK_RETURN:
             delay = timedelta(seconds=settings.sandbox_bank_return_seconds)
             await _schedule(session, quote, "bank_return", delay)
-    elif step_name == "bank_return" and status == "COMPLETED" and quote.payout == EXTERNAL:
+    elif step_name == "bank_return" and status == TransactionStatus.COMPLETED and quote.payout == EXTERNAL:
         await fail("COUNTERPARTY_POST_TX_FAILED")
     elif step_name == "refund" and (transaction.refund or {}).get("status") == "PENDING":
         await _refund(session, quote, transaction, platform_id=platform_id)
