@@ -150,3 +150,36 @@ def test_every_error_lives_in_its_domains_errors_module() -> None:
     assert not misplaced, f"errors defined outside a domain's errors.py: {misplaced}"
     for cls in seen:
         assert isinstance(cls.status, int) and isinstance(cls.code, str), cls
+
+
+def _table_imports(path: Path) -> list[tuple[str, int]]:
+    """(models module, line) of every import of a `models` / `*_models` module, outside TYPE_CHECKING blocks."""
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST, type_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            guarded = type_only or (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            )
+            if isinstance(child, ast.ImportFrom) and child.module and not guarded:
+                last = child.module.rsplit(".", 1)[-1]
+                if child.module.startswith("platpay.") and (last == "models" or last.endswith("_models")):
+                    found.append((child.module, child.lineno))
+            visit(child, guarded)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def test_a_domain_owns_its_tables() -> None:
+    """Only a domain's own modules import its table classes (a row type another domain's service returns may
+    be named under TYPE_CHECKING); everything else reads and writes through that domain's service."""
+    wrong = []
+    for path in MODULES:
+        package = _package(path)
+        for module, line in _table_imports(path):
+            if module.split(".")[1] != package:
+                wrong.append(f"{path.relative_to(ROOT.parent)}:{line} imports {module}")
+    assert not wrong, "tables used outside their domain:\n" + "\n".join(wrong)

@@ -8,10 +8,11 @@ change, ledger entry and webhook committing together with the job.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
-from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -28,6 +29,9 @@ from platpay.payments.schemas import Transaction, TransferIn, TransferOut
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
+
+if TYPE_CHECKING:  # row types accounts.service returns; payments never queries their tables
+    from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 
 STEP_JOB = "payments.transfer_step"
 PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push

@@ -8,12 +8,14 @@ memo reference tied to this quote; crypto gets a deposit address of the quote's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from platpay.accounts import instructions
-from platpay.accounts.models import InternalAccountRow
 from platpay.errors import invalid_field
 from platpay.kit import currencies
+
+if TYPE_CHECKING:  # a row type accounts.service returns; payments never queries its table
+    from platpay.accounts.models import InternalAccountRow
 
 # The network each crypto deposit arrives on in this deployment (accounts/instructions.py's wallets).
 DEPOSIT_NETWORKS = {
@@ -52,7 +54,7 @@ def check_network(currency: str, network: str | None, *, field: str) -> str | No
 
 
 def payment_instructions(*, quote_id: str, currency: str, amount: int) -> list[dict[str, Any]]:
-    target = cast(InternalAccountRow, _FundingTarget(id=quote_id, currency=currency))
+    target = cast("InternalAccountRow", _FundingTarget(id=quote_id, currency=currency))
     found = instructions.funding_instructions(target)
     for item in found:
         reference = item["accountOrWalletInfo"].get("reference")
