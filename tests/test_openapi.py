@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -61,6 +63,21 @@ def test_openapi_json_is_the_apps_document(served):
     assert served.openapi_response.headers["content-type"].startswith("application/json")
     assert served.document == json.loads(json.dumps(served.app.openapi()))
     assert served.document["openapi"].startswith("3.")
+
+
+SNAPSHOT = Path(__file__).parent / "data" / "openapi.json"
+
+
+def test_the_document_is_the_reviewed_snapshot(served):
+    """The API a client generates code from changes only on purpose: /openapi.json equals the reviewed copy
+    in tests/data/openapi.json, key order included (restructuring the code must leave it identical). A change
+    to the API updates the copy in the same commit: PLATPAY_UPDATE_OPENAPI_SNAPSHOT=1 pytest tests/test_openapi.py"""
+    rendered = json.dumps(served.document, indent=1) + "\n"
+    if os.environ.get("PLATPAY_UPDATE_OPENAPI_SNAPSHOT"):
+        SNAPSHOT.write_text(rendered, encoding="utf-8")
+    assert rendered == SNAPSHOT.read_text(encoding="utf-8"), (
+        "the OpenAPI document differs from tests/data/openapi.json"
+    )
 
 
 def test_docs_answer_html_pointing_at_the_document(served):
