@@ -194,7 +194,6 @@ async def bench_backend(
     from platpay.jobs.runner import JobRunner
     from platpay.logging import configure as configure_logging
     from platpay.platforms import service as platforms_service
-    from platpay.platforms.schemas import PlatformConfigUpdate
 
     overrides: dict[str, Any] = {
         "database_url": url,
@@ -255,7 +254,7 @@ async def bench_backend(
             await platforms_service.update_config(
                 session,
                 tenant=principal.tenant,
-                update=PlatformConfigUpdate.model_validate({"webhookEndpoint": receiver_url}),
+                webhook_endpoint=receiver_url,
                 settings=settings,
             )
         await JobRunner(db, settings, name="bench-drain").run_until_idle(timeout=60)  # the TEST event

@@ -18,8 +18,7 @@ from platpay.accounts.schemas import (
 )
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import api_router
 
@@ -66,19 +65,15 @@ async def list_platform_internal_accounts(
 
 
 async def _create_external(
-    request: Request,
+    idem: Idempotent,
     principal: Principal,
-    key: str | None,
     body: ExternalAccountCreate | PlatformExternalAccountCreate,
     customer_id: str | None,
     default_deposit: bool,
 ) -> Response:
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=key,
-        body=body,
-        operation=lambda s: external.create_external_account(
+    return await idem.run(
+        body,
+        lambda s: external.create_external_account(
             s,
             tenant=principal.tenant,
             customer_id=customer_id,
@@ -98,14 +93,11 @@ async def _create_external(
 )
 async def create_customer_external_account(
     body: ExternalAccountCreate,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
     """Register a customer's bank account or wallet (the platform's own when customerId is absent)."""
-    return await _create_external(
-        request, principal, idempotency_key, body, body.customer_id, body.default_uma_deposit_account
-    )
+    return await _create_external(idem, principal, body, body.customer_id, body.default_uma_deposit_account)
 
 
 @router.get("/customers/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])
@@ -136,12 +128,11 @@ async def list_customer_external_accounts(
 )
 async def create_platform_external_account(
     body: PlatformExternalAccountCreate,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
     """Register one of the platform's own bank accounts or wallets."""
-    return await _create_external(request, principal, idempotency_key, body, None, False)
+    return await _create_external(idem, principal, body, None, False)
 
 
 @router.get("/platform/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])

@@ -6,8 +6,7 @@ from platpay.auth import service as auth_service
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.auth.schemas import ApiToken, ApiTokenCreate
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
@@ -17,18 +16,14 @@ router = api_router(tags=["API Tokens"])
 @router.post("/tokens", status_code=201, response_model=ApiToken)
 async def create_token(
     body: ApiTokenCreate,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
     """Create an API token; its clientSecret is in this response only."""
 
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: auth_service.create_token(
+    return await idem.run(
+        body,
+        lambda s: auth_service.create_token(
             s, principal=principal, name=body.name, permissions=body.permissions
         ),
     )

@@ -70,6 +70,7 @@ async def authenticate(request: Request) -> Principal:
     principal = await resolve(request)
     request.state.principal = principal
     request.state.known = tenants_service.known_facts(principal.tenant)  # for its unit of work
+    request.state.tenant_id = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
     return principal
 

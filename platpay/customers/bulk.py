@@ -36,6 +36,7 @@ from platpay.customers.bulk_schemas import (
 from platpay.customers.errors import BulkUploadJobNotFound
 from platpay.customers.schemas import CustomerCreate
 from platpay.customers.state import BULK_IMPORT, BulkImportStatus
+from platpay.customers.types import CustomerDraft
 from platpay.errors import InvalidInput
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -313,7 +314,7 @@ async def _import_rows(
     """Create the chunk's valid rows in one create_many call and record the refused ones; returns
     (created, refused)."""
     errors: list[dict[str, Any]] = []
-    drafts: list[dict[str, Any]] = []
+    drafts: list[CustomerDraft] = []
     origins: list[tuple[int, dict[str, str]]] = []
     width = len(job.columns)
     for number, record in enumerate(records, start=job.processed + 1):
@@ -337,7 +338,7 @@ async def _import_rows(
             ]
             errors.append(_row_error(job, number, values, InvalidInput.code, problems))
             continue
-        drafts.append(customers_service.draft_from_create(body))
+        drafts.append(body.draft())
         origins.append((number, values))
     outcomes = await customers_service.create_many(session, tenant=tenant, drafts=drafts) if drafts else []
     created = 0

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from fastapi import File, Request, Response, UploadFile
+from fastapi import Depends, File, Request, Response, UploadFile
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.customers import bulk as bulk_service
 from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkImportAccepted
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.routing import api_router
 
 router = api_router(tags=["Customers"])
@@ -35,21 +34,16 @@ _FILE_DESCRIPTION = (
 async def upload_customers_csv(
     request: Request,
     file: UploadFile = File(..., description=_FILE_DESCRIPTION),
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
     """Upload a CSV of customers to create asynchronously; poll the returned job for progress."""
     settings = request.app.state.settings
     checked = await bulk_service.check_upload(file, max_bytes=settings.bulk_import_max_bytes)
 
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body={"sha256": checked.sha256, "size": checked.size},
-        operation=lambda s: bulk_service.start_import(
-            s, tenant_id=principal.tenant.id, upload=file, checked=checked
-        ),
+    return await idem.run(
+        {"sha256": checked.sha256, "size": checked.size},
+        lambda s: bulk_service.start_import(s, tenant_id=principal.tenant.id, upload=file, checked=checked),
         status=202,
     )
 

@@ -11,9 +11,8 @@ from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.customers import service as customers_service
 from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
-from platpay.kit import idempotency
 from platpay.kit.api_model import ApiRequest
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 
@@ -79,18 +78,13 @@ def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[An
 @_naming_every_problem("/customers", "POST", status_code=201, response_model=Customer)
 async def create_customer(
     body: CustomerCreate,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
     """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""
 
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: customers_service.create_customer(s, tenant=principal.tenant, body=body),
+    return await idem.run(
+        body, lambda s: customers_service.create_customer(s, tenant=principal.tenant, draft=body.draft())
     )
 
 
@@ -157,7 +151,7 @@ async def update_customer(
     """Update a customer's fields; customerType is required and selects which fields apply."""
     async with get_db(request).transaction() as session:
         return await customers_service.update_customer(
-            session, tenant=principal.tenant, customer_id=customerId, body=body
+            session, tenant=principal.tenant, customer_id=customerId, changes=body.draft()
         )
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from pydantic import Field
 
+from platpay.customers.types import CustomerDraft
 from platpay.kit.api_model import ApiModel, ApiRequest
 
 CustomerType = Literal["INDIVIDUAL", "BUSINESS"]
@@ -127,6 +128,10 @@ class _CustomerFields(ApiRequest):
         default=None, min_length=1, max_length=50, description="currencies this customer will use"
     )
     address: AddressIn | None = None
+
+    def draft(self) -> CustomerDraft:
+        """The fields this body gave (nested ones too, a null as None), as the customer services take them."""
+        return cast(CustomerDraft, self.model_dump(exclude_unset=True))
 
 
 class CustomerCreate(_CustomerFields):

@@ -26,6 +26,7 @@ from platpay.customers.errors import (
 )
 from platpay.customers.models import CustomerRow
 from platpay.customers.schemas import Address, BusinessInfo, Customer, CustomerCreate, CustomerUpdate
+from platpay.customers.types import CustomerDraft
 from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.events import service as events_service
 from platpay.kit import clock
@@ -46,11 +47,6 @@ class Outcome:
 
     row: dict[str, Any] | None = None
     problems: list[v.Problem] = field(default_factory=list)
-
-
-def draft_from_create(body: CustomerCreate) -> dict[str, Any]:
-    draft = body.model_dump(exclude_unset=True)
-    return draft
 
 
 def _refusal(problems: list[v.Problem]) -> ApiError:
@@ -290,7 +286,7 @@ def problems_beside_schema_errors(
 
 
 async def create_many(
-    session: AsyncSession, *, tenant: TenantContext, drafts: list[dict[str, Any]]
+    session: AsyncSession, *, tenant: TenantContext, drafts: list[CustomerDraft]
 ) -> list[Outcome]:
     """Validate and insert customers (and, through hooks.on_created, their internal accounts) as one batch;
     refused drafts are reported, not raised, so a bulk import can record them per row while the rest are
@@ -402,9 +398,10 @@ def _duplicate_error(error: IntegrityError) -> ApiError:
     )
 
 
-async def create_customer(session: AsyncSession, *, tenant: TenantContext, body: CustomerCreate) -> Customer:
+async def create_customer(session: AsyncSession, *, tenant: TenantContext, draft: CustomerDraft) -> Customer:
+    """POST /customers: one customer from the fields `draft` gives (see customers/types.py)."""
     try:
-        [outcome] = await create_many(session, tenant=tenant, drafts=[draft_from_create(body)])
+        [outcome] = await create_many(session, tenant=tenant, drafts=[draft])
     except IntegrityError as error:  # a concurrent create took the same unique value between check and insert
         # Raising rolls the transaction (or the idempotency savepoint around it) back, so no own savepoint.
         raise _duplicate_error(error) from None
@@ -486,10 +483,12 @@ def _customer_dict(row: CustomerRow) -> dict[str, Any]:
 
 
 async def update_customer(
-    session: AsyncSession, *, tenant: TenantContext, customer_id: str, body: CustomerUpdate
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str, changes: CustomerDraft
 ) -> Customer:
+    """PATCH /customers/{id}: set the fields `changes` gives (customer_type required); a field absent keeps
+    its value, one given as None is refused (see customers/types.py)."""
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
-    draft = body.model_dump(exclude_unset=True)
+    draft = dict(changes)
     values, problems = _update_problems(
         draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
     )

@@ -34,6 +34,7 @@ from typing import Annotated, Any
 from fastapi import Header, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from sqlalchemy import BigInteger, String, Text, and_, bindparam, delete, func, literal, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -296,29 +297,59 @@ async def find(session: AsyncSession, *, tenant_id: str, key: str) -> Idempotenc
     )
 
 
-async def respond(
-    request: Request,
-    *,
-    tenant_id: str,
-    key: str | None,
-    body: BaseModel | dict[str, Any],
-    operation: Callable[[AsyncSession], Awaitable[ApiModel]],
-    status: int = 201,
-) -> Response:
-    """What every idempotent endpoint does: fingerprint the request, run `operation` at most once per key,
-    answer `status` with the resource it returns (or replay the first answer)."""
-    payload = body.model_dump(mode="json") if isinstance(body, BaseModel) else body
+class Idempotent:
+    """What every idempotent endpoint does, as a FastAPI dependency: `idem: Idempotent = Depends()` takes the
+    request and its Idempotency-Key header (documented on the operation as `IdempotencyKey` declares it);
+    `return await idem.run(body, lambda s: service.f(s, ...), status=201)` fingerprints the request, runs the
+    operation at most once per (tenant, key) in one unit of work and answers `status` with the resource it
+    returns (or replays the first answer).
 
-    async def run(session: AsyncSession) -> tuple[int, Any]:
-        return status, (await operation(session)).to_api()
+    The tenant and the calling credential are the ones authentication recorded on the request
+    (`request.state.tenant_id`, `request.state.caller`), read when `run` is called, so the endpoint's
+    principal dependency may be declared before or after this one.
 
-    return await execute(
-        request.app.state.db,
-        tenant_id=tenant_id,
-        key=key,
-        request_fingerprint=fingerprint(
-            request.method, request.url.path, payload, caller=getattr(request.state, "caller", None)
-        ),
-        operation=run,
-        known=getattr(request.state, "known", None),
-    )
+    The one fingerprint rule for bodies (`canonical_body`): the body's JSON as the API spells it."""
+
+    __slots__ = ("key", "request")
+
+    def __init__(self, request: Request, idempotency_key: IdempotencyKey = None) -> None:
+        self.request = request
+        self.key = idempotency_key
+
+    async def run(
+        self,
+        body: BaseModel | Mapping[str, Any] | None,
+        operation: Callable[[AsyncSession], Awaitable[ApiModel]],
+        *,
+        status: int = 201,
+    ) -> Response:
+        request = self.request
+        state = request.state
+
+        async def run(session: AsyncSession) -> tuple[int, Any]:
+            return status, (await operation(session)).to_api()
+
+        return await execute(
+            request.app.state.db,
+            tenant_id=state.tenant_id,
+            key=self.key,
+            request_fingerprint=fingerprint(
+                request.method,
+                request.url.path,
+                canonical_body(body),
+                caller=getattr(state, "caller", None),
+            ),
+            operation=run,
+            known=getattr(state, "known", None),
+        )
+
+
+def canonical_body(body: BaseModel | Mapping[str, Any] | None) -> Any:
+    """A request body as the fingerprint sees it, one rule for every endpoint: its JSON as the API spells
+    it. A request model is serialized in JSON mode with its API (camelCase alias) field names and its
+    defaults included (so a field omitted and the same field sent with its default value are the same
+    request); a mapping is taken as already holding API-named JSON values (an upload's
+    `{"sha256": ..., "size": ...}`) and None is a request without a body. (POST /quotes and /sandbox/send
+    fingerprinted this form before; the other endpoints used Python field names, the same form wherever a
+    body's field names are single words.)"""
+    return to_jsonable_python(body, by_alias=True)

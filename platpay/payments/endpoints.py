@@ -8,8 +8,7 @@ from platpay.accounts.schemas import InternalAccount
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.pagination import Page, PageParams, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 from platpay.payments import funding, transfers
@@ -24,17 +23,23 @@ sandbox_router = api_router(tags=["Sandbox"])
 async def transfer_out(
     body: TransferOut,
     request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Send from an internal account to the same customer's external account; funds are held until it settles."""
     settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: transfers.transfer_out(s, tenant=principal.tenant, body=body, settings=settings),
+    return await idem.run(
+        body,
+        lambda s: transfers.transfer_out(
+            s,
+            tenant=principal.tenant,
+            source_account_id=body.source.account_id,
+            destination_account_id=body.destination.account_id,
+            payment_rail=body.destination.payment_rail,
+            amount=body.amount,
+            description=body.description,
+            settings=settings,
+        ),
         status=201,
     )
 
@@ -43,17 +48,22 @@ async def transfer_out(
 async def transfer_in(
     body: TransferIn,
     request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Pull from an external account that supports it (ACH debit) into the same customer's internal account."""
     settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: transfers.transfer_in(s, tenant=principal.tenant, body=body, settings=settings),
+    return await idem.run(
+        body,
+        lambda s: transfers.transfer_in(
+            s,
+            tenant=principal.tenant,
+            source_account_id=body.source.account_id,
+            destination_account_id=body.destination.account_id,
+            amount=body.amount,
+            description=body.description,
+            settings=settings,
+        ),
         status=201,
     )
 
@@ -129,17 +139,13 @@ async def confirm_receipt(
 async def fund_internal_account(
     accountId: str,
     body: FundAccount,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Deposit sandbox money into an internal account (fires INTERNAL_ACCOUNT.BALANCE_UPDATED)."""
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: funding.fund_internal_account(
+    return await idem.run(
+        body,
+        lambda s: funding.fund_internal_account(
             s, tenant=principal.tenant, account_id=accountId, amount=body.amount
         ),
         status=200,

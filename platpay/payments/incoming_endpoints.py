@@ -7,8 +7,7 @@ from fastapi import Body, Depends, Request, Response
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments import incoming, incoming_receive
 from platpay.payments.incoming_schemas import ApprovePayment, RejectPayment, SandboxUmaReceive
@@ -25,19 +24,15 @@ _NOT_PENDING = {
 @router.post("/transactions/{transactionId}/approve", response_model=Transaction, responses=_NOT_PENDING)
 async def approve_incoming_payment(
     transactionId: str,
-    request: Request,
     body: ApprovePayment | None = Body(None),
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Approve an incoming payment awaiting the platform's decision; the customer is credited."""
     body = body or ApprovePayment()
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: incoming.approve(
+    return await idem.run(
+        body,
+        lambda s: incoming.approve(
             s, tenant=principal.tenant, transaction_id=transactionId, info=body.receiver_customer_info
         ),
         status=200,
@@ -47,19 +42,15 @@ async def approve_incoming_payment(
 @router.post("/transactions/{transactionId}/reject", response_model=Transaction, responses=_NOT_PENDING)
 async def reject_incoming_payment(
     transactionId: str,
-    request: Request,
     body: RejectPayment | None = Body(None),
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Reject an incoming payment awaiting the platform's decision; nothing is credited."""
     body = body or RejectPayment()
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: incoming.reject(
+    return await idem.run(
+        body,
+        lambda s: incoming.reject(
             s, tenant=principal.tenant, transaction_id=transactionId, reason=body.reason
         ),
         status=200,
@@ -70,18 +61,22 @@ async def reject_incoming_payment(
 async def sandbox_uma_receive(
     body: SandboxUmaReceive,
     request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Simulate a sandbox UMA sender paying a customer: a PENDING incoming payment awaiting approval."""
     settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body,
-        operation=lambda s: incoming_receive.receive(
-            s, tenant=principal.tenant, body=body, settings=settings
+    return await idem.run(
+        body,
+        lambda s: incoming_receive.receive(
+            s,
+            tenant=principal.tenant,
+            sender_uma_address=body.sender_uma_address,
+            receiver_uma_address=body.receiver_uma_address,
+            customer_id=body.customer_id,
+            receiving_currency_code=body.receiving_currency_code,
+            receiving_currency_amount=body.receiving_currency_amount,
+            settings=settings,
         ),
         status=200,
     )

@@ -29,7 +29,6 @@ from platpay.kit.ids import new_id
 from platpay.payments import incoming, providers, sandbox, uma
 from platpay.payments import service as payments_service
 from platpay.payments.errors import UmaNotFound
-from platpay.payments.incoming_schemas import SandboxUmaReceive
 from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus
@@ -42,19 +41,21 @@ _SENDER_COUNTRY = {"USD": "US", "EUR": "DE", "MXN": "MX", "GBP": "GB", "BRL": "B
 _MICROSECOND = timedelta(microseconds=1)  # the approval_*_us columns' unit
 
 
-async def _receiver(session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive) -> str:
+async def _receiver(
+    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, receiver_uma_address: str | None
+) -> str:
     """The id of the customer being paid (named, or the owner of the receiver's UMA address)."""
-    if body.customer_id is not None:
-        row = await customers_service.load(session, tenant_id=tenant.id, customer_id=body.customer_id)
+    if customer_id is not None:
+        row = await customers_service.load(session, tenant_id=tenant.id, customer_id=customer_id)
         if row.deleted_at is not None:
             raise CustomerNotFound(
-                f"customer {body.customer_id!r} was deleted and cannot receive payments",
-                details={"customerId": body.customer_id},
+                f"customer {customer_id!r} was deleted and cannot receive payments",
+                details={"customerId": customer_id},
             )
         return row.id
-    assert body.receiver_uma_address is not None
+    assert receiver_uma_address is not None
     found = await uma.resolve(
-        session, tenant=tenant, address=body.receiver_uma_address, field="receiverUmaAddress"
+        session, tenant=tenant, address=receiver_uma_address, field="receiverUmaAddress"
     )
     if found.customer_id is None:
         raise UmaNotFound(
@@ -130,11 +131,20 @@ def requested_receiver_fields(names: list[str], on_file: set[str]) -> list[dict[
 
 
 async def receive(
-    session: AsyncSession, *, tenant: TenantContext, body: SandboxUmaReceive, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    sender_uma_address: str,
+    receiving_currency_code: str,
+    receiving_currency_amount: int,
+    receiver_uma_address: str | None = None,
+    customer_id: str | None = None,
+    settings: Settings,
 ) -> Transaction:
-    """A sandbox sender pays one of the tenant's customers; the platform is asked to approve it."""
-    sender_address, _, _ = uma.normalize(body.sender_uma_address, field="senderUmaAddress")
-    if (body.receiver_uma_address is None) == (body.customer_id is None):
+    """A sandbox sender pays one of the tenant's customers (named by exactly one of `receiver_uma_address`
+    and `customer_id`); the platform is asked to approve it."""
+    sender_address, _, _ = uma.normalize(sender_uma_address, field="senderUmaAddress")
+    if (receiver_uma_address is None) == (customer_id is None):
         message = "give exactly one of receiverUmaAddress and customerId"
         raise InvalidInput(
             message,
@@ -152,19 +162,19 @@ async def receive(
             f"$fail.compliance.<ccy> @{sandbox.SANDBOX_DOMAINS[0]}",
             details={"senderUmaAddress": sender_address},
         )
-    receiver_field = "customerId" if body.customer_id is not None else "receiverUmaAddress"
-    customer_id = await _receiver(session, tenant=tenant, body=body)
-    currency = currencies.require(body.receiving_currency_code, field="receivingCurrencyCode").code
+    receiver_field = "customerId" if customer_id is not None else "receiverUmaAddress"
+    receiver_id = await _receiver(
+        session, tenant=tenant, customer_id=customer_id, receiver_uma_address=receiver_uma_address
+    )
+    currency = currencies.require(receiving_currency_code, field="receivingCurrencyCode").code
     entry = _currency_entry(tenant, currency)
     destination, payout_rail = await _destination(
-        session, tenant=tenant, customer_id=customer_id, currency=currency, field=receiver_field
+        session, tenant=tenant, customer_id=receiver_id, currency=currency, field=receiver_field
     )
     customer = await customers_service.ensure_can_move_money(
-        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency, receiving=True
+        session, tenant_id=tenant.id, customer_id=receiver_id, currency=currency, receiving=True
     )
-    check_amount(
-        tenant, currency=currency, amount=body.receiving_currency_amount, field="receivingCurrencyAmount"
-    )
+    check_amount(tenant, currency=currency, amount=receiving_currency_amount, field="receivingCurrencyAmount")
 
     now = clock.now()
     has_endpoint = await tenants_service.webhook_endpoint(session, tenant_id=tenant.id) is not None
@@ -186,7 +196,7 @@ async def receive(
         destination=destination,
         sender_account_id=sender.address,
         receiver_account_id=destination["accountId"],
-        received_amount=body.receiving_currency_amount,
+        received_amount=receiving_currency_amount,
         received_currency=currency,
         fee_amount=0,
         rail=incoming.UMA_RAIL,

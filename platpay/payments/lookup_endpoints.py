@@ -57,4 +57,12 @@ async def estimate_withdrawal_fee(
 ) -> WithdrawalFeeEstimate:
     """Estimate the network and application fees of a withdrawal from a crypto internal account."""
     async with get_db(request).read() as session:
-        return await withdrawal_fees.estimate(session, tenant=principal.tenant, body=body)
+        return await withdrawal_fees.estimate(
+            session,
+            tenant=principal.tenant,
+            internal_account_id=body.internal_account_id,
+            currency=body.currency,
+            crypto_network=body.crypto_network,
+            amount=body.amount,
+            destination_address=body.destination_address,
+        )

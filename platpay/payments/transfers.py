@@ -25,7 +25,7 @@ from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.models import TransactionRow
-from platpay.payments.schemas import Transaction, TransferIn, TransferOut
+from platpay.payments.schemas import Transaction
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -153,27 +153,37 @@ async def _create_transfer(
 
 
 async def transfer_out(
-    session: AsyncSession, *, tenant: TenantContext, body: TransferOut, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    source_account_id: str,
+    destination_account_id: str,
+    payment_rail: str | None = None,
+    amount: int | None = None,
+    description: str | None = None,
+    settings: Settings,
 ) -> Transaction:
+    """POST /transfer-out: from the internal account `source_account_id` to the same customer's external
+    account `destination_account_id` (over `payment_rail`, default the account's first), `amount` minor units
+    (None: the whole available balance), held until the rail settles. Refusals name the API's fields."""
     internal, external = await _accounts(
         session,
         tenant=tenant,
-        internal_id=body.source.account_id,
-        external_id=body.destination.account_id,
+        internal_id=source_account_id,
+        external_id=destination_account_id,
         internal_field="source.accountId",
         external_field="destination.accountId",
     )
     rails = corridors.payment_rails(external.account_type)
-    rail = body.destination.payment_rail or (rails[0] if rails else external.account_type)
-    if body.destination.payment_rail is not None and body.destination.payment_rail not in rails:
+    rail = payment_rail or (rails[0] if rails else external.account_type)
+    if payment_rail is not None and payment_rail not in rails:
         raise invalid_field(
             "destination.paymentRail",
-            f"{external.account_type} is paid over {rails}, not {body.destination.payment_rail}",
+            f"{external.account_type} is paid over {rails}, not {payment_rail}",
         )
     platform_customer_id = await _customer_checks(
         session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
     )
-    amount = body.amount
     if amount is None:
         amount = (await ledger.balances(session, [internal.id]))[internal.id].available
         if amount <= 0:
@@ -190,7 +200,7 @@ async def transfer_out(
         amount=amount,
         rail=rail,
         platform_customer_id=platform_customer_id,
-        description=body.description,
+        description=description,
     )
     hold = await ledger.post(
         session,
@@ -224,13 +234,22 @@ async def transfer_out(
 
 
 async def transfer_in(
-    session: AsyncSession, *, tenant: TenantContext, body: TransferIn, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    source_account_id: str,
+    destination_account_id: str,
+    amount: int,
+    description: str | None = None,
+    settings: Settings,
 ) -> Transaction:
+    """POST /transfer-in: pull `amount` minor units from the external account `source_account_id` (one that
+    supports pull) into the same customer's internal account `destination_account_id`."""
     internal, external = await _accounts(
         session,
         tenant=tenant,
-        internal_id=body.destination.account_id,
-        external_id=body.source.account_id,
+        internal_id=destination_account_id,
+        external_id=source_account_id,
         internal_field="destination.accountId",
         external_field="source.accountId",
     )
@@ -247,17 +266,17 @@ async def transfer_in(
     platform_customer_id = await _customer_checks(
         session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
     )
-    check_amount(tenant, currency=internal.currency, amount=body.amount)
+    check_amount(tenant, currency=internal.currency, amount=amount)
     row = await _create_transfer(
         session,
         tenant=tenant,
         outgoing=False,
         internal=internal,
         external=external,
-        amount=body.amount,
+        amount=amount,
         rail=rail,
         platform_customer_id=platform_customer_id,
-        description=body.description,
+        description=description,
     )
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:

@@ -27,7 +27,7 @@ from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
 from platpay.fx import rates
 from platpay.payments.errors import AmountOutOfRange
-from platpay.payments.lookup_schemas import EstimateWithdrawalFee, WithdrawalFeeEstimate
+from platpay.payments.lookup_schemas import WithdrawalFeeEstimate
 from platpay.tenants.context import TenantContext
 
 CRYPTO_ACCOUNT_TYPES = frozenset({"INTERNAL_CRYPTO", "EMBEDDED_WALLET"})
@@ -85,10 +85,19 @@ def application_fee(amount: int) -> int:
 
 
 async def estimate(
-    session: AsyncSession, *, tenant: TenantContext, body: EstimateWithdrawalFee
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    internal_account_id: str,
+    currency: str,
+    crypto_network: str,
+    amount: int,
+    destination_address: str,
 ) -> WithdrawalFeeEstimate:
+    """The fees of withdrawing `amount` minor units of `currency` from the crypto internal account
+    `internal_account_id` over `crypto_network` (a key of ADDRESS_CHECKS) to `destination_address`."""
     account = await accounts_service.get_internal(
-        session, tenant_id=tenant.id, account_id=body.internal_account_id
+        session, tenant_id=tenant.id, account_id=internal_account_id
     )
     problems: list[dict[str, str]] = []
     if account.type not in CRYPTO_ACCOUNT_TYPES:
@@ -101,37 +110,37 @@ async def estimate(
         )
     elif account.status != "ACTIVE":
         problems.append({"field": "internalAccountId", "message": f"the account is {account.status}"})
-    if body.currency != account.currency:
+    if currency != account.currency:
         problems.append(
-            {"field": "currency", "message": f"the account holds {account.currency}, not {body.currency}"}
+            {"field": "currency", "message": f"the account holds {account.currency}, not {currency}"}
         )
-    fees = network_fee(body.crypto_network)
-    if body.currency not in fees.currencies:
+    fees = network_fee(crypto_network)
+    if currency not in fees.currencies:
         problems.append(
             {
                 "field": "cryptoNetwork",
-                "message": f"{body.currency} cannot be withdrawn over {body.crypto_network} "
+                "message": f"{currency} cannot be withdrawn over {crypto_network} "
                 f"(it carries {', '.join(fees.currencies)})",
             }
         )
     try:
-        ADDRESS_CHECKS[body.crypto_network](body.destination_address)
+        ADDRESS_CHECKS[crypto_network](destination_address)
     except ValueError as error:  # IdentifierError
         problems.append(
-            {"field": "destinationAddress", "message": f"not a {body.crypto_network} destination: {error}"}
+            {"field": "destinationAddress", "message": f"not a {crypto_network} destination: {error}"}
         )
     if problems:
         summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise InvalidInput(summary, details={"fields": problems})
 
     converted = await rates.convert(
-        source_currency=fees.fee_asset, destination_currency=body.currency, amount=fees.fee
+        source_currency=fees.fee_asset, destination_currency=currency, amount=fees.fee
     )
-    app_fee = application_fee(body.amount)
+    app_fee = application_fee(amount)
     total = converted + app_fee
-    if body.amount <= total:
+    if amount <= total:
         raise AmountOutOfRange(
-            f"amount {body.amount} does not cover the {total} {body.currency} (minor units) of fees: nothing "
+            f"amount {amount} does not cover the {total} {currency} (minor units) of fees: nothing "
             "would arrive",
             details={
                 "fields": [{"field": "amount", "message": f"must be more than the total fee {total}"}],
@@ -143,5 +152,5 @@ async def estimate(
         network_fee_asset=fees.fee_asset,
         application_fee=app_fee,
         total_fee=total,
-        net_amount=body.amount - total,
+        net_amount=amount - total,
     )

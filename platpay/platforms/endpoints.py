@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import Request, Response
 
 from platpay.auth.principal import Principal
@@ -7,6 +9,7 @@ from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.kit.routing import api_router
 from platpay.platforms import service as platforms_service
 from platpay.platforms.schemas import PlatformConfig, PlatformConfigUpdate
+from platpay.platforms.service import UNSET, Unset
 
 router = api_router(tags=["Platform Configuration"])
 
@@ -22,7 +25,18 @@ async def update_config(
     body: PlatformConfigUpdate, request: Request, principal: Principal = Manager
 ) -> PlatformConfig:
     """Update the configuration partially; a new webhookEndpoint receives one TEST event."""
+    given = body.model_fields_set  # a field absent keeps its value; one sent as null is not the same
+    currencies: list[dict[str, Any]] | Unset | None = UNSET
+    if body.supported_currencies is not None:
+        currencies = [entry.model_dump(mode="json", by_alias=True) for entry in body.supported_currencies]
+    elif "supported_currencies" in given:
+        currencies = None
     async with get_db(request).transaction() as session:
         return await platforms_service.update_config(
-            session, tenant=principal.tenant, update=body, settings=request.app.state.settings
+            session,
+            tenant=principal.tenant,
+            uma_domain=body.uma_domain if "uma_domain" in given else UNSET,
+            webhook_endpoint=body.webhook_endpoint if "webhook_endpoint" in given else UNSET,
+            supported_currencies=currencies,
+            settings=request.app.state.settings,
         )

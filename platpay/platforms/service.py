@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import Any, Final, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -18,15 +19,18 @@ from platpay.events import service as events_service
 from platpay.events import types as event_types
 from platpay.kit import currencies
 from platpay.kit.urls import validate_webhook_url
-from platpay.platforms.schemas import (
-    CounterpartyFieldDefinition,
-    PlatformConfig,
-    PlatformConfigUpdate,
-    PlatformCurrencyConfig,
-    PlatformCurrencyConfigIn,
-)
+from platpay.platforms.schemas import CounterpartyFieldDefinition, PlatformConfig, PlatformCurrencyConfig
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import PRODUCTION, TenantContext
+
+
+class _Unset(Enum):
+    UNSET = "UNSET"
+
+
+UNSET: Final = _Unset.UNSET
+"""A /config field not given (kept as it is), as opposed to one given as None."""
+Unset = Literal[_Unset.UNSET]
 
 
 def _slug(name: str) -> str:
@@ -130,54 +134,62 @@ def _render_json(tenant: TenantContext) -> bytes:
     return render_config(tenant).model_dump_json(by_alias=True, exclude_none=True).encode()
 
 
-def _validate_currencies(entries: list[PlatformCurrencyConfigIn]) -> list[dict[str, Any]]:
+def _validate_currencies(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     result = []
     for index, entry in enumerate(entries):
         field = f"supportedCurrencies.{index}"
-        currencies.require(entry.currency_code, field=f"{field}.currencyCode")
-        if entry.currency_code in seen:
-            raise invalid_field(f"{field}.currencyCode", f"{entry.currency_code} is listed twice")
-        seen.add(entry.currency_code)
-        if entry.min_amount > entry.max_amount:
+        code, min_amount, max_amount = entry["currencyCode"], entry["minAmount"], entry["maxAmount"]
+        currencies.require(code, field=f"{field}.currencyCode")
+        if code in seen:
+            raise invalid_field(f"{field}.currencyCode", f"{code} is listed twice")
+        seen.add(code)
+        if min_amount > max_amount:
             raise invalid_field(
-                f"{field}.minAmount", f"minAmount {entry.min_amount} is above maxAmount {entry.max_amount}"
+                f"{field}.minAmount", f"minAmount {min_amount} is above maxAmount {max_amount}"
             )
-        names = [f.name.value for f in entry.required_counterparty_fields]
+        names = [f["name"] for f in entry["requiredCounterpartyFields"]]
         if len(set(names)) != len(names):
             raise invalid_field(f"{field}.requiredCounterpartyFields", "a field name is listed twice")
-        if len(set(entry.enabled_transaction_types)) != len(entry.enabled_transaction_types):
+        if len(set(entry["enabledTransactionTypes"])) != len(entry["enabledTransactionTypes"]):
             raise invalid_field(f"{field}.enabledTransactionTypes", "a transaction type is listed twice")
         result.append(
             {
-                "currencyCode": entry.currency_code,
-                "minAmount": entry.min_amount,
-                "maxAmount": entry.max_amount,
+                "currencyCode": code,
+                "minAmount": min_amount,
+                "maxAmount": max_amount,
                 "requiredCounterpartyFields": [
-                    {"name": f.name.value, "mandatory": f.mandatory}
-                    for f in entry.required_counterparty_fields
+                    {"name": f["name"], "mandatory": f["mandatory"]}
+                    for f in entry["requiredCounterpartyFields"]
                 ],
-                "enabledTransactionTypes": list(entry.enabled_transaction_types),
+                "enabledTransactionTypes": list(entry["enabledTransactionTypes"]),
             }
         )
     return result
 
 
 async def update_config(
-    session: AsyncSession, *, tenant: TenantContext, update: PlatformConfigUpdate, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    uma_domain: str | Unset | None = UNSET,
+    webhook_endpoint: str | Unset | None = UNSET,
+    supported_currencies: list[dict[str, Any]] | Unset | None = UNSET,
+    settings: Settings,
 ) -> PlatformConfig:
-    """Partial update. A new or changed webhookEndpoint gets one TEST event."""
-    fields = update.model_fields_set
-    for name in fields:
-        if name in ("uma_domain", "supported_currencies") and getattr(update, name) is None:
-            raise invalid_field(
-                "umaDomain" if name == "uma_domain" else "supportedCurrencies", "must not be null"
-            )
+    """PATCH /config: a field left UNSET keeps its value; `webhook_endpoint=None` removes the endpoint
+    (uma_domain and supported_currencies refuse None). `supported_currencies` entries are in the API's
+    shape (`{"currencyCode", "minAmount", "maxAmount", "requiredCounterpartyFields": [{"name",
+    "mandatory"}], "enabledTransactionTypes"}`). A new or changed webhookEndpoint gets one TEST event."""
+    if uma_domain is None:
+        raise invalid_field("umaDomain", "must not be null")
+    if supported_currencies is None:
+        raise invalid_field("supportedCurrencies", "must not be null")
     changes: dict[str, Any] = {}
-    if "uma_domain" in fields and update.uma_domain is not None:
-        changes["uma_domain"] = tenants_service.validate_uma_domain(update.uma_domain)
-    if "webhook_endpoint" in fields:
-        new_url = update.webhook_endpoint
+    if uma_domain is not UNSET:
+        changes["uma_domain"] = tenants_service.validate_uma_domain(uma_domain)
+    if webhook_endpoint is not UNSET:
+        new_url = webhook_endpoint
         if new_url is not None:
             new_url = validate_webhook_url(
                 new_url,
@@ -186,8 +198,8 @@ async def update_config(
                 and tenant.environment == PRODUCTION,
             )
         changes["webhook_endpoint"] = new_url
-    if "supported_currencies" in fields and update.supported_currencies is not None:
-        changes["supported_currencies"] = _validate_currencies(update.supported_currencies)
+    if supported_currencies is not UNSET:
+        changes["supported_currencies"] = _validate_currencies(supported_currencies)
     applied = await tenants_service.apply_config(session, tenant=tenant, changes=changes)
     if applied.currencies_added:
         await accounts_service.on_currencies_added(

@@ -7,17 +7,28 @@ from fastapi import Depends, Header, Path, Query, Request, Response
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit import idempotency
-from platpay.kit.idempotency import IdempotencyKey
+from platpay.kit.idempotency import Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments.quotes import lookups, settlement
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes.schemas import (
+    AccountQuoteDestination,
+    AccountQuoteSource,
     Quote,
+    QuoteDestination,
     QuoteRequest,
+    QuoteSource,
+    RealtimeFundingQuoteSource,
     ReceiverExternalAccountLookup,
     ReceiverUmaLookup,
     SandboxSend,
+)
+from platpay.payments.quotes.types import (
+    AccountDestination,
+    AccountSource,
+    RealtimeFundingSource,
+    UmaAddressDestination,
+    UmaAddressSource,
 )
 from platpay.payments.schemas import Transaction
 
@@ -28,22 +39,46 @@ QUOTES = ["Cross-Currency Transfers"]
 CUSTOMER_DELETED = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
 
 
+def _source(source: QuoteSource) -> AccountSource | RealtimeFundingSource | UmaAddressSource:
+    if isinstance(source, AccountQuoteSource):
+        return AccountSource(account_id=source.account_id, customer_id=source.customer_id)
+    if isinstance(source, RealtimeFundingQuoteSource):
+        return RealtimeFundingSource(
+            currency=source.currency, customer_id=source.customer_id, crypto_network=source.crypto_network
+        )
+    return UmaAddressSource(uma_address=source.uma_address, currency=source.currency)
+
+
+def _destination(destination: QuoteDestination) -> AccountDestination | UmaAddressDestination:
+    if isinstance(destination, AccountQuoteDestination):
+        return AccountDestination(account_id=destination.account_id, payment_rail=destination.payment_rail)
+    return UmaAddressDestination(uma_address=destination.uma_address, currency=destination.currency)
+
+
 @router.post("/quotes", status_code=201, response_model=Quote, tags=QUOTES, responses=CUSTOMER_DELETED)
 async def create_quote(
     body: QuoteRequest,
     request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Lock a price for a cross-currency payment (sending or receiving amount); optionally execute it at once."""
     settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body.model_dump(mode="json", by_alias=True),
-        operation=lambda s: quotes_service.create_quote(
-            s, tenant=principal.tenant, body=body, settings=settings
+    return await idem.run(
+        body,
+        lambda s: quotes_service.create_quote(
+            s,
+            tenant=principal.tenant,
+            source=_source(body.source),
+            destination=_destination(body.destination),
+            locked_currency_side=body.locked_currency_side,
+            locked_currency_amount=body.locked_currency_amount,
+            lookup_id=body.lookup_id,
+            immediately_execute=body.immediately_execute,
+            description=body.description,
+            purpose_of_payment=body.purpose_of_payment,
+            sender_customer_info=body.sender_customer_info,
+            settings=settings,
         ),
         status=201,
     )
@@ -56,11 +91,7 @@ async def get_quote(quoteId: str, request: Request, principal: Principal = Viewe
         return await quotes_service.get_quote(session, tenant=principal.tenant, quote_id=quoteId)
 
 
-@router.post("/quotes/{quoteId}/execute", response_model=Quote, tags=QUOTES)
-async def execute_quote(
-    quoteId: str,
-    request: Request,
-    idempotency_key: IdempotencyKey = None,
+def _wallet_signature(
     wallet_signature: Annotated[
         str | None,
         Header(
@@ -69,16 +100,21 @@ async def execute_quote(
             description="for EMBEDDED_WALLET sources, which this deployment does not accept yet",
         ),
     ] = None,
+) -> str | None:
+    # A dependency declared after `Idempotent`, so that the document lists Idempotency-Key first as before.
+    return wallet_signature
+
+
+@router.post("/quotes/{quoteId}/execute", response_model=Quote, tags=QUOTES)
+async def execute_quote(
+    quoteId: str,
+    idem: Idempotent = Depends(),
+    wallet_signature: str | None = Depends(_wallet_signature),
     principal: Principal = Transactor,
 ) -> Response:
     """Execute a quote funded from an internal account or a pull source, once and before it expires (else 409)."""
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=None,
-        operation=lambda s: quotes_service.execute_quote(s, tenant=principal.tenant, quote_id=quoteId),
-        status=200,
+    return await idem.run(
+        None, lambda s: quotes_service.execute_quote(s, tenant=principal.tenant, quote_id=quoteId), status=200
     )
 
 
@@ -145,16 +181,20 @@ async def lookup_external_account(
 async def sandbox_send(
     body: SandboxSend,
     request: Request,
-    idempotency_key: IdempotencyKey = None,
+    idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Pay a real-time-funded quote's instructions; the quote executes itself when the amount matches."""
     settings = request.app.state.settings
-    return await idempotency.respond(
-        request,
-        tenant_id=principal.tenant.id,
-        key=idempotency_key,
-        body=body.model_dump(mode="json", by_alias=True),
-        operation=lambda s: settlement.sandbox_send(s, tenant=principal.tenant, body=body, settings=settings),
+    return await idem.run(
+        body,
+        lambda s: settlement.sandbox_send(
+            s,
+            tenant=principal.tenant,
+            quote_id=body.quote_id,
+            currency_code=body.currency_code,
+            currency_amount=body.currency_amount,
+            settings=settings,
+        ),
         status=200,
     )

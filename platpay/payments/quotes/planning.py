@@ -18,12 +18,13 @@ from platpay.kit import currencies
 from platpay.payments import providers, uma
 from platpay.payments.quotes import funding, lookups, outcomes
 from platpay.payments.quotes.errors import AccountNotFound, SelfPayment
-from platpay.payments.quotes.schemas import (
-    AccountQuoteDestination,
-    AccountQuoteSource,
-    QuoteRequest,
-    RealtimeFundingQuoteSource,
-    UmaAddressQuoteSource,
+from platpay.payments.quotes.types import (
+    AccountDestination,
+    AccountSource,
+    QuoteDestination,
+    QuoteSource,
+    RealtimeFundingSource,
+    UmaAddressSource,
 )
 from platpay.payments.transfers import PULL_ACCOUNT_TYPES
 from platpay.tenants.context import TenantContext
@@ -102,10 +103,10 @@ def _configured_currency(tenant: TenantContext, code: str, field: str) -> str:
 
 
 async def _account_source(
-    session: AsyncSession, *, tenant: TenantContext, source: AccountQuoteSource
+    session: AsyncSession, *, tenant: TenantContext, source: AccountSource
 ) -> SourcePlan:
     field = "source.accountId"
-    api = source.model_dump(by_alias=True, exclude_none=True)
+    api = source.as_api()
     if source.account_id.startswith("InternalAccount:"):
         try:
             account = await accounts_service.get_internal(
@@ -180,25 +181,24 @@ async def _account_source(
     )
 
 
-async def resolve_source(session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest) -> SourcePlan:
-    source = body.source
-    if isinstance(source, AccountQuoteSource):
+async def resolve_source(session: AsyncSession, *, tenant: TenantContext, source: QuoteSource) -> SourcePlan:
+    if isinstance(source, AccountSource):
         return await _account_source(session, tenant=tenant, source=source)
-    if isinstance(source, RealtimeFundingQuoteSource):
+    if isinstance(source, RealtimeFundingSource):
         currency = _configured_currency(tenant, source.currency, "source.currency")
         network = funding.check_network(currency, source.crypto_network, field="source.cryptoNetwork")
         customer_id = None
         if source.customer_id is not None:
             await customers_service.load_active(session, tenant_id=tenant.id, customer_id=source.customer_id)
             customer_id = source.customer_id
-        api = source.model_dump(by_alias=True, exclude_none=True)
+        api = source.as_api()
         if network is not None:
             api["cryptoNetwork"] = network
         transaction_source = {"sourceType": "REALTIME_FUNDING", "currency": currency}
         if customer_id:
             transaction_source["customerId"] = customer_id
         return SourcePlan(REALTIME_FUNDING, currency, customer_id, None, api, transaction_source)
-    assert isinstance(source, UmaAddressQuoteSource)
+    assert isinstance(source, UmaAddressSource)
     currency = _configured_currency(tenant, source.currency, "source.currency")
     counterparty = await uma.resolve(
         session, tenant=tenant, address=source.uma_address, field="source.umaAddress"
@@ -212,7 +212,7 @@ async def resolve_source(session: AsyncSession, *, tenant: TenantContext, body: 
 
 
 async def _internal_destination(
-    session: AsyncSession, *, tenant: TenantContext, destination: AccountQuoteDestination
+    session: AsyncSession, *, tenant: TenantContext, destination: AccountDestination
 ) -> DestinationPlan:
     field = "destination.accountId"
     try:
@@ -234,7 +234,7 @@ async def _internal_destination(
         rail=INTERNAL,
         fee_corridor=fees.INTERNAL,
         outcome=outcomes.SUCCESS,
-        api=destination.model_dump(by_alias=True, exclude_none=True),
+        api=destination.as_api(),
         transaction_destination={
             "destinationType": "ACCOUNT",
             "accountId": account.id,
@@ -246,13 +246,13 @@ async def _internal_destination(
 
 
 async def _account_destination(
-    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest, destination: AccountQuoteDestination
+    session: AsyncSession, *, tenant: TenantContext, lookup_id: str | None, destination: AccountDestination
 ) -> DestinationPlan:
-    if body.lookup_id is not None:
+    if lookup_id is not None:
         await lookups.require_lookup(
             session,
             tenant=tenant,
-            lookup_id=body.lookup_id,
+            lookup_id=lookup_id,
             kind=lookups.EXTERNAL_ACCOUNT,
             receiver=destination.account_id,
         )
@@ -275,7 +275,7 @@ async def _account_destination(
             f"{external.account_type} is paid over {rails or 'its own network'}, not {destination.payment_rail}",
         )
     rail = destination.payment_rail or (rails[0] if rails else external.account_type)
-    api = destination.model_dump(by_alias=True, exclude_none=True)
+    api = destination.as_api()
     if rails:
         api["paymentRail"] = rail
     return DestinationPlan(
@@ -311,22 +311,24 @@ async def _local_uma_account(
 
 
 async def resolve_destination(
-    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest
+    session: AsyncSession, *, tenant: TenantContext, destination: QuoteDestination, lookup_id: str | None
 ) -> DestinationPlan:
-    destination = body.destination
-    if isinstance(destination, AccountQuoteDestination):
-        return await _account_destination(session, tenant=tenant, body=body, destination=destination)
+    """`lookup_id`: the receiver lookup the quote follows (required for UMA destinations)."""
+    if isinstance(destination, AccountDestination):
+        return await _account_destination(
+            session, tenant=tenant, lookup_id=lookup_id, destination=destination
+        )
     counterparty = await uma.resolve(
         session, tenant=tenant, address=destination.uma_address, field="destination.umaAddress"
     )
-    if body.lookup_id is None:
+    if lookup_id is None:
         raise invalid_field(
             "lookupId", f"is required for UMA destinations: GET /receiver/uma/{counterparty.address} first"
         )
     await lookups.require_lookup(
         session,
         tenant=tenant,
-        lookup_id=body.lookup_id,
+        lookup_id=lookup_id,
         kind=lookups.UMA_ADDRESS,
         receiver=counterparty.address,
     )

@@ -27,8 +27,9 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.quotes import funding, planning, repository, settlement
 from platpay.payments.quotes.models import QuoteRow
-from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote, QuoteRequest
+from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
+from platpay.payments.quotes.types import QuoteDestination, QuoteSource
 from platpay.payments.state import TransactionStatus
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
@@ -71,7 +72,7 @@ def to_schema(row: QuoteRow) -> Quote:
 
 
 def _price(
-    body: QuoteRequest, *, source: str, destination: str, corridor: str
+    *, locked_side: str, locked_amount: int, source: str, destination: str, corridor: str
 ) -> tuple[pricing.Price, RateQuote]:
     try:
         quote_rate = RATES.get().rate(source, destination)
@@ -80,8 +81,8 @@ def _price(
     rule = fees.rule_for(corridor)
     try:
         price = pricing.price(
-            locked_side=body.locked_currency_side,
-            locked_amount=body.locked_currency_amount,
+            locked_side=locked_side,
+            locked_amount=locked_amount,
             minor_rate=rates.minor_rate(quote_rate.customer_rate, source, destination),
             fixed_fee=rule.fixed_in(source),
             variable_bps=rule.variable_bps,
@@ -97,51 +98,72 @@ def _price(
 
 
 async def create_quote(
-    session: AsyncSession, *, tenant: TenantContext, body: QuoteRequest, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    source: QuoteSource,
+    destination: QuoteDestination,
+    locked_currency_side: str,
+    locked_currency_amount: int,
+    lookup_id: str | None = None,
+    immediately_execute: bool = False,
+    description: str | None = None,
+    purpose_of_payment: str | None = None,
+    sender_customer_info: dict[str, Any] | None = None,
+    settings: Settings,
 ) -> Quote:
-    source = await planning.resolve_source(session, tenant=tenant, body=body)
-    destination = await planning.resolve_destination(session, tenant=tenant, body=body)
-    planning.check_pair(tenant=tenant, source=source, destination=destination)
-    if body.immediately_execute and source.funding == planning.REALTIME_FUNDING:
+    """POST /quotes: lock a price for paying `destination` from `source`, exact on the locked side
+    (SENDING or RECEIVING: `locked_currency_amount` minor units of that side's currency). `lookup_id`: the
+    receiver lookup it follows (required for UMA destinations). Refusals name the API's fields."""
+    payer = await planning.resolve_source(session, tenant=tenant, source=source)
+    payee = await planning.resolve_destination(
+        session, tenant=tenant, destination=destination, lookup_id=lookup_id
+    )
+    planning.check_pair(tenant=tenant, source=payer, destination=payee)
+    if immediately_execute and payer.funding == planning.REALTIME_FUNDING:
         raise invalid_field(
             "immediatelyExecute",
             "only quotes funded from an account can execute at once; this one waits for its funds",
         )
     platform_customer_id = await planning.check_sender(
-        session, tenant=tenant, customer_id=source.customer_id, currency=source.currency
+        session, tenant=tenant, customer_id=payer.customer_id, currency=payer.currency
     )
     price, quote_rate = _price(
-        body, source=source.currency, destination=destination.currency, corridor=destination.fee_corridor
+        locked_side=locked_currency_side,
+        locked_amount=locked_currency_amount,
+        source=payer.currency,
+        destination=payee.currency,
+        corridor=payee.fee_corridor,
     )
-    check_amount(tenant, currency=source.currency, amount=price.sending_amount, field="lockedCurrencyAmount")
-    if destination.currency in tenant.currency_codes:
+    check_amount(tenant, currency=payer.currency, amount=price.sending_amount, field="lockedCurrencyAmount")
+    if payee.currency in tenant.currency_codes:
         check_amount(
-            tenant, currency=destination.currency, amount=price.receiving_amount, field="lockedCurrencyAmount"
+            tenant, currency=payee.currency, amount=price.receiving_amount, field="lockedCurrencyAmount"
         )
 
     now = clock.now()
     quote_id, transaction_id = new_id("Quote"), new_id("Transaction")
     instructions = (
-        funding.payment_instructions(quote_id=quote_id, currency=source.currency, amount=price.sending_amount)
-        if source.funding == planning.REALTIME_FUNDING
+        funding.payment_instructions(quote_id=quote_id, currency=payer.currency, amount=price.sending_amount)
+        if payer.funding == planning.REALTIME_FUNDING
         else None
     )
     exchange_rate = str(rates.to_decimal(quote_rate.customer_rate))
     quote = QuoteRow(
         id=quote_id,
         tenant_id=tenant.id,
-        customer_id=source.customer_id,
+        customer_id=payer.customer_id,
         status=QuoteStatus.PENDING,
-        source=source.api,
-        destination=destination.api,
-        funding=source.funding,
-        source_account_id=source.account_id,
-        payout=destination.payout,
-        destination_account_id=destination.account_id,
-        rail=destination.rail,
-        sending_currency=source.currency,
-        receiving_currency=destination.currency,
-        locked_side=body.locked_currency_side,
+        source=payer.api,
+        destination=payee.api,
+        funding=payer.funding,
+        source_account_id=payer.account_id,
+        payout=payee.payout,
+        destination_account_id=payee.account_id,
+        rail=payee.rail,
+        sending_currency=payer.currency,
+        receiving_currency=payee.currency,
+        locked_side=locked_currency_side,
         sending_amount=price.sending_amount,
         receiving_amount=price.receiving_amount,
         fixed_fee=price.fixed_fee,
@@ -151,12 +173,12 @@ async def create_quote(
         mid_rate=str(rates.to_decimal(quote_rate.mid)),
         spread_bps=quote_rate.spread_bps,
         transaction_id=transaction_id,
-        lookup_id=body.lookup_id,
+        lookup_id=lookup_id,
         payment_instructions=instructions,
-        outcome=destination.outcome,
-        pull_outcome=source.pull_outcome,
+        outcome=payee.outcome,
+        pull_outcome=payer.pull_outcome,
         debit_entry_id=None,
-        description=body.description,
+        description=description,
         executed_at=None,
         expires_at=now + timedelta(seconds=settings.quote_ttl_seconds),
         created_at=now,
@@ -165,10 +187,10 @@ async def create_quote(
     extra: dict[str, Any] = {"rateDetails": _rate_details(quote).to_api()}
     if instructions:
         extra["paymentInstructions"] = instructions
-    if body.purpose_of_payment:
-        extra["purposeOfPayment"] = body.purpose_of_payment
-    if body.sender_customer_info:
-        extra["senderCustomerInfo"] = body.sender_customer_info
+    if purpose_of_payment:
+        extra["purposeOfPayment"] = purpose_of_payment
+    if sender_customer_info:
+        extra["senderCustomerInfo"] = sender_customer_info
     await payments_service.create_transaction(
         session,
         transaction_id=transaction_id,
@@ -176,23 +198,23 @@ async def create_quote(
         type="OUTGOING",
         kind="QUOTE",
         status=TransactionStatus.PENDING,
-        customer_id=source.customer_id,
+        customer_id=payer.customer_id,
         platform_customer_id=platform_customer_id,
-        source=source.transaction_source,
-        destination=destination.transaction_destination,
-        sender_account_id=source.account_id or source.api.get("umaAddress"),
-        receiver_account_id=destination.receiver,
+        source=payer.transaction_source,
+        destination=payee.transaction_destination,
+        sender_account_id=payer.account_id or payer.api.get("umaAddress"),
+        receiver_account_id=payee.receiver,
         sent_amount=price.sending_amount,
-        sent_currency=source.currency,
+        sent_currency=payer.currency,
         received_amount=price.receiving_amount,
-        received_currency=destination.currency,
+        received_currency=payee.currency,
         fee_amount=price.fees,
         exchange_rate=exchange_rate,
-        rail=destination.rail,
+        rail=payee.rail,
         reference=funding.funding_reference(instructions) if instructions else None,
-        outcome=destination.outcome,
+        outcome=payee.outcome,
         quote_id=quote_id,
-        description=body.description,
+        description=description,
         extra=extra,
         at=now,
     )
@@ -200,7 +222,7 @@ async def create_quote(
     await jobs_service.enqueue(
         session, EXPIRE_JOB, {"quoteId": quote_id}, tenant_id=tenant.id, run_at=quote.expires_at
     )
-    if body.immediately_execute:
+    if immediately_execute:
         await settlement.execute(session, quote=quote, tenant=tenant)
     return to_schema(quote)
 

@@ -38,7 +38,6 @@ from platpay.payments.quotes import outcomes, repository
 from platpay.payments.quotes.errors import QuoteAlreadyExecuted, QuoteExpired, QuoteNotFound
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
-from platpay.payments.quotes.schemas import SandboxSend
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import TransactionStatus
@@ -159,23 +158,30 @@ async def execute(session: AsyncSession, *, quote: QuoteRow, tenant: TenantConte
 
 
 async def sandbox_send(
-    session: AsyncSession, *, tenant: TenantContext, body: SandboxSend, settings: Settings
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    quote_id: str,
+    currency_code: str,
+    currency_amount: int | None = None,
+    settings: Settings,
 ) -> Transaction:
-    """Funds for a real-time-funded quote arrive: the matching amount executes it; any other amount is
-    held in suspense, the payment fails with FUNDING_AMOUNT_MISMATCH and the funds are refunded."""
-    quote = await load_quote(session, tenant_id=tenant.id, quote_id=body.quote_id, for_update=True)
+    """Funds for a real-time-funded quote arrive (`currency_amount` minor units of `currency_code`, default
+    the quote's totalSendingAmount): the matching amount executes it; any other amount is held in suspense,
+    the payment fails with FUNDING_AMOUNT_MISMATCH and the funds are refunded."""
+    quote = await load_quote(session, tenant_id=tenant.id, quote_id=quote_id, for_update=True)
     if quote.funding != REALTIME_FUNDING:
         raise invalid_field(
             "quoteId",
             f"quote {quote.id} is funded from an account; execute it with POST /quotes/{{quoteId}}/execute",
         )
     check_open(quote)
-    if body.currency_code != quote.sending_currency:
+    if currency_code != quote.sending_currency:
         raise invalid_field(
             "currencyCode",
-            f"quote {quote.id} is funded in {quote.sending_currency}, not {body.currency_code}",
+            f"quote {quote.id} is funded in {quote.sending_currency}, not {currency_code}",
         )
-    amount = body.currency_amount if body.currency_amount is not None else quote.sending_amount
+    amount = currency_amount if currency_amount is not None else quote.sending_amount
     transaction = await _transaction(session, quote)
     funding_account = await _clearing(session, quote, quote.sending_currency, FUNDING_QUALIFIER)
     if amount == quote.sending_amount:
