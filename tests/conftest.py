@@ -27,6 +27,7 @@ from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
+from tests.factories import create_platform
 from tests.support.receiver import WebhookReceiver
 
 PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
@@ -169,25 +170,6 @@ async def runner(db: Database, settings: Settings) -> AsyncIterator[JobRunner]:
 
     yield JobRunner(db, settings, name="test")
     await close_clients()
-
-
-async def create_platform(db: Database, settings: Settings, **kwargs: Any) -> dict[str, Any]:
-    from platpay.platforms import service as platforms_service
-
-    async with db.transaction() as session:
-        created = await platforms_service.create_platform(
-            session,
-            name=kwargs.get("name", "Test Platform"),
-            is_regulated=kwargs.get("is_regulated", False),
-            currency_codes=kwargs.get("currencies"),
-            uma_domain=kwargs.get("uma_domain"),
-            settings=settings,
-        )
-    return {
-        "platform_id": created.platform_id,
-        "sandbox": created.credentials["sandbox"],
-        "production": created.credentials["production"],
-    }
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from platpay.accounts.validators import checksums, wallets
 from tests.accounts.examples import INVALID, VALID
-from tests.conftest import create_platform
+from tests.factories import create_platform
 
 JANE = {"customerType": "INDIVIDUAL", "fullName": "Jane Doe"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import create_platform
+from tests.factories import create_platform
 
 
 async def _create(client, auth, name="t", permissions=("VIEW",), key=None):

@@ -22,7 +22,7 @@ from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from platpay.ledger.models import LedgerAccountRow
-from tests.conftest import create_platform
+from tests.factories import create_platform
 from tests.support.jobs import run_jobs_until
 
 DOMAIN = "test-platform.platpay.test"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import create_platform
+from tests.factories import create_platform
 from tests.support.jobs import run_jobs_until
 
 JANE = {

@@ -33,7 +33,7 @@ from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.payments.models import TransactionRow
-from tests.payments.support import customer, external_account, fund, internal_account
+from tests.factories import customer, external_account, fund, internal_account
 from tests.support.tcp_proxy import TcpProxy
 
 

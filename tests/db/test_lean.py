@@ -13,7 +13,7 @@ from platpay.events.models import EventRow
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.payments.models import TransactionRow
-from tests.conftest import create_platform
+from tests.factories import create_platform
 
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
 _EVENT_TYPE = Lean(select(EventRow.type).where(EventRow.id == bindparam("id")))

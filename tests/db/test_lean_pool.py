@@ -15,7 +15,8 @@ from sqlalchemy import bindparam, select, text
 from platpay.auth.models import ApiTokenRow
 from platpay.db.lean import Lean
 from platpay.db.lean_pool import LeanPool
-from tests.conftest import PG_URL, create_platform
+from tests.conftest import PG_URL
+from tests.factories import create_platform
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="the lean pool serves PostgreSQL only")
 

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from tests.e2e.pg import PgProbe
-from tests.payments.support import FULL_PERSON
+from tests.factories import FULL_PERSON
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})

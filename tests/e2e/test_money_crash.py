@@ -61,7 +61,7 @@ from tests.e2e.money import (
 )
 from tests.e2e.pg import PgProbe
 from tests.e2e.test_server import create_platform, credentials
-from tests.fx.support import clabe_ending
+from tests.factories import clabe_ending
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
 
 pytestmark = pytest.mark.e2e

@@ -33,8 +33,7 @@ from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from platpay.kit.crypto.webhook_signing import verify_header
 from platpay.payments.models import TransactionRow
-from tests.conftest import create_platform
-from tests.payments.support import customer, external_account, fund, internal_account
+from tests.factories import create_platform, customer, external_account, fund, internal_account
 from tests.support.jobs import run_jobs_until
 from tests.support.receiver import Reply, WebhookReceiver
 

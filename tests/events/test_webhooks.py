@@ -8,7 +8,7 @@ from datetime import timedelta
 from platpay.events import service as events_service
 from platpay.events.delivery import retry_delay
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.conftest import create_platform
+from tests.factories import create_platform
 from tests.support.jobs import run_jobs_until
 from tests.support.receiver import Reply
 

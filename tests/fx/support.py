@@ -7,24 +7,11 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
-
-from platpay.accounts.validators import checksums
 
 DATA = Path(__file__).resolve().parents[2] / "platpay" / "fx" / "data"
 RATES = json.loads((DATA / "sandbox_rates.json").read_text())
 FEES = json.loads((DATA / "fee_schedule.json").read_text())
 DECIMALS = {"USD": 2, "MXN": 2, "EUR": 2, "USDC": 6, "JPY": 0, "BTC": 8, "GBP": 2, "INR": 2}
-PERSON = {"beneficiaryType": "INDIVIDUAL", "fullName": "Juan Pérez"}
-
-
-def clabe_ending(suffix: str) -> str:
-    """A valid CLABE (control digit included) whose last three digits are `suffix`."""
-    for n in range(100_000):
-        clabe = checksums.make_clabe(f"002010{n:09d}{suffix[:2]}")
-        if clabe.endswith(suffix):
-            return clabe
-    raise AssertionError(f"no CLABE ends in {suffix}")
 
 
 def expected(source: str, destination: str, corridor: str, *, locked: str, amount: int) -> dict[str, int]:
@@ -60,44 +47,3 @@ def expected(source: str, destination: str, corridor: str, *, locked: str, amoun
         sending = low
         fee = fixed + math.ceil(Fraction(sending * bps, 10_000))
     return {"sending": sending, "receiving": receiving, "fees": fee}
-
-
-async def mxn_account(
-    client, auth, customer_id: str | None, suffix: str = "011", **extra: Any
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "currency": "MXN",
-        "accountInfo": {
-            "accountType": "MXN_ACCOUNT",
-            "clabeNumber": clabe_ending(suffix),
-            "beneficiary": PERSON,
-        },
-        **extra,
-    }
-    path = "/customers/external-accounts" if customer_id else "/platform/external-accounts"
-    if customer_id:
-        body["customerId"] = customer_id
-    response = await client.post(path, auth=auth, json=body)
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-async def quote(client, auth, *, source: dict, destination: dict, locked: str = "SENDING", amount: int = 10_000,
-                key: str | None = None, **extra: Any):  # fmt: skip
-    body = {
-        "source": source,
-        "destination": destination,
-        "lockedCurrencySide": locked,
-        "lockedCurrencyAmount": amount,
-        **extra,
-    }
-    headers = {"Idempotency-Key": key} if key else {}
-    return await client.post("/quotes", auth=auth, json=body, headers=headers)
-
-
-def account_source(account_id: str) -> dict[str, str]:
-    return {"sourceType": "ACCOUNT", "accountId": account_id}
-
-
-def account_destination(account_id: str, **extra: Any) -> dict[str, Any]:
-    return {"destinationType": "ACCOUNT", "accountId": account_id, **extra}

@@ -8,7 +8,7 @@ from sqlalchemy import text
 from platpay.events.models import EventRow
 from platpay.kit import clock, idempotency
 from platpay.kit.ids import new_id
-from tests.conftest import create_platform
+from tests.factories import create_platform
 
 
 async def _tenant_id(db, settings) -> str:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from platpay.ledger import service as ledger
-from tests.conftest import create_platform
+from tests.factories import create_platform
 
 
 @pytest.fixture

@@ -15,8 +15,7 @@ from platpay.kit import clock
 from platpay.ledger import service as ledger_service
 from platpay.payments import incoming_replies as replies
 from platpay.payments.models import TransactionRow
-from tests.conftest import create_platform
-from tests.payments.support import balances, customer, external_account, fund, internal_account
+from tests.factories import balances, create_platform, customer, external_account, fund, internal_account
 from tests.support.jobs import run_jobs_until
 from tests.support.receiver import Reply
 

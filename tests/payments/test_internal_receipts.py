@@ -9,16 +9,18 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.fx.support import account_destination, account_source, expected, quote
-from tests.payments.support import (
-    assert_reference_transaction,
+from tests.factories import (
+    account_destination,
+    account_source,
     balances,
     customer,
     external_account,
     fund,
     internal_account,
-    transaction_webhooks,
+    quote,
 )
+from tests.fx.support import expected
+from tests.payments.support import assert_reference_transaction, transaction_webhooks
 from tests.support.jobs import run_jobs_until
 
 START = 1_000_000

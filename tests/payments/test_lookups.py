@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fx.support import mxn_account
-from tests.payments.support import customer
+from tests.factories import customer, mxn_account
 
 
 class TestUmaLookup:

@@ -9,8 +9,18 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.fx.support import account_destination, account_source, expected, mxn_account, quote
-from tests.payments.support import balances, customer, external_account, fund, internal_account
+from tests.factories import (
+    account_destination,
+    account_source,
+    balances,
+    customer,
+    external_account,
+    fund,
+    internal_account,
+    mxn_account,
+    quote,
+)
+from tests.fx.support import expected
 
 START = 1_000_000
 

@@ -11,8 +11,18 @@ import pytest
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
-from tests.fx.support import account_destination, account_source, expected, mxn_account, quote
-from tests.payments.support import balances, customer, external_account, fund, internal_account
+from tests.factories import (
+    account_destination,
+    account_source,
+    balances,
+    customer,
+    external_account,
+    fund,
+    internal_account,
+    mxn_account,
+    quote,
+)
+from tests.fx.support import expected
 from tests.support.jobs import run_jobs_until
 
 

@@ -14,8 +14,8 @@ from platpay.ledger import service as ledger_service
 from platpay.payments import funding, transfers
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes.types import AccountDestination, AccountSource
-from tests.conftest import create_platform
-from tests.fx.support import PERSON, clabe_ending, expected
+from tests.factories import PERSON, clabe_ending, create_platform
+from tests.fx.support import expected
 
 BANK = {
     "accountType": "USD_ACCOUNT",

@@ -24,7 +24,7 @@ from platpay.payments.state import (
     lifecycle,
 )
 from platpay.tenants import service as tenants_service
-from tests.payments.support import customer, external_account, fund, internal_account
+from tests.factories import customer, external_account, fund, internal_account
 
 S, A = TransactionStatus, ApprovalState
 

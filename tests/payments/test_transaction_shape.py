@@ -14,15 +14,20 @@ from sqlalchemy import update
 from platpay.kit import clock
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
-from tests.fx.support import account_destination, account_source, mxn_account, quote
-from tests.payments.support import (
-    INCOMING_FAILURE_REASONS,
-    OUTGOING_FAILURE_REASONS,
-    assert_reference_transaction,
+from tests.factories import (
+    account_destination,
+    account_source,
     customer,
     external_account,
     fund,
     internal_account,
+    mxn_account,
+    quote,
+)
+from tests.payments.support import (
+    INCOMING_FAILURE_REASONS,
+    OUTGOING_FAILURE_REASONS,
+    assert_reference_transaction,
     transaction_webhooks,
 )
 from tests.support.jobs import run_jobs_until

@@ -7,14 +7,8 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.payments.support import (
-    assert_reference_transaction,
-    balances,
-    customer,
-    external_account,
-    fund,
-    internal_account,
-)
+from tests.factories import balances, customer, external_account, fund, internal_account
+from tests.payments.support import assert_reference_transaction
 from tests.support.jobs import run_jobs_until
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from platpay.fx import rates
 from platpay.kit import currencies
-from tests.conftest import create_platform
-from tests.payments.support import customer, internal_account
+from tests.factories import create_platform, customer, internal_account
 
 ADDRESSES = {
     "SOLANA": "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU",

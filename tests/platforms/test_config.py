@@ -7,7 +7,7 @@ import pytest
 from platpay.kit import clock
 from platpay.kit.crypto import p256
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.conftest import create_platform
+from tests.factories import create_platform
 from tests.support.jobs import run_jobs_until
 from tests.support.receiver import Reply, WebhookReceiver
 
