@@ -9,6 +9,7 @@ change, ledger entry and webhook committing together with the job.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -44,8 +45,10 @@ async def _accounts(
     external_id: str,
     internal_field: str,
     external_field: str,
-) -> tuple[InternalAccountRow, ExternalAccountRow]:
-    internal, external = await accounts_service.get_internal_with_external(
+) -> tuple[InternalAccountRow, ExternalAccountRow, Any]:
+    """The transfer's internal and external accounts, checked, and the internal account's owner (None for
+    the platform's), read with them."""
+    internal, external, owner = await accounts_service.get_internal_with_external(
         session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
     )
     if external is None:
@@ -64,17 +67,16 @@ async def _accounts(
         raise invalid_field(internal_field, f"internal account is {internal.status}")
     if external.status != "ACTIVE":
         raise invalid_field(external_field, f"external account is {external.status}")
-    return internal, external
+    return internal, external, owner
 
 
-async def _customer_checks(
-    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
-) -> str | None:
-    """The customer's platformCustomerId after checking it may move money in `currency`."""
-    if customer_id is None:
+def _customer_checks(internal: InternalAccountRow, owner: Any) -> str | None:
+    """The owner's platformCustomerId after checking it may move money in the account's currency (None for
+    the platform's account)."""
+    if internal.customer_id is None:
         return None
-    customer = await customers_service.ensure_can_move_money(
-        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
+    customer = customers_service.check_can_move_money(
+        owner, customer_id=internal.customer_id, currency=internal.currency
     )
     return customer.platform_customer_id
 
@@ -96,17 +98,9 @@ def check_amount(tenant: TenantContext, *, currency: str, amount: int, field: st
         )
 
 
-async def emit_balances(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    account_ids: list[str],
-    loaded: list[InternalAccountRow] | None = None,
-) -> None:
+async def emit_balances(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for internal accounts whose balance just changed."""
-    await accounts_service.emit_balance_updates(
-        session, tenant_id=tenant_id, account_ids=account_ids, loaded=loaded
-    )
+    await accounts_service.emit_balance_updates(session, tenant_id=tenant_id, account_ids=account_ids)
 
 
 async def _create_transfer(
@@ -154,7 +148,7 @@ async def _create_transfer(
 async def transfer_out(
     session: AsyncSession, *, tenant: TenantContext, body: TransferOut, settings: Settings
 ) -> Transaction:
-    internal, external = await _accounts(
+    internal, external, owner = await _accounts(
         session,
         tenant=tenant,
         internal_id=body.source.account_id,
@@ -169,9 +163,7 @@ async def transfer_out(
             "destination.paymentRail",
             f"{external.account_type} is paid over {rails}, not {body.destination.payment_rail}",
         )
-    platform_customer_id = await _customer_checks(
-        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
-    )
+    platform_customer_id = _customer_checks(internal, owner)
     amount = body.amount
     if amount is None:
         amount = (await ledger.balances(session, [internal.id]))[internal.id].available
@@ -212,8 +204,8 @@ async def transfer_out(
         await jobs_service.enqueue(
             session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
         )
-    await accounts_service.emit_balance_updates(
-        session, tenant_id=tenant.id, account_ids=[internal.id], loaded=[internal], balances=latest.balances
+    await accounts_service.emit_balance_update(
+        session, account=internal, balance=latest.balances[internal.id]
     )
     return transaction
 
@@ -221,7 +213,7 @@ async def transfer_out(
 async def transfer_in(
     session: AsyncSession, *, tenant: TenantContext, body: TransferIn, settings: Settings
 ) -> Transaction:
-    internal, external = await _accounts(
+    internal, external, owner = await _accounts(
         session,
         tenant=tenant,
         internal_id=body.destination.account_id,
@@ -239,9 +231,7 @@ async def transfer_in(
             f"{external.account_type} accounts cannot be pulled from; deposit into the internal account using its "
             f"fundingPaymentInstructions ({instructions})",
         )
-    platform_customer_id = await _customer_checks(
-        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
-    )
+    platform_customer_id = _customer_checks(internal, owner)
     check_amount(tenant, currency=internal.currency, amount=body.amount)
     row = await _create_transfer(
         session,
