@@ -266,8 +266,8 @@ TRANSACTION_COLUMNS = (
     "receipt_delivery_confirmed_at, created_at, updated_at"
 )
 JOB_COLUMNS = (
-    "id, kind, tenant_id, payload, state, run_at, attempts, max_attempts, lease_until, lease_token, dedupe_key, "
-    "last_error, created_at, updated_at, finished_at"
+    "id, kind, lane, concurrency_key, tenant_id, payload, state, run_at, attempts, max_attempts, lease_until, "
+    "lease_token, dedupe_key, last_error, created_at, updated_at, finished_at"
 )
 
 
@@ -333,7 +333,7 @@ def pgbench_script(*, hot: bool) -> str:
         f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now());",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
         f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now());",
-        f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', :tenant, "
+        f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
         f"jsonb_build_object('transactionId', {tx}, 'step', 'process'), 'QUEUED', now(), 0, 25, NULL, NULL, NULL, "
         "NULL, now(), now(), NULL);",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
@@ -553,10 +553,12 @@ def sqlite_baseline(
             (f"Event:{unique}-1", tenant, "OUTGOING_PAYMENT.PENDING", samples["event_payment"], stamp),
         )
         execute(
-            f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 15)})",
+            f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
             (
                 f"Task:{unique}",
                 "payments.transfer_step",
+                "default",
+                None,
                 tenant,
                 json.dumps({"transactionId": tx, "step": "process"}),
                 "QUEUED",

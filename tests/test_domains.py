@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from platpay import domains
+from platpay import BASE_PATH, domains
 from platpay.kit.domain_spec import Domain
 
 # Run in fresh interpreters: what one process has imported (Base.metadata, the job registry) is global.
@@ -19,7 +19,7 @@ if sys.argv[1] == "all":
     for info in pkgutil.walk_packages(platpay.__path__, "platpay."):
         importlib.import_module(info.name)
 else:
-    from platpay import domains
+    from platpay import BASE_PATH, domains
     domains.load()
 from platpay.db.base import Base
 from platpay.jobs import registry
@@ -55,3 +55,12 @@ def test_every_domain_is_described() -> None:
     assert len(names) == len(set(names))
     mounted = [mount.router for mount in domains.mounts()]
     assert len(mounted) == len({id(router) for router in mounted}), "a router is mounted twice"
+
+
+def test_the_csv_upload_takes_a_larger_body(settings) -> None:
+    """A domain's own body limits reach the edge middleware: the bulk CSV upload may exceed
+    PLATPAY_MAX_BODY_BYTES by the file limit plus the multipart envelope."""
+    limits = domains.body_limits(settings)
+    upload = f"{BASE_PATH}/customers/bulk/csv"
+    assert limits[upload] > settings.max_body_bytes
+    assert limits[upload] >= settings.bulk_import_max_bytes

@@ -5,13 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, or_, select, update
+from sqlalchemy import Select, and_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.customers import service as customers_service
-from platpay.db import lean
-from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
 
 
@@ -62,68 +60,41 @@ def internal_query(
 async def get_internal(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> InternalAccountRow | None:
-    return await lean.get(
-        session, InternalAccountRow, id=account_id, tenant_id=tenant_id, for_update=for_update
+    stmt = select(InternalAccountRow).where(
+        InternalAccountRow.id == account_id, InternalAccountRow.tenant_id == tenant_id
     )
-
-
-_INTERNAL_COLUMNS, _INTERNAL_KEYS = lean.columns_of(InternalAccountRow)
-_EXTERNAL_COLUMNS, _EXTERNAL_KEYS = lean.columns_of(ExternalAccountRow)
-
-
-def _pair_statement() -> Lean:
-    internal, external = InternalAccountRow.__table__, ExternalAccountRow.__table__
-    statement = (
-        select(
-            *(c.label(f"i_{c.name}") for c in _INTERNAL_COLUMNS),
-            *(c.label(f"e_{c.name}") for c in _EXTERNAL_COLUMNS),
-        )
-        .select_from(
-            internal.outerjoin(
-                external,
-                and_(
-                    external.c.id == bindparam("external_id"),
-                    external.c.tenant_id == internal.c.tenant_id,
-                    external.c.deleted_at.is_(None),
-                ),
-            )
-        )
-        .where(internal.c.id == bindparam("internal_id"), internal.c.tenant_id == bindparam("tenant_id"))
-    )
-    # The account's owner in the same query: the customers domain joins its table and adds its columns.
-    statement = customers_service.with_owner(
-        statement, customer_id=internal.c.customer_id, tenant_id=internal.c.tenant_id
-    )
-    return Lean(statement)
-
-
-_PAIR = _pair_statement()
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
 
 
 async def internal_with_external(
     session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
-) -> tuple[InternalAccountRow | None, ExternalAccountRow | None]:
-    """An internal account and a live external account of the tenant in one round trip (the money
-    paths' lookup), each None when missing. The internal account's owner is read with them into the
-    session, so the customer checks that follow find it there."""
-    row = await lean.first(
-        session, _PAIR, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
+) -> tuple[InternalAccountRow | None, ExternalAccountRow | None, Any]:
+    """An internal account, a live external account of the tenant and the internal account's owner (as
+    `customers_service.with_owner` reads it) in one round trip: the money paths' lookup. Each is None
+    when missing (the owner also for a platform account)."""
+    stmt = (
+        select(InternalAccountRow, ExternalAccountRow)
+        .outerjoin(
+            ExternalAccountRow,
+            and_(
+                ExternalAccountRow.id == external_id,
+                ExternalAccountRow.tenant_id == InternalAccountRow.tenant_id,
+                ExternalAccountRow.deleted_at.is_(None),
+            ),
+        )
+        .where(InternalAccountRow.id == internal_id, InternalAccountRow.tenant_id == tenant_id)
     )
+    # The account's owner in the same query: the customers domain joins its table and adds its entity.
+    stmt = customers_service.with_owner(
+        stmt, customer_id=InternalAccountRow.customer_id, tenant_id=InternalAccountRow.tenant_id
+    )
+    row = (await session.execute(stmt)).first()
     if row is None:
-        return None, None
-    n_internal, n_external = len(_INTERNAL_KEYS), len(_EXTERNAL_KEYS)
-    internal_values = row[:n_internal]
-    external_values = row[n_internal : n_internal + n_external]
-    internal = lean.instance(
-        session, InternalAccountRow, lean.rows_to_values(_INTERNAL_KEYS, internal_values)
-    )
-    external = (
-        lean.instance(session, ExternalAccountRow, lean.rows_to_values(_EXTERNAL_KEYS, external_values))
-        if external_values[0] is not None
-        else None
-    )
-    customers_service.owner_from_columns(session, row[n_internal + n_external :])
-    return internal, external
+        return None, None, None
+    internal, external, owner = row
+    return internal, external, owner
 
 
 async def customers_without_account(
@@ -240,14 +211,14 @@ def external_query(
 async def get_external(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> ExternalAccountRow | None:
-    return await lean.get(
-        session,
-        ExternalAccountRow,
-        id=account_id,
-        tenant_id=tenant_id,
-        deleted_at=None,
-        for_update=for_update,
+    stmt = select(ExternalAccountRow).where(
+        ExternalAccountRow.id == account_id,
+        ExternalAccountRow.tenant_id == tenant_id,
+        ExternalAccountRow.deleted_at.is_(None),
     )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
 
 
 async def default_deposit_account(

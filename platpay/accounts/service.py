@@ -108,37 +108,33 @@ async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, cust
         )
 
 
-async def emit_balance_updates(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    account_ids: list[str],
-    loaded: list[InternalAccountRow] | None = None,
-    balances: Mapping[str, Balance] | None = None,
-) -> None:
-    """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry).
-
-    `loaded`: rows of these accounts the caller already read in this session; reading them again would
-    return the very same objects (the session's identity map), so only the others are queried.
-    `balances`: balances the caller already knows as of now (a ledger entry's `balances`), not read again."""
-    known = {row.id: row for row in loaded or () if row.id in account_ids and row.tenant_id == tenant_id}
-    missing = [account_id for account_id in account_ids if account_id not in known]
-    if missing:
-        for row in await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=missing):
-            known[row.id] = row
-    rows = sorted(known.values(), key=lambda row: row.id)  # internal_by_ids' order
-    for account in await render(session, rows, balances=balances):
+async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
+    """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry)."""
+    rows = await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=account_ids)
+    for account in await render(session, rows):
         await events_service.emit(
             session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account
         )
 
 
-async def render(
-    session: AsyncSession, rows: list[InternalAccountRow], *, balances: Mapping[str, Balance] | None = None
-) -> list[InternalAccount]:
-    """Internal accounts as the API shows them; balances are read unless the caller knows them all."""
-    if balances is None or any(row.id not in balances for row in rows):
-        balances = await ledger_service.balances(session, [row.id for row in rows])
+async def emit_balance_update(
+    session: AsyncSession, *, account: InternalAccountRow, balance: Balance
+) -> InternalAccount:
+    """INTERNAL_ACCOUNT.BALANCE_UPDATED for `account`, whose balance is now `balance` (as the ledger entry that
+    moved it returned it); the account as GET returns it."""
+    [rendered] = _render([account], {account.id: balance})
+    await events_service.emit(
+        session, tenant_id=account.tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=rendered
+    )
+    return rendered
+
+
+async def render(session: AsyncSession, rows: list[InternalAccountRow]) -> list[InternalAccount]:
+    """Internal accounts as the API shows them, with their balances read now."""
+    return _render(rows, await ledger_service.balances(session, [row.id for row in rows]))
+
+
+def _render(rows: list[InternalAccountRow], balances: Mapping[str, Balance]) -> list[InternalAccount]:
     accounts = []
     for row in rows:
         balance = balances[row.id]
@@ -206,17 +202,19 @@ async def get_internal(
 
 async def get_internal_with_external(
     session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
-) -> tuple[InternalAccountRow, ExternalAccountRow | None]:
-    """A transfer's two accounts in one read: the internal account (404 when missing) and the tenant's
-    live external account, if there is one with that id."""
-    internal, external = await repository.internal_with_external(
+) -> tuple[InternalAccountRow, ExternalAccountRow | None, Any]:
+    """A transfer's two accounts and the internal account's owner in one read: the internal account (404
+    when missing), the tenant's live external account if there is one with that id, and the owner as the
+    customers domain reads it (`customers_service.with_owner`; None for a platform account), for
+    `customers_service.check_can_move_money`."""
+    internal, external, owner = await repository.internal_with_external(
         session, tenant_id=tenant_id, internal_id=internal_id, external_id=external_id
     )
     if internal is None:
         raise InternalAccountNotFound(
             f"internal account {internal_id!r} not found", details={"accountId": internal_id}
         )
-    return internal, external
+    return internal, external, owner
 
 
 async def customer_account_in(

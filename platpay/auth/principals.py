@@ -13,7 +13,6 @@ from platpay.auth.principal import Principal
 from platpay.auth.schemas import Permission
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
-from platpay.tenants import service as tenants_service
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
@@ -69,7 +68,6 @@ async def authenticate(request: Request) -> Principal:
         raise _missing()
     principal = await resolve(request)
     request.state.principal = principal
-    request.state.known = tenants_service.known_facts(principal.tenant)  # for its unit of work
     request.state.tenant_id = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
     return principal

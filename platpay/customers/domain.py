@@ -35,4 +35,5 @@ DOMAIN = Domain(
             "BULK_UPLOAD.FAILED",
         }
     ),
+    body_limits=_body_limits,
 )

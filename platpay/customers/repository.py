@@ -10,13 +10,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from platpay.customers.models import CustomerRow
-from platpay.db import lean
 
 
 async def get(
     session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
 ) -> CustomerRow | None:
-    return await lean.get(session, CustomerRow, id=customer_id, tenant_id=tenant_id, for_update=for_update)
+    stmt = select(CustomerRow).where(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
 
 
 async def taken_keys(
@@ -133,25 +135,11 @@ def active_ids_query(*, tenant_id: str) -> Select[Any]:
     )
 
 
-_OWNER_COLUMNS, _OWNER_KEYS = lean.columns_of(CustomerRow)
-
-
 def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:
     """`stmt` outer-joined to the customer its column `customer_id` names in the tenant `tenant_id` names,
-    with every customers column appended (labelled c_<name>); `owner_from_columns` reads them back."""
-    customer = CustomerRow.__table__
-    return stmt.add_columns(*(c.label(f"c_{c.name}") for c in _OWNER_COLUMNS)).outerjoin(
-        customer, and_(customer.c.id == customer_id, customer.c.tenant_id == tenant_id)
+    with that customer (a CustomerRow, None when there is none) appended as its last entity."""
+    return stmt.add_columns(CustomerRow).outerjoin(
+        CustomerRow, and_(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
     )
-
-
-def owner_from_columns(session: AsyncSession, values: tuple[Any, ...]) -> CustomerRow | None:
-    """The customer `with_owner`'s columns hold (None if it named none), as a persistent instance of
-    `session`, kept there for the rest of its life so that later lookups of it find it without a query."""
-    if values[0] is None:
-        return None
-    row = lean.instance(session, CustomerRow, lean.rows_to_values(_OWNER_KEYS, values))
-    lean.keep(session, row)
-    return row

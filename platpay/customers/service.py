@@ -436,22 +436,29 @@ def to_schema(row: CustomerRow) -> Customer:
     )
 
 
-async def load(
-    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
-) -> CustomerRow:
-    row = await repository.get(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update)
+def _found(row: CustomerRow | None, customer_id: str) -> CustomerRow:
     if row is None:
         raise CustomerNotFound(f"customer {customer_id!r} not found", details={"customerId": customer_id})
     return row
 
 
+def _active(row: CustomerRow) -> CustomerRow:
+    if row.deleted_at is not None:
+        raise CustomerDeleted(f"customer {row.id!r} was deleted", details={"customerId": row.id})
+    return row
+
+
+async def load(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
+) -> CustomerRow:
+    row = await repository.get(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update)
+    return _found(row, customer_id)
+
+
 async def load_active(
     session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
 ) -> CustomerRow:
-    row = await load(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update)
-    if row.deleted_at is not None:
-        raise CustomerDeleted(f"customer {customer_id!r} was deleted", details={"customerId": customer_id})
-    return row
+    return _active(await load(session, tenant_id=tenant_id, customer_id=customer_id, for_update=for_update))
 
 
 async def find_active(session: AsyncSession, *, tenant_id: str, customer_id: str) -> CustomerRow | None:
@@ -563,7 +570,10 @@ async def ensure_ready_for_currency(
     session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str
 ) -> CustomerRow:
     """Money movement in `currency` needs every provider-required field for it (SPEC §2 rule 1)."""
-    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
+    return _ready(await load_active(session, tenant_id=tenant_id, customer_id=customer_id), currency)
+
+
+def _ready(row: CustomerRow, currency: str) -> CustomerRow:
     problems = v.missing_for_currencies(_customer_dict(row), _provider_required([currency]))
     if problems:
         raise _refusal(problems)
@@ -580,15 +590,9 @@ def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:
     """`stmt` with the customer that its column `customer_id` names (in the tenant `tenant_id` names) read in
-    the same query: outer-joined, its columns appended after `stmt`'s; `owner_from_columns` takes them.
-    For the money paths, which read an account and then check its owner."""
+    the same query: outer-joined, appended as the last entity of each row (None when there is none). For the
+    money paths, which read an account and then check its owner (`check_can_move_money`)."""
     return repository.with_owner(stmt, customer_id=customer_id, tenant_id=tenant_id)
-
-
-def owner_from_columns(session: AsyncSession, values: tuple[Any, ...]) -> CustomerRow | None:
-    """The customer in the columns `with_owner` appended (None when there was none), loaded into `session`
-    and kept there, so that the customer checks that follow (`load_active`, ...) find it without a query."""
-    return repository.owner_from_columns(session, values)
 
 
 async def ensure_can_move_money(
@@ -596,9 +600,16 @@ async def ensure_can_move_money(
 ) -> CustomerRow:
     """The one readiness check before a customer sends (or, `receiving`, is paid) money in `currency`:
     active, every provider-required field for the currency on file, and not failed KYC (403 USER_NOT_READY)."""
-    row = await ensure_ready_for_currency(
-        session, tenant_id=tenant_id, customer_id=customer_id, currency=currency
-    )
+    row = await repository.get(session, tenant_id=tenant_id, customer_id=customer_id)
+    return check_can_move_money(row, customer_id=customer_id, currency=currency, receiving=receiving)
+
+
+def check_can_move_money(
+    row: CustomerRow | None, *, customer_id: str, currency: str, receiving: bool = False
+) -> CustomerRow:
+    """`ensure_can_move_money` on the customer `customer_id` as the caller already read it (`row`; None when
+    there is none): for the transfer path, which reads the owner with its account (`with_owner`)."""
+    row = _ready(_active(_found(row, customer_id)), currency)
     if row.kyc_status == "REJECTED":
         action = "receive payments" if receiving else "move money"
         raise CustomerNotReady(

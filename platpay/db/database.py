@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import json
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -171,19 +170,14 @@ class Database:
             raise self.outage.failed(error, reason) from error
 
     @contextlib.asynccontextmanager
-    async def transaction(self, *, known: Mapping[str, Any] | None = None) -> AsyncIterator[AsyncSession]:
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
         """The unit of work: commits once on success, rolls back on any exception.
-
-        `known`: facts the caller already read in this request (see `RequestFacts`), put in `session.info`
-        so that domains need not read them again inside the transaction.
 
         An outage (here or in the caller's statements) raises DatabaseUnavailable; one at COMMIT leaves
         the outcome unknown, which is what idempotency keys are for."""
         try:
             async with self._sqlite_writer():
                 session = self._write_sessions()
-                if known:
-                    session.info.update(copy.deepcopy(dict(known)))
                 try:
                     async with session.begin():
                         yield session

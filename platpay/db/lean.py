@@ -14,12 +14,18 @@ that shows the connection is lost (the server ended it, the network dropped it) 
 `session.execute` would, so that it never goes back to the pool.
 
 Nothing here bypasses the unit of work's guarantees: a lean write commits or rolls back with the session.
-The ORM does not see lean writes, so a row inserted leanly is only in the identity map if the caller
-attaches it (`attach`).
+The ORM does not see lean writes; `add` and `get` are the ORM's own insert and lookup of an instance, leanly,
+with the same identity-map semantics.
+
+Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
+the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
+idempotency keys and payments' transactions; plus authentication's one read per request
+(`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import bindparam, event, exc, select
@@ -35,19 +41,23 @@ Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
 
 
 class Lean:
-    """A fixed Core statement, compiled once per dialect, executed on the driver (see the module)."""
+    """A fixed Core statement, compiled once per dialect, executed on the driver (see the module).
+    `dialects`: the statement to run instead on the dialects it names, for one spelled differently there
+    (`platpay.db.portable`)."""
 
-    __slots__ = ("_plans", "statement")
+    __slots__ = ("_dialects", "_plans", "statement")
 
-    def __init__(self, statement: Executable) -> None:
+    def __init__(self, statement: Executable, *, dialects: Mapping[str, Executable] | None = None) -> None:
         self.statement = statement
+        self._dialects = dict(dialects or {})
         self._plans: dict[str, Plan] = {}
 
     def plan(self, dialect: Dialect) -> Plan:
         """(SQL, per-parameter (name, default, bind processor), per-result-column processors)."""
         plan = self._plans.get(dialect.name)
         if plan is None:
-            compiled = self.statement.compile(dialect=dialect)
+            statement = self._dialects.get(dialect.name, self.statement)
+            compiled = statement.compile(dialect=dialect)
             binds = tuple(
                 (
                     name,
@@ -56,7 +66,7 @@ class Lean:
                 )
                 for name in compiled.positiontup or ()
             )
-            columns = getattr(self.statement, "exported_columns", ())
+            columns = getattr(statement, "exported_columns", ())
             results = tuple(
                 column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns
             )
@@ -179,10 +189,14 @@ async def execute_many(session: AsyncSession, lean: Lean, params: list[dict[str,
         raise await _failed(known, sql, [a for _, a, _ in batches], error) from error
 
 
+# ORM instances, leanly: for the repositories whose rows are read and written on every money movement
+# (payments' transactions). An instance read or inserted here is in the session's identity map exactly as
+# if the ORM had loaded it, so later changes to it flush as UPDATEs with the unit of work.
+
 _COLUMNS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
 
 
-def values_of(row: Any) -> dict[str, Any]:
+def _values_of(row: Any) -> dict[str, Any]:
     """Every column value of an ORM instance by column name, scalar column defaults applied to attributes
     left unset: the parameters of a lean INSERT of it."""
     columns = _COLUMNS.get(type(row))
@@ -208,7 +222,14 @@ def values_of(row: Any) -> dict[str, Any]:
     return values
 
 
-def instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> Any:
+async def add(session: AsyncSession, insert: Lean, row: Any) -> None:
+    """`session.add(row)` and its flush, leanly: insert a new ORM instance with `insert` (its table's lean
+    INSERT) and make it persistent in `session`, as if loaded."""
+    await rows(session, insert, _values_of(row))
+    _attach(session, row)
+
+
+def _instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> Any:
     """The persistent `cls` instance for a row a lean SELECT read (`values` by attribute name): the one
     already in the session's identity map, else a new one attached as if the ORM had loaded it."""
     mapper = sa_inspect(cls)
@@ -219,22 +240,12 @@ def instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> A
     # What the ORM's loader does, without __init__'s per-attribute instrumentation events.
     row = mapper.class_manager.new_instance()
     row.__dict__.update(values)
-    attach(session, row)
+    _attach(session, row)
     return row
 
 
 _GETS: dict[tuple[Any, ...], tuple[Lean, tuple[str, ...]]] = {}
 _MISSING = object()
-
-
-def rows_to_values(keys: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip(keys, row, strict=True))
-
-
-def columns_of(cls: type[Any]) -> tuple[list[Any], tuple[str, ...]]:
-    """An ORM class's mapped columns and their attribute names, in the same order."""
-    attrs = sa_inspect(cls).column_attrs
-    return [attr.columns[0] for attr in attrs], tuple(attr.key for attr in attrs)
 
 
 async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False, **where: Any) -> Any:
@@ -245,8 +256,8 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
     found = _GETS.get(shape)
     if found is None:
         table = cls.__table__
-        columns, names = columns_of(cls)
-        statement = select(*columns).where(
+        attrs = sa_inspect(cls).column_attrs
+        statement = select(*(attr.columns[0] for attr in attrs)).where(
             *(
                 table.c[name].is_(None) if is_null else table.c[name] == bindparam(name)
                 for name, is_null in shape[2]
@@ -254,7 +265,7 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
         )
         if for_update:
             statement = statement.with_for_update()
-        found = _GETS[shape] = (Lean(statement), names)
+        found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in attrs))
     statement, keys = found
     if not for_update:
         # Like session.get: an instance this session already holds is the answer, without a query (a
@@ -267,19 +278,10 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
         ):
             return held
     row = await first(session, statement, where)
-    return None if row is None else instance(session, cls, rows_to_values(keys, row))
+    return None if row is None else _instance(session, cls, dict(zip(keys, row, strict=True)))
 
 
-def keep(session: AsyncSession, row: Any) -> None:
-    """Keep a prefetched instance in the session for the rest of its life. The identity map holds
-    instances weakly: one that nobody references is dropped at once, and the next lookup queries again."""
-    session.info.setdefault(_KEPT, []).append(row)
-
-
-_KEPT = "platpay_lean_kept"
-
-
-def attach(session: AsyncSession, row: Any) -> None:
+def _attach(session: AsyncSession, row: Any) -> None:
     """Make an instance inserted by a lean INSERT persistent in `session`, as if loaded: later changes
     to it flush as UPDATEs with the unit of work."""
     make_transient_to_detached(row)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from platpay.db.lean import Lean
 
 
 def insert_ignore(session: AsyncSession, table: Any, values: dict[str, Any] | list[dict[str, Any]]) -> Any:
@@ -15,11 +17,27 @@ def insert_ignore(session: AsyncSession, table: Any, values: dict[str, Any] | li
     return module.insert(table).values(values).on_conflict_do_nothing()
 
 
-async def insert_ignore_many(session: AsyncSession, table: Any, rows: list[dict[str, Any]]) -> None:
-    """INSERT … ON CONFLICT DO NOTHING of many rows as one executemany of one cached statement. (A
-    multi-row VALUES has bind parameters in proportion to the rows: it is compiled anew every time, which
-    costs more than the insert, and asyncpg refuses it past 32767 parameters.)"""
+async def insert_ignore_many(
+    executor: AsyncSession | AsyncConnection, table: Any, rows: list[dict[str, Any]]
+) -> None:
+    """INSERT … ON CONFLICT DO NOTHING of many rows as one executemany of one cached statement, in a session
+    or on a connection of its own. (A multi-row VALUES has bind parameters in proportion to the rows: it is
+    compiled anew every time, which costs more than the insert, and asyncpg refuses it past 32767
+    parameters.)"""
     if rows:
-        dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+        if isinstance(executor, AsyncConnection):
+            dialect = executor.dialect.name
+        else:
+            dialect = executor.bind.dialect.name if executor.bind is not None else "sqlite"
         module = postgresql if dialect == "postgresql" else sqlite
-        await session.execute(module.insert(table).on_conflict_do_nothing(), rows)
+        await executor.execute(module.insert(table).on_conflict_do_nothing(), rows)
+
+
+def lean_insert_ignore(table: Any) -> Lean:
+    """A lean INSERT … ON CONFLICT DO NOTHING of one row, for either dialect, returning the primary key of
+    the row when it was inserted (no row when it was ignored)."""
+    primary_key = tuple(table.primary_key.columns)
+    return Lean(
+        sqlite.insert(table).on_conflict_do_nothing().returning(*primary_key),
+        dialects={"postgresql": postgresql.insert(table).on_conflict_do_nothing().returning(*primary_key)},
+    )

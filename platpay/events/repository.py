@@ -11,15 +11,26 @@ from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow
 from platpay.events.state import DELIVERY, ENDPOINT, DeliveryStatus, EndpointStatus
+from platpay.tenants import service as tenants_service
 
-# Lean inserts: events (and their deliveries) are written on every money movement.
-_INSERT_EVENT = Lean(EventRow.__table__.insert())
+# Lean inserts (the only way these two tables are written): events and their deliveries are written on every
+# money movement. An event's INSERT returns its tenant's webhook endpoint (the tenants domain's subquery), so
+# scheduling its delivery costs no round trip of its own.
+_INSERT_EVENT = Lean(
+    EventRow.__table__.insert().returning(
+        tenants_service.webhook_endpoint_of(bindparam("endpoint_tenant_id")).label("webhook_endpoint")
+    )
+)
 _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 
 
-async def insert_event(session: AsyncSession, values: dict[str, Any]) -> None:
-    """Insert an event row: id, tenant_id, type, data, created_at."""
-    await lean.rows(session, _INSERT_EVENT, values)
+async def insert_event(session: AsyncSession, values: dict[str, Any]) -> str | None:
+    """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of this
+    statement (None when it has none)."""
+    [(endpoint,)] = await lean.rows(
+        session, _INSERT_EVENT, {**values, "endpoint_tenant_id": values["tenant_id"]}
+    )
+    return endpoint
 
 
 async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:

@@ -52,10 +52,7 @@ async def emit(
         "data": _payload(resource),
         "created_at": now,
     }
-    # Lean inserts of plain values, not session.add of an EventRow: events are written on every money
-    # movement, and the ORM's instance and unit of work cost several times the statement itself.
-    await repository.insert_event(session, event)
-    url = await tenants_service.webhook_endpoint(session, tenant_id=tenant_id)
+    url = await repository.insert_event(session, event)  # the tenant's endpoint, read by the same statement
     if url:
         await _schedule(session, event_id=event["id"], tenant_id=tenant_id, type=type, url=url, now=now)
     return event["id"]
@@ -223,30 +220,41 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
         if not url:
             raise WebhookEndpointNotSet("no webhookEndpoint is configured; set one with PATCH /config")
         now = clock.now()
-        event = EventRow(id=new_id("Event"), tenant_id=tenant.id, type=types.TEST, data={}, created_at=now)
-        session.add(event)
-        delivery = WebhookDeliveryRow(
-            id=new_id("Webhook"),
-            tenant_id=tenant.id,
-            event_id=event.id,
-            event_type=types.TEST,
-            url=url,
-            status=DeliveryStatus.PENDING,
-            retryable=False,
-            attempt_count=0,
-            next_attempt_at=None,
-            created_at=now,
-            updated_at=now,
+        event_id, delivery_id = new_id("Event"), new_id("Webhook")
+        await repository.insert_event(
+            session,
+            {"id": event_id, "tenant_id": tenant.id, "type": types.TEST, "data": {}, "created_at": now},
         )
-        session.add(delivery)
+        await repository.insert_delivery(
+            session,
+            {
+                "id": delivery_id,
+                "tenant_id": tenant.id,
+                "event_id": event_id,
+                "event_type": types.TEST,
+                "url": url,
+                "status": DeliveryStatus.PENDING,
+                "retryable": False,
+                "job_id": None,
+                "attempt_count": 0,
+                "next_attempt_at": None,
+                "last_response_status": None,
+                "last_error": None,
+                "first_attempt_at": None,
+                "delivered_at": None,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
     at = clock.now()
-    body = delivery_mod.envelope(delivery_id=delivery.id, event_type=types.TEST, data={}, at=at)
+    body = delivery_mod.envelope(delivery_id=delivery_id, event_type=types.TEST, data={}, at=at)
     result = await delivery_mod.sign_and_send(
         db.read, settings=settings, tenant_id=tenant.id, environment=tenant.environment, url=url, body=body
     )
     async with db.transaction() as session:
-        locked = await repository.get_delivery(session, delivery_id=delivery.id, for_update=True)
-        assert locked is not None
+        locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
+        event = await repository.get_event(session, event_id)
+        assert locked is not None and event is not None
         await delivery_mod.record_attempt(
             session, delivery=locked, event=event, result=result, at=at, settings=settings
         )
@@ -255,14 +263,14 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
     if result.status is None:
         raise WebhookDeliveryError(
             f"could not deliver the test webhook to {url}: {result.error}",
-            details={"url": url, "deliveryId": delivery.id, "error": result.error},
+            details={"url": url, "deliveryId": delivery_id, "error": result.error},
         )
     if not result.ok:
         raise WebhookDeliveryError(
             f"the webhook endpoint {url} answered {result.status}",
             details={
                 "url": url,
-                "deliveryId": delivery.id,
+                "deliveryId": delivery_id,
                 "response_status": result.status,
                 "response_body": result.body,
             },

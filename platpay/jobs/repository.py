@@ -21,22 +21,23 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.portable import insert_ignore
+from platpay.db.portable import lean_insert_ignore
 from platpay.db.types import UtcDateTime
 from platpay.jobs import registry
 from platpay.jobs.models import JobRow
 
 QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
+# Lean inserts (the only way jobs are written): jobs are written on every money movement.
 _INSERT = Lean(JobRow.__table__.insert())
+_INSERT_UNLESS_DEDUPED = lean_insert_ignore(JobRow.__table__)
 
 
 async def insert(session: AsyncSession, values: dict[str, Any]) -> bool:
     """Insert a job; with a dedupe_key an existing job with that key wins. True if inserted."""
     if values.get("dedupe_key") is None:
-        await lean.rows(session, _INSERT, values)  # lean: jobs are written on every money movement
+        await lean.rows(session, _INSERT, values)
         return True
-    result = await session.execute(insert_ignore(session, JobRow.__table__, values))
-    return bool(result.rowcount)
+    return bool(await lean.rows(session, _INSERT_UNLESS_DEDUPED, values))
 
 
 def _claimable(now: datetime) -> Any:

@@ -150,12 +150,10 @@ async def execute(
     key: str | None,
     request_fingerprint: str,
     operation: Operation,
-    known: Mapping[str, Any] | None = None,
 ) -> Response:
-    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). `known`: facts
-    the request already read, for the unit of work (`Database.transaction`)."""
+    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key)."""
     if key is None:
-        async with db.transaction(known=known) as session:
+        async with db.transaction() as session:
             status, body = await operation(session)
         return _response(status, render(body), replayed=False)
     for _ in range(2):
@@ -166,7 +164,6 @@ async def execute(
                 key=key,
                 fingerprint=request_fingerprint,
                 operation=operation,
-                known=known,
             )
         except _StoredMeanwhile:
             # A duplicate committed its answer just before this request took the key (see _claim): this
@@ -186,10 +183,9 @@ async def _execute_once(
     key: str,
     fingerprint: str,
     operation: Operation,
-    known: Mapping[str, Any] | None,
 ) -> Response:
     try:
-        async with db.transaction(known=known) as session:
+        async with db.transaction() as session:
             stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
             if stored is not None:
                 return stored
@@ -206,7 +202,7 @@ async def _execute_once(
     # The operation refused the request (a 4xx: executed and deterministically refused). Its writes were
     # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —
     # unless a duplicate got the key in between and stored its answer, which is then the key's answer.
-    async with db.transaction(known=known) as session:
+    async with db.transaction() as session:
         stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
         if stored is not None:
             return stored
@@ -340,7 +336,6 @@ class Idempotent:
                 caller=getattr(state, "caller", None),
             ),
             operation=run,
-            known=getattr(state, "known", None),
         )
 
 

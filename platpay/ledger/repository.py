@@ -48,11 +48,10 @@ async def insert_accounts(session: AsyncSession, rows: list[dict[str, Any]]) -> 
 
 
 async def create_account_committed(engine: Any, row: dict[str, Any]) -> None:
-    """Insert a ledger account on a connection of its own and commit at once (PostgreSQL)."""
-    from sqlalchemy.dialects import postgresql
-
+    """Insert a ledger account on a connection of its own and commit at once (PostgreSQL): the same
+    statement as `insert_accounts`."""
     async with engine.connect() as connection:
-        await connection.execute(postgresql.insert(_ACCOUNTS).on_conflict_do_nothing(), [row])
+        await insert_ignore_many(connection, _ACCOUNTS, [row])
         await connection.commit()
 
 

@@ -20,7 +20,7 @@ async def fund_internal_account(
     source = await ledger.system_account(
         session, tenant_id=tenant.id, kind=ledger.SANDBOX_FUNDING, currency=account.currency
     )
-    await ledger.post(
+    entry = await ledger.post(
         session,
         tenant_id=tenant.id,
         kind="SANDBOX_FUNDING",
@@ -30,8 +30,6 @@ async def fund_internal_account(
             ledger.Leg(account.id, account.currency, amount),
         ],
     )
-    await accounts_service.emit_balance_updates(
-        session, tenant_id=tenant.id, account_ids=[account.id], loaded=[account]
+    return await accounts_service.emit_balance_update(
+        session, account=account, balance=entry.balances[account.id]
     )
-    [rendered] = await accounts_service.render(session, [account])
-    return rendered

@@ -71,6 +71,6 @@ _INSERT = Lean(TransactionRow.__table__.insert())
 
 
 async def insert(session: AsyncSession, row: TransactionRow) -> None:
-    """Insert a new transaction leanly and attach it: later changes to `row` flush as UPDATEs."""
-    await lean.rows(session, _INSERT, lean.values_of(row))
-    lean.attach(session, row)
+    """Insert a new transaction leanly (the only way transactions are inserted), persistent in the session:
+    later changes to `row` flush as UPDATEs."""
+    await lean.add(session, _INSERT, row)

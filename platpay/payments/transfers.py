@@ -8,7 +8,7 @@ change, ledger entry and webhook committing together with the job.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -45,8 +45,10 @@ async def _accounts(
     external_id: str,
     internal_field: str,
     external_field: str,
-) -> tuple[InternalAccountRow, ExternalAccountRow]:
-    internal, external = await accounts_service.get_internal_with_external(
+) -> tuple[InternalAccountRow, ExternalAccountRow, Any]:
+    """The transfer's internal and external accounts, checked, and the internal account's owner (None for
+    the platform's), read with them."""
+    internal, external, owner = await accounts_service.get_internal_with_external(
         session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
     )
     if external is None:
@@ -65,17 +67,16 @@ async def _accounts(
         raise invalid_field(internal_field, f"internal account is {internal.status}")
     if external.status != "ACTIVE":
         raise invalid_field(external_field, f"external account is {external.status}")
-    return internal, external
+    return internal, external, owner
 
 
-async def _customer_checks(
-    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
-) -> str | None:
-    """The customer's platformCustomerId after checking it may move money in `currency`."""
-    if customer_id is None:
+def _customer_checks(internal: InternalAccountRow, owner: Any) -> str | None:
+    """The owner's platformCustomerId after checking it may move money in the account's currency (None for
+    the platform's account)."""
+    if internal.customer_id is None:
         return None
-    customer = await customers_service.ensure_can_move_money(
-        session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
+    customer = customers_service.check_can_move_money(
+        owner, customer_id=internal.customer_id, currency=internal.currency
     )
     return customer.platform_customer_id
 
@@ -97,17 +98,9 @@ def check_amount(tenant: TenantContext, *, currency: str, amount: int, field: st
         )
 
 
-async def emit_balances(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    account_ids: list[str],
-    loaded: list[InternalAccountRow] | None = None,
-) -> None:
+async def emit_balances(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for internal accounts whose balance just changed."""
-    await accounts_service.emit_balance_updates(
-        session, tenant_id=tenant_id, account_ids=account_ids, loaded=loaded
-    )
+    await accounts_service.emit_balance_updates(session, tenant_id=tenant_id, account_ids=account_ids)
 
 
 async def _create_transfer(
@@ -166,7 +159,7 @@ async def transfer_out(
     """POST /transfer-out: from the internal account `source_account_id` to the same customer's external
     account `destination_account_id` (over `payment_rail`, default the account's first), `amount` minor units
     (None: the whole available balance), held until the rail settles. Refusals name the API's fields."""
-    internal, external = await _accounts(
+    internal, external, owner = await _accounts(
         session,
         tenant=tenant,
         internal_id=source_account_id,
@@ -181,9 +174,7 @@ async def transfer_out(
             "destination.paymentRail",
             f"{external.account_type} is paid over {rails}, not {payment_rail}",
         )
-    platform_customer_id = await _customer_checks(
-        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
-    )
+    platform_customer_id = _customer_checks(internal, owner)
     if amount is None:
         amount = (await ledger.balances(session, [internal.id]))[internal.id].available
         if amount <= 0:
@@ -227,8 +218,8 @@ async def transfer_out(
         await jobs_service.enqueue(
             session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
         )
-    await accounts_service.emit_balance_updates(
-        session, tenant_id=tenant.id, account_ids=[internal.id], loaded=[internal], balances=latest.balances
+    await accounts_service.emit_balance_update(
+        session, account=internal, balance=latest.balances[internal.id]
     )
     return transaction
 
@@ -245,7 +236,7 @@ async def transfer_in(
 ) -> Transaction:
     """POST /transfer-in: pull `amount` minor units from the external account `source_account_id` (one that
     supports pull) into the same customer's internal account `destination_account_id`."""
-    internal, external = await _accounts(
+    internal, external, owner = await _accounts(
         session,
         tenant=tenant,
         internal_id=destination_account_id,
@@ -263,9 +254,7 @@ async def transfer_in(
             f"{external.account_type} accounts cannot be pulled from; deposit into the internal account using its "
             f"fundingPaymentInstructions ({instructions})",
         )
-    platform_customer_id = await _customer_checks(
-        session, tenant=tenant, customer_id=internal.customer_id, currency=internal.currency
-    )
+    platform_customer_id = _customer_checks(internal, owner)
     check_amount(tenant, currency=internal.currency, amount=amount)
     row = await _create_transfer(
         session,

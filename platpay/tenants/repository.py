@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import Select, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.selectable import ScalarSelect
 
 from platpay.tenants.models import PlatformRow, TenantRow
 
@@ -53,6 +54,10 @@ async def count_platforms(session: AsyncSession) -> int:
 
 async def webhook_endpoint(session: AsyncSession, tenant_id: str) -> str | None:
     return await session.scalar(select(TenantRow.webhook_endpoint).where(TenantRow.id == tenant_id))
+
+
+def webhook_endpoint_of(tenant_id: ColumnElement[str]) -> ScalarSelect[str | None]:
+    return select(TenantRow.webhook_endpoint).where(TenantRow.id == tenant_id).scalar_subquery()
 
 
 async def public_key_and_sealed_private(session: AsyncSession, tenant_id: str) -> tuple[str, str] | None:

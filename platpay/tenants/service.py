@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.selectable import ScalarSelect
 
 from platpay.config import Settings
 from platpay.errors import invalid_field
@@ -138,7 +139,6 @@ async def apply_config(
         new_url = changes["webhook_endpoint"]
         endpoint_changed = new_url is not None and new_url != row.webhook_endpoint
         row.webhook_endpoint = new_url
-        session.info.get(_ENDPOINTS_READ, {}).pop(row.id, None)
     added: list[str] = []
     if "supported_currencies" in changes:
         before = {entry["currencyCode"] for entry in row.supported_currencies}
@@ -233,24 +233,15 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
     return tenant
 
 
-_ENDPOINTS_READ = "platpay_webhook_endpoints"  # session.info: tenant id -> endpoint read in this transaction
-
-
-def known_facts(tenant: TenantContext) -> dict[str, Any]:
-    """What authenticating a request already read about its tenant, for its unit of work
-    (`Database.transaction(known=...)`): the webhook endpoint, as fresh as a read inside the transaction
-    (both are reads made during the request, before its writes commit)."""
-    return {_ENDPOINTS_READ: {tenant.id: tenant.webhook_endpoint}}
-
-
 async def webhook_endpoint(session: AsyncSession, *, tenant_id: str) -> str | None:
-    """The tenant's webhook endpoint, read once per transaction: a business transaction emitting several
-    events (a transfer: its status and the balance change) schedules them all to the same endpoint, with
-    one query instead of one per event. apply_config forgets the value it replaces."""
-    read = session.info.setdefault(_ENDPOINTS_READ, {})
-    if tenant_id not in read:
-        read[tenant_id] = await repository.webhook_endpoint(session, tenant_id)
-    return read[tenant_id]
+    """The tenant's webhook endpoint (None when it has none)."""
+    return await repository.webhook_endpoint(session, tenant_id)
+
+
+def webhook_endpoint_of(tenant_id: ColumnElement[str]) -> ScalarSelect[str | None]:
+    """The webhook endpoint of the tenant `tenant_id` names, as a scalar subquery: for a statement of another
+    domain to read it in the same round trip (events: every event's INSERT returns where to deliver it)."""
+    return repository.webhook_endpoint_of(tenant_id)
 
 
 async def sealed_webhook_key(session: AsyncSession, *, tenant_id: str) -> str:
