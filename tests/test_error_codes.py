@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import pkgutil
 import re
@@ -39,11 +40,20 @@ CODE_CARRIERS = {"invalid_field": InvalidInput.status, "Problem": InvalidInput.s
 Pairs = dict[str, set[int]]  # code -> the statuses it is answered (or allowed) with
 
 
+# What these tests read from the reference, kept in the repository so they run where the reference is not
+# (a clean clone in CI); where it is, test_the_kept_copy_is_the_reference checks the copy is current
+# (refresh: PLATPAY_UPDATE_REFERENCE_CODES=1 pytest tests/test_error_codes.py).
+KEPT = ROOT / "tests" / "data" / "reference_error_codes.json"
+
+
+def _have_reference() -> bool:
+    return (REFERENCE_DIR / "reference-openapi.yaml").is_file() and (
+        REFERENCE_DIR / "INTERFACE-FACTS.md"
+    ).is_file()
+
+
 def _reference_file(name: str) -> Path:
-    path = REFERENCE_DIR / name
-    if not path.is_file():
-        pytest.skip(f"the reference is not at {REFERENCE_DIR} (set PLATPAY_REFERENCE_DIR)")
-    return path
+    return REFERENCE_DIR / name
 
 
 @cache
@@ -52,7 +62,7 @@ def _openapi() -> dict[str, Any]:
     return yaml.load(_reference_file("reference-openapi.yaml").read_text(), Loader=loader)
 
 
-def reference_openapi_codes() -> Pairs:
+def _openapi_codes_from_reference() -> Pairs:
     """The `code` enumeration of every error schema that pins its `status`."""
     pairs: Pairs = defaultdict(set)
     for schema in _openapi()["components"]["schemas"].values():
@@ -65,7 +75,7 @@ def reference_openapi_codes() -> Pairs:
     return pairs
 
 
-def reference_facts_codes() -> tuple[Pairs, set[str]]:
+def _facts_codes_from_reference() -> tuple[Pairs, set[str]]:
     """INTERFACE-FACTS §1.2: the codes by status (its table, and the codes of operation texts with their
     status in parentheses), and the codes the guides use without naming a status."""
     text = _reference_file("INTERFACE-FACTS.md").read_text()
@@ -164,6 +174,64 @@ def answered_codes() -> tuple[Pairs, list[str]]:
     return pairs, unknown
 
 
+def _idempotent_400_from_reference() -> dict[str, list[str]]:
+    """The 400 code enumeration of every reference operation taking an Idempotency-Key."""
+    document = _openapi()
+    found: dict[str, list[str]] = {}
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict):
+                continue
+            headers = {p.get("name") for p in [*item.get("parameters", []), *operation.get("parameters", [])]}
+            if "Idempotency-Key" not in headers or "400" not in operation.get("responses", {}):
+                continue
+            schema = operation["responses"]["400"]["content"]["application/json"]["schema"]
+            name = schema["$ref"].rsplit("/", 1)[1]
+            found[f"{method.upper()} {path}"] = list(
+                document["components"]["schemas"][name]["properties"]["code"]["enum"]
+            )
+    return found
+
+
+def _from_reference() -> dict[str, Any]:
+    facts, guides = _facts_codes_from_reference()
+    return {
+        "openapi": {
+            code: sorted(statuses) for code, statuses in sorted(_openapi_codes_from_reference().items())
+        },
+        "facts": {code: sorted(statuses) for code, statuses in sorted(facts.items())},
+        "guides": sorted(guides),
+        "idempotent_400": dict(sorted(_idempotent_400_from_reference().items())),
+    }
+
+
+@cache
+def _reference() -> dict[str, Any]:
+    if _have_reference():
+        return _from_reference()
+    return json.loads(KEPT.read_text(encoding="utf-8"))
+
+
+def reference_openapi_codes() -> Pairs:
+    return defaultdict(set, {code: set(statuses) for code, statuses in _reference()["openapi"].items()})
+
+
+def reference_facts_codes() -> tuple[Pairs, set[str]]:
+    facts = defaultdict(set, {code: set(statuses) for code, statuses in _reference()["facts"].items()})
+    return facts, set(_reference()["guides"])
+
+
+def test_the_kept_copy_is_the_reference() -> None:
+    if not _have_reference():
+        pytest.skip(f"the reference is not at {REFERENCE_DIR}: the kept copy {KEPT.name} is used")
+    rendered = json.dumps(_from_reference(), indent=1) + "\n"
+    if os.environ.get("PLATPAY_UPDATE_REFERENCE_CODES"):
+        KEPT.write_text(rendered, encoding="utf-8")
+    assert KEPT.read_text(encoding="utf-8") == rendered, (
+        "tests/data/reference_error_codes.json is out of date"
+    )
+
+
 def test_the_reference_enumerations_are_read():
     by_status = reference_openapi_codes()
     facts, guides = reference_facts_codes()
@@ -209,20 +277,7 @@ def test_a_reused_idempotency_key_is_a_400_code_of_every_idempotent_reference_op
     """The answer to a reused Idempotency-Key is in the 400 enumeration of each reference operation that
     takes the header (POST /transfer-out, /quotes, /quotes/{quoteId}/execute, …)."""
     assert IdempotencyKeyReused.status == 400
-    document = _openapi()
-    checked = []
-    for path, item in document["paths"].items():
-        for method, operation in item.items():
-            if not isinstance(operation, dict):
-                continue
-            headers = {p.get("name") for p in [*item.get("parameters", []), *operation.get("parameters", [])]}
-            if "Idempotency-Key" not in headers or "400" not in operation.get("responses", {}):
-                continue
-            schema = operation["responses"]["400"]["content"]["application/json"]["schema"]
-            name = schema["$ref"].rsplit("/", 1)[1]
-            assert (
-                IdempotencyKeyReused.code
-                in document["components"]["schemas"][name]["properties"]["code"]["enum"]
-            ), path
-            checked.append(f"{method.upper()} {path}")
-    assert {"POST /transfer-out", "POST /quotes", "POST /quotes/{quoteId}/execute"} <= set(checked)
+    operations = _reference()["idempotent_400"]
+    for operation, codes in operations.items():
+        assert IdempotencyKeyReused.code in codes, operation
+    assert {"POST /transfer-out", "POST /quotes", "POST /quotes/{quoteId}/execute"} <= set(operations)
