@@ -9,8 +9,9 @@ _offset = timedelta(0)
 _frozen: datetime | None = None
 
 
-def now() -> datetime:
-    """Current time, timezone-aware UTC."""
+def now(tenant: object | None = None) -> datetime:
+    """Current time, timezone-aware UTC. Tenant logic passes its tenant (a TenantContext): a sandbox
+    tenant's own clock can be moved (issue 11); until then every tenant reads the process clock."""
     if _frozen is not None:
         return _frozen
     return datetime.now(UTC) + _offset
