@@ -23,6 +23,7 @@ LAYERS = (
     ("ledger",),
     ("customers",),
     ("accounts",),
+    ("wallets",),
     ("fx",),
     ("payments",),
     ("platforms",),
