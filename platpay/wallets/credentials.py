@@ -226,7 +226,10 @@ async def add_credential(
     signature is checked against its issuer's JWKS on the first call, before any transaction (the retry
     repeats the same token, bound into the challenge)."""
     if isinstance(new, NewOauth) and signature.absent and not tenant.is_sandbox:
-        await oidc.verify_signature(oidc.parse(new.oidc_token, settings=settings), settings=settings)
+        token = oidc.parse(new.oidc_token, settings=settings)
+        async with db.read() as session:  # the wallet first: no key fetch for an account that is not there
+            await wallet_account(session, tenant=tenant, account_id=new.account_id)
+        await oidc.verify_signature(token, settings=settings)
     return await signed_retry.execute(
         db,
         tenant=tenant,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.factories import FULL_PERSON, customer, internal_account
+from tests.factories import FULL_PERSON, internal_account
 from tests.wallets.support import (
     Authenticator,
     Wallet,
@@ -136,13 +136,6 @@ class TestEmailChange:
             json={"customerType": "INDIVIDUAL", "fullName": "Jane Q Doe"},
         )
         assert response.status_code == 200 and response.json()["fullName"] == "Jane Q Doe"
-
-    async def test_a_customer_without_tied_credentials_changes_email_at_once(self, client, auth) -> None:
-        person = await customer(client, auth, email="solo@example.com", currencies=["USD"])
-        response = await client.patch(
-            f"/customers/{person['id']}", auth=auth, json={**PATCH, "email": "solo2@example.com"}
-        )
-        assert response.status_code == 200 and response.json()["email"] == "solo2@example.com"
 
     async def test_a_wallet_without_credentials_gets_one_when_the_email_is_set(self, client, auth) -> None:
         body = {key: value for key, value in FULL_PERSON.items() if key != "email"}

@@ -16,7 +16,7 @@ from tests.wallets.support import Wallet, new_key, stamp, wallet_account
 async def wallet(client, auth) -> Wallet:
     w = Wallet(client, auth, await wallet_account(client, auth))
     await w.email_otp_login()
-    await fund(client, auth, w.id, 1_000_000)
+    await fund(client, auth, w.id, 100_000_000)  # USDB has 6 decimals: $100
     return w
 
 
@@ -27,7 +27,7 @@ async def _wallet_quote(wallet: Wallet) -> dict:
         wallet.auth,
         source=account_source(wallet.id),
         destination=account_destination(payee["id"]),
-        amount=25_000,
+        amount=25_000_000,
     )
     assert response.status_code == 201, response.text
     return response.json()
@@ -65,7 +65,7 @@ class TestWalletFundedQuotes:
         assert response.status_code == 200, response.text
         assert response.json()["status"] == "PROCESSING"
         available, _ = await balances(client, auth, wallet.account["customer"]["id"], "USDB")
-        assert available == 1_000_000 - body["totalSendingAmount"]
+        assert available == 100_000_000 - body["totalSendingAmount"]
 
     async def test_every_bad_stamp_is_401_and_nothing_moves(self, wallet, client, auth) -> None:
         body = await _wallet_quote(wallet)
@@ -85,8 +85,8 @@ class TestWalletFundedQuotes:
             assert response.json()["code"] == code
         assert (await client.get(f"/quotes/{body['id']}", auth=auth)).json()["status"] == "PENDING"
         assert await balances(client, auth, wallet.account["customer"]["id"], "USDB") == (
-            1_000_000,
-            1_000_000,
+            100_000_000,
+            100_000_000,
         )
 
     async def test_a_401_is_not_kept_under_the_idempotency_key(self, wallet) -> None:

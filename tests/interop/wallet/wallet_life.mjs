@@ -6,10 +6,11 @@ import { createHash } from "node:crypto";
 import { ApiKeyStamper } from "@turnkey/api-key-stamper";
 import {
   decryptCredentialBundle,
+  encryptOtpCodeToBundle,
   generateP256KeyPair,
   getPublicKey,
   hpkeDecrypt,
-  hpkeEncrypt,
+  verifyOtpVerificationToken,
 } from "@turnkey/crypto";
 
 const base = process.env.PLATPAY_URL;
@@ -63,15 +64,18 @@ function oidcToken(clientPublicKey) {
 const credentials = expect(await call("GET", `/auth/credentials?accountId=${encodeURIComponent(accountId)}`), 200, "list");
 const emailOtp = credentials.data.find((c) => c.type === "EMAIL_OTP");
 const issued = expect(await call("POST", `/auth/credentials/${emailOtp.id}/challenge`, {}), 200, "challenge");
-const target = JSON.parse(Buffer.from(JSON.parse(issued.otpEncryptionTargetBundle).data, "hex").toString());
+// The bundle is signed by the environment's enclave key; an app pins that key (here: the bundle's own).
+const enclaveKey = JSON.parse(issued.otpEncryptionTargetBundle).enclaveQuorumPublic;
 const tek = generateP256KeyPair();
-const sealedOtp = hpkeEncrypt({
-  plainTextBuf: new TextEncoder().encode(JSON.stringify({ otp_code: "000000", public_key: tek.publicKeyUncompressed })),
-  targetKeyBuf: fromHex(target.targetPublic),
-});
-const encryptedOtpBundle = JSON.stringify({ encappedPublic: hex(sealedOtp.slice(0, 33)), ciphertext: hex(sealedOtp.slice(33)) });
-const otpSession = await signed("POST", `/auth/credentials/${emailOtp.id}/verify`, { type: "EMAIL_OTP", encryptedOtpBundle },
-  stamperFor(tek.privateKey), 200);
+const encryptedOtpBundle = await encryptOtpCodeToBundle("000000", issued.otpEncryptionTargetBundle,
+  tek.publicKeyUncompressed, enclaveKey);
+const verifyPath = `/auth/credentials/${emailOtp.id}/verify`;
+const otpChallenge = expect(await call("POST", verifyPath, { type: "EMAIL_OTP", encryptedOtpBundle }), 202, "verify");
+const claims = await verifyOtpVerificationToken(otpChallenge.payloadToSign, enclaveKey);
+if (claims.public_key !== hex(getPublicKey(fromHex(tek.privateKey), true))) throw new Error("token not bound to the TEK");
+const otpStamp = await stamperFor(tek.privateKey).stamp(otpChallenge.payloadToSign);
+const otpSession = expect(await call("POST", verifyPath, { type: "EMAIL_OTP", encryptedOtpBundle },
+  { "Svc-Wallet-Signature": otpStamp.stampHeaderValue, "Request-Id": otpChallenge.requestId }), 200, "verify retry");
 if (otpSession.encryptedSessionSigningKey) throw new Error("an EMAIL_OTP session carries no key bundle");
 steps.push("email_otp_login");
 const tekStamper = stamperFor(tek.privateKey);
