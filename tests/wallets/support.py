@@ -162,7 +162,7 @@ def oidc_token(
     aud: Any = "platpay-test.apps.googleusercontent.com",
     sub: str = "110169484474386276334",
     email: str = "jane@example.com",
-    iat: float | None = None,
+    iat: float | str | None = None,
     exp: float | None = None,
     signing_key: Any = None,
     kid: str = "test-key",
@@ -170,13 +170,13 @@ def oidc_token(
 ) -> str:
     """An ID token: signed with `signing_key` (a cryptography RSA/EC private key) when given, else with a
     dummy signature (what the sandbox accepts)."""
-    now = time.time() if iat is None else iat
+    now = iat if isinstance(iat, int | float) else time.time()
     payload: dict[str, Any] = {
         "iss": iss,
         "aud": aud,
         "sub": sub,
         "email": email,
-        "iat": int(now),
+        "iat": iat if isinstance(iat, str) else int(now),
         "exp": int(exp if exp is not None else now + 3600),
         **claims,
     }

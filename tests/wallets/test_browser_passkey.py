@@ -64,6 +64,8 @@ def page_server() -> Iterator[str]:
         server.shutdown()
 
 
+# What this checks (client libraries, a browser, an HTTP key fetch) does not depend on the database: one backend.
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_a_real_passkey_registers_and_logs_in(browser, page_server, settings, db, auth) -> None:  # noqa: F811
     app = create_app(
         settings.model_copy(update={"webauthn_rp_id": "localhost", "webauthn_origins": [page_server]}),

@@ -46,6 +46,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+# What this checks (client libraries, a browser, an HTTP key fetch) does not depend on the database: one backend.
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_the_turnkey_libraries_drive_a_wallets_life(node_modules, app, client, auth) -> None:
     wallet = Wallet(client, auth, await wallet_account(client, auth))
     port = _free_port()

@@ -68,6 +68,8 @@ async def production_client(settings, db, jwks_server) -> Any:
         yield client
 
 
+# What this checks (client libraries, a browser, an HTTP key fetch) does not depend on the database: one backend.
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_production_tokens_are_checked_against_the_issuers_jwks(
     production_client, platform, jwks_server
 ) -> None:
