@@ -279,7 +279,7 @@ async def _end_to_end(base_url: str, auth: tuple[str, str], *, wallets: int, log
                     return
                 durations.append(await _login(client, auth, credential_id))
 
-        pg_pids = pg_backend_pids(*pg) if pg else set()
+        pg_pids = await asyncio.to_thread(pg_backend_pids, *pg) if pg else set()
         pg_before = pg_cpu_snapshot(pg_pids) if pg else {}
         server_before = cpu_seconds(server_pid) or 0.0
         client_before = time.process_time()

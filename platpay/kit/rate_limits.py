@@ -4,8 +4,9 @@ process (ARCHITECTURE §1: no correctness in process memory).
 `await rate_limits.hit(db, limits=[Limit(key, count, window)], now=...)` counts one attempt against each
 limit in a transaction of its own (an attempt counts even when the request then fails: that is what a limit
 on bad OTPs is for) and raises 429 RATE_LIMITED with `Retry-After` (seconds until the fullest window ends)
-once any count passes its maximum. One upsert per limit (INSERT … ON CONFLICT DO UPDATE … RETURNING, on
-SQLite and PostgreSQL alike); the job runner's housekeeping deletes ended windows (`purge`).
+once any count passes its maximum; `record` does the counting in a transaction the caller opens (and
+commits) for it. One upsert for all the limits (INSERT … ON CONFLICT DO UPDATE … RETURNING, on SQLite
+and PostgreSQL alike); the job runner's housekeeping deletes ended windows (`purge`).
 """
 
 from __future__ import annotations
@@ -45,43 +46,49 @@ class Limit:
     what: str = "requests"  # for the message: "verification attempts for this credential"
 
 
-def _upsert(dialect: str):  # type: ignore[no-untyped-def]
+def _upsert(dialect: str, rows: list[dict[str, int | str]]):  # type: ignore[no-untyped-def]
     module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(_COUNTERS)
+    statement = module.insert(_COUNTERS).values(rows)
     return statement.on_conflict_do_update(
         index_elements=[_COUNTERS.c.key, _COUNTERS.c.window_start],
         set_={"count": _COUNTERS.c.count + 1},
-    ).returning(_COUNTERS.c.count)
+    ).returning(_COUNTERS.c.key, _COUNTERS.c.count)
+
+
+async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
+    """Count one attempt against every limit, in one statement of the caller's transaction — which must
+    commit whatever the request then does (a transaction of its own: an attempt that fails still counts);
+    the 429 to raise once it has committed, when a limit is exceeded (else None)."""
+    if not limits:
+        return None
+    epoch = now.timestamp()
+    rows, ends = [], {}
+    for limit in limits:
+        start = int(epoch // limit.window_seconds) * limit.window_seconds
+        rows.append(
+            {"key": limit.key, "window_start": start, "window_end": start + limit.window_seconds, "count": 1}
+        )
+        ends[limit.key] = start + limit.window_seconds
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    counts = dict((await session.execute(_upsert(dialect, rows))).all())
+    exceeded = [limit for limit in limits if counts.get(limit.key, 0) > limit.maximum]
+    if not exceeded:
+        return None
+    limit = max(exceeded, key=lambda item: ends[item.key])
+    retry_after = max(1, math.ceil(ends[limit.key] - epoch))
+    return RateLimited(
+        f"too many {limit.what}: at most {limit.maximum} per {limit.window_seconds} s; retry after {retry_after} s",
+        headers={"Retry-After": str(retry_after)},
+        details={"limit": limit.maximum, "windowSeconds": limit.window_seconds, "retryAfter": retry_after},
+    )
 
 
 async def hit(db: Database, *, limits: Sequence[Limit], now: datetime) -> None:
-    """Count one attempt against every limit; RateLimited (429, Retry-After) when one is exceeded."""
-    epoch = now.timestamp()
-    exceeded: list[tuple[Limit, int]] = []
+    """`record` in a transaction of its own, raising the 429 once the counts are committed."""
     async with db.transaction() as session:
-        statement = _upsert(db.dialect)
-        for limit in limits:
-            start = int(epoch // limit.window_seconds) * limit.window_seconds
-            count = await session.scalar(
-                statement.values(
-                    key=limit.key, window_start=start, window_end=start + limit.window_seconds, count=1
-                )
-            )
-            if count is not None and count > limit.maximum:
-                exceeded.append((limit, start + limit.window_seconds))
-    if exceeded:
-        limit, window_end = max(exceeded, key=lambda pair: pair[1])
-        retry_after = max(1, math.ceil(window_end - epoch))
-        raise RateLimited(
-            f"too many {limit.what}: at most {limit.maximum} per {limit.window_seconds} s; "
-            f"retry after {retry_after} s",
-            headers={"Retry-After": str(retry_after)},
-            details={
-                "limit": limit.maximum,
-                "windowSeconds": limit.window_seconds,
-                "retryAfter": retry_after,
-            },
-        )
+        refusal = await record(session, limits=limits, now=now)
+    if refusal is not None:
+        raise refusal
 
 
 async def purge(session: AsyncSession, *, now: datetime) -> int:

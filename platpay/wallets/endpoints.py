@@ -51,6 +51,69 @@ from platpay.wallets.types import (
 )
 
 router = api_router(tags=["Embedded Wallet Auth"])
+_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"
+_CLIENT_KEY = (
+    "04f45f2a22c908b9ce09a7150e514afd24627c401c38a4afc164e1ea783adaaa31d4245acfb88c2ebd42b47628d63ecabf345484f0a"
+    "9f665b63c54c897d5578be2"
+)
+CREATE_EXAMPLES = {
+    "emailOtp": {
+        "summary": "Add an EMAIL_OTP credential back",
+        "value": {"type": "EMAIL_OTP", "accountId": _ACCOUNT},
+    },
+    "oauth": {
+        "summary": "Add an OAUTH credential (an OIDC ID token less than 60 s old)",
+        "value": {"type": "OAUTH", "accountId": _ACCOUNT, "oidcToken": "<header>.<claims>.<signature>"},
+    },
+    "passkey": {
+        "summary": "Add a passkey (challenge from POST /auth/credentials/passkey-challenges)",
+        "value": {
+            "type": "PASSKEY",
+            "accountId": _ACCOUNT,
+            "nickname": "iPhone Face-ID",
+            "challenge": "ArkQi2yAYHPlgnJNFBlneIwchQdWXBOTrdB-AmMUB21L",
+            "attestation": {
+                "credentialId": "AdKXJEch1aV5Wo7bj7qLHskVY4OoNaj9qu8TPdJ7kSAg",
+                "clientDataJson": "eyJ0eXBlIjoid2ViYXV0aG4uY3JlYXRlIn0",
+                "attestationObject": "o2NmbXRkbm9uZWdhdHRTdG10oGhhdXRoRGF0YVg",
+                "transports": ["internal", "hybrid"],
+            },
+        },
+    },
+}
+VERIFY_EXAMPLES = {
+    "emailOtp": {
+        "summary": "EMAIL_OTP (both legs: the retry adds Svc-Wallet-Signature and Request-Id)",
+        "value": {
+            "type": "EMAIL_OTP",
+            "encryptedOtpBundle": '{"encappedPublic":"04…","ciphertext":"…"}',
+        },
+    },
+    "oauth": {
+        "summary": "OAUTH (nonce = hex SHA-256 of clientPublicKey)",
+        "value": {
+            "type": "OAUTH",
+            "oidcToken": "<header>.<claims>.<signature>",
+            "clientPublicKey": _CLIENT_KEY,
+        },
+    },
+    "passkey": {
+        "summary": "PASSKEY (with Request-Id: the challenge's requestId)",
+        "value": {
+            "type": "PASSKEY",
+            "assertion": {
+                "credentialId": "KEbWNCc7NgaYnUyrNeFGX9_3Y-8oJ3KwzjnaiD1d1LVT",
+                "clientDataJson": "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
+                "authenticatorData": "PdxHEOnAiLIp26idVjIguzn3Ipr_RlsKZWsa-5qK-KABAAAAkA",
+                "signature": "MEUCIQDYXBOpCWSWq2Ll4558GJKD2RoWg958lvJSB_GdeokxogIgWuEVQ7ee6AswQY0",
+            },
+        },
+    },
+}
+CHALLENGE_EXAMPLES = {
+    "passkey": {"summary": "PASSKEY: the client's fresh key", "value": {"clientPublicKey": _CLIENT_KEY}},
+    "emailOtp": {"summary": "EMAIL_OTP: no body needed", "value": {}},
+}
 account_router = api_router(tags=["Internal Accounts"])
 AUTH_CHALLENGE = {202: {"model": AuthSignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
 SIGNED_CHALLENGE = {202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
@@ -110,7 +173,9 @@ def _proof(body: AuthCredentialVerifyRequestOneOf) -> Proof:
     operation_id="createAuthCredential",
 )
 async def create_auth_credential(
-    body: Annotated[AuthCredentialCreateRequestOneOf, Body(discriminator="type")],
+    body: Annotated[
+        AuthCredentialCreateRequestOneOf, Body(discriminator="type", openapi_examples=CREATE_EXAMPLES)
+    ],
     request: Request,
     principal: Principal = Manager,
     signature: WalletSignature = Depends(wallet_signature_headers),
@@ -178,7 +243,9 @@ async def revoke_auth_credential(
 )
 async def verify_auth_credential(
     id: str,
-    body: Annotated[AuthCredentialVerifyRequestOneOf, Body(discriminator="type")],
+    body: Annotated[
+        AuthCredentialVerifyRequestOneOf, Body(discriminator="type", openapi_examples=VERIFY_EXAMPLES)
+    ],
     request: Request,
     principal: Principal = Manager,
     signature: WalletSignature = Depends(wallet_signature_headers),
@@ -202,7 +269,7 @@ async def verify_auth_credential(
 async def challenge_auth_credential(
     id: str,
     request: Request,
-    body: Annotated[AuthCredentialChallengeRequest | None, Body()] = None,
+    body: Annotated[AuthCredentialChallengeRequest | None, Body(openapi_examples=CHALLENGE_EXAMPLES)] = None,
     principal: Principal = Manager,
 ) -> AuthMethodResponse | PasskeyAuthChallenge:
     """Send a new OTP (EMAIL_OTP) or issue a passkey login challenge bound to clientPublicKey (PASSKEY)."""

@@ -39,8 +39,15 @@ def _opened(sealed: str, tenant_id: str) -> ec.EllipticCurvePrivateKey:
     return p256.private_key_from_pem(pem)
 
 
+# A tenant's enclave key never changes once stored: kept per process after its first read.
+_ENCLAVE_KEYS: dict[str, ec.EllipticCurvePrivateKey] = {}
+
+
 async def enclave_key(session: AsyncSession, *, tenant: TenantContext) -> ec.EllipticCurvePrivateKey:
     """The tenant's enclave key, created (race-safely: insert-or-ignore, then read) on first use."""
+    known = _ENCLAVE_KEYS.get(tenant.id)
+    if known is not None:
+        return known
     row = await repository.get_enclave_key(session, tenant_id=tenant.id)
     if row is None:
         key = p256.generate_private_key()
@@ -57,7 +64,9 @@ async def enclave_key(session: AsyncSession, *, tenant: TenantContext) -> ec.Ell
         )
         row = await repository.get_enclave_key(session, tenant_id=tenant.id)
         assert row is not None
-    return _opened(row.private_key_sealed, tenant.id)
+        return _opened(row.private_key_sealed, tenant.id)  # not kept until its transaction has committed
+    key = _ENCLAVE_KEYS[tenant.id] = _opened(row.private_key_sealed, tenant.id)
+    return key
 
 
 @cache

@@ -80,6 +80,16 @@ async def get_credential(
     return await session.scalar(stmt)
 
 
+async def account_of_credential(session: AsyncSession, *, tenant_id: str, credential_id: str) -> str | None:
+    return await session.scalar(
+        select(CredentialRow.account_id).where(
+            CredentialRow.tenant_id == tenant_id,
+            CredentialRow.id == credential_id,
+            CredentialRow.revoked_at.is_(None),
+        )
+    )
+
+
 async def credentials_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[CredentialRow]:
     stmt = (
         _live_credentials(tenant_id).where(CredentialRow.account_id == account_id).order_by(CredentialRow.id)

@@ -44,32 +44,31 @@ async def count_attempt(
 ) -> None:
     """One verify (kind "verify") or challenge (kind "challenge") attempt against the credential's and its
     wallet's limits, committed on its own: a failed attempt still counts. 404 for an unknown credential."""
-    async with db.read() as session:
-        credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
     per_credential, per_account = (
         (settings.wallet_verify_limit, settings.wallet_verify_account_limit)
         if kind == "verify"
         else (settings.wallet_challenge_limit, settings.wallet_challenge_account_limit)
     )
     window = settings.wallet_limit_window_seconds
-    await rate_limits.hit(
-        db,
-        limits=[
-            rate_limits.Limit(
-                f"wallets.{kind}:{credential.id}",
-                per_credential,
-                window,
-                f"{kind} attempts for this credential",
-            ),
-            rate_limits.Limit(
-                f"wallets.{kind}:{credential.account_id}",
-                per_account,
-                window,
-                f"{kind} attempts for this wallet",
-            ),
-        ],
-        now=clock.now(tenant),
-    )
+    async with db.transaction() as session:
+        account_id = await credentials.account_of(session, tenant=tenant, credential_id=credential_id)
+        refusal = await rate_limits.record(
+            session,
+            limits=[
+                rate_limits.Limit(
+                    f"wallets.{kind}:{credential_id}",
+                    per_credential,
+                    window,
+                    f"{kind} attempts for this credential",
+                ),
+                rate_limits.Limit(
+                    f"wallets.{kind}:{account_id}", per_account, window, f"{kind} attempts for this wallet"
+                ),
+            ],
+            now=clock.now(tenant),
+        )
+    if refusal is not None:
+        raise refusal
 
 
 def _same_type(credential: CredentialRow, proof: Proof) -> None:
@@ -115,8 +114,11 @@ async def _verify_email_otp(
     proof: EmailOtpProof,
     signature: WalletSignature,
 ) -> Response:
+    loaded: list[CredentialRow] = []
+
     async def prepare(session: AsyncSession, first: bool) -> SignedIntent:
         credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
+        loaded.append(credential)
         _same_type(credential, proof)
         intent = SignedIntent(
             operation=VERIFY_EMAIL_OTP,
@@ -153,11 +155,10 @@ async def _verify_email_otp(
 
     async def then(session: AsyncSession, signed: Signed | None) -> AuthSession:
         assert signed is not None
-        credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
         return await sessions.issue_for_key(
             session,
             tenant=tenant,
-            credential=credential,
+            credential=loaded[-1],  # read by prepare in this transaction
             public_key=p256.public_key_from_hex(signed.public_key),
         )
 

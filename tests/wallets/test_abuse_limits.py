@@ -58,7 +58,7 @@ async def test_wrong_otps_run_into_the_verify_limit(settings, client, auth) -> N
     assert codes == [401] * settings.wallet_verify_limit + [429]
 
 
-async def test_no_secret_reaches_a_log_line_or_a_list(client, auth, caplog) -> None:
+async def test_no_secret_reaches_a_log_line_or_a_list(client, auth, caplog, capsys) -> None:
     caplog.set_level(logging.DEBUG)
     wallet = Wallet(client, auth, await wallet_account(client, auth))
     session = await wallet.email_otp_login()
@@ -78,7 +78,10 @@ async def test_no_secret_reaches_a_log_line_or_a_list(client, auth, caplog) -> N
     scalar = p256.scalar_bytes(wallet.accept_session(refreshed.json(), refresh_key)).hex()
     lists = (await client.get("/auth/sessions", auth=auth, params={"accountId": wallet.id})).text
     lists += (await client.get("/auth/credentials", auth=auth, params={"accountId": wallet.id})).text
-    logged = "\n".join(record.getMessage() for record in caplog.records) + caplog.text
+    logged = (
+        "\n".join(record.getMessage() for record in caplog.records) + caplog.text + capsys.readouterr().out
+    )
+    assert '"wallets.audit"' in logged and "WALLET_EXPORTED" in logged  # the log lines were captured
     for secret in (mnemonic, " ".join(mnemonic.split()[:3]), scalar, '"000000"'):
         assert secret not in logged and secret not in lists
     assert "encryptedSessionSigningKey" not in lists

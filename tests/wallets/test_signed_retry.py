@@ -119,7 +119,9 @@ class TestEveryRefusalIsA401ThatChangesNothing:
             ).decode(),
         }
         for name, header in headers.items():
-            response = await _retry(wallet, {"Svc-Wallet-Signature": header, "Request-Id": challenge["requestId"]})
+            response = await _retry(
+                wallet, {"Svc-Wallet-Signature": header, "Request-Id": challenge["requestId"]}
+            )
             assert response.status_code == 401, name
             _assert_refused(response, "WALLET_SIGNATURE_MALFORMED")
         good = await _retry(wallet, signed_headers(wallet.key, challenge))  # the challenge was not used up
