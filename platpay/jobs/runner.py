@@ -366,6 +366,8 @@ class JobRunner:
         async with self.db.transaction() as session:
             await idempotency.purge_expired(session, before=now)
             await rate_limits.purge(session, now=now)
+            for housekeeper in registry.housekeepers():
+                await housekeeper(session, now)
             await repository.purge_finished(session, before=now - timedelta(days=7))
 
     async def run_forever(self) -> None:

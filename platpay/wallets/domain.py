@@ -2,7 +2,7 @@
 privacy (wallets sits above accounts and below fx and payments; docs/architecture.md)."""
 
 from platpay.kit.domain_spec import Domain, Mount
-from platpay.wallets import email_change, endpoints, models, providers, provisioning, sandbox
+from platpay.wallets import email_change, endpoints, jobs, models, providers, provisioning, sandbox
 
 _SUBSCRIBERS = (provisioning, email_change)  # hook subscribers register at import (kit/hooks.py)
 
@@ -14,5 +14,6 @@ DOMAIN = Domain(
         Mount(endpoints.account_router, order=201),
     ),
     models=(models,),
+    jobs=(jobs,),
     providers=(providers, sandbox),
 )

@@ -308,6 +308,11 @@ async def retire_otps(session: AsyncSession, *, credential_ids: list[str], now: 
     )
 
 
+async def purge_otps(session: AsyncSession, *, before: datetime) -> int:
+    result = await session.execute(OtpRow.__table__.delete().where(OtpRow.expires_at <= before))
+    return result.rowcount or 0  # type: ignore[attr-defined]
+
+
 # Enclave keys
 
 

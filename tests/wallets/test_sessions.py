@@ -300,3 +300,23 @@ class TestListingRefreshingRevoking:
         clock.advance(timedelta(minutes=15, seconds=1))
         response = await client.get("/auth/sessions", auth=auth, params={"accountId": wallet.id})
         assert response.json() == {"data": []}
+
+
+async def test_another_tenants_credentials_see_nothing_of_the_wallet(wallet, client, platform) -> None:
+    production = platform["production"]
+    [session_id] = list(wallet.keys)
+    listed = await client.get("/auth/sessions", auth=production, params={"accountId": wallet.id})
+    assert listed.json() == {"data": []}
+    assert (await client.delete(f"/auth/sessions/{session_id}", auth=production)).status_code == 404
+    refresh = await client.post(
+        f"/auth/sessions/{session_id}/refresh",
+        auth=production,
+        json={"clientPublicKey": public_hex(new_key())},
+    )
+    assert refresh.status_code == 404
+    credential = await wallet.email_otp_credential()
+    challenge = await client.post(f"/auth/credentials/{credential['id']}/challenge", auth=production, json={})
+    assert challenge.status_code == 404
+    body = {"type": "EMAIL_OTP", "encryptedOtpBundle": '{"encappedPublic":"04","ciphertext":"00"}'}
+    verify = await client.post(f"/auth/credentials/{credential['id']}/verify", auth=production, json=body)
+    assert verify.status_code == 404

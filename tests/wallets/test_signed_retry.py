@@ -13,6 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from platpay.jobs import registry
 from platpay.kit import clock
 from platpay.kit.crypto import p256
 from tests.wallets.support import Wallet, new_key, signed_headers, stamp, wallet_account
@@ -254,3 +255,16 @@ async def test_concurrent_retries_with_one_request_id_run_once(backend, wallet, 
             )
         ).scalar()
     assert rows == 1
+
+
+async def test_expired_challenges_are_purged_by_the_runners_housekeeping(wallet, db) -> None:
+    await _first(wallet)
+    async with db.read() as session:
+        count = text("SELECT count(*) FROM wallet_challenges")
+        before = (await session.execute(count)).scalar()
+    clock.advance(timedelta(days=1, minutes=10))
+    async with db.transaction() as session:
+        for housekeeper in registry.housekeepers():
+            await housekeeper(session, clock.now())
+    async with db.read() as session:
+        assert before >= 1 and (await session.execute(count)).scalar() == 0
