@@ -273,18 +273,13 @@ async def challenge_auth_credential(
     principal: Principal = Manager,
 ) -> AuthMethodResponse | PasskeyAuthChallenge:
     """Send a new OTP (EMAIL_OTP) or issue a passkey login challenge bound to clientPublicKey (PASSKEY)."""
-    settings = request.app.state.settings
-    db = get_db(request)
-    await verification.count_attempt(
-        db, tenant=principal.tenant, credential_id=id, kind="challenge", settings=settings
+    return await verification.challenge(
+        get_db(request),
+        tenant=principal.tenant,
+        credential_id=id,
+        client_public_key=body.client_public_key if body is not None else None,
+        settings=request.app.state.settings,
     )
-    async with db.transaction() as session:
-        return await credentials.reissue_challenge(
-            session,
-            tenant=principal.tenant,
-            credential_id=id,
-            client_public_key=body.client_public_key if body is not None else None,
-        )
 
 
 @router.get("/auth/sessions", response_model=SessionListResponse, operation_id="listAuthSessions")

@@ -242,6 +242,26 @@ async def get_challenge(session: AsyncSession, *, tenant_id: str, request_id: st
     )
 
 
+async def take_challenge(
+    session: AsyncSession, *, tenant_id: str, request_id: str, now: datetime
+) -> ChallengeRow | None:
+    """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
+    `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
+    PostgreSQL a concurrent consumer waits for this transaction and then finds the challenge used."""
+    return await session.scalar(
+        update(ChallengeRow)
+        .where(
+            ChallengeRow.tenant_id == tenant_id,
+            ChallengeRow.id == request_id,
+            ChallengeRow.consumed_at.is_(None),
+            ChallengeRow.expires_at > now,
+        )
+        .values(consumed_at=now)
+        .returning(ChallengeRow),
+        execution_options={"synchronize_session": False},
+    )
+
+
 async def find_challenge(
     session: AsyncSession, *, tenant_id: str, operation: str, resource_id: str, payload: str
 ) -> ChallengeRow | None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -203,19 +204,18 @@ async def complete(
         raise WalletSignatureMalformed(f"Svc-Wallet-Signature: {error}") from None
     request_id = signature.request_id
     now = clock.now(tenant)
+    # Consumed first, in one statement: every refusal below rolls the consumption back with the transaction.
     challenge = (
-        await repository.get_challenge(session, tenant_id=tenant.id, request_id=request_id)
+        await repository.take_challenge(session, tenant_id=tenant.id, request_id=request_id, now=now)
         if is_id(request_id, "Request")
         else None
     )
     if challenge is None:
-        raise _not_pending(request_id, "no such requestId")
+        raise _not_pending(
+            request_id, await _why_not_pending(session, tenant=tenant, request_id=request_id, now=now)
+        )
     if challenge.operation != intent.operation or challenge.resource_id != intent.resource_id:
         raise _not_pending(request_id, "it was issued for another operation or resource")
-    if challenge.consumed_at is not None:
-        raise _not_pending(request_id, "it was already used")
-    if challenge.expires_at <= now:
-        raise _not_pending(request_id, "it expired")
     if canonical(intent.bound) != challenge.bound:
         raise WalletSignatureBodyMismatch(
             "the retry's body differs from the fields bound into payloadToSign on the first call; resend the "
@@ -227,8 +227,6 @@ async def complete(
         raise WalletSignatureInvalid(
             "the stamp's signature does not verify over this challenge's payloadToSign"
         )
-    if not await repository.consume_challenge(session, tenant_id=tenant.id, request_id=request_id, now=now):
-        raise _not_pending(request_id, "it was already used")
     return Signed(
         public_key=signer.public_key,
         session_id=signer.session_id,
@@ -237,6 +235,19 @@ async def complete(
         request_id=request_id,
         context=challenge.context or {},
     )
+
+
+async def _why_not_pending(session: AsyncSession, *, tenant: TenantContext, request_id: str, now: Any) -> str:
+    existing = (
+        await repository.get_challenge(session, tenant_id=tenant.id, request_id=request_id)
+        if is_id(request_id, "Request")
+        else None
+    )
+    if existing is None:
+        return "no such requestId"
+    if existing.consumed_at is not None:
+        return "it was already used"
+    return "it expired"
 
 
 async def _allowed_signer(
@@ -297,12 +308,14 @@ async def execute(
     prepare: Prepare,
     then: Then,
     status: int = 200,
+    transaction: Callable[[], AbstractAsyncContextManager[AsyncSession]] | None = None,
 ) -> Response:
     """One signed operation's request, in one transaction: the 202 challenge when `signature` is absent,
     else the verified retry and the operation (`status`, or 204 when `then` returns None). An intent that
-    needs no signature runs at once."""
+    needs no signature runs at once. `transaction` opens the unit of work instead of `db.transaction` (an
+    attempt that counts itself in it)."""
     first = signature.absent
-    async with db.transaction() as session:
+    async with (transaction or db.transaction)() as session:
         intent = await prepare(session, first)
         if not intent.signature_required:
             result = await then(session, None)

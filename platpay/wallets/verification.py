@@ -9,7 +9,7 @@
 - PASSKEY, one call with the challenge's Request-Id: the WebAuthn assertion against the pending login
   challenge (consumed) -> a session sealed to the clientPublicKey bound on the challenge call.
 
-Every attempt counts against the credential's and the wallet's limits first (429 past them).
+Every attempt counts against the credential's and the wallet's limits (attempts.py; 429 past them).
 """
 
 from __future__ import annotations
@@ -23,52 +23,21 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings, get_settings
 from platpay.db.database import Database
 from platpay.errors import invalid_field
-from platpay.kit import clock, rate_limits
+from platpay.kit import clock
 from platpay.kit.crypto import p256
 from platpay.kit.ids import is_id
 from platpay.kit.wallet_signature import WalletSignature
 from platpay.tenants.context import TenantContext
 from platpay.wallets import credentials, keys, oidc, otp, passkeys, repository, sessions, signed_retry
+from platpay.wallets.attempts import Attempt
 from platpay.wallets.credentials import PASSKEY_LOGIN
 from platpay.wallets.errors import RequestIdMissing, VerificationFailed
 from platpay.wallets.models import CredentialRow
-from platpay.wallets.schemas import AuthSession
+from platpay.wallets.schemas import AuthMethodResponse, AuthSession, PasskeyAuthChallenge
 from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
 from platpay.wallets.types import EmailOtpProof, OauthProof, PasskeyProof, Proof
 
 VERIFY_EMAIL_OTP = "wallets.verify_email_otp"
-
-
-async def count_attempt(
-    db: Database, *, tenant: TenantContext, credential_id: str, kind: str, settings: Settings
-) -> None:
-    """One verify (kind "verify") or challenge (kind "challenge") attempt against the credential's and its
-    wallet's limits, committed on its own: a failed attempt still counts. 404 for an unknown credential."""
-    per_credential, per_account = (
-        (settings.wallet_verify_limit, settings.wallet_verify_account_limit)
-        if kind == "verify"
-        else (settings.wallet_challenge_limit, settings.wallet_challenge_account_limit)
-    )
-    window = settings.wallet_limit_window_seconds
-    async with db.transaction() as session:
-        account_id = await credentials.account_of(session, tenant=tenant, credential_id=credential_id)
-        refusal = await rate_limits.record(
-            session,
-            limits=[
-                rate_limits.Limit(
-                    f"wallets.{kind}:{credential_id}",
-                    per_credential,
-                    window,
-                    f"{kind} attempts for this credential",
-                ),
-                rate_limits.Limit(
-                    f"wallets.{kind}:{account_id}", per_account, window, f"{kind} attempts for this wallet"
-                ),
-            ],
-            now=clock.now(tenant),
-        )
-    if refusal is not None:
-        raise refusal
 
 
 def _same_type(credential: CredentialRow, proof: Proof) -> None:
@@ -85,29 +54,53 @@ async def verify(
     signature: WalletSignature,
     settings: Settings,
 ) -> Response:
-    await count_attempt(db, tenant=tenant, credential_id=credential_id, kind="verify", settings=settings)
-    if isinstance(proof, EmailOtpProof):
-        return await _verify_email_otp(
-            db, tenant=tenant, credential_id=credential_id, proof=proof, signature=signature
-        )
-    if isinstance(proof, OauthProof):
-        session_model = await _verify_oauth(
-            db, tenant=tenant, credential_id=credential_id, proof=proof, settings=settings
-        )
-    else:
-        session_model = await _verify_passkey(
-            db,
-            tenant=tenant,
-            credential_id=credential_id,
-            proof=proof,
-            request_id=signature.request_id,
-            settings=settings,
-        )
-    return JSONResponse(session_model.to_api(), status_code=200)
+    attempt = Attempt(db, tenant=tenant, credential_id=credential_id, kind="verify", settings=settings)
+
+    async def work() -> Response:
+        if isinstance(proof, EmailOtpProof):
+            return await _verify_email_otp(
+                attempt, tenant=tenant, credential_id=credential_id, proof=proof, signature=signature
+            )
+        if isinstance(proof, OauthProof):
+            session_model = await _verify_oauth(
+                attempt, tenant=tenant, credential_id=credential_id, proof=proof, settings=settings
+            )
+        else:
+            session_model = await _verify_passkey(
+                attempt,
+                tenant=tenant,
+                credential_id=credential_id,
+                proof=proof,
+                request_id=signature.request_id,
+                settings=settings,
+            )
+        return JSONResponse(session_model.to_api(), status_code=200)
+
+    return await attempt.run(work)
+
+
+async def challenge(
+    db: Database,
+    *,
+    tenant: TenantContext,
+    credential_id: str,
+    client_public_key: str | None,
+    settings: Settings,
+) -> AuthMethodResponse | PasskeyAuthChallenge:
+    """POST /auth/credentials/{id}/challenge, counted against the challenge limits."""
+    attempt = Attempt(db, tenant=tenant, credential_id=credential_id, kind="challenge", settings=settings)
+
+    async def work() -> AuthMethodResponse | PasskeyAuthChallenge:
+        async with attempt.transaction() as session:
+            return await credentials.reissue_challenge(
+                session, tenant=tenant, credential_id=credential_id, client_public_key=client_public_key
+            )
+
+    return await attempt.run(work)
 
 
 async def _verify_email_otp(
-    db: Database,
+    attempt: Attempt,
     *,
     tenant: TenantContext,
     credential_id: str,
@@ -163,18 +156,24 @@ async def _verify_email_otp(
         )
 
     return await signed_retry.execute(
-        db, tenant=tenant, signature=signature, prepare=prepare, then=then, status=200
+        attempt.db,
+        tenant=tenant,
+        signature=signature,
+        prepare=prepare,
+        then=then,
+        status=200,
+        transaction=attempt.transaction,
     )
 
 
 async def _verify_oauth(
-    db: Database, *, tenant: TenantContext, credential_id: str, proof: OauthProof, settings: Settings
+    attempt: Attempt, *, tenant: TenantContext, credential_id: str, proof: OauthProof, settings: Settings
 ) -> AuthSession:
     token = oidc.parse(proof.oidc_token, settings=settings)
     oidc.check(token, settings=settings, now=clock.now(tenant), client_public_key=proof.client_public_key)
     if not tenant.is_sandbox:
         await oidc.verify_signature(token, settings=settings)  # network: before the transaction
-    async with db.transaction() as session:
+    async with attempt.transaction() as session:
         credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
         _same_type(credential, proof)
         if not (
@@ -189,7 +188,7 @@ async def _verify_oauth(
 
 
 async def _verify_passkey(
-    db: Database,
+    attempt: Attempt,
     *,
     tenant: TenantContext,
     credential_id: str,
@@ -199,7 +198,7 @@ async def _verify_passkey(
 ) -> AuthSession:
     if request_id is None:
         raise RequestIdMissing("a passkey verify carries the challenge's requestId in the Request-Id header")
-    async with db.transaction() as session:
+    async with attempt.transaction() as session:
         now = clock.now(tenant)
         credential = await credentials.live_credential(
             session, tenant=tenant, credential_id=credential_id, for_update=True
