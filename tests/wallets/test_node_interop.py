@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from platpay.kit.crypto import bundles
+from platpay.kit.crypto import bundles, p256, stamps
 from tests.wallets.support import Wallet, new_key, public_hex, wallet_account
 
 INTEROP = Path(__file__).resolve().parents[1] / "interop" / "wallet"
@@ -95,3 +95,53 @@ async def test_the_turnkey_libraries_drive_a_wallets_life(node_modules, app, cli
         "export_opened",
         "session_revoked",
     ]
+
+
+def test_the_libraries_read_and_write_our_byte_formats(node_modules) -> None:
+    """Every §6 format across implementations: a production (signed) export bundle and a session-key bundle
+    made here, opened by decryptExportBundle (which checks dataSignature against the pinned enclave key) and
+    decryptCredentialBundle; an OTP attempt sealed by encryptOtpCodeToBundle (which checks the target
+    bundle's signature) opened here; stamps from @turnkey/api-key-stamper verified here (high and low S)."""
+    enclave, export_key, session_scalar, client_key = new_key(), new_key(), new_key(), new_key()
+    stamp_key, target, tek = new_key(), new_key(), new_key()
+    mnemonic = "abandon ability able about above absent absorb abstract absurd abuse access accident"
+    payload = '{"organizationId":"Tenant:x","parameters":{"privateEnabled":true},"type":"ACTIVITY"}'
+    given = {
+        "exportBundle": bundles.export_bundle(
+            export_key.public_key(), mnemonic.encode(), organization_id="Tenant:x", signer=enclave
+        ),
+        "exportKey": p256.scalar_bytes(export_key).hex(),
+        "organizationId": "Tenant:x",
+        "enclaveKey": p256.uncompressed_hex(enclave.public_key()),
+        "credentialBundle": bundles.credential_bundle(
+            client_key.public_key(), p256.scalar_bytes(session_scalar)
+        ),
+        "credentialKey": p256.scalar_bytes(client_key).hex(),
+        "targetBundle": bundles.target_bundle(
+            target.public_key(), signer=enclave, organization_id="Tenant:x"
+        ),
+        "tekPublic": public_hex(tek),
+        "payload": payload,
+        "stampKey": p256.scalar_bytes(stamp_key).hex(),
+    }
+    result = subprocess.run(
+        ["node", str(INTEROP / "formats.mjs")],
+        input=json.dumps(given),
+        capture_output=True,
+        text=True,
+        cwd=INTEROP,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    produced = json.loads(result.stdout.strip().splitlines()[-1])
+    assert produced["mnemonic"] == mnemonic
+    assert produced["sessionKey"] == p256.scalar_bytes(session_scalar).hex()
+    attempt = bundles.open_otp_attempt(bundles.parse_sealed(produced["encryptedOtpBundle"]), target)
+    assert attempt.otp_code == "000000"
+    assert p256.compressed_hex(attempt.public_key) == p256.compressed_hex(tek.public_key())
+    for header in produced["stamps"]:
+        parsed = stamps.parse(header)
+        assert parsed.public_key_hex == p256.compressed_hex(stamp_key.public_key()) and parsed.verifies(
+            payload
+        )
