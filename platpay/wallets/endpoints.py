@@ -13,7 +13,7 @@ from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.kit.routing import api_router
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
 from platpay.wallets import accounts as wallet_accounts
-from platpay.wallets import credentials, sessions, verification
+from platpay.wallets import challenges, credentials, sessions, verification
 from platpay.wallets.schemas import (
     AuthCredentialChallengeRequest,
     AuthCredentialCreateRequestOneOf,
@@ -213,7 +213,7 @@ async def create_passkey_registration_challenge(
 ) -> PasskeyRegistrationChallenge:
     """Issue the single-use WebAuthn challenge (and RP, user) for registering a passkey on a wallet."""
     async with get_db(request).transaction() as session:
-        return await credentials.registration_challenge(
+        return await challenges.registration_challenge(
             session, tenant=principal.tenant, account_id=body.account_id, settings=request.app.state.settings
         )
 

@@ -28,7 +28,17 @@ from platpay.kit.crypto import p256
 from platpay.kit.ids import is_id
 from platpay.kit.wallet_signature import WalletSignature
 from platpay.tenants.context import TenantContext
-from platpay.wallets import credentials, keys, oidc, otp, passkeys, repository, sessions, signed_retry
+from platpay.wallets import (
+    challenges,
+    credentials,
+    keys,
+    oidc,
+    otp,
+    passkeys,
+    repository,
+    sessions,
+    signed_retry,
+)
 from platpay.wallets.attempts import Attempt
 from platpay.wallets.credentials import PASSKEY_LOGIN
 from platpay.wallets.errors import RequestIdMissing, VerificationFailed
@@ -92,7 +102,7 @@ async def challenge(
 
     async def work() -> AuthMethodResponse | PasskeyAuthChallenge:
         async with attempt.transaction() as session:
-            return await credentials.reissue_challenge(
+            return await challenges.reissue_challenge(
                 session, tenant=tenant, credential_id=credential_id, client_public_key=client_public_key
             )
 
