@@ -7,6 +7,7 @@ import structlog
 from platpay.jobs.registry import Lane, handler, lane
 from platpay.jobs.runner import JobContext
 from platpay.messages import providers, service
+from platpay.metrics import MESSAGE_ATTEMPTS
 
 log = structlog.get_logger("platpay.messages")
 
@@ -38,8 +39,10 @@ async def send_message(ctx: JobContext) -> None:
     if error is not None:  # the log names the failure's type only: SMTP replies may quote the recipient
         log.warning("message.send_failed", message_id=message_id, permanent=permanent, error=kind)
     async with ctx.transaction() as session:
-        retry_at = await service.record_attempt(
+        attempt = await service.record_attempt(
             session, message_id=message_id, error=error, permanent=permanent, settings=ctx.settings
         )
-        if retry_at is not None:
-            ctx.retry_at(retry_at, reason="send failed; retried")
+        if attempt is not None and attempt.retry_at is not None:
+            ctx.retry_at(attempt.retry_at, reason="send failed; retried")
+    if attempt is not None:  # counted once recorded
+        MESSAGE_ATTEMPTS.labels(attempt.channel, attempt.category, attempt.outcome).inc()

@@ -45,7 +45,8 @@ LANE = "messages"
 SEAL_PURPOSE = "platpay message content v1"
 MAX_RETRY_INTERVAL = timedelta(minutes=30)
 
-_EMAIL_RE = re.compile(r"[^@\s<>()\[\],;:\"\\]+@[^@\s<>()\[\],;:\"\\]+")
+_EMAIL_PART = r"[^@\s<>()\[\],;:\"\\\x00-\x1f\x7f]+"  # no spaces, controls or specials: one bare address
+_EMAIL_RE = re.compile(f"{_EMAIL_PART}@{_EMAIL_PART}")
 _E164_RE = re.compile(r"\+[1-9][0-9]{1,14}")
 _CATEGORY_RE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 _MAX_TEXT = 100_000
@@ -66,9 +67,15 @@ def _check_line(value: str, name: str, limit: int) -> None:
     _check(len(value) <= limit, name, f"must be at most {limit} characters")
 
 
-def _check_common(*, text: str, category: str) -> None:
+def _check_common(*, text: str, category: str, **texts: str | None) -> None:
     _check(bool(_CATEGORY_RE.fullmatch(category)), "category", "must match [a-z0-9][a-z0-9_.-]{0,63}")
+    _check(bool(text.strip()), "text", "must not be empty")
     _check(len(text) <= _MAX_TEXT, "text", f"must be at most {_MAX_TEXT} characters")
+    for name, value in {
+        "text": text,
+        **texts,
+    }.items():  # no text we store may hold NUL (PostgreSQL refuses it)
+        _check(value is None or "\x00" not in value, name, "must not contain NUL characters")
 
 
 async def send_email(
@@ -88,7 +95,7 @@ async def send_email(
     (INVALID_INPUT) naming the argument. `sender_address` / `sender_name` default to PLATPAY_SMTP_FROM's."""
     _check_email(to, "to")
     _check_line(subject, "subject", _MAX_SUBJECT)
-    _check_common(text=text, category=category)
+    _check_common(text=text, category=category, subject=subject, html=html, sender_name=sender_name)
     if html is not None:
         _check(len(html) <= _MAX_TEXT, "html", f"must be at most {_MAX_TEXT} characters")
     if sender_address is not None:
@@ -203,10 +210,24 @@ def _retry_delay(attempts: int, settings: Settings) -> timedelta:
     return min(delay, MAX_RETRY_INTERVAL)
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """What one send attempt came to: SENT, FAILED, or QUEUED again until `retry_at`."""
+
+    channel: str
+    category: str
+    status: MessageStatus
+    retry_at: datetime | None
+
+    @property
+    def outcome(self) -> str:
+        return "retry" if self.retry_at is not None else self.status.lower()
+
+
 async def record_attempt(
     session: AsyncSession, *, message_id: str, error: str | None, permanent: bool, settings: Settings
-) -> datetime | None:
-    """Record one send attempt (`error` None: it was sent). When the message is to be tried again, when."""
+) -> Attempt | None:
+    """Record one send attempt (`error` None: it was sent); None when the message was no longer QUEUED."""
     row = await repository.get(session, message_id=message_id, for_update=True)
     if row is None or row.status != MessageStatus.QUEUED:
         return None
@@ -237,7 +258,7 @@ async def record_attempt(
         status=row.status,
         retry_at=retry_at.isoformat() if retry_at else None,
     )
-    return retry_at
+    return Attempt(row.channel, row.category, MessageStatus(row.status), retry_at)
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
+from platpay import metrics
 from platpay.auth import service as auth_service
 from platpay.errors import ApiError
 from platpay.kit import clock
 from platpay.kit.pagination import PageParams
 from platpay.messages import service
 from platpay.messages.state import MessageStatus
+from platpay.metrics import Metrics
 
 EMAIL = {"subject": "Your code", "text": "Your code is 123456.", "category": "wallet.otp"}
 
@@ -106,28 +109,37 @@ async def test_a_refusing_smtp_server_is_retried_with_backoff_then_delivered(
     db, runner, smtp_server, tenants, settings
 ):
     tenant = tenants["sandbox"]
-    smtp_server.refuse_next(2)
-    async with db.transaction() as session:
-        message_id = await service.send_email(session, tenant=tenant, to="jane@example.com", **EMAIL)
+    recorded = Metrics(CollectorRegistry())
+    token = metrics.bind(recorded)  # the runner's tasks record here
+    try:
+        smtp_server.refuse_next(2)
+        async with db.transaction() as session:
+            message_id = await service.send_email(session, tenant=tenant, to="jane@example.com", **EMAIL)
 
-    await runner.run_until_idle()
-    info = await _info(db, tenant, message_id)
-    assert (info.status, info.attempts) == (MessageStatus.QUEUED, 1)
-    assert "451" in (info.last_error or "")
-    assert await runner.run_until_idle() == 0  # the retry waits for its backoff
+        await runner.run_until_idle()
+        info = await _info(db, tenant, message_id)
+        assert (info.status, info.attempts) == (MessageStatus.QUEUED, 1)
+        assert "451" in (info.last_error or "")
+        assert await runner.run_until_idle() == 0  # the retry waits for its backoff
 
-    clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
-    await runner.run_until_idle()
-    assert (await _info(db, tenant, message_id)).attempts == 2
-    clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
-    assert await runner.run_until_idle() == 0  # the second backoff is twice as long
-    clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
-    await runner.run_until_idle()
+        clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
+        await runner.run_until_idle()
+        assert (await _info(db, tenant, message_id)).attempts == 2
+        clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
+        assert await runner.run_until_idle() == 0  # the second backoff is twice as long
+        clock.advance(timedelta(seconds=settings.message_retry_base_seconds))
+        await runner.run_until_idle()
 
-    mail = await smtp_server.wait_for(to="jane@example.com")
-    assert "123456" in mail.text and len(smtp_server.messages) == 1
-    info = await _info(db, tenant, message_id)
-    assert (info.status, info.attempts, info.last_error) == (MessageStatus.SENT, 3, None)
+        mail = await smtp_server.wait_for(to="jane@example.com")
+        assert "123456" in mail.text and len(smtp_server.messages) == 1
+        info = await _info(db, tenant, message_id)
+        assert (info.status, info.attempts, info.last_error) == (MessageStatus.SENT, 3, None)
+    finally:
+        metrics.unbind(token)
+    labels = {"channel": "EMAIL", "category": "wallet.otp"}
+    count = recorded.registry.get_sample_value  # type: ignore[union-attr]
+    assert count("platpay_message_attempts_total", {**labels, "outcome": "retry"}) == 2
+    assert count("platpay_message_attempts_total", {**labels, "outcome": "sent"}) == 1
 
 
 async def test_a_permanent_refusal_fails_at_once(db, runner, smtp_server, tenants):
@@ -180,7 +192,9 @@ async def test_production_bodies_are_sealed_at_rest_and_wiped_once_sent(db, runn
     for mid, secret in ((message_id, "123456"), (sms_id, "654321")):
         content, sealed, kept = await stored(mid)
         assert sealed and not kept
-        assert content.startswith("v1.") and secret not in content and "code" not in content.lower()
+        assert (
+            content.startswith("v1.") and secret not in content and '"text"' not in content
+        )  # no JSON: sealed
 
     await runner.run_until_idle()
     mail = await smtp_server.wait_for(to="jane@example.com")
@@ -227,6 +241,10 @@ async def test_sms_is_recorded_in_the_sandbox_mailbox(db, runner, tenants):
         ({"sender_address": "nope"}, "sender_address"),
         ({"sender_name": "A\nB"}, "sender_name"),
         ({"reply_to": "a@b@c"}, "reply_to"),
+        ({"text": "  "}, "text"),
+        ({"text": "code\x00"}, "text"),
+        ({"html": "<p>\x00</p>"}, "html"),
+        ({"text": "x" * 100_001}, "text"),
     ],
 )
 async def test_bad_email_arguments_are_refused_and_change_nothing(db, runner, tenants, kwargs, field):
