@@ -27,7 +27,7 @@ from platpay.config import Settings, get_settings
 from platpay.errors import invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
-from platpay.kit.crypto.sealing import get_sealer
+from platpay.kit.crypto.sealing import Sealer, get_sealer
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.messages import providers, repository
@@ -130,7 +130,7 @@ async def send_sms(session: AsyncSession, *, tenant: TenantContext, to: str, tex
     )
 
 
-def _sealer():  # type: ignore[no-untyped-def]
+def _sealer() -> Sealer:
     settings = get_settings()  # the process's master key, as kit/idempotency.py seals with
     return get_sealer(settings.master_key, settings.var_dir)
 
