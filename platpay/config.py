@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_SQLITE_PATH = Path("var") / "platpay.db"
@@ -81,6 +81,34 @@ class Settings(BaseSettings):
     sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
     uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
+
+    # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
+    email_sender: str | None = Field(
+        default=None,
+        description="`smtp`, `none` (records only) or package.module:factory; unset: `smtp` when smtp_host "
+        "is set, else `none`",
+    )
+    sms_sender: str = Field(default="none", description="`none` (records only) or package.module:factory")
+    smtp_host: str | None = Field(default=None, description="SMTP server the `smtp` email sender uses")
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_username: str | None = Field(default=None, description="SMTP AUTH user; no AUTH when unset")
+    smtp_password: SecretStr | None = None
+    smtp_starttls: bool = Field(default=True, description="require STARTTLS before sending")
+    smtp_from: str = Field(
+        default="platpay <no-reply@localhost>", description="From of emails whose sender names none"
+    )
+    smtp_timeout_seconds: float = Field(default=10.0, gt=0, description="longest wait for each SMTP step")
+    message_concurrency: int = Field(
+        default=8, ge=1, description="messages being sent at once per runner; a lane of their own"
+    )
+    message_max_attempts: int = Field(
+        default=12,
+        ge=1,
+        description="send attempts before a message is FAILED (a 5xx refusal fails it at once)",
+    )
+    message_retry_base_seconds: float = Field(
+        default=5.0, gt=0, description="first retry delay of a message; doubles each try, at most 30 minutes"
+    )
 
     # Webhooks
     webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")

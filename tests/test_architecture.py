@@ -20,6 +20,7 @@ LAYERS = (
     ("tenants",),
     ("auth",),
     ("events",),
+    ("messages",),
     ("ledger",),
     ("customers",),
     ("accounts",),

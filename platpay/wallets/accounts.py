@@ -87,7 +87,7 @@ async def export(
     """The wallet's mnemonic sealed to `client_public_key` (production: signed by the tenant's enclave key;
     sandbox: unsigned, as the reference's sandbox)."""
     wallet = await repository.get_wallet(session, tenant_id=tenant.id, account_id=account_id)
-    if wallet is None:  # a wallet opened before custody existed (migration 0005): its secret is made now
+    if wallet is None:  # a wallet opened before custody existed (migration 0006): its secret is made now
         account = await wallet_account(session, tenant=tenant, account_id=account_id, field="id")
         await provisioning.provision_wallets(
             session,

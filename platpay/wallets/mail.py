@@ -10,6 +10,8 @@ from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.kit import clock
+from platpay.messages import service as messages_service
 from platpay.tenants.context import TenantContext
 
 CATEGORY = "wallets.otp"
@@ -61,9 +63,20 @@ def compose(tenant: TenantContext, *, code: str, expires_in_seconds: int) -> Otp
     )
 
 
-async def send_otp(
-    session: AsyncSession, *, tenant: TenantContext, to: str, issued: OtpIssuance
-) -> str | None:
-    """Queue the OTP email (sent by the messages domain's job once this transaction commits)."""
-    compose(tenant, code=issued.code, expires_in_seconds=300)
-    return None
+async def send_otp(session: AsyncSession, *, tenant: TenantContext, to: str, issued: OtpIssuance) -> str:
+    """Queue the OTP email through the messages domain, in the caller's transaction (its job sends it once
+    that commits; sandbox tenants can read it in GET /sandbox/mailbox). The message's id."""
+    expires_in = max(1, int((issued.expires_at - clock.now(tenant)).total_seconds()))
+    email = compose(tenant, code=issued.code, expires_in_seconds=expires_in)
+    return await messages_service.send_email(
+        session,
+        tenant=tenant,
+        to=to,
+        subject=email.subject,
+        text=email.text,
+        html=email.html,
+        category=CATEGORY,
+        sender_address=email.sender_address,
+        sender_name=email.sender_name,
+        reply_to=email.reply_to,
+    )

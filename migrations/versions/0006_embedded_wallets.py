@@ -6,8 +6,8 @@ tenants.embedded_wallet_config. EMBEDDED_WALLET accounts opened before this revi
 EMAIL_OTP credential here (when their customer has an email); their custody secret is created on first use
 (wallets/accounts.py), since only the configured custody can make one.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-25 22:40:13.109065
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from alembic import op
 import platpay.db.types
 from platpay.kit.ids import new_id
 
-revision: str = '0005'
-down_revision: str | None = '0004'
+revision: str = '0006'
+down_revision: str | None = '0005'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
