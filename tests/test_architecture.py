@@ -24,6 +24,7 @@ LAYERS = (
     ("ledger",),
     ("customers",),
     ("accounts",),
+    ("wallets",),
     ("fx",),
     ("payments",),
     ("platforms",),

@@ -143,3 +143,14 @@ def with_owner(
     return stmt.add_columns(CustomerRow).outerjoin(
         CustomerRow, and_(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
     )
+
+
+async def emails_of(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+) -> dict[str, str | None]:
+    rows = await session.execute(
+        select(CustomerRow.id, CustomerRow.email).where(
+            CustomerRow.tenant_id == tenant_id, CustomerRow.id.in_(customer_ids)
+        )
+    )
+    return {customer_id: email for customer_id, email in rows.all()}
