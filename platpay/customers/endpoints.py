@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -10,10 +10,20 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.customers import service as customers_service
-from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
-from platpay.kit.api_model import ApiRequest
+from platpay.customers.schemas import (
+    CUSTOMER_CREATE_EXAMPLES,
+    CUSTOMER_UPDATE_EXAMPLES,
+    SANDBOX_KYC_EXAMPLES,
+    Customer,
+    CustomerCreateRequestOneOf,
+    CustomerListResponse,
+    CustomerOneOf,
+    CustomerType,
+    CustomerUpdateRequestOneOf,
+    SandboxKycStatusRequest,
+)
 from platpay.kit.idempotency import Idempotent
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 
 router = api_router(tags=["Customers"])
@@ -42,9 +52,9 @@ async def _with_rule_problems(request: Request, error: RequestValidationError) -
     if not isinstance(principal, Principal) or not body_errors or not isinstance(error.body, dict):
         return error
     row = None
-    model: type[CustomerCreate | CustomerUpdate] = CustomerCreate
+    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf] = CustomerCreateRequestOneOf
     if request.method == "PATCH":
-        model = CustomerUpdate
+        model = CustomerUpdateRequestOneOf
         async with get_db(request).read() as session:
             row = await customers_service.find_active(
                 session, tenant_id=principal.tenant.id, customer_id=request.path_params["customerId"]
@@ -75,9 +85,16 @@ def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[An
     return register
 
 
-@_naming_every_problem("/customers", "POST", status_code=201, response_model=Customer)
+@_naming_every_problem(
+    "/customers",
+    "POST",
+    operation_id="createCustomer",
+    openapi_extra=CUSTOMER_CREATE_EXAMPLES,
+    status_code=201,
+    response_model=CustomerOneOf,
+)
 async def create_customer(
-    body: CustomerCreate,
+    body: CustomerCreateRequestOneOf,
     idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
@@ -88,11 +105,11 @@ async def create_customer(
     )
 
 
-@router.get("/customers", response_model=Page[Customer])
+@router.get("/customers", operation_id="listCustomers", response_model=CustomerListResponse)
 async def list_customers(
     request: Request,
     platform_customer_id: str | None = Query(None, alias="platformCustomerId", max_length=255),
-    customer_type: Literal["INDIVIDUAL", "BUSINESS"] | None = Query(None, alias="customerType"),
+    customer_type: CustomerType | None = Query(None, alias="customerType"),
     created_after: QueryTimestamp | None = Query(None, alias="createdAfter"),
     created_before: QueryTimestamp | None = Query(None, alias="createdBefore"),
     updated_after: QueryTimestamp | None = Query(None, alias="updatedAfter"),
@@ -130,7 +147,7 @@ async def list_customers(
     return page.envelope([customers_service.to_schema(row).to_api() for row in page.items])
 
 
-@router.get("/customers/{customerId}", response_model=Customer)
+@router.get("/customers/{customerId}", operation_id="getCustomerById", response_model=CustomerOneOf)
 async def get_customer(customerId: str, request: Request, principal: Principal = Viewer) -> Customer:
     """Get a customer (a deleted one reports isDeleted: true)."""
     async with get_db(request).read() as session:
@@ -142,11 +159,13 @@ async def get_customer(customerId: str, request: Request, principal: Principal =
 @_naming_every_problem(
     "/customers/{customerId}",
     "PATCH",
-    response_model=Customer,
+    operation_id="updateCustomerById",
+    openapi_extra=CUSTOMER_UPDATE_EXAMPLES,
+    response_model=CustomerOneOf,
     responses={410: {"description": "customer deleted"}},
 )
 async def update_customer(
-    customerId: str, body: CustomerUpdate, request: Request, principal: Principal = Manager
+    customerId: str, body: CustomerUpdateRequestOneOf, request: Request, principal: Principal = Manager
 ) -> Customer:
     """Update a customer's fields; customerType is required and selects which fields apply."""
     async with get_db(request).transaction() as session:
@@ -156,7 +175,10 @@ async def update_customer(
 
 
 @router.delete(
-    "/customers/{customerId}", response_model=Customer, responses={410: {"description": "already deleted"}}
+    "/customers/{customerId}",
+    operation_id="deleteCustomerById",
+    response_model=CustomerOneOf,
+    responses={410: {"description": "already deleted"}},
 )
 async def delete_customer(customerId: str, request: Request, principal: Principal = Manager) -> Customer:
     """Delete a customer (soft: kept for audit, hidden from lists, its accounts closed)."""
@@ -166,15 +188,16 @@ async def delete_customer(customerId: str, request: Request, principal: Principa
         )
 
 
-class KycStatusChange(ApiRequest):
-    kyc_status: KycStatus
-
-
-@sandbox_router.post("/sandbox/customers/{customerId}/kyc", response_model=Customer)
+@sandbox_router.post(
+    "/sandbox/customers/{customerId}/kyc",
+    operation_id="sandboxUpdateCustomerKycStatus",
+    openapi_extra=SANDBOX_KYC_EXAMPLES,
+    response_model=CustomerOneOf,
+)
 async def simulate_kyc_outcome(
     customerId: str,
     request: Request,
-    body: KycStatusChange = Body(...),
+    body: SandboxKycStatusRequest = Body(...),
     principal: Principal = Depends(require_sandbox(Permission.MANAGE)),
 ) -> Customer:
     """Set a customer's kycStatus as a review would, firing CUSTOMER.KYC_*/KYB_* (sandbox only)."""

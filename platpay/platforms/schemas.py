@@ -8,6 +8,8 @@ from pydantic import Field
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import MinorUnits
+from platpay.kit.openapi import request_examples
+from platpay.payments.schemas import TransactionType
 
 
 class CustomerInfoFieldName(StrEnum):
@@ -33,7 +35,6 @@ class CustomerInfoFieldName(StrEnum):
     ID_NUMBER = "ID_NUMBER"
 
 
-TransactionType = Literal["INCOMING", "OUTGOING"]
 MAX_AMOUNT = 9_000_000_000_000_000
 
 
@@ -82,7 +83,7 @@ class PlatformConfig(ApiModel):
     updated_at: datetime
 
 
-class PlatformConfigUpdate(ApiRequest):
+class PlatformConfigUpdateRequest(ApiRequest):
     """Partial update: omitted fields keep their values; `webhookEndpoint: null` removes the endpoint."""
 
     uma_domain: str | None = Field(default=None, min_length=1, max_length=253)
@@ -90,3 +91,32 @@ class PlatformConfigUpdate(ApiRequest):
     supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(
         default=None, min_length=1, max_length=50
     )
+
+
+CONFIG_UPDATE_EXAMPLES = request_examples(
+    webhookEndpoint=(
+        "Receive webhooks at your endpoint (a signed TEST event is sent to it)",
+        {"webhookEndpoint": "https://api.example.com/webhooks/platpay"},
+    ),
+    supportedCurrencies=(
+        "Send USD and EUR, with limits and the counterparty fields you require",
+        {
+            "supportedCurrencies": [
+                {
+                    "currencyCode": "USD",
+                    "minAmount": 100,
+                    "maxAmount": 1000000,
+                    "requiredCounterpartyFields": [{"name": "FULL_NAME", "mandatory": True}],
+                    "enabledTransactionTypes": ["OUTGOING", "INCOMING"],
+                },
+                {
+                    "currencyCode": "EUR",
+                    "minAmount": 100,
+                    "maxAmount": 1000000,
+                    "requiredCounterpartyFields": [],
+                    "enabledTransactionTypes": ["OUTGOING"],
+                },
+            ]
+        },
+    ),
+)
