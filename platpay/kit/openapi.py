@@ -95,7 +95,8 @@ def operations(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """`{anyOf: [X, {type: null}], title…}` -> `{…X, title…}`; anything else unchanged."""
+    """`{anyOf: [X, {type: null}], description…}` -> `{…X, description…}` (a `$ref` X keeps only the
+    description beside it); anything else unchanged."""
     members = schema.get("anyOf")
     if not members:
         return schema
