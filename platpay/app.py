@@ -12,7 +12,6 @@ from typing import Any
 import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
@@ -26,12 +25,13 @@ from platpay.config import Settings, get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.faults import DatabaseUnavailable, unavailable_reason
-from platpay.errors import ApiError, ErrorBody, InternalError
+from platpay.errors import ApiError, InternalError
 from platpay.events import repository as events_repository
 from platpay.events.delivery import close_clients
 from platpay.jobs import repository as jobs_repository
 from platpay.jobs.runner import JobRunner
-from platpay.kit import clock
+from platpay.kit import clock, openapi
+from platpay.kit.routing import documented_error
 from platpay.logging import configure as configure_logging
 from platpay.middleware import EdgeMiddleware
 
@@ -150,29 +150,6 @@ async def _database_error(request: Request, exc: DBAPIError) -> JSONResponse:
     return await _unexpected(request, exc)
 
 
-def _custom_openapi(app: FastAPI) -> dict[str, Any]:
-    if app.openapi_schema:
-        return app.openapi_schema
-    schema = get_openapi(
-        title="platpay",
-        version=API_VERSION,
-        description=(
-            "Self-hostable Platform Payments Service. Every error is `{status, code, message, details}`. "
-            "Authenticate with HTTP Basic (`clientId:clientSecret`)."
-        ),
-        routes=app.routes,
-    )
-    for path_item in schema.get("paths", {}).values():
-        for operation in path_item.values():
-            if isinstance(operation, dict):
-                operation.get("responses", {}).pop("422", None)
-    components = schema.get("components", {}).get("schemas", {})
-    components.pop("HTTPValidationError", None)
-    components.pop("ValidationError", None)
-    app.openapi_schema = schema
-    return schema
-
-
 def create_app(
     settings: Settings | None = None, *, database: Database | None = None, embedded_worker: bool | None = None
 ) -> FastAPI:
@@ -238,12 +215,16 @@ def create_app(
     for mount in domains.mounts():
         app.router.routes.extend(mount.router.routes)
 
-    @app.get("/healthz", tags=["Operations"], responses={500: {"model": ErrorBody}})
+    @app.get(
+        "/healthz", tags=["Operations"], operation_id="getHealth", responses={500: documented_error(500)}
+    )
     async def healthz() -> dict[str, str]:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["Operations"], responses={503: {"model": ErrorBody}})
+    @app.get(
+        "/readyz", tags=["Operations"], operation_id="getReadiness", responses={503: documented_error(503)}
+    )
     async def readyz(request: Request) -> Response:
         """Readiness: the database answers and its schema is at the latest migration."""
         db: Database = request.app.state.db
@@ -268,8 +249,12 @@ def create_app(
     @app.get(
         "/metrics",
         tags=["Operations"],
+        operation_id="getMetrics",
         response_class=Response,
-        responses={200: {"content": {"text/plain": {}}}, 500: {"model": ErrorBody}},
+        responses={
+            200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+            500: documented_error(500),
+        },
     )
     async def metrics(request: Request) -> Response:
         """Prometheus metrics."""
@@ -288,7 +273,7 @@ def create_app(
         return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]
 
     _serve_docs(app)
-    app.openapi = lambda: _custom_openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: openapi.document(app, error_codes=domains.error_codes())  # type: ignore[method-assign]
     app.add_middleware(
         EdgeMiddleware, max_body_bytes=settings.max_body_bytes, body_limits=domains.body_limits(settings)
     )

@@ -14,6 +14,7 @@ from functools import cache
 
 import platpay
 from platpay.config import Settings
+from platpay.errors import ApiError
 from platpay.events import types as event_types
 from platpay.jobs import registry
 from platpay.kit import providers
@@ -58,3 +59,22 @@ def load_jobs(plugins: str = "") -> None:
     """Every domain's job handlers, and the plugin modules named in PLATPAY_JOB_PLUGINS."""
     load()
     registry.load_plugins(plugins)
+
+
+def error_codes() -> dict[int, set[str]]:
+    """Every code an error of each HTTP status can carry: the codes of platpay's ApiError classes (each in its
+    domain's errors.py, or the foundation's), every domain's errors module imported first so that the answer
+    does not depend on which modules happen to be imported already. The document's `Error<status>` schemas
+    enumerate them."""
+    load()
+    for info in pkgutil.walk_packages(platpay.__path__, "platpay."):
+        if info.name.rsplit(".", 1)[-1] == "errors":
+            importlib.import_module(info.name)
+    codes: dict[int, set[str]] = {}
+    pending: list[type[ApiError]] = [ApiError]
+    while pending:
+        cls = pending.pop()
+        if cls.__module__.startswith("platpay."):
+            codes.setdefault(cls.status, set()).add(cls.code)
+        pending.extend(cls.__subclasses__())
+    return codes

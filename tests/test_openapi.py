@@ -1,5 +1,6 @@
 """/openapi.json and /docs describe exactly what is served: every route, our error shape on every
-operation, HTTP Basic as the security scheme, and no framework 422 left anywhere."""
+operation (`Error<status>`, one per status as the reference splits it), HTTP Basic as the security scheme,
+and no framework 422 left anywhere."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from platpay import BASE_PATH
 from platpay.app import create_app
 from platpay.config import get_settings
 
-ERROR_REF = "#/components/schemas/ErrorBody"
+ERROR_REF = "#/components/schemas/Error{status}"  # the one error shape, per status
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Served to read the document itself, not part of the API it documents.
 DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/docs/assets"}
@@ -142,7 +143,8 @@ def test_every_documented_error_is_the_error_body(served):
         errors = {status: r for status, r in operation["responses"].items() if status[0] in "45"}
         assert errors, f"{method} {path} documents no error response"
         for status, response in errors.items():
-            assert _error_schema_ref(response) == ERROR_REF, f"{method} {path} {status}: {response}"
+            expected = ERROR_REF.format(status=status)
+            assert _error_schema_ref(response) == expected, f"{method} {path} {status}: {response}"
 
 
 def test_401_documents_the_challenge_header(served):
@@ -152,12 +154,17 @@ def test_401_documents_the_challenge_header(served):
 
 
 def test_error_body_schema(served):
-    schema = served.document["components"]["schemas"]["ErrorBody"]
-    assert set(schema["required"]) == {"status", "code", "message"}
-    assert schema["properties"]["status"]["type"] == "integer"
-    assert schema["properties"]["code"]["type"] == "string"
-    assert schema["properties"]["message"]["type"] == "string"
-    assert schema["properties"]["details"]["type"] == "object"
+    errors = {
+        name: s for name, s in served.document["components"]["schemas"].items() if name.startswith("Error")
+    }
+    assert {"Error400", "Error401", "Error404", "Error500"} <= set(errors)
+    for name, schema in errors.items():
+        assert set(schema["required"]) == {"status", "code", "message"}
+        assert schema["properties"]["status"]["type"] == "integer"
+        assert schema["properties"]["status"]["enum"] == [int(name.removeprefix("Error"))]
+        assert schema["properties"]["code"]["type"] == "string"
+        assert schema["properties"]["message"]["type"] == "string"
+        assert schema["properties"]["details"]["type"] == "object"
 
 
 def test_no_framework_422_is_left(served):

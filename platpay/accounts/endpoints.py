@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
 
 from fastapi import Depends, Query, Request, Response
 
@@ -9,30 +8,38 @@ from platpay.accounts import discoveries
 from platpay.accounts import external_service as external
 from platpay.accounts import service as internal
 from platpay.accounts.schemas import (
-    DiscoveryList,
+    EXTERNAL_ACCOUNT_EXAMPLES,
+    PLATFORM_EXTERNAL_ACCOUNT_EXAMPLES,
+    DiscoveryListResponse,
     ExternalAccount,
-    ExternalAccountCreate,
-    InternalAccount,
-    InternalAccountList,
-    PlatformExternalAccountCreate,
+    ExternalAccountCreateRequest,
+    ExternalAccountListResponse,
+    InternalAccountListResponse,
+    InternalAccountType,
+    PlatformExternalAccountCreateRequest,
+    PlatformInternalAccountListResponse,
 )
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.kit.idempotency import Idempotent
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import api_router
 
 router = api_router()
-AccountType = Literal["INTERNAL_FIAT", "INTERNAL_CRYPTO", "EMBEDDED_WALLET"]
 CurrencyQuery = Query(None, min_length=1, max_length=8)
 
 
-@router.get("/customers/internal-accounts", response_model=Page[InternalAccount], tags=["Internal Accounts"])
+@router.get(
+    "/customers/internal-accounts",
+    operation_id="listCustomerInternalAccounts",
+    response_model=InternalAccountListResponse,
+    tags=["Internal Accounts"],
+)
 async def list_customer_internal_accounts(
     request: Request,
     currency: str | None = CurrencyQuery,
     customer_id: str | None = Query(None, alias="customerId", max_length=64),
-    account_type: AccountType | None = Query(None, alias="type"),
+    account_type: InternalAccountType | None = Query(None, alias="type"),
     params: PageParams = Depends(page_params),
     principal: Principal = Viewer,
 ) -> dict:
@@ -49,11 +56,16 @@ async def list_customer_internal_accounts(
     return page.envelope([a.to_api() for a in accounts])
 
 
-@router.get("/platform/internal-accounts", response_model=InternalAccountList, tags=["Internal Accounts"])
+@router.get(
+    "/platform/internal-accounts",
+    operation_id="listPlatformInternalAccounts",
+    response_model=PlatformInternalAccountListResponse,
+    tags=["Internal Accounts"],
+)
 async def list_platform_internal_accounts(
     request: Request,
     currency: str | None = CurrencyQuery,
-    account_type: AccountType | None = Query(None, alias="type"),
+    account_type: InternalAccountType | None = Query(None, alias="type"),
     principal: Principal = Viewer,
 ) -> dict:
     """The platform's own internal accounts, one per supported currency."""
@@ -67,7 +79,7 @@ async def list_platform_internal_accounts(
 async def _create_external(
     idem: Idempotent,
     principal: Principal,
-    body: ExternalAccountCreate | PlatformExternalAccountCreate,
+    body: ExternalAccountCreateRequest | PlatformExternalAccountCreateRequest,
     customer_id: str | None,
     default_deposit: bool,
 ) -> Response:
@@ -87,12 +99,14 @@ async def _create_external(
 
 @router.post(
     "/customers/external-accounts",
+    operation_id="createCustomerExternalAccount",
+    openapi_extra=EXTERNAL_ACCOUNT_EXAMPLES,
     status_code=201,
     response_model=ExternalAccount,
     tags=["External Accounts"],
 )
 async def create_customer_external_account(
-    body: ExternalAccountCreate,
+    body: ExternalAccountCreateRequest,
     idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
@@ -100,7 +114,12 @@ async def create_customer_external_account(
     return await _create_external(idem, principal, body, body.customer_id, body.default_uma_deposit_account)
 
 
-@router.get("/customers/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])
+@router.get(
+    "/customers/external-accounts",
+    operation_id="listCustomerExternalAccounts",
+    response_model=ExternalAccountListResponse,
+    tags=["External Accounts"],
+)
 async def list_customer_external_accounts(
     request: Request,
     currency: str | None = CurrencyQuery,
@@ -124,10 +143,15 @@ async def list_customer_external_accounts(
 
 
 @router.post(
-    "/platform/external-accounts", status_code=201, response_model=ExternalAccount, tags=["External Accounts"]
+    "/platform/external-accounts",
+    operation_id="createPlatformExternalAccount",
+    openapi_extra=PLATFORM_EXTERNAL_ACCOUNT_EXAMPLES,
+    status_code=201,
+    response_model=ExternalAccount,
+    tags=["External Accounts"],
 )
 async def create_platform_external_account(
-    body: PlatformExternalAccountCreate,
+    body: PlatformExternalAccountCreateRequest,
     idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
@@ -135,7 +159,12 @@ async def create_platform_external_account(
     return await _create_external(idem, principal, body, None, False)
 
 
-@router.get("/platform/external-accounts", response_model=Page[ExternalAccount], tags=["External Accounts"])
+@router.get(
+    "/platform/external-accounts",
+    operation_id="listPlatformExternalAccounts",
+    response_model=ExternalAccountListResponse,
+    tags=["External Accounts"],
+)
 async def list_platform_external_accounts(
     request: Request,
     currency: str | None = CurrencyQuery,
@@ -160,6 +189,7 @@ def _one_external_account_routes(owner: str, *, platform: bool) -> None:
     """GET and DELETE /{owner}/external-accounts/{externalAccountId}: the same for customers' accounts and
     the platform's own, each path seeing only its kind (the other kind's ids are 404 there)."""
     whose = "one of the platform's" if platform else "a customer's"
+    whose_id = "Platform" if platform else "Customer"  # in the reference's operationIds
 
     async def get_account(
         externalAccountId: str, request: Request, principal: Principal = Viewer
@@ -187,6 +217,7 @@ def _one_external_account_routes(owner: str, *, platform: bool) -> None:
         response_model=ExternalAccount,
         tags=tags,
         name=f"get_{owner}_external_account",
+        operation_id=f"get{whose_id}ExternalAccountById",
         summary=f"Get {whose} external account",
     )
     router.add_api_route(
@@ -197,6 +228,7 @@ def _one_external_account_routes(owner: str, *, platform: bool) -> None:
         response_class=Response,
         tags=tags,
         name=f"delete_{owner}_external_account",
+        operation_id=f"delete{whose_id}ExternalAccountById",
         summary=f"Delete {whose} external account",
     )
 
@@ -205,7 +237,9 @@ _one_external_account_routes("customers", platform=False)
 _one_external_account_routes("platform", platform=True)
 
 
-@router.get("/discoveries", response_model=DiscoveryList, tags=["Discoveries"])
+@router.get(
+    "/discoveries", operation_id="getDiscoveries", response_model=DiscoveryListResponse, tags=["Discoveries"]
+)
 async def list_discoveries(
     country: str | None = Query(None, min_length=2, max_length=2, description="ISO 3166-1 alpha-2"),
     currency: str | None = CurrencyQuery,

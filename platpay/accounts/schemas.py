@@ -4,16 +4,26 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import CurrencyAmount
+from platpay.kit.openapi import ExampleIds, request_examples
+from platpay.kit.pagination import Page
 
-InternalAccountType = Literal["INTERNAL_FIAT", "INTERNAL_CRYPTO", "EMBEDDED_WALLET"]
-InternalAccountStatus = Literal["PENDING", "ACTIVE", "CLOSED", "FROZEN"]
-ExternalAccountStatus = Literal["PENDING", "ACTIVE", "UNDER_REVIEW", "INACTIVE"]
-BeneficiaryVerificationStatus = Literal[
-    "MATCHED", "PARTIAL_MATCH", "NOT_MATCHED", "UNSUPPORTED", "CHECKED_BY_RECEIVING_FI", "PENDING"
-]
+InternalAccountType = TypeAliasType(
+    "InternalAccountType", Literal["INTERNAL_FIAT", "INTERNAL_CRYPTO", "EMBEDDED_WALLET"]
+)
+InternalAccountStatus = TypeAliasType(
+    "InternalAccountStatus", Literal["PENDING", "ACTIVE", "CLOSED", "FROZEN"]
+)
+ExternalAccountStatus = TypeAliasType(
+    "ExternalAccountStatus", Literal["PENDING", "ACTIVE", "UNDER_REVIEW", "INACTIVE"]
+)
+BeneficiaryVerificationStatus = TypeAliasType(
+    "BeneficiaryVerificationStatus",
+    Literal["MATCHED", "PARTIAL_MATCH", "NOT_MATCHED", "UNSUPPORTED", "CHECKED_BY_RECEIVING_FI", "PENDING"],
+)
 
 
 class PaymentInstructions(ApiModel):
@@ -35,7 +45,13 @@ class InternalAccount(ApiModel):
     updated_at: datetime
 
 
-class InternalAccountList(ApiModel):
+class InternalAccountListResponse(Page[InternalAccount]):
+    """GET /customers/internal-accounts."""
+
+
+class PlatformInternalAccountListResponse(ApiModel):
+    """GET /platform/internal-accounts (not paginated)."""
+
     data: list[InternalAccount]
 
 
@@ -57,7 +73,11 @@ class ExternalAccount(ApiModel):
     updated_at: datetime
 
 
-class ExternalAccountCreate(ApiRequest):
+class ExternalAccountListResponse(Page[ExternalAccount]):
+    """GET /customers/external-accounts and GET /platform/external-accounts."""
+
+
+class ExternalAccountCreateRequest(ApiRequest):
     customer_id: str | None = Field(
         default=None, max_length=64, description="absent: the platform's own account"
     )
@@ -67,18 +87,56 @@ class ExternalAccountCreate(ApiRequest):
     account_info: dict[str, Any] = Field(description="by accountType, see the corridor table")
 
 
-class PlatformExternalAccountCreate(ApiRequest):
+class PlatformExternalAccountCreateRequest(ApiRequest):
     currency: str = Field(min_length=1, max_length=8)
     platform_account_id: str | None = Field(default=None, min_length=1, max_length=255)
     account_info: dict[str, Any] = Field(description="by accountType, see the corridor table")
 
 
-class Discovery(ApiModel):
+class DiscoveryListResponseDataItem(ApiModel):
     bank_name: str = Field(description="the value to send as accountInfo.bankName")
     display_name: str
     country: str
     currency: str
 
 
-class DiscoveryList(ApiModel):
-    data: list[Discovery]
+class DiscoveryListResponse(ApiModel):
+    data: list[DiscoveryListResponseDataItem]
+
+
+_US_BANK_ACCOUNT = {
+    "accountType": "USD_ACCOUNT",
+    "accountNumber": "12345678901",
+    "routingNumber": "011000015",
+    "beneficiary": {"beneficiaryType": "INDIVIDUAL", "fullName": "Jane Doe", "birthDate": "1990-01-15"},
+}
+EXTERNAL_ACCOUNT_EXAMPLES = request_examples(
+    usBankAccount=(
+        "A customer's US bank account",
+        {"customerId": ExampleIds.CUSTOMER, "currency": "USD", "accountInfo": _US_BANK_ACCOUNT},
+    ),
+    sparkWallet=(
+        "A customer's Spark wallet",
+        {
+            "customerId": ExampleIds.CUSTOMER,
+            "currency": "BTC",
+            "accountInfo": {
+                "accountType": "SPARK_WALLET",
+                "address": "spark1pgssypc8qurswpc8qurswpc8qurswpc8qurswpc8qurswpc8qurswpc8ztcgyt",
+            },
+        },
+    ),
+)
+PLATFORM_EXTERNAL_ACCOUNT_EXAMPLES = request_examples(
+    usBankAccount=(
+        "The platform's own US bank account",
+        {
+            "currency": "USD",
+            "platformAccountId": "operating-usd",
+            "accountInfo": {
+                **_US_BANK_ACCOUNT,
+                "beneficiary": {"beneficiaryType": "BUSINESS", "legalName": "Acme Corp"},
+            },
+        },
+    )
+)

@@ -5,17 +5,23 @@ from fastapi import Depends, Query, Request, Response
 from platpay.auth import service as auth_service
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.auth.schemas import ApiToken, ApiTokenCreate
+from platpay.auth.schemas import TOKEN_CREATE_EXAMPLES, ApiToken, ApiTokenCreateRequest, TokenListResponse
 from platpay.kit.idempotency import Idempotent
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
 router = api_router(tags=["API Tokens"])
 
 
-@router.post("/tokens", status_code=201, response_model=ApiToken)
+@router.post(
+    "/tokens",
+    operation_id="createToken",
+    openapi_extra=TOKEN_CREATE_EXAMPLES,
+    status_code=201,
+    response_model=ApiToken,
+)
 async def create_token(
-    body: ApiTokenCreate,
+    body: ApiTokenCreateRequest,
     idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
@@ -29,7 +35,7 @@ async def create_token(
     )
 
 
-@router.get("/tokens", response_model=Page[ApiToken])
+@router.get("/tokens", operation_id="listTokens", response_model=TokenListResponse)
 async def list_tokens(
     request: Request,
     name: str | None = Query(None, max_length=200, description="exact token name"),
@@ -55,14 +61,14 @@ async def list_tokens(
     return page.envelope([auth_service.to_schema(row).to_api() for row in page.items])
 
 
-@router.get("/tokens/{tokenId}", response_model=ApiToken)
+@router.get("/tokens/{tokenId}", operation_id="getTokenById", response_model=ApiToken)
 async def get_token(tokenId: str, request: Request, principal: Principal = Viewer) -> ApiToken:
     """Get an API token (never its secret)."""
     async with get_db(request).read() as session:
         return await auth_service.get_token(session, tenant_id=principal.tenant.id, token_id=tokenId)
 
 
-@router.delete("/tokens/{tokenId}", status_code=204, response_class=Response)
+@router.delete("/tokens/{tokenId}", operation_id="deleteTokenById", status_code=204, response_class=Response)
 async def delete_token(tokenId: str, request: Request, principal: Principal = Manager) -> Response:
     """Delete an API token; it stops authenticating immediately."""
     async with get_db(request).transaction() as session:

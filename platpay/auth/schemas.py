@@ -6,6 +6,8 @@ from enum import StrEnum
 from pydantic import Field, field_validator
 
 from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.openapi import request_examples
+from platpay.kit.pagination import Page
 
 
 class Permission(StrEnum):
@@ -31,7 +33,7 @@ class ApiToken(ApiModel):
     updated_at: datetime
 
 
-class ApiTokenCreate(ApiRequest):
+class ApiTokenCreateRequest(ApiRequest):
     name: str = Field(min_length=1, max_length=200, description="helps you tell tokens apart")
     permissions: list[Permission] = Field(min_length=1, max_length=3)
 
@@ -48,3 +50,15 @@ class ApiTokenCreate(ApiRequest):
         if len(set(value)) != len(value):
             raise ValueError("permissions must not repeat")
         return value
+
+
+class TokenListResponse(Page[ApiToken]):
+    """GET /tokens."""
+
+
+TOKEN_CREATE_EXAMPLES = request_examples(
+    ciToken=(
+        "A token for CI that reads and moves money",
+        {"name": "CI pipeline", "permissions": ["VIEW", "TRANSACT"]},
+    )
+)

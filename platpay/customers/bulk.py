@@ -4,7 +4,7 @@ The upload is read as it streams: checked (UTF-8 CSV text, header, size, data ro
 stored in the database in FILE_CHUNK_BYTES slices with its job, in one transaction, so that any worker on
 any machine can import it. The job runner imports it chunk by chunk: each run parses the next rows from the
 resume checkpoint and hands them to `customers_service.create_many`, the one creation path POST /customers
-uses, after the same request-body validation (CustomerCreate), so a row is refused for exactly the reasons
+uses, after the same request-body validation (CustomerCreateRequestOneOf), so a row is refused for exactly the reasons
 the API would refuse it, with the same error code.
 
 Exactly once: a chunk's customers, its row errors and the job's progress and checkpoint commit together in
@@ -28,13 +28,13 @@ from platpay.customers import bulk_repository as repository
 from platpay.customers import service as customers_service
 from platpay.customers.bulk_models import BulkImportJobRow
 from platpay.customers.bulk_schemas import (
+    BulkCustomerImportErrorEntry,
     BulkCustomerImportJob,
-    BulkImportAccepted,
-    BulkImportError,
-    BulkImportProgress,
+    BulkCustomerImportJobAccepted,
+    BulkCustomerImportJobProgress,
 )
 from platpay.customers.errors import BulkUploadJobNotFound
-from platpay.customers.schemas import CustomerCreate
+from platpay.customers.schemas import CustomerCreateRequestOneOf
 from platpay.customers.state import BULK_IMPORT, BulkImportStatus
 from platpay.customers.types import CustomerDraft
 from platpay.errors import InvalidInput
@@ -151,7 +151,7 @@ async def _read_up_to(upload: Upload, size: int) -> bytes:
 
 async def start_import(
     session: AsyncSession, *, tenant_id: str, upload: Upload, checked: CheckedUpload
-) -> BulkImportAccepted:
+) -> BulkCustomerImportJobAccepted:
     """Store the checked file with a new PENDING job and enqueue its import, in the caller's transaction."""
     now = clock.now()
     job_id = new_id("Job")
@@ -190,7 +190,7 @@ async def start_import(
         tenant_id=tenant_id,
         max_attempts=IMPORT_MAX_ATTEMPTS,
     )
-    return BulkImportAccepted(job_id=job_id, status=BulkImportStatus.PENDING)
+    return BulkCustomerImportJobAccepted(job_id=job_id, status=BulkImportStatus.PENDING)
 
 
 @dataclass(frozen=True)
@@ -325,7 +325,7 @@ async def _import_rows(
         raw = bulk_csv.request_body(values)
         failed: list[customers_service.Loc] = []
         try:
-            body = CustomerCreate.model_validate(raw)
+            body = CustomerCreateRequestOneOf.model_validate(raw)
         except ValidationError as error:
             problems += _validation_problems(error)
             failed = [tuple(item["loc"]) for item in error.errors()]
@@ -333,7 +333,7 @@ async def _import_rows(
             problems += [
                 (bulk_csv.column_of(problem.field), problem.message)
                 for problem in customers_service.problems_beside_schema_errors(
-                    raw, failed, model=CustomerCreate, tenant=tenant
+                    raw, failed, model=CustomerCreateRequestOneOf, tenant=tenant
                 )
             ]
             errors.append(_row_error(job, number, values, InvalidInput.code, problems))
@@ -395,11 +395,11 @@ async def render(session: AsyncSession, job: BulkImportJobRow) -> BulkCustomerIm
     return BulkCustomerImportJob(
         id=job.id,
         status=job.status,  # type: ignore[arg-type]
-        progress=BulkImportProgress(
+        progress=BulkCustomerImportJobProgress(
             total=job.total, processed=job.processed, successful=job.successful, failed=job.failed
         ),
         errors=[
-            BulkImportError(
+            BulkCustomerImportErrorEntry(
                 correlation_id=row.correlation_id, code=row.code, message=row.message, details=row.details
             )
             for row in errors

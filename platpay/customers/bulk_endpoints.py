@@ -8,8 +8,9 @@ from fastapi import Depends, File, Request, Response, UploadFile
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.customers import bulk as bulk_service
-from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkImportAccepted
+from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkCustomerImportJobAccepted
 from platpay.kit.idempotency import Idempotent
+from platpay.kit.openapi import request_examples
 from platpay.kit.routing import api_router
 
 router = api_router(tags=["Customers"])
@@ -23,12 +24,27 @@ _FILE_DESCRIPTION = (
     "country; optional: addressLine2, email, businessTaxId, businessRegistrationNumber, and "
     "platformAccountId, description (accepted, ignored). Up to PLATPAY_BULK_IMPORT_MAX_BYTES (default 50 MiB)."
 )
+_EXAMPLE_CSV = (
+    "umaAddress,platformCustomerId,customerType,fullName,birthDate,addressLine1,city,state,postalCode,country,"
+    "businessLegalName\n"
+    "$jane.doe@acme.platpay.test,csv-ind-001,INDIVIDUAL,Jane Doe,1990-04-12,1 Main St,Springfield,IL,62701,US,\n"
+    "$acme.corp@acme.platpay.test,csv-biz-001,BUSINESS,,,500 Market St,San Francisco,CA,94105,US,Acme Corp\n"
+)
+UPLOAD_EXAMPLES = request_examples(
+    media_type="multipart/form-data",
+    twoCustomers=(
+        "An individual and a business, one row each (umaAddress on your platform's UMA domain)",
+        {"file": _EXAMPLE_CSV},
+    ),
+)
 
 
 @router.post(
     UPLOAD_PATH,
+    operation_id="uploadCustomersCsv",
+    openapi_extra=UPLOAD_EXAMPLES,
     status_code=202,
-    response_model=BulkImportAccepted,
+    response_model=BulkCustomerImportJobAccepted,
     responses={400: {"description": "not a usable CSV: empty, not UTF-8 text, bad header, too large"}},
 )
 async def upload_customers_csv(
@@ -48,7 +64,11 @@ async def upload_customers_csv(
     )
 
 
-@router.get("/customers/bulk/jobs/{jobId}", response_model=BulkCustomerImportJob)
+@router.get(
+    "/customers/bulk/jobs/{jobId}",
+    operation_id="getBulkCustomerImportJob",
+    response_model=BulkCustomerImportJob,
+)
 async def get_bulk_import_job(
     jobId: str, request: Request, principal: Principal = Viewer
 ) -> BulkCustomerImportJob:

@@ -12,7 +12,7 @@ from platpay.kit.api_model import ApiModel
 ImportStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED"]
 
 
-class BulkImportAccepted(ApiModel):
+class BulkCustomerImportJobAccepted(ApiModel):
     job_id: str = Field(
         examples=["Job:019542f5-b3e7-7d02-8000-000000000001"],
         description="poll GET /customers/bulk/jobs/{jobId}",
@@ -20,14 +20,14 @@ class BulkImportAccepted(ApiModel):
     status: Literal["PENDING", "PROCESSING"]
 
 
-class BulkImportProgress(ApiModel):
+class BulkCustomerImportJobProgress(ApiModel):
     total: int = Field(description="data rows in the file (the header and blank lines are not rows)")
     processed: int = Field(description="rows done so far: successful + failed")
     successful: int = Field(description="rows that created a customer")
     failed: int = Field(description="rows refused; each has an entry in errors")
 
 
-class BulkImportError(ApiModel):
+class BulkCustomerImportErrorEntry(ApiModel):
     correlation_id: str = Field(
         description="the row's platformCustomerId, or `row N` when that cell is empty"
     )
@@ -44,8 +44,10 @@ class BulkImportError(ApiModel):
 class BulkCustomerImportJob(ApiModel):
     id: str = Field(examples=["Job:019542f5-b3e7-7d02-8000-000000000001"])
     status: ImportStatus
-    progress: BulkImportProgress
-    errors: list[BulkImportError] = Field(description="refused rows in row order; at most the first 1000")
+    progress: BulkCustomerImportJobProgress
+    errors: list[BulkCustomerImportErrorEntry] = Field(
+        description="refused rows in row order; at most the first 1000"
+    )
     omitted_error_count: int = Field(description="refused rows not listed in errors (beyond the first 1000)")
     failure_reason: str | None = Field(default=None, description="why the import stopped (FAILED only)")
     completed_at: datetime | None = Field(default=None, description="set once COMPLETED or FAILED")

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -11,10 +11,20 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.customers import service as customers_service
-from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
-from platpay.kit.api_model import ApiRequest
+from platpay.customers.schemas import (
+    CUSTOMER_CREATE_EXAMPLES,
+    CUSTOMER_UPDATE_EXAMPLES,
+    SANDBOX_KYC_EXAMPLES,
+    Customer,
+    CustomerCreateRequestOneOf,
+    CustomerListResponse,
+    CustomerOneOf,
+    CustomerType,
+    CustomerUpdateRequestOneOf,
+    SandboxKycStatusRequest,
+)
 from platpay.kit.idempotency import Idempotent
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
 
@@ -44,9 +54,9 @@ async def _with_rule_problems(request: Request, error: RequestValidationError) -
     if not isinstance(principal, Principal) or not body_errors or not isinstance(error.body, dict):
         return error
     row = None
-    model: type[CustomerCreate | CustomerUpdate] = CustomerCreate
+    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf] = CustomerCreateRequestOneOf
     if request.method == "PATCH":
-        model = CustomerUpdate
+        model = CustomerUpdateRequestOneOf
         async with get_db(request).read() as session:
             row = await customers_service.find_active(
                 session, tenant_id=principal.tenant.id, customer_id=request.path_params["customerId"]
@@ -77,9 +87,16 @@ def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[An
     return register
 
 
-@_naming_every_problem("/customers", "POST", status_code=201, response_model=Customer)
+@_naming_every_problem(
+    "/customers",
+    "POST",
+    operation_id="createCustomer",
+    openapi_extra=CUSTOMER_CREATE_EXAMPLES,
+    status_code=201,
+    response_model=CustomerOneOf,
+)
 async def create_customer(
-    body: CustomerCreate,
+    body: CustomerCreateRequestOneOf,
     idem: Idempotent = Depends(),
     principal: Principal = Manager,
 ) -> Response:
@@ -90,11 +107,11 @@ async def create_customer(
     )
 
 
-@router.get("/customers", response_model=Page[Customer])
+@router.get("/customers", operation_id="listCustomers", response_model=CustomerListResponse)
 async def list_customers(
     request: Request,
     platform_customer_id: str | None = Query(None, alias="platformCustomerId", max_length=255),
-    customer_type: Literal["INDIVIDUAL", "BUSINESS"] | None = Query(None, alias="customerType"),
+    customer_type: CustomerType | None = Query(None, alias="customerType"),
     created_after: QueryTimestamp | None = Query(None, alias="createdAfter"),
     created_before: QueryTimestamp | None = Query(None, alias="createdBefore"),
     updated_after: QueryTimestamp | None = Query(None, alias="updatedAfter"),
@@ -132,7 +149,7 @@ async def list_customers(
     return page.envelope([customers_service.to_schema(row).to_api() for row in page.items])
 
 
-@router.get("/customers/{customerId}", response_model=Customer)
+@router.get("/customers/{customerId}", operation_id="getCustomerById", response_model=CustomerOneOf)
 async def get_customer(customerId: str, request: Request, principal: Principal = Viewer) -> Customer:
     """Get a customer (a deleted one reports isDeleted: true)."""
     async with get_db(request).read() as session:
@@ -144,7 +161,9 @@ async def get_customer(customerId: str, request: Request, principal: Principal =
 @_naming_every_problem(
     "/customers/{customerId}",
     "PATCH",
-    response_model=Customer,
+    operation_id="updateCustomerById",
+    openapi_extra=CUSTOMER_UPDATE_EXAMPLES,
+    response_model=CustomerOneOf,
     responses={
         202: {
             "model": SignedRequestChallenge,
@@ -157,7 +176,7 @@ async def get_customer(customerId: str, request: Request, principal: Principal =
 )
 async def update_customer(
     customerId: str,
-    body: CustomerUpdate,
+    body: CustomerUpdateRequestOneOf,
     request: Request,
     principal: Principal = Manager,
     wallet_signature: WalletSignature = Depends(wallet_signature_headers),
@@ -177,7 +196,10 @@ async def update_customer(
 
 
 @router.delete(
-    "/customers/{customerId}", response_model=Customer, responses={410: {"description": "already deleted"}}
+    "/customers/{customerId}",
+    operation_id="deleteCustomerById",
+    response_model=CustomerOneOf,
+    responses={410: {"description": "already deleted"}},
 )
 async def delete_customer(customerId: str, request: Request, principal: Principal = Manager) -> Customer:
     """Delete a customer (soft: kept for audit, hidden from lists, its accounts closed)."""
@@ -187,15 +209,16 @@ async def delete_customer(customerId: str, request: Request, principal: Principa
         )
 
 
-class KycStatusChange(ApiRequest):
-    kyc_status: KycStatus
-
-
-@sandbox_router.post("/sandbox/customers/{customerId}/kyc", response_model=Customer)
+@sandbox_router.post(
+    "/sandbox/customers/{customerId}/kyc",
+    operation_id="sandboxUpdateCustomerKycStatus",
+    openapi_extra=SANDBOX_KYC_EXAMPLES,
+    response_model=CustomerOneOf,
+)
 async def simulate_kyc_outcome(
     customerId: str,
     request: Request,
-    body: KycStatusChange = Body(...),
+    body: SandboxKycStatusRequest = Body(...),
     principal: Principal = Depends(require_sandbox(Permission.MANAGE)),
 ) -> Customer:
     """Set a customer's kycStatus as a review would, firing CUSTOMER.KYC_*/KYB_* (sandbox only)."""

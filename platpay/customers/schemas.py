@@ -3,56 +3,70 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
-from pydantic import Field
+from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+from typing_extensions import TypeAliasType
 
 from platpay.customers.types import CustomerDraft
 from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.openapi import request_examples
+from platpay.kit.pagination import Page
 
-CustomerType = Literal["INDIVIDUAL", "BUSINESS"]
-KycStatus = Literal["PENDING", "APPROVED", "REJECTED"]
+CustomerType = TypeAliasType("CustomerType", Literal["INDIVIDUAL", "BUSINESS"])
+KycStatus = TypeAliasType("KycStatus", Literal["PENDING", "APPROVED", "REJECTED"])
 
-EntityType = Literal[
-    "SOLE_PROPRIETORSHIP", "PARTNERSHIP", "LLC", "CORPORATION", "S_CORPORATION", "NON_PROFIT", "OTHER"
-]
-BusinessType = Literal[
-    "AGRICULTURE_FORESTRY_FISHING_AND_HUNTING",
-    "MINING_QUARRYING_AND_OIL_AND_GAS_EXTRACTION",
-    "UTILITIES",
-    "CONSTRUCTION",
-    "MANUFACTURING",
-    "WHOLESALE_TRADE",
-    "RETAIL_TRADE",
-    "TRANSPORTATION_AND_WAREHOUSING",
-    "INFORMATION",
-    "FINANCE_AND_INSURANCE",
-    "REAL_ESTATE_AND_RENTAL_AND_LEASING",
-    "PROFESSIONAL_SCIENTIFIC_AND_TECHNICAL_SERVICES",
-    "MANAGEMENT_OF_COMPANIES_AND_ENTERPRISES",
-    "ADMINISTRATIVE_AND_SUPPORT_AND_WASTE_MANAGEMENT_AND_REMEDIATION_SERVICES",
-    "EDUCATIONAL_SERVICES",
-    "HEALTH_CARE_AND_SOCIAL_ASSISTANCE",
-    "ARTS_ENTERTAINMENT_AND_RECREATION",
-    "ACCOMMODATION_AND_FOOD_SERVICES",
-    "OTHER_SERVICES",
-    "PUBLIC_ADMINISTRATION",
-]
-PurposeOfAccount = Literal[
-    "CONTRACTOR_PAYOUTS",
-    "CREATOR_PAYOUTS",
-    "EMPLOYEE_PAYOUTS",
-    "MARKETPLACE_SELLER_PAYOUTS",
-    "SUPPLIER_PAYMENTS",
-    "CROSS_BORDER_B2B",
-    "AR_AUTOMATION",
-    "AP_AUTOMATION",
-    "EMBEDDED_PAYMENTS",
-    "PLATFORM_FEE_COLLECTION",
-    "P2P_TRANSFERS",
-    "CHARITABLE_DONATIONS",
-    "OTHER",
-]
+EntityType = TypeAliasType(
+    "EntityType",
+    Literal[
+        "SOLE_PROPRIETORSHIP", "PARTNERSHIP", "LLC", "CORPORATION", "S_CORPORATION", "NON_PROFIT", "OTHER"
+    ],
+)
+BusinessType = TypeAliasType(
+    "BusinessType",
+    Literal[
+        "AGRICULTURE_FORESTRY_FISHING_AND_HUNTING",
+        "MINING_QUARRYING_AND_OIL_AND_GAS_EXTRACTION",
+        "UTILITIES",
+        "CONSTRUCTION",
+        "MANUFACTURING",
+        "WHOLESALE_TRADE",
+        "RETAIL_TRADE",
+        "TRANSPORTATION_AND_WAREHOUSING",
+        "INFORMATION",
+        "FINANCE_AND_INSURANCE",
+        "REAL_ESTATE_AND_RENTAL_AND_LEASING",
+        "PROFESSIONAL_SCIENTIFIC_AND_TECHNICAL_SERVICES",
+        "MANAGEMENT_OF_COMPANIES_AND_ENTERPRISES",
+        "ADMINISTRATIVE_AND_SUPPORT_AND_WASTE_MANAGEMENT_AND_REMEDIATION_SERVICES",
+        "EDUCATIONAL_SERVICES",
+        "HEALTH_CARE_AND_SOCIAL_ASSISTANCE",
+        "ARTS_ENTERTAINMENT_AND_RECREATION",
+        "ACCOMMODATION_AND_FOOD_SERVICES",
+        "OTHER_SERVICES",
+        "PUBLIC_ADMINISTRATION",
+    ],
+)
+PurposeOfAccount = TypeAliasType(
+    "PurposeOfAccount",
+    Literal[
+        "CONTRACTOR_PAYOUTS",
+        "CREATOR_PAYOUTS",
+        "EMPLOYEE_PAYOUTS",
+        "MARKETPLACE_SELLER_PAYOUTS",
+        "SUPPLIER_PAYMENTS",
+        "CROSS_BORDER_B2B",
+        "AR_AUTOMATION",
+        "AP_AUTOMATION",
+        "EMBEDDED_PAYMENTS",
+        "PLATFORM_FEE_COLLECTION",
+        "P2P_TRANSFERS",
+        "CHARITABLE_DONATIONS",
+        "OTHER",
+    ],
+)
 TransactionCount = Literal[
     "COUNT_UNDER_10", "COUNT_10_TO_100", "COUNT_100_TO_500", "COUNT_500_TO_1000", "COUNT_OVER_1000"
 ]
@@ -64,7 +78,9 @@ Str200 = Annotated[str, Field(min_length=1, max_length=200)]
 CountryCode = Annotated[str, Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2")]
 
 
-class AddressIn(ApiRequest):
+class Address(ApiRequest):
+    """A postal address: the same object in requests and responses."""
+
     line1: Str200
     line2: Str200 | None = None
     city: Str200 | None = None
@@ -73,17 +89,9 @@ class AddressIn(ApiRequest):
     country: CountryCode
 
 
-class Address(ApiModel):
-    line1: str
-    line2: str | None = None
-    city: str | None = None
-    state: str | None = None
-    postal_code: str
-    country: str
-
-
-class BusinessInfoIn(ApiRequest):
-    """On create legalName, taxId and incorporatedOn are required; on update every field is optional."""
+class BusinessInfoUpdate(ApiRequest):
+    """A business's details. Every field is optional here; on create (BusinessInfo) legalName, taxId and
+    incorporatedOn are required."""
 
     legal_name: Str200 | None = None
     tax_id: str | None = Field(default=None, min_length=1, max_length=64)
@@ -101,7 +109,15 @@ class BusinessInfoIn(ApiRequest):
     expected_monthly_transaction_volume: TransactionVolume | None = None
 
 
-class BusinessInfo(ApiModel):
+class BusinessInfo(BusinessInfoUpdate):
+    """A business's details when the customer is created: legalName, taxId and incorporatedOn required."""
+
+    legal_name: Str200
+    tax_id: str = Field(min_length=1, max_length=64)
+    incorporated_on: date
+
+
+class BusinessInfoResponse(ApiModel):
     legal_name: str | None = None
     tax_id: str | None = None
     incorporated_on: date | None = None
@@ -118,46 +134,132 @@ class BusinessInfo(ApiModel):
     expected_monthly_transaction_volume: str | None = None
 
 
+def _uma_address() -> Any:
+    return Field(default=None, min_length=3, max_length=320, description="$username@umaDomain")
+
+
+def _currencies() -> Any:
+    return Field(default=None, min_length=1, max_length=50, description="currencies this customer will use")
+
+
+def _birth_date() -> Any:
+    return Field(default=None, max_length=10, description="YYYY-MM-DD, in the past")
+
+
+class CustomerCreateRequest(ApiRequest):
+    """What every customer is created with; `customerType` selects the rest (IndividualCustomerCreateRequest,
+    BusinessCustomerCreateRequest)."""
+
+    platform_customer_id: str | None = Field(default=None, min_length=1, max_length=255)
+    customer_type: CustomerType = Field(description="INDIVIDUAL or BUSINESS: selects the fields validated")
+    region: CountryCode | None = Field(default=None, description="ISO 3166-1 alpha-2; immutable after create")
+    currencies: list[str] | None = _currencies()
+    email: str | None = Field(default=None, min_length=3, max_length=254)
+    uma_address: str | None = _uma_address()
+
+
+class IndividualCustomerCreateRequest(CustomerCreateRequest):
+    customer_type: Literal["INDIVIDUAL"]
+    full_name: Str200 | None = None
+    birth_date: str | None = _birth_date()
+    nationality: CountryCode | None = None
+    address: Address | None = None
+
+
+class BusinessCustomerCreateRequest(CustomerCreateRequest):
+    customer_type: Literal["BUSINESS"]
+    address: Address | None = None
+    business_info: BusinessInfo | None = None
+
+
+class CustomerUpdateRequest(ApiRequest):
+    """What every customer's update may change; `customerType` is required and must be the customer's."""
+
+    customer_type: CustomerType
+    platform_customer_id: str | None = Field(default=None, min_length=1, max_length=255)
+    region: CountryCode | None = Field(default=None, description="immutable: set only on create")
+    currencies: list[str] | None = _currencies()
+    email: str | None = Field(default=None, min_length=3, max_length=254)
+    uma_address: str | None = _uma_address()
+
+
+class IndividualCustomerUpdateRequest(CustomerUpdateRequest):
+    customer_type: Literal["INDIVIDUAL"]
+    full_name: Str200 | None = None
+    birth_date: str | None = Field(default=None, max_length=10)
+    nationality: CountryCode | None = None
+    address: Address | None = None
+
+
+class BusinessCustomerUpdateRequest(CustomerUpdateRequest):
+    customer_type: Literal["BUSINESS"]
+    address: Address | None = None
+    business_info: BusinessInfoUpdate | None = None
+
+
+def _documented_as(variants: Any) -> Any:
+    """A flat body's JSON schema: the oneOf of its variants by customerType, as the reference documents it."""
+    adapter = TypeAdapter(Annotated[variants, Field(discriminator="customer_type")])
+
+    def schema(
+        cls: type[BaseModel], core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(adapter.core_schema)
+
+    return classmethod(schema)
+
+
 class _CustomerFields(ApiRequest):
     platform_customer_id: str | None = Field(default=None, min_length=1, max_length=255)
-    uma_address: str | None = Field(
-        default=None, min_length=3, max_length=320, description="$username@umaDomain"
-    )
+    uma_address: str | None = _uma_address()
     email: str | None = Field(default=None, min_length=3, max_length=254)
-    currencies: list[str] | None = Field(
-        default=None, min_length=1, max_length=50, description="currencies this customer will use"
-    )
-    address: AddressIn | None = None
+    currencies: list[str] | None = _currencies()
+    address: Address | None = None
 
     def draft(self) -> CustomerDraft:
         """The fields this body gave (nested ones too, a null as None), as the customer services take them."""
         return cast(CustomerDraft, self.model_dump(exclude_unset=True))
 
 
-class CustomerCreate(_CustomerFields):
-    """Create body. Individual fields (fullName, birthDate, nationality) apply to INDIVIDUAL customers;
-    businessInfo to BUSINESS ones."""
+class CustomerCreateRequestOneOf(_CustomerFields):
+    """POST /customers' body, validated as one flat object: `customerType` selects which fields apply, and
+    the service refuses the other type's (one 400 naming every problem). The document shows it as the
+    reference does, the oneOf of IndividualCustomerCreateRequest and BusinessCustomerCreateRequest, whose
+    fields together are exactly these (tests/customers/test_schemas.py)."""
 
     customer_type: CustomerType = Field(description="INDIVIDUAL or BUSINESS: selects the fields validated")
     region: CountryCode | None = Field(default=None, description="ISO 3166-1 alpha-2; immutable after create")
     full_name: Str200 | None = None
-    birth_date: str | None = Field(default=None, max_length=10, description="YYYY-MM-DD, in the past")
+    birth_date: str | None = _birth_date()
     nationality: CountryCode | None = None
-    business_info: BusinessInfoIn | None = None
+    business_info: BusinessInfoUpdate | None = None
+
+    __get_pydantic_json_schema__ = _documented_as(
+        IndividualCustomerCreateRequest | BusinessCustomerCreateRequest
+    )
 
 
-class CustomerUpdate(_CustomerFields):
-    """Partial update; `customerType` is required and must be the customer's type."""
+class CustomerUpdateRequestOneOf(_CustomerFields):
+    """PATCH /customers/{customerId}'s body, a partial update validated flat like the create's;
+    `customerType` is required and must be the customer's type. Documented as the oneOf of
+    IndividualCustomerUpdateRequest and BusinessCustomerUpdateRequest."""
 
     customer_type: CustomerType
     region: CountryCode | None = Field(default=None, description="immutable: set only on create")
     full_name: Str200 | None = None
     birth_date: str | None = Field(default=None, max_length=10)
     nationality: CountryCode | None = None
-    business_info: BusinessInfoIn | None = None
+    business_info: BusinessInfoUpdate | None = None
+
+    __get_pydantic_json_schema__ = _documented_as(
+        IndividualCustomerUpdateRequest | BusinessCustomerUpdateRequest
+    )
 
 
 class Customer(ApiModel):
+    """What every customer has; `customerType` says which of IndividualCustomer and BusinessCustomer it is
+    (CustomerOneOf), and that one adds its type's fields."""
+
     id: str = Field(examples=["Customer:019542f5-b3e7-1d02-0000-000000000001"])
     platform_customer_id: str
     customer_type: CustomerType
@@ -166,11 +268,101 @@ class Customer(ApiModel):
     region: str | None = None
     currencies: list[str]
     email: str | None = None
-    full_name: str | None = None
-    birth_date: date | None = None
-    nationality: str | None = None
     address: Address | None = None
-    business_info: BusinessInfo | None = None
     is_deleted: bool
     created_at: datetime
     updated_at: datetime
+
+
+class IndividualCustomer(Customer):
+    customer_type: Literal["INDIVIDUAL"]
+    full_name: str | None = None
+    birth_date: date | None = None
+    nationality: str | None = None
+
+
+class BusinessCustomer(Customer):
+    customer_type: Literal["BUSINESS"]
+    business_info: BusinessInfoResponse | None = None
+
+
+CustomerOneOf = TypeAliasType(
+    "CustomerOneOf",
+    Annotated[IndividualCustomer | BusinessCustomer, Field(discriminator="customer_type")],
+)
+"""A customer of either type, as GET /customers/{customerId} answers it."""
+
+
+class CustomerListResponse(Page[CustomerOneOf]):  # type: ignore[valid-type]
+    """GET /customers."""
+
+
+class SandboxKycStatusRequest(ApiRequest):
+    """POST /sandbox/customers/{customerId}/kyc: the outcome a KYC (KYB) review would reach."""
+
+    kyc_status: KycStatus
+
+
+_ADDRESS = {
+    "line1": "1 Main St",
+    "city": "Springfield",
+    "state": "IL",
+    "postalCode": "62701",
+    "country": "US",
+}
+CUSTOMER_CREATE_EXAMPLES = request_examples(
+    individualCustomer=(
+        "An individual",
+        {
+            "customerType": "INDIVIDUAL",
+            "platformCustomerId": "ind-9f84e0c2",
+            "region": "US",
+            "currencies": ["USD"],
+            "email": "jane.doe@example.com",
+            "fullName": "Jane Doe",
+            "birthDate": "1990-04-12",
+            "nationality": "US",
+            "address": _ADDRESS,
+        },
+    ),
+    businessCustomer=(
+        "A business",
+        {
+            "customerType": "BUSINESS",
+            "platformCustomerId": "biz-acme-001",
+            "region": "US",
+            "currencies": ["USD"],
+            "businessInfo": {
+                "legalName": "Acme Corporation",
+                "doingBusinessAs": "Acme",
+                "country": "US",
+                "registrationNumber": "5523041",
+                "incorporatedOn": "2018-03-14",
+                "entityType": "LLC",
+                "taxId": "47-1234567",
+                "businessType": "INFORMATION",
+                "purposeOfAccount": "CONTRACTOR_PAYOUTS",
+            },
+            "address": {
+                **_ADDRESS,
+                "line1": "500 Market St",
+                "city": "San Francisco",
+                "state": "CA",
+                "postalCode": "94105",
+            },
+        },
+    ),
+)
+CUSTOMER_UPDATE_EXAMPLES = request_examples(
+    individualEmail=(
+        "Change an individual's email",
+        {"customerType": "INDIVIDUAL", "email": "jane@example.org"},
+    ),
+    businessName=(
+        "Change a business's trading name",
+        {"customerType": "BUSINESS", "businessInfo": {"doingBusinessAs": "Acme Payments"}},
+    ),
+)
+SANDBOX_KYC_EXAMPLES = request_examples(
+    approved=("The review approves the customer", {"kycStatus": "APPROVED"})
+)

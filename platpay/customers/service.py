@@ -26,7 +26,15 @@ from platpay.customers.errors import (
     UmaAddressExists,
 )
 from platpay.customers.models import CustomerRow
-from platpay.customers.schemas import Address, BusinessInfo, Customer, CustomerCreate, CustomerUpdate
+from platpay.customers.schemas import (
+    Address,
+    BusinessCustomer,
+    BusinessInfoResponse,
+    Customer,
+    CustomerCreateRequestOneOf,
+    CustomerUpdateRequestOneOf,
+    IndividualCustomer,
+)
 from platpay.customers.types import CustomerDraft
 from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.events import service as events_service
@@ -239,7 +247,11 @@ def _without_failed(raw: dict[str, Any], failed: list[Loc]) -> dict[str, Any]:
     return kept
 
 
-def _salvage(model: type[CustomerCreate | CustomerUpdate], raw: dict[str, Any], failed: list[Loc]) -> Any:
+def _salvage(
+    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf],
+    raw: dict[str, Any],
+    failed: list[Loc],
+) -> Any:
     """The body made of the fields of `raw` that pass schema validation, or None."""
     body = _without_failed(raw, failed)
     if "customerType" not in body:  # the type is itself missing or invalid: any will do for the schema
@@ -259,7 +271,7 @@ def problems_beside_schema_errors(
     raw: Any,
     failed: list[Loc],
     *,
-    model: type[CustomerCreate | CustomerUpdate],
+    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf],
     tenant: TenantContext,
     row: CustomerRow | None = None,
 ) -> list[v.Problem]:
@@ -277,7 +289,7 @@ def problems_beside_schema_errors(
     if customer_type not in ("INDIVIDUAL", "BUSINESS"):
         customer_type = None
     today = clock.now().date()
-    if model is CustomerCreate:
+    if model is CustomerCreateRequestOneOf:
         _, problems = _create_problems(draft, tenant=tenant, today=today, customer_type=customer_type)
     else:
         _, problems = _update_problems(
@@ -417,24 +429,32 @@ def to_schema_from_values(row: dict[str, Any]) -> Customer:
 
 
 def to_schema(row: CustomerRow) -> Customer:
-    info = row.business_info
-    return Customer(
-        id=row.id,
-        platform_customer_id=row.platform_customer_id,
-        customer_type=row.customer_type,  # type: ignore[arg-type]
-        uma_address=row.uma_address,
-        kyc_status=row.kyc_status,  # type: ignore[arg-type]
-        region=row.region,
-        currencies=list(row.currencies),
-        email=row.email,
+    """The row as the API shows it: an IndividualCustomer or a BusinessCustomer, by its type (the other
+    type's fields are never stored: creates and updates refuse them)."""
+    common: dict[str, Any] = {
+        "id": row.id,
+        "platform_customer_id": row.platform_customer_id,
+        "uma_address": row.uma_address,
+        "kyc_status": row.kyc_status,
+        "region": row.region,
+        "currencies": list(row.currencies),
+        "email": row.email,
+        "address": Address.model_validate(row.address, by_name=True) if row.address else None,
+        "is_deleted": row.deleted_at is not None,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+    if row.customer_type == "BUSINESS":
+        info = row.business_info
+        return BusinessCustomer(
+            customer_type="BUSINESS", business_info=BusinessInfoResponse(**info) if info else None, **common
+        )
+    return IndividualCustomer(
+        customer_type="INDIVIDUAL",
         full_name=row.full_name,
         birth_date=row.birth_date,
         nationality=row.nationality,
-        address=Address(**row.address) if row.address else None,
-        business_info=BusinessInfo(**info) if info else None,
-        is_deleted=row.deleted_at is not None,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        **common,
     )
 
 

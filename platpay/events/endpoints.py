@@ -9,19 +9,22 @@ from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.events import service as events_service
 from platpay.events.schemas import (
-    TestWebhookResult,
+    TestWebhookResponse,
     WebhookDelivery,
     WebhookDeliveryDetail,
-    WebhookEndpointList,
+    WebhookDeliveryListResponse,
+    WebhookEndpointListResponse,
 )
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
 router = api_router(tags=["Webhooks"])
 sandbox_router = api_router(tags=["Sandbox"])
 
 
-@router.get("/webhooks/deliveries", response_model=Page[WebhookDelivery])
+@router.get(
+    "/webhooks/deliveries", operation_id="listWebhookDeliveries", response_model=WebhookDeliveryListResponse
+)
 async def list_deliveries(
     request: Request,
     status: Literal["PENDING", "DELIVERED", "FAILED"] | None = Query(None),
@@ -45,7 +48,9 @@ async def list_deliveries(
     return page.envelope([item.to_api() for item in items])
 
 
-@router.get("/webhooks/endpoints", response_model=WebhookEndpointList)
+@router.get(
+    "/webhooks/endpoints", operation_id="listWebhookEndpoints", response_model=WebhookEndpointListResponse
+)
 async def list_endpoints(request: Request, principal: Principal = Viewer) -> dict:
     """How deliveries to each webhook endpoint are going (circuit breaker status, failures, next probe)."""
     async with get_db(request).read() as session:
@@ -53,7 +58,11 @@ async def list_endpoints(request: Request, principal: Principal = Viewer) -> dic
     return {"data": [item.to_api() for item in health]}
 
 
-@router.get("/webhooks/deliveries/{deliveryId}", response_model=WebhookDeliveryDetail)
+@router.get(
+    "/webhooks/deliveries/{deliveryId}",
+    operation_id="getWebhookDeliveryById",
+    response_model=WebhookDeliveryDetail,
+)
 async def get_delivery(
     deliveryId: str, request: Request, principal: Principal = Viewer
 ) -> WebhookDeliveryDetail:
@@ -64,14 +73,21 @@ async def get_delivery(
         )
 
 
-@router.post("/webhooks/deliveries/{deliveryId}/redeliver", status_code=202, response_model=WebhookDelivery)
+@router.post(
+    "/webhooks/deliveries/{deliveryId}/redeliver",
+    operation_id="redeliverWebhookDelivery",
+    status_code=202,
+    response_model=WebhookDelivery,
+)
 async def redeliver(deliveryId: str, request: Request, principal: Principal = Manager) -> WebhookDelivery:
     """Send a delivery again now, with the same envelope id."""
     async with get_db(request).transaction() as session:
         return await events_service.redeliver(session, tenant_id=principal.tenant.id, delivery_id=deliveryId)
 
 
-@sandbox_router.post("/sandbox/webhooks/test", response_model=TestWebhookResult)
+@sandbox_router.post(
+    "/sandbox/webhooks/test", operation_id="sendTestWebhook", response_model=TestWebhookResponse
+)
 async def send_test_webhook(
     request: Request, principal: Principal = Depends(require_sandbox(Permission.MANAGE))
 ) -> dict:

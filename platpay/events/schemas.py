@@ -6,6 +6,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from platpay.kit.api_model import ApiModel
+from platpay.kit.pagination import Page
 
 DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
 
@@ -33,6 +34,10 @@ class WebhookDelivery(ApiModel):
     updated_at: datetime
 
 
+class WebhookDeliveryListResponse(Page[WebhookDelivery]):
+    """GET /webhooks/deliveries."""
+
+
 class WebhookDeliveryDetail(WebhookDelivery):
     data: dict[str, Any] = Field(description="the event's resource, as sent in the envelope")
     attempts: list[WebhookAttempt]
@@ -55,11 +60,11 @@ class WebhookEndpointHealth(ApiModel):
     recovered_at: datetime | None = Field(default=None, description="when it last stopped failing")
 
 
-class WebhookEndpointList(BaseModel):
+class WebhookEndpointListResponse(BaseModel):
     data: list[WebhookEndpointHealth]
 
 
-class TestWebhookResult(BaseModel):
+class TestWebhookResponse(BaseModel):
     """What the receiver answered to the on-demand TEST event (snake_case names, as the reference has)."""
 
     url: str

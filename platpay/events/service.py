@@ -15,7 +15,7 @@ from platpay.events import delivery as delivery_mod
 from platpay.events.errors import DeliveryNotFound, WebhookDeliveryError, WebhookEndpointNotSet
 from platpay.events.models import EventRow, WebhookDeliveryRow
 from platpay.events.schemas import (
-    TestWebhookResult,
+    TestWebhookResponse,
     WebhookAttempt,
     WebhookDelivery,
     WebhookDeliveryDetail,
@@ -212,7 +212,7 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
     return _delivery_schema(row)
 
 
-async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settings) -> TestWebhookResult:
+async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settings) -> TestWebhookResponse:
     """Send a TEST event synchronously and report the receiver's answer. Record, commit, call, record:
     no transaction is open while the receiver is being called."""
     async with db.transaction() as session:
@@ -275,7 +275,7 @@ async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settin
                 "response_body": result.body,
             },
         )
-    return TestWebhookResult(url=url, response_status=result.status, response_body=result.body)
+    return TestWebhookResponse(url=url, response_status=result.status, response_body=result.body)
 
 
 ReplyHandler = Callable[..., Awaitable[None]]

@@ -8,13 +8,18 @@ from pydantic import Field
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer
 from platpay.fx import exchange_rates
-from platpay.fx.schemas import MAX_AMOUNT, ExchangeRateList
+from platpay.fx.schemas import MAX_AMOUNT, ExchangeRateListResponse
 from platpay.kit.routing import api_router
 
 router = api_router()
 
 
-@router.get("/exchange-rates", response_model=ExchangeRateList, tags=["Exchange Rates"])
+@router.get(
+    "/exchange-rates",
+    operation_id="getExchangeRates",
+    response_model=ExchangeRateListResponse,
+    tags=["Exchange Rates"],
+)
 async def list_exchange_rates(
     request: Request,
     source_currency: Annotated[str | None, Query(alias="sourceCurrency", min_length=1, max_length=8)] = None,
@@ -27,7 +32,7 @@ async def list_exchange_rates(
         Query(alias="sendingAmount", ge=0, le=MAX_AMOUNT, description="minor units of the source currency"),
     ] = exchange_rates.DEFAULT_SENDING_AMOUNT,
     principal: Principal = Viewer,
-) -> ExchangeRateList:
+) -> ExchangeRateListResponse:
     """Cached rates (about 5 minutes) per payout corridor, with this platform's fees for sendingAmount."""
     return exchange_rates.list_exchange_rates(
         tenant=principal.tenant,

@@ -10,7 +10,7 @@ from functools import cache as memoize
 from platpay.accounts.validators.corridor_specs import BANK, account_type_specs
 from platpay.fx import cache, fees, pricing, rates
 from platpay.fx.providers import UnsupportedCurrencyPair
-from platpay.fx.schemas import ExchangeRate, ExchangeRateFees, ExchangeRateList
+from platpay.fx.schemas import ExchangeRate, ExchangeRateFees, ExchangeRateListResponse
 from platpay.kit import currencies
 from platpay.tenants.context import TenantContext
 from platpay.tenants.service import DEFAULT_MAX_AMOUNT
@@ -95,7 +95,7 @@ def list_exchange_rates(
     destination_currencies: list[str],
     sending_amount: int,
     ttl_seconds: float,
-) -> ExchangeRateList:
+) -> ExchangeRateListResponse:
     sources = (
         [currencies.require(source_currency, field="sourceCurrency").code]
         if source_currency
@@ -120,4 +120,4 @@ def list_exchange_rates(
         if destination != source
         for rail in _rails_for(destination, asked=bool(asked))
     )
-    return ExchangeRateList(data=[entry for entry in entries if entry is not None])
+    return ExchangeRateListResponse(data=[entry for entry in entries if entry is not None])

@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import Field
 
 from platpay.kit.api_model import ApiModel
-from platpay.kit.money import CurrencyOut
+from platpay.kit.money import Currency
 
 MAX_AMOUNT = 9_000_000_000_000_000
 EXCHANGE_RATE_DOC = (
@@ -25,8 +25,8 @@ class ExchangeRateFees(ApiModel):
 
 
 class ExchangeRate(ApiModel):
-    source_currency: CurrencyOut
-    destination_currency: CurrencyOut
+    source_currency: Currency
+    destination_currency: Currency
     destination_payment_rail: str
     sending_amount: int = Field(ge=0)
     min_sending_amount: int = Field(ge=0)
@@ -39,5 +39,5 @@ class ExchangeRate(ApiModel):
     updated_at: datetime = Field(description="when this rate was fetched; rates are cached about 5 minutes")
 
 
-class ExchangeRateList(ApiModel):
+class ExchangeRateListResponse(ApiModel):
     data: list[ExchangeRate]

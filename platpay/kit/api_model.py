@@ -18,10 +18,27 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+# Models extending another API model (IndividualCustomer(Customer)), by name: the document writes each as
+# the reference does, allOf [its base, what it adds], the base a schema of its own (kit/openapi.py).
+EXTENDS: dict[str, type[BaseModel]] = {}
+
+
+def _record_base(cls: type[BaseModel]) -> None:
+    base = cls.__bases__[0]
+    public = not cls.__name__.startswith("_") and not base.__name__.startswith("_")
+    if public and base not in (ApiModel, ApiRequest) and issubclass(base, ApiModel | ApiRequest):
+        EXTENDS[cls.__name__] = base
+
+
 class ApiModel(BaseModel):
     """A response body. Serialized by alias with None fields omitted."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _record_base(cls)
 
     def to_api(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -31,6 +48,11 @@ class ApiRequest(BaseModel):
     """A request body: only the documented camelCase names are accepted."""
 
     model_config = ConfigDict(alias_generator=to_camel, extra="forbid", str_strip_whitespace=False)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _record_base(cls)
 
     @field_validator("*", mode="after")
     @classmethod

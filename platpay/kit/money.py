@@ -14,7 +14,7 @@ from platpay.kit import currencies
 MinorUnits = Annotated[int, Strict()]
 
 
-class CurrencyOut(BaseModel):
+class Currency(BaseModel):
     code: str
     name: str
     symbol: str
@@ -23,7 +23,7 @@ class CurrencyOut(BaseModel):
 
 class CurrencyAmount(BaseModel):
     amount: int = Field(description="minor units (cents for USD, satoshis for BTC)")
-    currency: CurrencyOut
+    currency: Currency
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""Our router and route class: every operation documents the error shape, answers 415 to a body in the
-wrong media type, and omits null fields from responses."""
+"""Our router and route class: every operation documents the error shape (`Error<status>`, kit/openapi.py),
+answers 415 to a body in the wrong media type, and omits null fields from responses."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from platpay import BASE_PATH
-from platpay.errors import ErrorBody, UnsupportedMediaType
+from platpay.errors import UnsupportedMediaType
+from platpay.kit.openapi import error_content
 
 _ERROR_DESCRIPTIONS = {
     400: "Invalid input: `details.fields` names each bad field",
@@ -35,9 +36,19 @@ _ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"description": "the Basic challenge", "schema": {"type": "string"}}},
     429: {"Retry-After": {"description": "seconds to wait before retrying", "schema": {"type": "integer"}}},
 }
+
+
+def documented_error(status: int, description: str | None = None) -> dict[str, Any]:
+    """An error response of `status` for `responses=`: the document's `Error<status>` schema."""
+    doc: dict[str, Any] = {"content": error_content(status)}
+    if description:
+        doc["description"] = description
+    return doc
+
+
 # A matched operation never answers 405 (that is another method on its path), so none lists it.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text} for status, text in _ERROR_DESCRIPTIONS.items()
+    status: documented_error(status, text) for status, text in _ERROR_DESCRIPTIONS.items()
 }
 for _status, _headers in _ERROR_HEADERS.items():
     ERROR_RESPONSES[_status]["headers"] = _headers
@@ -52,7 +63,7 @@ def _with_error_body(responses: dict[int | str, dict[str, Any]]) -> dict[int | s
     completed = dict(responses)
     for status, doc in responses.items():
         if str(status)[0] in "45" and "model" not in doc and "content" not in doc:
-            completed[status] = {**doc, "model": ErrorBody}
+            completed[status] = {**doc, "content": error_content(status)}
     return completed
 
 

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import Body, Depends, Query, Request, Response
 
 from platpay.accounts.schemas import InternalAccount
@@ -9,19 +7,40 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.kit.idempotency import Idempotent
-from platpay.kit.pagination import Page, PageParams, sorted_page_params
+from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 from platpay.payments import funding, transfers
 from platpay.payments import service as payments_service
-from platpay.payments.schemas import ConfirmReceipt, FundAccount, Transaction, TransferIn, TransferOut
+from platpay.payments.schemas import (
+    CONFIRM_RECEIPT_EXAMPLES,
+    SANDBOX_FUND_EXAMPLES,
+    TRANSFER_IN_EXAMPLES,
+    TRANSFER_OUT_EXAMPLES,
+    ConfirmReceiptDeliveryRequest,
+    SandboxFundRequest,
+    Transaction,
+    TransactionListResponse,
+    TransactionOneOf,
+    TransactionStatus,
+    TransactionType,
+    TransferInRequest,
+    TransferOutRequest,
+)
 
 router = api_router()
 sandbox_router = api_router(tags=["Sandbox"])
 
 
-@router.post("/transfer-out", status_code=201, response_model=Transaction, tags=["Same-Currency Transfers"])
+@router.post(
+    "/transfer-out",
+    operation_id="createTransferOut",
+    openapi_extra=TRANSFER_OUT_EXAMPLES,
+    status_code=201,
+    response_model=TransactionOneOf,
+    tags=["Same-Currency Transfers"],
+)
 async def transfer_out(
-    body: TransferOut,
+    body: TransferOutRequest,
     request: Request,
     idem: Idempotent = Depends(),
     principal: Principal = Transactor,
@@ -44,9 +63,16 @@ async def transfer_out(
     )
 
 
-@router.post("/transfer-in", status_code=201, response_model=Transaction, tags=["Same-Currency Transfers"])
+@router.post(
+    "/transfer-in",
+    operation_id="createTransferIn",
+    openapi_extra=TRANSFER_IN_EXAMPLES,
+    status_code=201,
+    response_model=TransactionOneOf,
+    tags=["Same-Currency Transfers"],
+)
 async def transfer_in(
-    body: TransferIn,
+    body: TransferInRequest,
     request: Request,
     idem: Idempotent = Depends(),
     principal: Principal = Transactor,
@@ -68,7 +94,12 @@ async def transfer_in(
     )
 
 
-@router.get("/transactions", response_model=Page[Transaction], tags=["Transactions"])
+@router.get(
+    "/transactions",
+    operation_id="listTransactions",
+    response_model=TransactionListResponse,
+    tags=["Transactions"],
+)
 async def list_transactions(
     request: Request,
     customer_id: str | None = Query(
@@ -78,11 +109,8 @@ async def list_transactions(
     account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
     sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
     receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
-    status: Literal[
-        "CREATED", "PENDING", "PROCESSING", "COMPLETED", "REJECTED", "FAILED", "REFUNDED", "EXPIRED"
-    ]
-    | None = Query(None),
-    type_: Literal["INCOMING", "OUTGOING"] | None = Query(None, alias="type"),
+    status: TransactionStatus | None = Query(None),
+    type_: TransactionType | None = Query(None, alias="type"),
     reference: str | None = Query(None, max_length=120),
     start_date: QueryTimestamp | None = Query(None, alias="startDate"),
     end_date: QueryTimestamp | None = Query(None, alias="endDate"),
@@ -109,7 +137,12 @@ async def list_transactions(
     return page.envelope([t.to_api() for t in items])
 
 
-@router.get("/transactions/{transactionId}", response_model=Transaction, tags=["Transactions"])
+@router.get(
+    "/transactions/{transactionId}",
+    operation_id="getTransactionById",
+    response_model=TransactionOneOf,
+    tags=["Transactions"],
+)
 async def get_transaction(transactionId: str, request: Request, principal: Principal = Viewer) -> Transaction:
     """Get one transaction."""
     async with get_db(request).read() as session:
@@ -118,11 +151,17 @@ async def get_transaction(transactionId: str, request: Request, principal: Princ
         )
 
 
-@router.post("/transactions/{transactionId}/confirm", response_model=Transaction, tags=["Transactions"])
+@router.post(
+    "/transactions/{transactionId}/confirm",
+    operation_id="confirmReceiptDelivery",
+    openapi_extra=CONFIRM_RECEIPT_EXAMPLES,
+    response_model=TransactionOneOf,
+    tags=["Transactions"],
+)
 async def confirm_receipt(
     transactionId: str,
     request: Request,
-    body: ConfirmReceipt | None = Body(None),
+    body: ConfirmReceiptDeliveryRequest | None = Body(None),
     principal: Principal = Transactor,
 ) -> Transaction:
     """Record that the receipt reached the recipient (receiptDeliveryConfirmedAt, default now)."""
@@ -135,10 +174,15 @@ async def confirm_receipt(
         )
 
 
-@sandbox_router.post("/sandbox/internal-accounts/{accountId}/fund", response_model=InternalAccount)
+@sandbox_router.post(
+    "/sandbox/internal-accounts/{accountId}/fund",
+    operation_id="sandboxFundInternalAccount",
+    openapi_extra=SANDBOX_FUND_EXAMPLES,
+    response_model=InternalAccount,
+)
 async def fund_internal_account(
     accountId: str,
-    body: FundAccount,
+    body: SandboxFundRequest,
     idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:

@@ -10,8 +10,15 @@ from platpay.auth.schemas import Permission
 from platpay.kit.idempotency import Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments import incoming, incoming_receive
-from platpay.payments.incoming_schemas import ApprovePayment, RejectPayment, SandboxUmaReceive
-from platpay.payments.schemas import Transaction
+from platpay.payments.incoming_schemas import (
+    APPROVE_PAYMENT_EXAMPLES,
+    REJECT_PAYMENT_EXAMPLES,
+    SANDBOX_RECEIVE_EXAMPLES,
+    ApprovePaymentRequest,
+    RejectPaymentRequest,
+    SandboxUmaReceiveRequest,
+)
+from platpay.payments.schemas import IncomingTransaction
 
 router = api_router(tags=["Transactions"])
 sandbox_router = api_router(tags=["Sandbox"])
@@ -21,15 +28,21 @@ _NOT_PENDING = {
 }
 
 
-@router.post("/transactions/{transactionId}/approve", response_model=Transaction, responses=_NOT_PENDING)
+@router.post(
+    "/transactions/{transactionId}/approve",
+    operation_id="approvePendingPayment",
+    openapi_extra=APPROVE_PAYMENT_EXAMPLES,
+    response_model=IncomingTransaction,
+    responses=_NOT_PENDING,
+)
 async def approve_incoming_payment(
     transactionId: str,
-    body: ApprovePayment | None = Body(None),
+    body: ApprovePaymentRequest | None = Body(None),
     idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Approve an incoming payment awaiting the platform's decision; the customer is credited."""
-    body = body or ApprovePayment()
+    body = body or ApprovePaymentRequest()
     return await idem.run(
         body,
         lambda s: incoming.approve(
@@ -39,15 +52,21 @@ async def approve_incoming_payment(
     )
 
 
-@router.post("/transactions/{transactionId}/reject", response_model=Transaction, responses=_NOT_PENDING)
+@router.post(
+    "/transactions/{transactionId}/reject",
+    operation_id="rejectPendingPayment",
+    openapi_extra=REJECT_PAYMENT_EXAMPLES,
+    response_model=IncomingTransaction,
+    responses=_NOT_PENDING,
+)
 async def reject_incoming_payment(
     transactionId: str,
-    body: RejectPayment | None = Body(None),
+    body: RejectPaymentRequest | None = Body(None),
     idem: Idempotent = Depends(),
     principal: Principal = Transactor,
 ) -> Response:
     """Reject an incoming payment awaiting the platform's decision; nothing is credited."""
-    body = body or RejectPayment()
+    body = body or RejectPaymentRequest()
     return await idem.run(
         body,
         lambda s: incoming.reject(
@@ -57,9 +76,14 @@ async def reject_incoming_payment(
     )
 
 
-@sandbox_router.post("/sandbox/uma/receive", response_model=Transaction)
+@sandbox_router.post(
+    "/sandbox/uma/receive",
+    operation_id="sandboxReceive",
+    openapi_extra=SANDBOX_RECEIVE_EXAMPLES,
+    response_model=IncomingTransaction,
+)
 async def sandbox_uma_receive(
-    body: SandboxUmaReceive,
+    body: SandboxUmaReceiveRequest,
     request: Request,
     idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),

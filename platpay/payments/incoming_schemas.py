@@ -8,10 +8,11 @@ from pydantic import Field
 
 from platpay.kit.api_model import ApiRequest
 from platpay.kit.money import MinorUnits
+from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.payments.schemas import MAX_AMOUNT
 
 
-class SandboxUmaReceive(ApiRequest):
+class SandboxUmaReceiveRequest(ApiRequest):
     sender_uma_address: str = Field(
         min_length=1,
         max_length=320,
@@ -39,7 +40,7 @@ class SandboxUmaReceive(ApiRequest):
     )
 
 
-class ApprovePayment(ApiRequest):
+class ApprovePaymentRequest(ApiRequest):
     receiver_customer_info: dict[str, Any] | None = Field(
         default=None,
         max_length=50,
@@ -49,7 +50,7 @@ class ApprovePayment(ApiRequest):
     )
 
 
-class RejectPayment(ApiRequest):
+class RejectPaymentRequest(ApiRequest):
     reason: str | None = Field(
         default=None,
         min_length=1,
@@ -57,3 +58,25 @@ class RejectPayment(ApiRequest):
         description="why (kept on the transaction's failureDetails for your own use)",
         examples=["RESTRICTED_JURISDICTION"],
     )
+
+
+SANDBOX_RECEIVE_EXAMPLES = request_examples(
+    receiveUsd=(
+        "A UMA payment of $50 arrives for a customer",
+        {
+            "senderUmaAddress": "$success.usd@sandbox.uma.money",
+            "customerId": ExampleIds.CUSTOMER,
+            "receivingCurrencyCode": "USD",
+            "receivingCurrencyAmount": 5000,
+        },
+    )
+)
+APPROVE_PAYMENT_EXAMPLES = request_examples(
+    approve=(
+        "Approve, with the receiver's information asked for",
+        {"receiverCustomerInfo": {"FULL_NAME": "Jane Doe"}},
+    )
+)
+REJECT_PAYMENT_EXAMPLES = request_examples(
+    reject=("Reject, saying why", {"reason": "RESTRICTED_JURISDICTION"})
+)

@@ -6,15 +6,25 @@ from fastapi import Depends, Query, Request
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer, get_db
-from platpay.kit.pagination import Page, PageParams, sorted_page_params
+from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import api_router
 from platpay.payments import uma_providers, withdrawal_fees
-from platpay.payments.lookup_schemas import EstimateWithdrawalFee, UmaProvider, WithdrawalFeeEstimate
+from platpay.payments.lookup_schemas import (
+    ESTIMATE_WITHDRAWAL_FEE_EXAMPLES,
+    EstimateCryptoWithdrawalFeeRequest,
+    EstimateCryptoWithdrawalFeeResponse,
+    UmaProviderListResponse,
+)
 
 router = api_router()
 
 
-@router.get("/uma-providers", response_model=Page[UmaProvider], tags=["Available UMA Providers"])
+@router.get(
+    "/uma-providers",
+    operation_id="getAvailableUmaProviders",
+    response_model=UmaProviderListResponse,
+    tags=["Available UMA Providers"],
+)
 async def list_uma_providers(
     country_code: str | None = Query(
         None,
@@ -49,12 +59,14 @@ async def list_uma_providers(
 
 @router.post(
     "/crypto/estimate-withdrawal-fee",
-    response_model=WithdrawalFeeEstimate,
+    operation_id="estimateCryptoWithdrawalFee",
+    openapi_extra=ESTIMATE_WITHDRAWAL_FEE_EXAMPLES,
+    response_model=EstimateCryptoWithdrawalFeeResponse,
     tags=["Cross-Currency Transfers"],
 )
 async def estimate_withdrawal_fee(
-    body: EstimateWithdrawalFee, request: Request, principal: Principal = Viewer
-) -> WithdrawalFeeEstimate:
+    body: EstimateCryptoWithdrawalFeeRequest, request: Request, principal: Principal = Viewer
+) -> EstimateCryptoWithdrawalFeeResponse:
     """Estimate the network and application fees of a withdrawal from a crypto internal account."""
     async with get_db(request).read() as session:
         return await withdrawal_fees.estimate(

@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import Field
 
 from platpay.kit.api_model import ApiModel, ApiRequest
-from platpay.kit.money import CurrencyOut, MinorUnits
+from platpay.kit.money import Currency, MinorUnits
+from platpay.kit.openapi import ExampleIds, request_examples
+from platpay.kit.pagination import Page
 from platpay.payments.schemas import MAX_AMOUNT
 
 CryptoNetwork = Literal["SOLANA", "ETHEREUM", "BASE", "POLYGON", "TRON", "SPARK", "LIGHTNING", "BITCOIN"]
@@ -18,12 +20,16 @@ class UmaProvider(ApiModel):
     supported_regions: list[str] = Field(description="ISO 3166-1 alpha-2 countries it operates in")
     domain: str = Field(description="the domain of its UMA addresses", examples=["uma.me"])
     logo_url: str
-    supported_currencies: list[CurrencyOut]
+    supported_currencies: list[Currency]
     lei: str = Field(description="Legal Entity Identifier (ISO 17442)")
     allow_list_status: bool = Field(description="whether the provider is on this platform's allow list")
 
 
-class EstimateWithdrawalFee(ApiRequest):
+class UmaProviderListResponse(Page[UmaProvider]):
+    """GET /uma-providers."""
+
+
+class EstimateCryptoWithdrawalFeeRequest(ApiRequest):
     internal_account_id: str = Field(
         min_length=1,
         max_length=64,
@@ -42,7 +48,7 @@ class EstimateWithdrawalFee(ApiRequest):
     )
 
 
-class WithdrawalFeeEstimate(ApiModel):
+class EstimateCryptoWithdrawalFeeResponse(ApiModel):
     network_fee: int = Field(description="the network (gas) fee in minor units of networkFeeAsset")
     network_fee_asset: str = Field(description="the asset the network fee is paid in", examples=["SOL"])
     application_fee: int = Field(description="the operator's fee in minor units of the withdrawal currency")
@@ -50,3 +56,17 @@ class WithdrawalFeeEstimate(ApiModel):
         description="networkFee converted to the withdrawal currency at the mid rate, plus applicationFee"
     )
     net_amount: int = Field(description="what the recipient receives: amount minus totalFee (minor units)")
+
+
+ESTIMATE_WITHDRAWAL_FEE_EXAMPLES = request_examples(
+    usdcOnSolana=(
+        "Withdraw 1 USDC over Solana",
+        {
+            "internalAccountId": ExampleIds.CRYPTO_INTERNAL_ACCOUNT,
+            "currency": "USDC",
+            "cryptoNetwork": "SOLANA",
+            "amount": 1000000,
+            "destinationAddress": "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU",
+        },
+    )
+)

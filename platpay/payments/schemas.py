@@ -2,17 +2,21 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import CurrencyAmount, MinorUnits
+from platpay.kit.openapi import ExampleIds, request_examples
+from platpay.kit.pagination import Page
 
-TransactionStatus = Literal[
-    "CREATED", "PENDING", "PROCESSING", "COMPLETED", "REJECTED", "FAILED", "REFUNDED", "EXPIRED"
-]
-TransactionType = Literal["INCOMING", "OUTGOING"]
+TransactionStatus = TypeAliasType(
+    "TransactionStatus",
+    Literal["CREATED", "PENDING", "PROCESSING", "COMPLETED", "REJECTED", "FAILED", "REFUNDED", "EXPIRED"],
+)
+TransactionType = TypeAliasType("TransactionType", Literal["INCOMING", "OUTGOING"])
 MAX_AMOUNT = 9_000_000_000_000_000
 
 
@@ -74,7 +78,8 @@ class FailureDetails(ApiModel):
 
 
 class Transaction(ApiModel):
-    """OUTGOING or INCOMING (the `type` is the direction); fields beyond the common ones depend on it."""
+    """What every transaction carries; `type` says which of IncomingTransaction and OutgoingTransaction it
+    is (TransactionOneOf), and that one adds its direction's fields."""
 
     id: str = Field(examples=["Transaction:019542f5-b3e7-1d02-0000-000000000004"])
     status: TransactionStatus
@@ -85,11 +90,7 @@ class Transaction(ApiModel):
         description="sender for OUTGOING, recipient for INCOMING; the platform's id for its own"
     )
     platform_customer_id: str
-    sent_amount: CurrencyAmount | None = None
     received_amount: CurrencyAmount | None = None
-    exchange_rate: float | None = Field(
-        default=None, description="receiving units per sending unit (the quote's exchangeRate)"
-    )
     fees: int | None = Field(
         default=None,
         ge=0,
@@ -97,17 +98,12 @@ class Transaction(ApiModel):
         "receiving currency for INCOMING",
         examples=[80],
     )
-    quote_id: str | None = None
-    payment_instructions: list[dict[str, Any]] | None = None
+    quote_id: str | None = Field(
+        default=None, description="the quote it pays (OUTGOING) or that paid it (INCOMING between customers)"
+    )
     reconciliation_instructions: dict[str, Any] | None = None
-    refund: Refund | None = None
     rate_details: dict[str, Any] | None = None
     counterparty_information: dict[str, Any] | None = None
-    failure_reason: OutgoingTransactionFailureReason | IncomingTransactionFailureReason | None = Field(
-        default=None,
-        description="FAILED or EXPIRED only: OutgoingTransactionFailureReason for OUTGOING, "
-        "IncomingTransactionFailureReason for INCOMING",
-    )
     failure_details: FailureDetails | None = Field(
         default=None, description="the specific cause behind failureReason"
     )
@@ -118,37 +114,74 @@ class Transaction(ApiModel):
     created_at: datetime
     updated_at: datetime
 
-    @model_validator(mode="after")
-    def _failure_reason_of_its_direction(self) -> Transaction:
-        allowed = (
-            OutgoingTransactionFailureReason if self.type == "OUTGOING" else IncomingTransactionFailureReason
-        )
-        if self.failure_reason is not None and self.failure_reason.value not in allowed.__members__:
-            raise ValueError(f"{self.failure_reason.value} is not an {self.type} failureReason")
-        return self
+
+class IncomingTransaction(Transaction):
+    """Money received: into a customer's (or the platform's) internal account."""
+
+    type: Literal["INCOMING"]
+    failure_reason: IncomingTransactionFailureReason | None = Field(
+        default=None, description="FAILED or EXPIRED only"
+    )
 
 
-class AccountRef(ApiRequest):
+class OutgoingTransaction(Transaction):
+    """Money sent: a transfer out, a quote's payment."""
+
+    type: Literal["OUTGOING"]
+    sent_amount: CurrencyAmount | None = None
+    exchange_rate: float | None = Field(
+        default=None, description="receiving units per sending unit (the quote's exchangeRate)"
+    )
+    payment_instructions: list[dict[str, Any]] | None = None
+    refund: Refund | None = None
+    failure_reason: OutgoingTransactionFailureReason | None = Field(
+        default=None, description="FAILED or EXPIRED only"
+    )
+
+
+TransactionOneOf = TypeAliasType(
+    "TransactionOneOf", Annotated[IncomingTransaction | OutgoingTransaction, Field(discriminator="type")]
+)
+"""A transaction of either direction, as GET /transactions/{transactionId} answers it."""
+
+
+class TransactionListResponse(Page[TransactionOneOf]):  # type: ignore[valid-type]
+    """GET /transactions."""
+
+
+class _AccountReference(ApiRequest):
     account_id: str = Field(min_length=1, max_length=64)
 
 
-class DestinationAccountRef(ApiRequest):
+class InternalAccountReference(_AccountReference):
+    """An internal account, by id."""
+
+
+class ExternalAccountReference(_AccountReference):
+    """An external account, by id."""
+
+
+class ExternalAccountDestinationReference(ApiRequest):
+    """An external account, by id, and optionally the rail to pay it over."""
+
     account_id: str = Field(min_length=1, max_length=64)
     payment_rail: str | None = Field(
         default=None, min_length=1, max_length=24, description="one of the account's paymentRails"
     )
 
 
-class TransferIn(ApiRequest):
-    source: AccountRef = Field(description="an external account that supports pull (ACH debit)")
-    destination: AccountRef = Field(description="the same customer's internal account in the same currency")
+class TransferInRequest(ApiRequest):
+    source: ExternalAccountReference = Field(description="an external account that supports pull (ACH debit)")
+    destination: InternalAccountReference = Field(
+        description="the same customer's internal account in the same currency"
+    )
     amount: MinorUnits = Field(gt=0, le=MAX_AMOUNT, description="minor units")
     description: str | None = Field(default=None, max_length=500)
 
 
-class TransferOut(ApiRequest):
-    source: AccountRef = Field(description="an internal account")
-    destination: DestinationAccountRef = Field(
+class TransferOutRequest(ApiRequest):
+    source: InternalAccountReference = Field(description="an internal account")
+    destination: ExternalAccountDestinationReference = Field(
         description="the same customer's external account in the same currency"
     )
     amount: MinorUnits | None = Field(
@@ -157,11 +190,42 @@ class TransferOut(ApiRequest):
     description: str | None = Field(default=None, max_length=500)
 
 
-class ConfirmReceipt(ApiRequest):
+class ConfirmReceiptDeliveryRequest(ApiRequest):
     receipt_delivery_confirmed_at: datetime | None = Field(
         default=None, description="defaults to now; a repeat overwrites"
     )
 
 
-class FundAccount(ApiRequest):
+class SandboxFundRequest(ApiRequest):
     amount: MinorUnits = Field(gt=0, le=100_000_000_000, description="minor units to deposit")
+
+
+TRANSFER_OUT_EXAMPLES = request_examples(
+    transferOut=(
+        "Pay $125.50 out to the customer's own bank account",
+        {
+            "source": {"accountId": ExampleIds.INTERNAL_ACCOUNT},
+            "destination": {"accountId": ExampleIds.EXTERNAL_ACCOUNT, "paymentRail": "ACH"},
+            "amount": 12550,
+        },
+    )
+)
+TRANSFER_IN_EXAMPLES = request_examples(
+    transferIn=(
+        "Pull $125.50 from the customer's bank account (ACH debit)",
+        {
+            "source": {"accountId": ExampleIds.EXTERNAL_ACCOUNT},
+            "destination": {"accountId": ExampleIds.INTERNAL_ACCOUNT},
+            "amount": 12550,
+        },
+    )
+)
+CONFIRM_RECEIPT_EXAMPLES = request_examples(
+    confirmReceipt=(
+        "The receipt reached the recipient",
+        {"receiptDeliveryConfirmedAt": "2025-10-13T12:00:00Z"},
+    )
+)
+SANDBOX_FUND_EXAMPLES = request_examples(
+    fundUsdAccount=("Fund a USD account with $1,000", {"amount": 100000})
+)

@@ -17,7 +17,7 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments import repository, sandbox_outcomes
 from platpay.payments.errors import TransactionNotFound
 from platpay.payments.models import TransactionRow
-from platpay.payments.schemas import Refund, Transaction
+from platpay.payments.schemas import IncomingTransaction, OutgoingTransaction, Refund, Transaction
 from platpay.payments.state import TransactionStatus, lifecycle
 from platpay.tenants.context import TenantContext
 
@@ -33,38 +33,44 @@ def _failure(row: TransactionRow) -> tuple[str | None, dict[str, Any] | None]:
 
 
 def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
+    """The row as the API shows it: an IncomingTransaction or an OutgoingTransaction, by its type."""
     extra = row.extra or {}
     failure_reason, failure_details = _failure(row)
-    return Transaction(
-        id=row.id,
-        status=row.status,  # type: ignore[arg-type]
-        type=row.type,  # type: ignore[arg-type]
-        source=row.source,
-        destination=row.destination,
-        customer_id=row.customer_id or platform_id,
-        platform_customer_id=row.platform_customer_id or platform_id,
-        sent_amount=currency_amount(row.sent_amount, row.sent_currency)
-        if row.sent_amount is not None and row.sent_currency
-        else None,  # type: ignore[arg-type]
-        received_amount=currency_amount(row.received_amount, row.received_currency)  # type: ignore[arg-type]
+    common: dict[str, Any] = {
+        "id": row.id,
+        "status": row.status,
+        "source": row.source,
+        "destination": row.destination,
+        "customer_id": row.customer_id or platform_id,
+        "platform_customer_id": row.platform_customer_id or platform_id,
+        "received_amount": currency_amount(row.received_amount, row.received_currency)
         if row.received_amount is not None and row.received_currency
         else None,
+        "fees": row.fee_amount,
+        "quote_id": row.quote_id,
+        "reconciliation_instructions": {"reference": row.reference} if row.reference else None,
+        "rate_details": extra.get("rateDetails"),
+        "counterparty_information": extra.get("counterpartyInformation"),
+        "failure_reason": failure_reason,
+        "failure_details": failure_details,
+        "description": row.description,
+        "agent_id": row.agent_id,
+        "settled_at": row.settled_at,
+        "receipt_delivery_confirmed_at": row.receipt_delivery_confirmed_at,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+    }
+    if row.type == "INCOMING":
+        return IncomingTransaction(type="INCOMING", **common)
+    return OutgoingTransaction(
+        type="OUTGOING",
+        sent_amount=currency_amount(row.sent_amount, row.sent_currency)  # type: ignore[arg-type]
+        if row.sent_amount is not None and row.sent_currency
+        else None,
         exchange_rate=float(Decimal(row.exchange_rate)) if row.exchange_rate else None,
-        fees=row.fee_amount,
-        quote_id=row.quote_id,
         payment_instructions=extra.get("paymentInstructions"),
-        reconciliation_instructions={"reference": row.reference} if row.reference else None,
         refund=Refund(**row.refund) if row.refund else None,
-        rate_details=extra.get("rateDetails"),
-        counterparty_information=extra.get("counterpartyInformation"),
-        failure_reason=failure_reason,  # type: ignore[arg-type]
-        failure_details=failure_details,  # type: ignore[arg-type]
-        description=row.description,
-        agent_id=row.agent_id,
-        settled_at=row.settled_at,
-        receipt_delivery_confirmed_at=row.receipt_delivery_confirmed_at,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
+        **common,
     )
 
 

@@ -27,7 +27,7 @@ from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
 from platpay.fx import rates
 from platpay.payments.errors import AmountOutOfRange
-from platpay.payments.lookup_schemas import WithdrawalFeeEstimate
+from platpay.payments.lookup_schemas import EstimateCryptoWithdrawalFeeResponse
 from platpay.tenants.context import TenantContext
 
 CRYPTO_ACCOUNT_TYPES = frozenset({"INTERNAL_CRYPTO", "EMBEDDED_WALLET"})
@@ -93,7 +93,7 @@ async def estimate(
     crypto_network: str,
     amount: int,
     destination_address: str,
-) -> WithdrawalFeeEstimate:
+) -> EstimateCryptoWithdrawalFeeResponse:
     """The fees of withdrawing `amount` minor units of `currency` from the crypto internal account
     `internal_account_id` over `crypto_network` (a key of ADDRESS_CHECKS) to `destination_address`."""
     account = await accounts_service.get_internal(
@@ -147,7 +147,7 @@ async def estimate(
                 "totalFee": total,
             },
         )
-    return WithdrawalFeeEstimate(
+    return EstimateCryptoWithdrawalFeeResponse(
         network_fee=fees.fee,
         network_fee_asset=fees.fee_asset,
         application_fee=app_fee,

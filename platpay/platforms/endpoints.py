@@ -8,21 +8,26 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.kit.routing import api_router
 from platpay.platforms import service as platforms_service
-from platpay.platforms.schemas import PlatformConfig, PlatformConfigUpdate
+from platpay.platforms.schemas import CONFIG_UPDATE_EXAMPLES, PlatformConfig, PlatformConfigUpdateRequest
 from platpay.platforms.service import UNSET, Unset
 
 router = api_router(tags=["Platform Configuration"])
 
 
-@router.get("/config", response_model=PlatformConfig)
+@router.get("/config", operation_id="getPlatformConfig", response_model=PlatformConfig)
 async def get_config(principal: Principal = Viewer) -> Response:
     """Get this environment's platform configuration, including the webhook signing public key."""
     return Response(platforms_service.config_json(principal.tenant), media_type="application/json")
 
 
-@router.patch("/config", response_model=PlatformConfig)
+@router.patch(
+    "/config",
+    operation_id="updatePlatformConfig",
+    openapi_extra=CONFIG_UPDATE_EXAMPLES,
+    response_model=PlatformConfig,
+)
 async def update_config(
-    body: PlatformConfigUpdate, request: Request, principal: Principal = Manager
+    body: PlatformConfigUpdateRequest, request: Request, principal: Principal = Manager
 ) -> PlatformConfig:
     """Update the configuration partially; a new webhookEndpoint receives one TEST event."""
     given = body.model_fields_set  # a field absent keeps its value; one sent as null is not the same

@@ -8,6 +8,8 @@ from pydantic import Field
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import MinorUnits
+from platpay.kit.openapi import request_examples
+from platpay.payments.schemas import TransactionType
 
 
 class CustomerInfoFieldName(StrEnum):
@@ -33,7 +35,6 @@ class CustomerInfoFieldName(StrEnum):
     ID_NUMBER = "ID_NUMBER"
 
 
-TransactionType = Literal["INCOMING", "OUTGOING"]
 MAX_AMOUNT = 9_000_000_000_000_000
 EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
 
@@ -114,7 +115,7 @@ class PlatformConfig(ApiModel):
     updated_at: datetime
 
 
-class PlatformConfigUpdate(ApiRequest):
+class PlatformConfigUpdateRequest(ApiRequest):
     """Partial update: omitted fields keep their values; `webhookEndpoint: null` removes the endpoint."""
 
     uma_domain: str | None = Field(default=None, min_length=1, max_length=253)
@@ -125,3 +126,32 @@ class PlatformConfigUpdate(ApiRequest):
     embedded_wallet_config: EmbeddedWalletConfigIn | None = Field(
         default=None, description="partial: omitted nested fields keep their values"
     )
+
+
+CONFIG_UPDATE_EXAMPLES = request_examples(
+    webhookEndpoint=(
+        "Receive webhooks at your endpoint (a signed TEST event is sent to it)",
+        {"webhookEndpoint": "https://api.example.com/webhooks/platpay"},
+    ),
+    supportedCurrencies=(
+        "Send USD and EUR, with limits and the counterparty fields you require",
+        {
+            "supportedCurrencies": [
+                {
+                    "currencyCode": "USD",
+                    "minAmount": 100,
+                    "maxAmount": 1000000,
+                    "requiredCounterpartyFields": [{"name": "FULL_NAME", "mandatory": True}],
+                    "enabledTransactionTypes": ["OUTGOING", "INCOMING"],
+                },
+                {
+                    "currencyCode": "EUR",
+                    "minAmount": 100,
+                    "maxAmount": 1000000,
+                    "requiredCounterpartyFields": [],
+                    "enabledTransactionTypes": ["OUTGOING"],
+                },
+            ]
+        },
+    ),
+)

@@ -31,7 +31,7 @@ S, A = TransactionStatus, ApprovalState
 
 class TestTables:
     def test_statuses_are_values_of_the_api_enum(self):
-        assert set(TransactionStatus) <= set(get_args(schemas.TransactionStatus))
+        assert set(TransactionStatus) <= set(get_args(schemas.TransactionStatus.__value__))
 
     def test_outgoing(self):
         assert OUTGOING.reachable() == OUTGOING.states == set(TransactionStatus)

@@ -8,12 +8,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import update
 
 from platpay.kit import clock
 from platpay.payments.models import TransactionRow
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import TransactionOneOf
 from tests.factories import (
     account_destination,
     account_source,
@@ -174,25 +174,29 @@ class TestFailureReasons:
             "createdAt": "2025-01-01T00:00:00Z",
             "updatedAt": "2025-01-01T00:00:00Z",
         }
-        assert Transaction(**common, type="OUTGOING", failureReason="COUNTERPARTY_POST_TX_FAILED")
-        assert Transaction(**common, type="INCOMING", failureReason="PAY_REQUEST_FAILED")
+        rendered = TypeAdapter(TransactionOneOf)  # an IncomingTransaction or an OutgoingTransaction, by type
+        assert rendered.validate_python(
+            {**common, "type": "OUTGOING", "failureReason": "COUNTERPARTY_POST_TX_FAILED"}
+        )
+        assert rendered.validate_python({**common, "type": "INCOMING", "failureReason": "PAY_REQUEST_FAILED"})
         for direction, reason in [
             ("INCOMING", "COUNTERPARTY_POST_TX_FAILED"),
             ("OUTGOING", "PAY_REQUEST_FAILED"),
             ("OUTGOING", "INSUFFICIENT_FUNDS"),
         ]:
             with pytest.raises(ValidationError):
-                Transaction(**common, type=direction, failureReason=reason)
+                rendered.validate_python({**common, "type": direction, "failureReason": reason})
 
 
 class TestOpenApi:
     async def test_the_document_shows_integer_fees_and_the_reference_enums(self, client):
         document = (await client.get("http://testserver/openapi.json")).json()
         schemas = document["components"]["schemas"]
-        transaction = schemas["Transaction"]["properties"]
-        fees = [s for s in transaction["fees"]["anyOf"] if s.get("type") != "null"]
-        assert fees == [{"type": "integer", "minimum": 0}]
-        refs = {s["$ref"].rsplit("/", 1)[-1] for s in transaction["failureReason"]["anyOf"] if "$ref" in s}
-        assert refs == {"OutgoingTransactionFailureReason", "IncomingTransactionFailureReason"}
+        # Transaction holds what both directions carry; IncomingTransaction and OutgoingTransaction add theirs.
+        fees = schemas["Transaction"]["properties"]["fees"]
+        assert (fees["type"], fees["minimum"]) == ("integer", 0) and "anyOf" not in fees
+        for direction in ("Outgoing", "Incoming"):
+            added = schemas[f"{direction}Transaction"]["allOf"][1]["properties"]
+            assert added["failureReason"]["$ref"].rsplit("/", 1)[-1] == f"{direction}TransactionFailureReason"
         assert set(schemas["OutgoingTransactionFailureReason"]["enum"]) == OUTGOING_FAILURE_REASONS
         assert set(schemas["IncomingTransactionFailureReason"]["enum"]) == INCOMING_FAILURE_REASONS

@@ -11,26 +11,22 @@ from platpay.kit.idempotency import Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments.quotes import lookups, settlement
 from platpay.payments.quotes import service as quotes_service
+from platpay.payments.quotes import types as quote_types
 from platpay.payments.quotes.schemas import (
-    AccountQuoteDestination,
+    QUOTE_REQUEST_EXAMPLES,
+    SANDBOX_SEND_EXAMPLES,
+    AccountDestination,
     AccountQuoteSource,
     Quote,
-    QuoteDestination,
+    QuoteDestinationOneOf,
     QuoteRequest,
-    QuoteSource,
+    QuoteSourceOneOf,
     RealtimeFundingQuoteSource,
-    ReceiverExternalAccountLookup,
-    ReceiverUmaLookup,
-    SandboxSend,
+    ReceiverExternalAccountLookupResponse,
+    ReceiverUmaLookupResponse,
+    SandboxSendRequest,
 )
-from platpay.payments.quotes.types import (
-    AccountDestination,
-    AccountSource,
-    RealtimeFundingSource,
-    UmaAddressDestination,
-    UmaAddressSource,
-)
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import OutgoingTransaction
 
 router = api_router()
 lookup_router = api_router()  # served after fx's GET /exchange-rates (payments/domain.py)
@@ -39,23 +35,35 @@ QUOTES = ["Cross-Currency Transfers"]
 CUSTOMER_DELETED = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
 
 
-def _source(source: QuoteSource) -> AccountSource | RealtimeFundingSource | UmaAddressSource:
+def _source(source: QuoteSourceOneOf) -> quote_types.QuoteSource:
     if isinstance(source, AccountQuoteSource):
-        return AccountSource(account_id=source.account_id, customer_id=source.customer_id)
+        return quote_types.AccountSource(account_id=source.account_id, customer_id=source.customer_id)
     if isinstance(source, RealtimeFundingQuoteSource):
-        return RealtimeFundingSource(
+        return quote_types.RealtimeFundingSource(
             currency=source.currency, customer_id=source.customer_id, crypto_network=source.crypto_network
         )
-    return UmaAddressSource(uma_address=source.uma_address, currency=source.currency)
+    return quote_types.UmaAddressSource(uma_address=source.uma_address, currency=source.currency)
 
 
-def _destination(destination: QuoteDestination) -> AccountDestination | UmaAddressDestination:
-    if isinstance(destination, AccountQuoteDestination):
-        return AccountDestination(account_id=destination.account_id, payment_rail=destination.payment_rail)
-    return UmaAddressDestination(uma_address=destination.uma_address, currency=destination.currency)
+def _destination(destination: QuoteDestinationOneOf) -> quote_types.QuoteDestination:
+    if isinstance(destination, AccountDestination):
+        return quote_types.AccountDestination(
+            account_id=destination.account_id, payment_rail=destination.payment_rail
+        )
+    return quote_types.UmaAddressDestination(
+        uma_address=destination.uma_address, currency=destination.currency
+    )
 
 
-@router.post("/quotes", status_code=201, response_model=Quote, tags=QUOTES, responses=CUSTOMER_DELETED)
+@router.post(
+    "/quotes",
+    operation_id="createQuote",
+    openapi_extra=QUOTE_REQUEST_EXAMPLES,
+    status_code=201,
+    response_model=Quote,
+    tags=QUOTES,
+    responses=CUSTOMER_DELETED,
+)
 async def create_quote(
     body: QuoteRequest,
     request: Request,
@@ -84,7 +92,7 @@ async def create_quote(
     )
 
 
-@router.get("/quotes/{quoteId}", response_model=Quote, tags=QUOTES)
+@router.get("/quotes/{quoteId}", operation_id="getQuoteById", response_model=Quote, tags=QUOTES)
 async def get_quote(quoteId: str, request: Request, principal: Principal = Viewer) -> Quote:
     """Get one quote; its transactionId exists from creation."""
     async with get_db(request).read() as session:
@@ -106,7 +114,7 @@ def _wallet_signature(
     return wallet_signature
 
 
-@router.post("/quotes/{quoteId}/execute", response_model=Quote, tags=QUOTES)
+@router.post("/quotes/{quoteId}/execute", operation_id="executeQuote", response_model=Quote, tags=QUOTES)
 async def execute_quote(
     quoteId: str,
     idem: Idempotent = Depends(),
@@ -135,7 +143,8 @@ SenderUma = Annotated[
 
 @lookup_router.get(
     "/receiver/uma/{receiverUmaAddress}",
-    response_model=ReceiverUmaLookup,
+    operation_id="lookupUma",
+    response_model=ReceiverUmaLookupResponse,
     tags=QUOTES,
     responses=CUSTOMER_DELETED,
 )
@@ -145,7 +154,7 @@ async def lookup_uma(
     customer_id: SenderCustomer = None,
     sender_uma_address: SenderUma = None,
     principal: Principal = Viewer,
-) -> ReceiverUmaLookup:
+) -> ReceiverUmaLookupResponse:
     """Look up a UMA address: what it receives, at what estimated rate; the lookupId a UMA quote needs."""
     async with get_db(request).transaction() as session:
         return await lookups.lookup_uma(
@@ -160,7 +169,8 @@ async def lookup_uma(
 
 @lookup_router.get(
     "/receiver/external-account/{accountId}",
-    response_model=ReceiverExternalAccountLookup,
+    operation_id="lookupExternalAccount",
+    response_model=ReceiverExternalAccountLookupResponse,
     tags=QUOTES,
     responses=CUSTOMER_DELETED,
 )
@@ -170,7 +180,7 @@ async def lookup_external_account(
     customer_id: SenderCustomer = None,
     sender_uma_address: SenderUma = None,
     principal: Principal = Viewer,
-) -> ReceiverExternalAccountLookup:
+) -> ReceiverExternalAccountLookupResponse:
     """Look up an external account: its currency, an estimated rate, receivable min and max, a lookupId."""
     async with get_db(request).transaction() as session:
         return await lookups.lookup_external_account(
@@ -183,9 +193,14 @@ async def lookup_external_account(
         )
 
 
-@sandbox_router.post("/sandbox/send", response_model=Transaction)
+@sandbox_router.post(
+    "/sandbox/send",
+    operation_id="sandboxSend",
+    openapi_extra=SANDBOX_SEND_EXAMPLES,
+    response_model=OutgoingTransaction,
+)
 async def sandbox_send(
-    body: SandboxSend,
+    body: SandboxSendRequest,
     request: Request,
     idem: Idempotent = Depends(),
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),

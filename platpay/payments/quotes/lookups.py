@@ -30,8 +30,8 @@ from platpay.payments.quotes.errors import LookupNotFound
 from platpay.payments.quotes.models import LookupRow
 from platpay.payments.quotes.schemas import (
     CurrencyPreference,
-    ReceiverExternalAccountLookup,
-    ReceiverUmaLookup,
+    ReceiverExternalAccountLookupResponse,
+    ReceiverUmaLookupResponse,
 )
 from platpay.tenants.context import TenantContext
 
@@ -132,7 +132,7 @@ async def lookup_uma(
     customer_id: str | None,
     sender_uma_address: str | None,
     settings: Settings,
-) -> ReceiverUmaLookup:
+) -> ReceiverUmaLookupResponse:
     counterparty = await uma.resolve(session, tenant=tenant, address=address, field="receiverUmaAddress")
     sender_id, sending_currency = await _sender(
         session,
@@ -151,7 +151,7 @@ async def lookup_uma(
         receivable=counterparty.currencies,
         settings=settings,
     )
-    return ReceiverUmaLookup(
+    return ReceiverUmaLookupResponse(
         receiver_uma_address=counterparty.address,
         supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
         required_payer_data_fields=[],
@@ -167,7 +167,7 @@ async def lookup_external_account(
     customer_id: str | None,
     sender_uma_address: str | None,
     settings: Settings,
-) -> ReceiverExternalAccountLookup:
+) -> ReceiverExternalAccountLookupResponse:
     account = await external_service.find(session, tenant_id=tenant.id, account_id=account_id)
     if account is None:
         raise ExternalAccountNotFound(
@@ -190,7 +190,7 @@ async def lookup_external_account(
         receivable=(account.currency,),
         settings=settings,
     )
-    return ReceiverExternalAccountLookup(
+    return ReceiverExternalAccountLookupResponse(
         account_id=account.id,
         supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
         required_payer_data_fields=[],

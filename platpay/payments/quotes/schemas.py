@@ -6,29 +6,37 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from platpay.accounts.schemas import PaymentInstructions
 from platpay.fx.schemas import EXCHANGE_RATE_DOC
 from platpay.kit.api_model import ApiModel, ApiRequest
-from platpay.kit.money import CurrencyOut, MinorUnits
+from platpay.kit.money import Currency, MinorUnits
+from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.payments.schemas import MAX_AMOUNT
 
 QuoteStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "EXPIRED"]
 CryptoNetwork = Literal["SOLANA", "ETHEREUM", "BASE", "POLYGON", "SPARK", "LIGHTNING", "BITCOIN", "TRON"]
-PurposeOfPayment = Literal[
-    "GIFT",
-    "SELF",
-    "GOODS_OR_SERVICES",
-    "EDUCATION",
-    "HEALTH_OR_MEDICAL",
-    "REAL_ESTATE_PURCHASE",
-    "TAX_PAYMENT",
-    "LOAN_PAYMENT",
-    "UTILITY_BILL",
-    "DONATION",
-    "TRAVEL",
-    "OTHER",
-]
+PurposeOfPayment = TypeAliasType(
+    "PurposeOfPayment",
+    Literal[
+        "GIFT",
+        "SELF",
+        "GOODS_OR_SERVICES",
+        "EDUCATION",
+        "HEALTH_OR_MEDICAL",
+        "REAL_ESTATE_PURCHASE",
+        "TAX_PAYMENT",
+        "LOAN_PAYMENT",
+        "UTILITY_BILL",
+        "DONATION",
+        "TRAVEL",
+        "OTHER",
+    ],
+)
+
+
+QuoteLockSide = TypeAliasType("QuoteLockSide", Literal["SENDING", "RECEIVING"])
 
 
 class AccountQuoteSource(ApiRequest):
@@ -63,13 +71,16 @@ class UmaAddressQuoteSource(ApiRequest):
     currency: str = Field(min_length=1, max_length=8, description="the currency the payer sends in")
 
 
-QuoteSource = Annotated[
-    AccountQuoteSource | RealtimeFundingQuoteSource | UmaAddressQuoteSource,
-    Field(discriminator="source_type"),
-]
+QuoteSourceOneOf = TypeAliasType(
+    "QuoteSourceOneOf",
+    Annotated[
+        AccountQuoteSource | RealtimeFundingQuoteSource | UmaAddressQuoteSource,
+        Field(discriminator="source_type"),
+    ],
+)
 
 
-class AccountQuoteDestination(ApiRequest):
+class AccountDestination(ApiRequest):
     destination_type: Literal["ACCOUNT"]
     account_id: str = Field(min_length=1, max_length=64, description="an external or internal account")
     payment_rail: str | None = Field(
@@ -77,7 +88,7 @@ class AccountQuoteDestination(ApiRequest):
     )
 
 
-class UmaAddressQuoteDestination(ApiRequest):
+class UmaAddressDestination(ApiRequest):
     destination_type: Literal["UMA_ADDRESS"]
     uma_address: str = Field(min_length=1, max_length=320)
     currency: str | None = Field(
@@ -85,9 +96,10 @@ class UmaAddressQuoteDestination(ApiRequest):
     )
 
 
-QuoteDestination = Annotated[
-    AccountQuoteDestination | UmaAddressQuoteDestination, Field(discriminator="destination_type")
-]
+QuoteDestinationOneOf = TypeAliasType(
+    "QuoteDestinationOneOf",
+    Annotated[AccountDestination | UmaAddressDestination, Field(discriminator="destination_type")],
+)
 
 
 class QuoteRequest(ApiRequest):
@@ -97,14 +109,18 @@ class QuoteRequest(ApiRequest):
         max_length=64,
         description="from GET /receiver/...; required for UMA destinations and must name the same receiver",
     )
-    source: QuoteSource
-    destination: QuoteDestination
-    locked_currency_side: Literal["SENDING", "RECEIVING"]
+    source: QuoteSourceOneOf
+    destination: QuoteDestinationOneOf
+    locked_currency_side: QuoteLockSide
     locked_currency_amount: MinorUnits = Field(
         gt=0, le=MAX_AMOUNT, description="minor units of the locked side's currency"
     )
     immediately_execute: bool = Field(
-        default=False, description="execute in the same request (account sources only, not EMBEDDED_WALLET)"
+        default=False,
+        description="execute in the same request (account sources only, not EMBEDDED_WALLET); default false",
+        # Documented without its default, as the reference has it: a generated TypeScript type would make
+        # a property with a default required.
+        json_schema_extra=lambda schema: schema.pop("default", None),
     )
     description: str | None = Field(default=None, max_length=500)
     purpose_of_payment: PurposeOfPayment | None = None
@@ -131,8 +147,8 @@ class Quote(ApiModel):
     expires_at: datetime
     source: dict[str, Any]
     destination: dict[str, Any]
-    sending_currency: CurrencyOut
-    receiving_currency: CurrencyOut
+    sending_currency: Currency
+    receiving_currency: Currency
     total_sending_amount: int = Field(gt=0, description="minor units of the sending currency, fees included")
     total_receiving_amount: int = Field(gt=0, description="minor units of the receiving currency")
     exchange_rate: float = Field(gt=0, description=EXCHANGE_RATE_DOC)
@@ -146,7 +162,7 @@ class Quote(ApiModel):
 
 
 class CurrencyPreference(ApiModel):
-    currency: CurrencyOut
+    currency: Currency
     estimated_exchange_rate: float = Field(gt=0, description="from the sender's currency; not locked")
     min: int = Field(gt=0, description="smallest receivable amount, minor units")
     max: int = Field(gt=0, description="largest receivable amount, minor units")
@@ -157,23 +173,56 @@ class PayerDataField(ApiModel):
     mandatory: bool
 
 
-class ReceiverUmaLookup(ApiModel):
+class ReceiverUmaLookupResponse(ApiModel):
     receiver_uma_address: str
     supported_currencies: list[CurrencyPreference]
     required_payer_data_fields: list[PayerDataField] | None = None
     lookup_id: str = Field(examples=["Lookup:019542f5-b3e7-1d02-0000-000000000009"])
 
 
-class ReceiverExternalAccountLookup(ApiModel):
+class ReceiverExternalAccountLookupResponse(ApiModel):
     account_id: str
     supported_currencies: list[CurrencyPreference]
     required_payer_data_fields: list[PayerDataField] | None = None
     lookup_id: str = Field(examples=["Lookup:019542f5-b3e7-1d02-0000-000000000009"])
 
 
-class SandboxSend(ApiRequest):
+class SandboxSendRequest(ApiRequest):
     quote_id: str = Field(min_length=1, max_length=64)
     currency_code: str = Field(min_length=1, max_length=8, description="must be the quote's sending currency")
     currency_amount: MinorUnits | None = Field(
         default=None, gt=0, le=MAX_AMOUNT, description="default: the quote's totalSendingAmount"
     )
+
+
+QUOTE_REQUEST_EXAMPLES = request_examples(
+    accountToAccount=(
+        "Send $100 from an internal account to a Mexican bank account (CLABE), paid in MXN",
+        {
+            "source": {"sourceType": "ACCOUNT", "accountId": ExampleIds.INTERNAL_ACCOUNT},
+            "destination": {"destinationType": "ACCOUNT", "accountId": ExampleIds.MXN_EXTERNAL_ACCOUNT},
+            "lockedCurrencySide": "SENDING",
+            "lockedCurrencyAmount": 10000,
+            "description": "Invoice 1234",
+        },
+    ),
+    realtimeFunding=(
+        "Real-time funding: the customer pays in USD to the returned instructions; the recipient gets MXN",
+        {
+            "source": {
+                "sourceType": "REALTIME_FUNDING",
+                "customerId": ExampleIds.CUSTOMER,
+                "currency": "USD",
+            },
+            "destination": {"destinationType": "ACCOUNT", "accountId": ExampleIds.MXN_EXTERNAL_ACCOUNT},
+            "lockedCurrencySide": "RECEIVING",
+            "lockedCurrencyAmount": 50000,
+        },
+    ),
+)
+SANDBOX_SEND_EXAMPLES = request_examples(
+    payQuote=(
+        "Pay a real-time-funded quote's whole totalSendingAmount",
+        {"quoteId": ExampleIds.QUOTE, "currencyCode": "USD"},
+    )
+)

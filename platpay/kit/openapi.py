@@ -1,0 +1,284 @@
+"""The OpenAPI document /openapi.json serves: what FastAPI generates from the routes, brought to the
+reference's shape by a few general steps, so that a client generated from it has the reference's names and
+types (docs/architecture.md, "OpenAPI conventions"):
+
+- every error response is `Error<status>` (the reference splits its error schema by status): the one error
+  shape with `status` pinned and `code` enumerating every code an ApiError of that status carries, so a new
+  error class appears in it by itself;
+- an optional parameter or an optional body is typed as its value, without a `null` alternative (a client
+  leaves it out), and so is an optional property of an object that only responses carry (responses omit
+  null fields);
+- a model extending another API model (IndividualCustomer(Customer)) is `allOf` [its base, what it adds],
+  as the reference composes them, the base a schema of its own; a narrowed value is a one-value `enum`;
+- a multipart body is written inline in its operation, as the reference has it (a generated client names
+  it `<OperationId>Body`);
+- parameters and properties carry no `title` (pydantic's "Sortorder" for `sortOrder`): a generator names
+  an inline enum after its parameter or property, as for the reference (`ListTransactionsSortOrder`);
+- no framework 422 and no schemas of its own.
+
+Operation ids, tags and schema names are not made here: each route states its `operation_id=` and each
+model's class name is its component name (tests/test_openapi_reference.py compares them to the reference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+
+from platpay import API_VERSION
+from platpay.kit.api_model import EXTENDS, ApiRequest
+
+SCHEMAS = "#/components/schemas/"
+HTTP_METHODS = ("get", "put", "post", "patch", "delete", "options", "head", "trace")
+DESCRIPTION = (
+    "Self-hostable Platform Payments Service. Every error is `{status, code, message, details}`, documented "
+    "per status as `Error<status>`. Authenticate with HTTP Basic (`clientId:clientSecret`)."
+)
+
+
+def error_name(status: int | str) -> str:
+    return f"Error{status}"
+
+
+def error_content(status: int | str) -> dict[str, Any]:
+    """A response's `content` naming the error schema of its status (the component is added by document())."""
+    return {"application/json": {"schema": {"$ref": f"{SCHEMAS}{error_name(status)}"}}}
+
+
+def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, Any]:
+    """The app's document, built once; `error_codes` holds every code each HTTP status can carry."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title="platpay", version=API_VERSION, description=DESCRIPTION, routes=app.routes)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for operation in operations(schema):
+        operation.get("responses", {}).pop("422", None)
+        for parameter in operation.get("parameters", []):
+            if not parameter.get("required"):
+                parameter["schema"] = _without_null(parameter["schema"])
+            parameter["schema"].pop("title", None)
+        body = operation.get("requestBody")
+        if body is not None:
+            for media in body.get("content", {}).values():
+                if not body.get("required"):
+                    media["schema"] = _without_null(media["schema"])
+                media["schema"].pop("title", None)  # FastAPI's name of the parameter, not of the body
+                _inline_form_body(media, components)
+    components.pop("HTTPValidationError", None)
+    components.pop("ValidationError", None)
+    used_alone = set(components)
+    for name, base in EXTENDS.items():
+        if name in components:
+            _extending(name, base, components, used_alone=used_alone)
+    for component in components.values():
+        for value in _properties(component).values():
+            value.pop("title", None)  # "Sortorder": a generator would name an inline enum after it
+            if value.get("default", ...) is None:
+                del value["default"]
+    _const_as_enum(components)
+    _drop_null_from_response_only_schemas(schema, components)
+    components.update(_error_schemas(schema, error_codes))
+    schema["components"]["schemas"] = dict(sorted(components.items()))
+    app.openapi_schema = schema
+    return schema
+
+
+def operations(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for path_item in schema.get("paths", {}).values():
+        for method in HTTP_METHODS:
+            if method in path_item:
+                yield path_item[method]
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`{anyOf: [X, {type: null}], description…}` -> `{…X, description…}` (a `$ref` X keeps only the
+    description beside it); anything else unchanged."""
+    members = schema.get("anyOf")
+    if not members:
+        return schema
+    kept = [member for member in members if member != {"type": "null"}]
+    if len(kept) == len(members):
+        return schema
+    if len(kept) == 1 and "$ref" in kept[0]:  # a reference keeps only a description beside it
+        described = {"description": schema["description"]} if "description" in schema else {}
+        return {**kept[0], **described}
+    rest = {
+        key: value for key, value in schema.items() if key != "anyOf" and (key, value) != ("default", None)
+    }
+    return {**kept[0], **rest} if len(kept) == 1 else {"anyOf": kept, **rest}
+
+
+def _const_as_enum(node: Any) -> None:
+    """`const: X` -> `enum: [X]`, as the reference writes a narrowed property: generators combine it with
+    the base's enum (IndividualCustomer's customerType with Customer's)."""
+    if isinstance(node, dict):
+        if "const" in node and "enum" not in node:
+            node["enum"] = [node.pop("const")]
+        for value in node.values():
+            _const_as_enum(value)
+    elif isinstance(node, list):
+        for value in node:
+            _const_as_enum(value)
+
+
+def _extending(name: str, base: type[BaseModel], components: dict[str, Any], *, used_alone: set[str]) -> None:
+    """A model that extends another is written as the reference writes one: allOf [the base (a schema of
+    its own), the properties it adds or narrows]. A request refuses unknown fields: its base then holds
+    the common fields only and the whole refuses the rest (`unevaluatedProperties`), so a request base the
+    document already uses on its own (BusinessInfoUpdate) leaves its extension as it is."""
+    request = issubclass(base, ApiRequest)
+    if request and base.__name__ in used_alone:
+        return
+    base_schema = base.model_json_schema(
+        ref_template=SCHEMAS + "{model}", mode="validation" if request else "serialization"
+    )
+    for def_name, definition in base_schema.pop("$defs", {}).items():
+        components.setdefault(def_name, definition)
+    if request:
+        base_schema.pop("additionalProperties", None)
+    components.setdefault(base.__name__, base_schema)
+    own = components[name]
+    inherited = components[base.__name__].get("properties", {})
+    added = {
+        key: value
+        for key, value in own.get("properties", {}).items()
+        if key not in inherited or _comparable(inherited[key]) != _comparable(value)
+    }
+    part: dict[str, Any] = {"type": "object", "properties": added}
+    required = [key for key in own.get("required", []) if key in added]
+    if required:
+        part["required"] = required
+    described = {key: own[key] for key in ("title", "description") if key in own}
+    components[name] = {**described, "allOf": [{"$ref": SCHEMAS + base.__name__}, part]}
+    if request:
+        components[name]["unevaluatedProperties"] = False
+
+
+def _inline_form_body(media: dict[str, Any], components: dict[str, Any]) -> None:
+    """FastAPI names a form body `Body_<operationId>`; the reference writes it inline."""
+    ref = media.get("schema", {}).get("$ref", "")
+    name = ref.removeprefix(SCHEMAS)
+    if name.startswith("Body_") and name in components:
+        inline = dict(components.pop(name))
+        inline.pop("title", None)
+        for field in inline.get("properties", {}).values():
+            if field.get("contentMediaType") == "application/octet-stream":
+                field["format"] = "binary"  # a file, as OpenAPI 3.0 generators know it
+        media["schema"] = inline
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(SCHEMAS):
+            yield ref.removeprefix(SCHEMAS)
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list | tuple):
+        for value in node:
+            yield from _refs(value)
+
+
+def _reachable(start: Any, components: dict[str, Any]) -> set[str]:
+    seen: set[str] = set()
+    pending = list(_refs(start))
+    while pending:
+        name = pending.pop()
+        if name in seen or name not in components:
+            continue
+        seen.add(name)
+        pending.extend(_refs(components[name]))
+    return seen
+
+
+def _drop_null_from_response_only_schemas(schema: dict[str, Any], components: dict[str, Any]) -> None:
+    """Responses are rendered without null fields (ApiRoute's response_model_exclude_none), so an optional
+    property of a schema no request uses is its value or absent, never null. A schema a request also uses
+    keeps `null` where the request accepts it."""
+    request_side = [
+        (operation.get("parameters", []), operation.get("requestBody", {}))
+        for operation in operations(schema)
+    ]
+    used_by_requests = _reachable(request_side, components)
+    for name, component in components.items():
+        if name in used_by_requests:
+            continue
+        for part in [component, *component.get("allOf", [])]:
+            required = set(part.get("required", []))
+            properties = part.get("properties", {})
+            for key, value in properties.items():
+                if key not in required:
+                    properties[key] = _without_null(value)
+
+
+def _properties(component: dict[str, Any]) -> dict[str, Any]:
+    """The properties a component declares, its own and those of its allOf parts."""
+    found = dict(component.get("properties", {}))
+    for part in component.get("allOf", []):
+        found.update(part.get("properties", {}))
+    return found
+
+
+def _comparable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: value for key, value in schema.items() if key != "title" and (key, value) != ("default", None)
+    }
+
+
+def _error_schemas(schema: dict[str, Any], codes: Mapping[int, set[str]]) -> dict[str, Any]:
+    """An `Error<status>` schema for every status some response names."""
+    statuses = sorted(
+        {
+            int(name.removeprefix("Error"))
+            for name in _refs(schema.get("paths", {}))
+            if name.startswith("Error") and name.removeprefix("Error").isdigit()
+        }
+    )
+    return {error_name(status): _error_schema(status, codes.get(status, set())) for status in statuses}
+
+
+def _error_schema(status: int, codes: set[str]) -> dict[str, Any]:
+    code: dict[str, Any] = {"type": "string", "description": "machine-readable error code"}
+    if codes:
+        code["enum"] = sorted(codes)
+    return {
+        "type": "object",
+        "title": error_name(status),
+        "description": f"The error answered with HTTP {status}: `status` equals it, `details` names what "
+        "was wrong.",
+        "required": ["status", "code", "message"],
+        "properties": {
+            "status": {"type": "integer", "enum": [status], "description": "HTTP status code"},
+            "code": code,
+            "message": {"type": "string", "description": "what went wrong, with the offending value"},
+            "details": {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "structured context, e.g. `fields` naming each bad field",
+            },
+        },
+    }
+
+
+class ExampleIds:
+    """The ids request examples name. tests/test_openapi_examples.py sends every example with each of these
+    replaced by a real one from a fresh sandbox (and fails for a body without an example)."""
+
+    CUSTOMER = "Customer:019542f5-b3e7-1d02-0000-000000000001"
+    INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"
+    EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000003"
+    MXN_EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000013"
+    CRYPTO_INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000012"
+    QUOTE = "Quote:019542f5-b3e7-1d02-0000-000000000006"
+
+
+def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
+    """`openapi_extra=` for a route: its request body's named examples, `name=(summary, value)`, written
+    where the reference writes them (the media type's `examples`). Every request body has at least one;
+    ids in them are ExampleIds."""
+    named = {name: {"summary": summary, "value": value} for name, (summary, value) in examples.items()}
+    return {"requestBody": {"content": {media_type: {"examples": named}}}}
