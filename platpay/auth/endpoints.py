@@ -6,7 +6,7 @@ from platpay.auth import service as auth_service
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.auth.schemas import ApiToken, ApiTokenCreate
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
@@ -16,7 +16,7 @@ router = api_router(tags=["API Tokens"])
 @router.post("/tokens", status_code=201, response_model=ApiToken)
 async def create_token(
     body: ApiTokenCreate,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Create an API token; its clientSecret is in this response only."""

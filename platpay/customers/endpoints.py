@@ -12,7 +12,7 @@ from platpay.auth.schemas import Permission
 from platpay.customers import service as customers_service
 from platpay.customers.schemas import Customer, CustomerCreate, CustomerUpdate, KycStatus
 from platpay.kit.api_model import ApiRequest
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 
@@ -78,7 +78,7 @@ def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[An
 @_naming_every_problem("/customers", "POST", status_code=201, response_model=Customer)
 async def create_customer(
     body: CustomerCreate,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""
