@@ -19,13 +19,14 @@ with the same identity-map semantics.
 
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
-idempotency keys and payments' transactions; plus authentication's one read per request
-(`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
+idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
+owner (accounts' repository, the owner's part built by customers'); plus authentication's one read per
+request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, event, exc, select
@@ -279,6 +280,22 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
             return held
     row = await first(session, statement, where)
     return None if row is None else _instance(session, cls, dict(zip(keys, row, strict=True)))
+
+
+def columns_of(cls: type[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """An ORM class's mapped columns and their attribute names, in the same order: what a lean SELECT of its
+    rows selects, and the names `snapshot` gives the values it returns."""
+    attrs = sa_inspect(cls).column_attrs
+    return tuple(attr.columns[0] for attr in attrs), tuple(attr.key for attr in attrs)
+
+
+def snapshot(cls: type[Any], keys: tuple[str, ...], values: Sequence[Any]) -> Any:
+    """A `cls` instance holding the values a lean SELECT read (`keys` from `columns_of`), outside any session:
+    a row for reading, as the ORM's loader builds it but never attached, so it costs no identity-map or
+    unit-of-work bookkeeping (a change to it is not saved)."""
+    row = sa_inspect(cls).class_manager.new_instance()
+    row.__dict__.update(zip(keys, values, strict=True))
+    return row
 
 
 def _attach(session: AsyncSession, row: Any) -> None:
