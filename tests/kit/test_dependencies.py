@@ -17,7 +17,7 @@ def _is_coroutine(call: Any) -> bool:
     if inspect.iscoroutinefunction(call):
         return True
     # An instance with an async __call__ (TokenAuth); a class is called synchronously to build it.
-    return not inspect.isclass(call) and inspect.iscoroutinefunction(getattr(call, "__call__", None))
+    return not inspect.isclass(call) and inspect.iscoroutinefunction(type(call).__call__)
 
 
 def _threaded(dependant: Any, path: list[str]) -> list[str]:
