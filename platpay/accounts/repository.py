@@ -99,9 +99,9 @@ def _pair_statement() -> Lean:
     )
 
 
-# Lean: this read runs on every transfer, and the ORM's execution of a three-entity join (statement cache
-# key, compile state, loading three instances into the identity map) cost ~0.7 ms of CPU per transfer on the
-# benchmark machine, ~15 % of POST /transfer-out (bench/README.md, issue 10).
+# Lean: this read runs on every transfer, and through the ORM (a three-entity select rebuilt per call, its
+# cache key and compile state, three instances loaded into the identity map) it was the largest part of the
+# CPU the issue-10 restructuring added to POST /transfer-out (bench/README.md).
 _PAIR = _pair_statement()
 
 
