@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_SQLITE_PATH = Path("var") / "platpay.db"
@@ -82,6 +82,34 @@ class Settings(BaseSettings):
     uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
 
+    # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
+    email_sender: str | None = Field(
+        default=None,
+        description="`smtp`, `none` (records only) or package.module:factory; unset: `smtp` when smtp_host "
+        "is set, else `none`",
+    )
+    sms_sender: str = Field(default="none", description="`none` (records only) or package.module:factory")
+    smtp_host: str | None = Field(default=None, description="SMTP server the `smtp` email sender uses")
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_username: str | None = Field(default=None, description="SMTP AUTH user; no AUTH when unset")
+    smtp_password: SecretStr | None = None
+    smtp_starttls: bool = Field(default=True, description="require STARTTLS before sending")
+    smtp_from: str = Field(
+        default="platpay <no-reply@localhost>", description="From of emails whose sender names none"
+    )
+    smtp_timeout_seconds: float = Field(default=10.0, gt=0, description="longest wait for each SMTP step")
+    message_concurrency: int = Field(
+        default=8, ge=1, description="messages being sent at once per runner; a lane of their own"
+    )
+    message_max_attempts: int = Field(
+        default=12,
+        ge=1,
+        description="send attempts before a message is FAILED (a 5xx refusal fails it at once)",
+    )
+    message_retry_base_seconds: float = Field(
+        default=5.0, gt=0, description="first retry delay of a message; doubles each try, at most 30 minutes"
+    )
+
     # Webhooks
     webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")
     webhook_retry_max_interval_seconds: float = 1800.0
@@ -155,6 +183,53 @@ class Settings(BaseSettings):
 
     # Idempotency
     idempotency_retention_hours: int = 48
+
+    # Embedded wallets (wallets/): custody, signed retries, sessions, OIDC, WebAuthn, abuse limits
+    wallet_custody: str = Field(
+        default="sandbox",
+        description="custody of wallet secrets: `sandbox` (envelope encryption under the master key) or an "
+        "import path `package.module:factory` (a KMS/HSM adapter)",
+    )
+    wallet_challenge_ttl_seconds: int = Field(
+        default=300, ge=1, le=3600, description="how long a signed retry's 202 challenge (requestId) is valid"
+    )
+    wallet_session_ttl_seconds: int = Field(
+        default=900, ge=60, le=86400, description="how long an authentication session lasts"
+    )
+    oidc_issuers: dict[str, str] = Field(
+        default={
+            "https://accounts.google.com": "https://www.googleapis.com/oauth2/v3/certs",
+            "accounts.google.com": "https://www.googleapis.com/oauth2/v3/certs",
+            "https://appleid.apple.com": "https://appleid.apple.com/auth/keys",
+        },
+        description="OIDC issuers accepted for OAUTH credentials (JSON object issuer -> JWKS URL); production "
+        "tenants verify ID token signatures against the issuer's JWKS, fetched over HTTP and cached",
+    )
+    oidc_jwks_cache_seconds: int = Field(default=3600, ge=0, description="how long a fetched JWKS is reused")
+    oidc_jwks_timeout_seconds: float = Field(default=5.0, gt=0, description="longest wait for a JWKS fetch")
+    oidc_max_token_age_seconds: int = Field(
+        default=60, ge=1, description="an ID token's iat must be less than this many seconds old"
+    )
+    oidc_clock_skew_seconds: int = Field(default=5, ge=0, description="tolerated clock skew on iat and exp")
+    webauthn_rp_id: str = Field(default="localhost", description="the passkey relying party id (a domain)")
+    webauthn_rp_name: str = Field(default="platpay", description="the relying party name shown by browsers")
+    webauthn_origins: list[str] = Field(
+        default=["http://localhost", "https://localhost"],
+        description="origins a passkey ceremony may come from (JSON list; the app's own web origins)",
+    )
+    wallet_verify_limit: int = Field(
+        default=10, ge=1, description="verify attempts per credential per window (429 RATE_LIMITED past it)"
+    )
+    wallet_verify_account_limit: int = Field(
+        default=30, ge=1, description="verify attempts per wallet (all its credentials) per window"
+    )
+    wallet_challenge_limit: int = Field(
+        default=5, ge=1, description="challenge re-issues per credential per window"
+    )
+    wallet_challenge_account_limit: int = Field(
+        default=15, ge=1, description="challenge re-issues per wallet per window"
+    )
+    wallet_limit_window_seconds: int = Field(default=60, ge=1, description="the window of those limits")
 
     # Bulk customer import
     bulk_import_max_bytes: int = Field(

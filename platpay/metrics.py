@@ -64,6 +64,12 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.message_attempts = Counter(
+            "platpay_message_attempts_total",
+            "outbound email and SMS send attempts by channel, category and outcome (sent, retry, failed)",
+            ["channel", "category", "outcome"],
+            registry=registry,
+        )
         self.job_runs = Counter(
             "platpay_job_runs_total",
             "job runs by kind and outcome (done, retry, failed, dead, lease_lost)",
@@ -256,6 +262,7 @@ def record_request(method: str, route: str, status: int, seconds: float) -> None
 
 WEBHOOK_ATTEMPTS = _CurrentMetric("webhook_attempts")
 JOB_RUNS = _CurrentMetric("job_runs")
+MESSAGE_ATTEMPTS = _CurrentMetric("message_attempts")
 
 
 # ---- scrape ---------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from tests.factories import create_platform
 from tests.support.receiver import WebhookReceiver
+from tests.support.smtp import smtp_server  # noqa: F401  (the fixture, for every test module)
 
 PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
 BACKENDS = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]

@@ -4,12 +4,15 @@ a ledger account with the same id. Balances come from the ledger; deposit detail
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.accounts import hooks as accounts_hooks
 from platpay.accounts import instructions, repository
 from platpay.accounts.errors import InternalAccountNotFound
+from platpay.accounts.hooks import OpenedAccount
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
 from platpay.customers import hooks as customers_hooks
@@ -59,6 +62,10 @@ async def _open(
     await ledger_service.open_internal_accounts(
         session, tenant_id=tenant_id, accounts=[(r["id"], r["currency"]) for r in rows]
     )
+    if rows:
+        opened = [OpenedAccount(r["id"], r["customer_id"], r["currency"], r["type"]) for r in rows]
+        for on_opened in accounts_hooks.on_opened.subscribers():
+            await on_opened(session, tenant_id=tenant_id, accounts=opened)
     return rows
 
 
@@ -226,3 +233,16 @@ async def customer_account_in(
     )
     rows = await repository.all_of(session, stmt)
     return rows[0] if rows else None
+
+
+async def set_private_enabled(
+    session: AsyncSession, *, tenant_id: str, account_id: str, private_enabled: bool, now: datetime
+) -> InternalAccount:
+    """Wallet privacy of an EMBEDDED_WALLET account (the wallets domain authorizes it); the account as GET
+    returns it."""
+    row = await get_internal(session, tenant_id=tenant_id, account_id=account_id, for_update=True)
+    row.private_enabled = private_enabled
+    row.updated_at = now
+    await session.flush()
+    [account] = await render(session, [row])
+    return account

@@ -5,6 +5,7 @@ from typing import Any, Literal
 
 from fastapi import Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
@@ -15,6 +16,7 @@ from platpay.kit.api_model import ApiRequest
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import Page, PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
+from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
 
 router = api_router(tags=["Customers"])
 sandbox_router = api_router(tags=["Sandbox"])
@@ -143,16 +145,35 @@ async def get_customer(customerId: str, request: Request, principal: Principal =
     "/customers/{customerId}",
     "PATCH",
     response_model=Customer,
-    responses={410: {"description": "customer deleted"}},
+    responses={
+        202: {
+            "model": SignedRequestChallenge,
+            "description": "an email change of a customer whose wallets log in by EMAIL_OTP: stamp "
+            "payloadToSign with a session of one of those wallets and retry the same body with "
+            "Svc-Wallet-Signature and Request-Id",
+        },
+        410: {"description": "customer deleted"},
+    },
 )
 async def update_customer(
-    customerId: str, body: CustomerUpdate, request: Request, principal: Principal = Manager
-) -> Customer:
+    customerId: str,
+    body: CustomerUpdate,
+    request: Request,
+    principal: Principal = Manager,
+    wallet_signature: WalletSignature = Depends(wallet_signature_headers),
+) -> Customer | Response:
     """Update a customer's fields; customerType is required and selects which fields apply."""
     async with get_db(request).transaction() as session:
-        return await customers_service.update_customer(
-            session, tenant=principal.tenant, customer_id=customerId, changes=body.draft()
+        updated = await customers_service.update_customer(
+            session,
+            tenant=principal.tenant,
+            customer_id=customerId,
+            changes=body.draft(),
+            wallet_signature=wallet_signature,
         )
+    if isinstance(updated, SignedRequestChallenge):
+        return JSONResponse(updated.to_api(), status_code=202)
+    return updated
 
 
 @router.delete(

@@ -1,14 +1,18 @@
-"""Hook points of the customers domain: what domains above it (accounts) do when customers are created or
-deleted, called by customers.service inside the caller's transaction. A subscriber registers at import of
-its own service module; customers never imports it (docs/architecture.md, Layers)."""
+"""Hook points of the customers domain: what domains above it do when customers are created or deleted
+(accounts) or change their email (wallets), called by customers.service inside the caller's transaction.
+A subscriber registers at import of its own module; customers never imports it (docs/architecture.md,
+Layers)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.kit.hooks import HookPoint
+from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
+from platpay.tenants.context import TenantContext
 
 
 class CustomersCreated(Protocol):
@@ -32,4 +36,30 @@ on_deleted: HookPoint[CustomerDeleted] = HookPoint(
     "customers.hooks.on_deleted",
     required="close the deleted customer's internal accounts",
     subscriber_module="platpay.accounts.service",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EmailChange:
+    """A PATCH that changes a customer's email, as the subscriber must judge it."""
+
+    tenant: TenantContext
+    customer_id: str
+    old_email: str | None
+    new_email: str
+    fields: dict[str, Any]  # every field of the PATCH (what a signed retry must repeat), JSON values
+    wallet_signature: WalletSignature  # the request's signed-retry headers (both None on a first call)
+
+
+class EmailChanging(Protocol):
+    async def __call__(self, session: AsyncSession, *, change: EmailChange) -> SignedRequestChallenge | None:
+        """None: the change may go ahead (nothing depends on the old email, or the signed retry was
+        verified and the subscriber updated what it ties to the email in this transaction). A challenge:
+        the PATCH answers 202 with it and changes nothing. An ApiError refuses the PATCH."""
+
+
+on_email_changing: HookPoint[EmailChanging] = HookPoint(
+    "customers.hooks.on_email_changing",
+    required="hold email changes of customers whose wallets log in by EMAIL_OTP to a signed retry",
+    subscriber_module="platpay.wallets.email_change",
 )

@@ -157,3 +157,14 @@ def owner_from(values: Sequence[Any]) -> CustomerRow | None:
     """The customer `with_owner`'s columns hold (the last `OWNER_WIDTH` values of a row, through their
     result processors), as a row for reading; None when the join found none."""
     return None if values[0] is None else lean.snapshot(CustomerRow, _OWNER_KEYS, values)
+
+
+async def emails_of(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+) -> dict[str, str | None]:
+    rows = await session.execute(
+        select(CustomerRow.id, CustomerRow.email).where(
+            CustomerRow.tenant_id == tenant_id, CustomerRow.id.in_(customer_ids)
+        )
+    )
+    return {customer_id: email for customer_id, email in rows.all()}

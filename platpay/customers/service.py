@@ -10,6 +10,7 @@ from datetime import date
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 from sqlalchemy import Select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -33,6 +34,7 @@ from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -491,10 +493,18 @@ def _customer_dict(row: CustomerRow) -> dict[str, Any]:
 
 
 async def update_customer(
-    session: AsyncSession, *, tenant: TenantContext, customer_id: str, changes: CustomerDraft
-) -> Customer:
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    customer_id: str,
+    changes: CustomerDraft,
+    wallet_signature: WalletSignature | None = None,
+) -> Customer | SignedRequestChallenge:
     """PATCH /customers/{id}: set the fields `changes` gives (customer_type required); a field absent keeps
-    its value, one given as None is refused (see customers/types.py)."""
+    its value, one given as None is refused (see customers/types.py). A new email is first put to the
+    hooks.on_email_changing subscribers (wallets: a customer whose wallets log in by EMAIL_OTP changes it
+    only by signed retry): a challenge they answer is returned instead of the customer, nothing changed;
+    `wallet_signature` carries the request's signed-retry headers for them."""
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
     draft = dict(changes)
     values, problems = _update_problems(
@@ -524,6 +534,20 @@ async def update_customer(
         problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", error=UmaAddressExists))
     if problems:
         raise _refusal(problems)
+    new_email = values.get("email")
+    if new_email is not None and new_email != row.email:
+        change = hooks.EmailChange(
+            tenant=tenant,
+            customer_id=row.id,
+            old_email=row.email,
+            new_email=new_email,
+            fields=to_jsonable_python(draft),
+            wallet_signature=wallet_signature or WalletSignature(),
+        )
+        for on_email_changing in hooks.on_email_changing.subscribers():
+            challenge = await on_email_changing(session, change=change)
+            if challenge is not None:
+                return challenge
     for key, value in values.items():
         setattr(row, key, value)
     row.updated_at = clock.now()
@@ -642,3 +666,12 @@ def info_fields_on_file(row: CustomerRow, names: list[str]) -> set[str]:
         if not v.missing_for_currencies(_customer_dict(row), {"_": [name]})
         and name in v._REQUIREMENT_FIELDS[row.customer_type]
     }
+
+
+async def emails_of(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+) -> dict[str, str | None]:
+    """The email on file of each of the tenant's customers named (absent from the map: no such customer)."""
+    if not customer_ids:
+        return {}
+    return await repository.emails_of(session, tenant_id=tenant_id, customer_ids=customer_ids)

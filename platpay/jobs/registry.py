@@ -55,6 +55,22 @@ def lanes() -> tuple[Lane, ...]:
     return tuple(_LANES.values())
 
 
+# Housekeeping a domain needs done now and then (deleting expired rows), run by every runner's maintenance
+# (every few minutes, in one transaction; safe to run concurrently): `@housekeeping` at import, like handlers.
+Housekeeper = Callable[["AsyncSession", datetime], Awaitable[None]]
+_HOUSEKEEPERS: list[Housekeeper] = []
+
+
+def housekeeping(func: Housekeeper) -> Housekeeper:
+    if func not in _HOUSEKEEPERS:
+        _HOUSEKEEPERS.append(func)
+    return func
+
+
+def housekeepers() -> tuple[Housekeeper, ...]:
+    return tuple(_HOUSEKEEPERS)
+
+
 def handler(kind: str) -> Callable[[Handler], Handler]:
     def register(func: Handler) -> Handler:
         _HANDLERS[kind] = func

@@ -32,7 +32,7 @@ from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG
-from platpay.kit import clock, idempotency
+from platpay.kit import clock, idempotency, rate_limits
 from platpay.metrics import JOB_RUNS
 
 log = structlog.get_logger("platpay.jobs")
@@ -365,6 +365,9 @@ class JobRunner:
         now = clock.now()
         async with self.db.transaction() as session:
             await idempotency.purge_expired(session, before=now)
+            await rate_limits.purge(session, now=now)
+            for housekeeper in registry.housekeepers():
+                await housekeeper(session, now)
             await repository.purge_finished(session, before=now - timedelta(days=7))
 
     async def run_forever(self) -> None:

@@ -15,7 +15,9 @@ an effect without its key or a key without its effect:
    ApiError (the request was executed and deterministically refused) rolls the operation's writes back
    and is stored under the key in a second transaction that claims the key again (if a duplicate stored
    an answer in between, that answer is replayed instead, so a key never has two answers). Anything else
-   (5xx, crash) stores nothing, so a retry runs afresh. No savepoint is needed on the success path. If
+   (5xx, crash) stores nothing, so a retry runs afresh; nor does a 401 (a missing or failed
+   `Svc-Wallet-Signature` on a wallet-funded quote's execution): the request was not authorized, so it
+   was never executed, and the retry carrying a valid stamp under the same key must run. No savepoint is needed on the success path. If
    storing the key finds it already stored (the race of step 2), the transaction rolls back and the
    stored answer is replayed.
 
@@ -196,8 +198,12 @@ async def _execute_once(
             )
         return _response(status, rendered, replayed=False)
     except ApiError as error:
-        if error.status >= 500 or isinstance(error, (IdempotencyKeyInUse, IdempotencyKeyReused)):
-            raise
+        if (
+            error.status >= 500
+            or error.status == 401
+            or isinstance(error, (IdempotencyKeyInUse, IdempotencyKeyReused))
+        ):
+            raise  # not an answer of the operation: a 401 (a wallet stamp that failed) ran nothing
         refusal = error
     # The operation refused the request (a 4xx: executed and deterministically refused). Its writes were
     # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —

@@ -8,7 +8,9 @@ A domain that needs something from outside declares, in its `providers.py`:
    `PLATPAY_FX_RATE_PROVIDER`;
 3. implementations registered on the slot by name: `@RATES.implementation("sandbox")` on a factory taking
    the Settings. The sandbox implementation is always there and is the default; it is where sandbox
-   behaviour (magic values, delays) lives, so production code paths carry no sandbox branches.
+   behaviour (magic values, delays) lives, so production code paths carry no sandbox branches. A slot
+   whose default depends on other settings takes a function of the Settings naming it
+   (`Slot("email_sender", default=lambda s: "smtp" if s.smtp_host else "none")`).
 
 Domain code calls `RATES.get()` and never knows which implementation runs. The app, the worker and the
 tests call `configure_all(settings)` at startup; a setting naming no registered implementation may name a
@@ -25,6 +27,7 @@ from platpay.config import Settings, get_settings
 
 P = TypeVar("P")
 Factory = Callable[[Settings], Any]
+DefaultName = str | Callable[[Settings], str]
 
 _SLOTS: list[Slot[Any]] = []
 
@@ -34,7 +37,7 @@ class ProviderNotFound(LookupError):
 
 
 class Slot(Generic[P]):
-    def __init__(self, setting: str, *, default: str = "sandbox") -> None:
+    def __init__(self, setting: str, *, default: DefaultName = "sandbox") -> None:
         self.setting = setting
         self.default = default
         self._factories: dict[str, Factory] = {}
@@ -51,8 +54,12 @@ class Slot(Generic[P]):
     def names(self) -> list[str]:
         return sorted(self._factories)
 
+    def default_name(self, settings: Settings) -> str:
+        """The implementation chosen when the setting is unset."""
+        return self.default(settings) if callable(self.default) else self.default
+
     def configure(self, settings: Settings) -> P:
-        choice = str(getattr(settings, self.setting, None) or self.default)
+        choice = str(getattr(settings, self.setting, None) or self.default_name(settings))
         factory = self._factories.get(choice)
         if factory is None and ":" in choice:
             module, _, attribute = choice.partition(":")
@@ -71,7 +78,8 @@ class Slot(Generic[P]):
 
     def get(self) -> P:
         if self._current is None:
-            self._current = self._factories[self.default](get_settings())
+            settings = get_settings()
+            self._current = self._factories[self.default_name(settings)](settings)
         return self._current
 
 

@@ -31,6 +31,11 @@ async def update_config(
         currencies = [entry.model_dump(mode="json", by_alias=True) for entry in body.supported_currencies]
     elif "supported_currencies" in given:
         currencies = None
+    wallet_config: dict[str, Any] | Unset | None = UNSET
+    if body.embedded_wallet_config is not None:
+        wallet_config = body.embedded_wallet_config.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    elif "embedded_wallet_config" in given:
+        wallet_config = None
     async with get_db(request).transaction() as session:
         return await platforms_service.update_config(
             session,
@@ -38,5 +43,6 @@ async def update_config(
             uma_domain=body.uma_domain if "uma_domain" in given else UNSET,
             webhook_endpoint=body.webhook_endpoint if "webhook_endpoint" in given else UNSET,
             supported_currencies=currencies,
+            embedded_wallet_config=wallet_config,
             settings=request.app.state.settings,
         )

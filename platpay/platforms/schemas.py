@@ -35,6 +35,7 @@ class CustomerInfoFieldName(StrEnum):
 
 TransactionType = Literal["INCOMING", "OUTGOING"]
 MAX_AMOUNT = 9_000_000_000_000_000
+EMAIL_PATTERN = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
 
 
 class CounterpartyFieldDefinition(ApiModel):
@@ -69,6 +70,34 @@ class PlatformCurrencyConfig(ApiModel):
     )
 
 
+class EmbeddedWalletConfig(ApiModel):
+    """Branding and OTP behaviour of the emails sent to EMAIL_OTP credentials (fields never set are absent)."""
+
+    app_name: str | None = Field(default=None, description="shown in the OTP email")
+    otp_length: int | None = Field(default=None, description="OTP characters; 6 when not set")
+    alphanumeric: bool | None = Field(default=None, description="letters too; digits only when not set")
+    expiration_seconds: int | None = Field(default=None, description="OTP validity; 300 when not set")
+    send_from_email_address: str | None = None
+    send_from_email_sender_name: str | None = Field(default=None, description='"Notifications" when not set')
+    reply_to_email_address: str | None = None
+    logo_url: str | None = None
+
+
+class EmbeddedWalletConfigIn(ApiRequest):
+    """Partial: omitted fields keep their values."""
+
+    app_name: str | None = Field(default=None, min_length=1, max_length=255, examples=["Acme Wallet"])
+    otp_length: int | None = Field(default=None, ge=4, le=12, examples=[6])
+    alphanumeric: bool | None = None
+    expiration_seconds: int | None = Field(default=None, ge=1, le=86400, examples=[300])
+    send_from_email_address: str | None = Field(
+        default=None, max_length=255, pattern=EMAIL_PATTERN, examples=["noreply@acme.com"]
+    )
+    send_from_email_sender_name: str | None = Field(default=None, min_length=1, max_length=255)
+    reply_to_email_address: str | None = Field(default=None, max_length=255, pattern=EMAIL_PATTERN)
+    logo_url: str | None = Field(default=None, max_length=512, pattern=r"^https?://\S+$")
+
+
 class PlatformConfig(ApiModel):
     id: str = Field(examples=["PlatformConfig:019542f5-b3e7-1d02-0000-000000000003"])
     environment: Literal["sandbox", "production"] = Field(description="the environment these credentials use")
@@ -78,6 +107,9 @@ class PlatformConfig(ApiModel):
     webhook_public_key: str = Field(description="PEM (SPKI) P-256 key verifying X-Svc-Signature")
     supported_currencies: list[PlatformCurrencyConfig]
     is_regulated_financial_institution: bool
+    embedded_wallet_config: EmbeddedWalletConfig | None = Field(
+        default=None, description="only when configured"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -89,4 +121,7 @@ class PlatformConfigUpdate(ApiRequest):
     webhook_endpoint: str | None = Field(default=None, max_length=2048)
     supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(
         default=None, min_length=1, max_length=50
+    )
+    embedded_wallet_config: EmbeddedWalletConfigIn | None = Field(
+        default=None, description="partial: omitted nested fields keep their values"
     )

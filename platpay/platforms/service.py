@@ -19,7 +19,12 @@ from platpay.events import service as events_service
 from platpay.events import types as event_types
 from platpay.kit import currencies
 from platpay.kit.urls import validate_webhook_url
-from platpay.platforms.schemas import CounterpartyFieldDefinition, PlatformConfig, PlatformCurrencyConfig
+from platpay.platforms.schemas import (
+    CounterpartyFieldDefinition,
+    EmbeddedWalletConfig,
+    PlatformConfig,
+    PlatformCurrencyConfig,
+)
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import PRODUCTION, TenantContext
 
@@ -104,6 +109,9 @@ def render_config(tenant: TenantContext) -> PlatformConfig:
         webhook_public_key=tenant.webhook_public_key_pem,
         supported_currencies=[_currency_view(entry) for entry in tenant.supported_currencies],
         is_regulated_financial_institution=tenant.is_regulated,
+        embedded_wallet_config=EmbeddedWalletConfig.model_validate(tenant.embedded_wallet_config)
+        if tenant.embedded_wallet_config
+        else None,
         created_at=tenant.created_at,
         updated_at=tenant.updated_at,
     )
@@ -175,12 +183,15 @@ async def update_config(
     uma_domain: str | Unset | None = UNSET,
     webhook_endpoint: str | Unset | None = UNSET,
     supported_currencies: list[dict[str, Any]] | Unset | None = UNSET,
+    embedded_wallet_config: dict[str, Any] | Unset | None = UNSET,
     settings: Settings,
 ) -> PlatformConfig:
     """PATCH /config: a field left UNSET keeps its value; `webhook_endpoint=None` removes the endpoint
     (uma_domain and supported_currencies refuse None). `supported_currencies` entries are in the API's
     shape (`{"currencyCode", "minAmount", "maxAmount", "requiredCounterpartyFields": [{"name",
-    "mandatory"}], "enabledTransactionTypes"}`). A new or changed webhookEndpoint gets one TEST event."""
+    "mandatory"}], "enabledTransactionTypes"}`); `embedded_wallet_config` holds the embeddedWalletConfig fields
+    given (camelCase), merged into the stored ones (None removes the configuration). A new or changed
+    webhookEndpoint gets one TEST event."""
     if uma_domain is None:
         raise invalid_field("umaDomain", "must not be null")
     if supported_currencies is None:
@@ -200,6 +211,12 @@ async def update_config(
         changes["webhook_endpoint"] = new_url
     if supported_currencies is not UNSET:
         changes["supported_currencies"] = _validate_currencies(supported_currencies)
+    if embedded_wallet_config is not UNSET:
+        merged = None
+        if embedded_wallet_config is not None:
+            merged = {**(tenant.embedded_wallet_config or {}), **embedded_wallet_config}
+            merged = {key: value for key, value in merged.items() if value is not None}  # null clears one
+        changes["embedded_wallet_config"] = merged
     applied = await tenants_service.apply_config(session, tenant=tenant, changes=changes)
     if applied.currencies_added:
         await accounts_service.on_currencies_added(

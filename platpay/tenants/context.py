@@ -23,6 +23,8 @@ class TenantContext:
     webhook_public_key_pem: str
     created_at: datetime
     updated_at: datetime
+    # PlatformConfig.embeddedWalletConfig's fields as configured (camelCase keys), None when never set
+    embedded_wallet_config: dict[str, Any] | None = None
     # Every stored value this context was built from, hashable (authentication sets it from the row it
     # read): two contexts with the same version describe the same configuration. None when not known.
     version: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)

@@ -33,6 +33,8 @@ class TenantRow(Base):
     uma_domain: Mapped[str] = mapped_column(String(253))
     webhook_endpoint: Mapped[str | None] = mapped_column(String(2048))
     supported_currencies: Mapped[list[dict[str, Any]]] = mapped_column(JsonType)
+    # PlatformConfig.embeddedWalletConfig as stored (the fields set); None when never configured
+    embedded_wallet_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     webhook_private_key_sealed: Mapped[str] = mapped_column(Text)
     webhook_public_key_pem: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -25,6 +25,7 @@ CONTEXT_COLUMNS = (
     TenantRow.webhook_public_key_pem,
     TenantRow.created_at,
     TenantRow.updated_at,
+    cast(TenantRow.embedded_wallet_config, Text),
 )
 
 

@@ -127,8 +127,8 @@ async def apply_config(
     session: AsyncSession, *, tenant: TenantContext, changes: dict[str, Any]
 ) -> ConfigApplied:
     """Set a tenant's configuration values, already validated by the caller, under the tenant row's lock:
-    `changes` holds any of uma_domain, webhook_endpoint (None removes it) and supported_currencies (the
-    stored entries). Any change moves updated_at."""
+    `changes` holds any of uma_domain, webhook_endpoint (None removes it), supported_currencies (the
+    stored entries) and embedded_wallet_config (the whole stored object). Any change moves updated_at."""
     row = await repository.get_tenant(session, tenant.id, for_update=True)
     if row is None:
         raise TenantNotFound(f"tenant {tenant.id} not found")
@@ -140,6 +140,8 @@ async def apply_config(
         endpoint_changed = new_url is not None and new_url != row.webhook_endpoint
         row.webhook_endpoint = new_url
     added: list[str] = []
+    if "embedded_wallet_config" in changes:
+        row.embedded_wallet_config = changes["embedded_wallet_config"]
     if "supported_currencies" in changes:
         before = {entry["currencyCode"] for entry in row.supported_currencies}
         row.supported_currencies = changes["supported_currencies"]
@@ -170,6 +172,7 @@ def tenant_context(row: TenantRow, *, is_regulated: bool) -> TenantContext:
         webhook_public_key_pem=row.webhook_public_key_pem,
         created_at=row.created_at,
         updated_at=row.updated_at,
+        embedded_wallet_config=row.embedded_wallet_config,
     )
 
 
@@ -212,6 +215,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             webhook_public_key_pem,
             created_at,
             updated_at,
+            embedded_wallet_config_json,
         ) = columns
         tenant = TenantContext(
             id=tenant_id,
@@ -225,6 +229,9 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             webhook_public_key_pem=webhook_public_key_pem,
             created_at=created_at,
             updated_at=updated_at,
+            embedded_wallet_config=json.loads(embedded_wallet_config_json)
+            if embedded_wallet_config_json is not None
+            else None,
             version=columns,
         )
         if len(_CONTEXTS) >= _CONTEXTS_MAX:

@@ -115,7 +115,8 @@ class TestCreateQuote:
         assert response.status_code == 400
         assert "/transfer-out" in response.json()["message"] and "/transfer-in" in response.json()["message"]
 
-    async def test_embedded_wallet_sources_are_refused(self, client, auth, sender):
+    async def test_embedded_wallet_sources_cannot_execute_immediately(self, client, auth, sender):
+        """A wallet-funded quote executes only with the wallet's stamp (tests/wallets/test_quote_execution.py)."""
         wallet = await internal_account(client, auth, sender["customer"]["id"], "USDB")
         assert wallet["type"] == "EMBEDDED_WALLET"
         response = await quote(
@@ -123,9 +124,10 @@ class TestCreateQuote:
             auth,
             source=account_source(wallet["id"]),
             destination=account_destination(sender["payee"]["id"]),
+            immediatelyExecute=True,
         )
         assert response.status_code == 400
-        assert response.json()["details"]["fields"][0]["field"] == "source.accountId"
+        assert response.json()["details"]["fields"][0]["field"] == "immediatelyExecute"
         assert "EMBEDDED_WALLET" in response.json()["message"]
 
     async def test_amount_that_does_not_cover_the_fees(self, client, auth, sender):

@@ -97,7 +97,8 @@ async def _wallet_signature(
         Header(
             alias="Svc-Wallet-Signature",
             max_length=4096,
-            description="for EMBEDDED_WALLET sources, which this deployment does not accept yet",
+            description="required when the quote's source is an EMBEDDED_WALLET account: the API-key stamp "
+            "over paymentInstructions[].accountOrWalletInfo.payloadToSign by an active session of that wallet",
         ),
     ] = None,
 ) -> str | None:
@@ -112,9 +113,14 @@ async def execute_quote(
     wallet_signature: str | None = Depends(_wallet_signature),
     principal: Principal = Transactor,
 ) -> Response:
-    """Execute a quote funded from an internal account or a pull source, once and before it expires (else 409)."""
+    """Execute a quote funded from an internal account or a pull source, once and before it expires (else 409);
+    an EMBEDDED_WALLET source needs the wallet's stamp in Svc-Wallet-Signature."""
     return await idem.run(
-        None, lambda s: quotes_service.execute_quote(s, tenant=principal.tenant, quote_id=quoteId), status=200
+        None,
+        lambda s: quotes_service.execute_quote(
+            s, tenant=principal.tenant, quote_id=quoteId, wallet_signature=wallet_signature
+        ),
+        status=200,
     )
 
 

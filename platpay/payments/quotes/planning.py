@@ -42,6 +42,7 @@ class SourcePlan:
     api: dict[str, Any]  # the quote's `source`
     transaction_source: dict[str, Any]  # the transaction's `source`
     pull_outcome: str | None = None
+    wallet: bool = False  # an EMBEDDED_WALLET account: its execution needs the wallet's stamp
 
 
 @dataclass(frozen=True)
@@ -114,12 +115,6 @@ async def _account_source(
             )
         except NotFound:
             raise _not_found(field, source.account_id) from None
-        if account.type == "EMBEDDED_WALLET":
-            raise invalid_field(
-                field,
-                "EMBEDDED_WALLET accounts need a wallet signature (Svc-Wallet-Signature) over the quote's "
-                "payloadToSign, which this deployment does not support yet; fund from another internal account",
-            )
         if account.status != "ACTIVE":
             raise invalid_field(field, f"internal account is {account.status}")
         sender = await _sender(
@@ -140,6 +135,7 @@ async def _account_source(
                 "accountId": account.id,
                 "currency": account.currency,
             },
+            wallet=account.type == "EMBEDDED_WALLET",
         )
     external = (
         await external_service.find(session, tenant_id=tenant.id, account_id=source.account_id)

@@ -34,6 +34,7 @@ from platpay.payments.state import TransactionStatus
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
+from platpay.wallets import service as wallets_service
 
 EXPIRE_JOB = "fx.quote_expire"  # job kinds keep their names: jobs already queued under them still run
 
@@ -125,6 +126,12 @@ async def create_quote(
             "immediatelyExecute",
             "only quotes funded from an account can execute at once; this one waits for its funds",
         )
+    if immediately_execute and payer.wallet:
+        raise invalid_field(
+            "immediatelyExecute",
+            "an EMBEDDED_WALLET source executes only with the wallet's stamp over the quote's payloadToSign "
+            "(POST /quotes/{quoteId}/execute with Svc-Wallet-Signature)",
+        )
     platform_customer_id = await planning.check_sender(
         session, tenant=tenant, customer_id=payer.customer_id, currency=payer.currency
     )
@@ -148,6 +155,30 @@ async def create_quote(
         if payer.funding == planning.REALTIME_FUNDING
         else None
     )
+    if payer.wallet and payer.account_id is not None:
+        instructions = [
+            {
+                "accountOrWalletInfo": {
+                    "accountType": "EMBEDDED_WALLET",
+                    "payloadToSign": wallets_service.transaction_payload(
+                        tenant=tenant,
+                        account_id=payer.account_id,
+                        quote_id=quote_id,
+                        transfer={
+                            "sendingAmount": price.sending_amount,
+                            "sendingCurrency": payer.currency,
+                            "receivingAmount": price.receiving_amount,
+                            "receivingCurrency": payee.currency,
+                            "destination": payee.api,
+                        },
+                        now=now,
+                    ),
+                },
+                "instructionsNotes": "Stamp payloadToSign with a session key of the wallet and send the stamp "
+                "as Svc-Wallet-Signature on POST /quotes/{quoteId}/execute.",
+                "isPlatformAccount": False,
+            }
+        ]
     exchange_rate = str(rates.to_decimal(quote_rate.customer_rate))
     quote = QuoteRow(
         id=quote_id,
@@ -211,7 +242,9 @@ async def create_quote(
         fee_amount=price.fees,
         exchange_rate=exchange_rate,
         rail=payee.rail,
-        reference=funding.funding_reference(instructions) if instructions else None,
+        reference=funding.funding_reference(instructions)
+        if instructions and payer.funding == planning.REALTIME_FUNDING
+        else None,
         outcome=payee.outcome,
         quote_id=quote_id,
         description=description,
@@ -231,8 +264,31 @@ async def get_quote(session: AsyncSession, *, tenant: TenantContext, quote_id: s
     return to_schema(await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id))
 
 
-async def execute_quote(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> Quote:
+def wallet_payload(quote: QuoteRow) -> str | None:
+    """The payloadToSign of a wallet-funded quote's EMBEDDED_WALLET instruction (None for other quotes)."""
+    for item in quote.payment_instructions or ():
+        info = item.get("accountOrWalletInfo") or {}
+        if info.get("accountType") == "EMBEDDED_WALLET":
+            return str(info["payloadToSign"])
+    return None
+
+
+async def execute_quote(
+    session: AsyncSession, *, tenant: TenantContext, quote_id: str, wallet_signature: str | None = None
+) -> Quote:
+    """POST /quotes/{id}/execute. A quote funded by an EMBEDDED_WALLET account needs `wallet_signature`, the
+    stamp of an active session of that wallet over its instruction's payloadToSign (else 401)."""
     quote = await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id, for_update=True)
+    payload = wallet_payload(quote)
+    if payload is not None and quote.source_account_id is not None:
+        await wallets_service.authorize_transaction(
+            session,
+            tenant=tenant,
+            account_id=quote.source_account_id,
+            payload=payload,
+            header=wallet_signature,
+            subject_id=quote.id,
+        )
     await settlement.execute(session, quote=quote, tenant=tenant)
     return to_schema(quote)
 

@@ -1,0 +1,97 @@
+"""Fixed-window rate limits with their counters in the database, so that a limit holds across every server
+process (ARCHITECTURE §1: no correctness in process memory).
+
+`await rate_limits.hit(db, limits=[Limit(key, count, window)], now=...)` counts one attempt against each
+limit in a transaction of its own (an attempt counts even when the request then fails: that is what a limit
+on bad OTPs is for) and raises 429 RATE_LIMITED with `Retry-After` (seconds until the fullest window ends)
+once any count passes its maximum; `record` does the counting in a transaction the caller opens (and
+commits) for it. One upsert for all the limits (INSERT … ON CONFLICT DO UPDATE … RETURNING, on SQLite
+and PostgreSQL alike); the job runner's housekeeping deletes ended windows (`purge`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Integer, String, delete
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.database import Database
+from platpay.errors import RateLimited
+
+
+class RateLimitCounterRow(Base):
+    __tablename__ = "rate_limit_counters"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)  # what is limited, tenant included
+    window_start: Mapped[int] = mapped_column(BigInteger, primary_key=True)  # epoch seconds
+    window_end: Mapped[int] = mapped_column(BigInteger, index=True)
+    count: Mapped[int] = mapped_column(Integer)
+
+
+_COUNTERS = RateLimitCounterRow.__table__
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    key: str  # e.g. "wallets.verify:credential:<id>"; include the tenant where ids could collide
+    maximum: int  # attempts allowed per window
+    window_seconds: int
+    what: str = "requests"  # for the message: "verification attempts for this credential"
+
+
+def _upsert(dialect: str, rows: list[dict[str, int | str]]):  # type: ignore[no-untyped-def]
+    module = postgresql if dialect == "postgresql" else sqlite
+    statement = module.insert(_COUNTERS).values(rows)
+    return statement.on_conflict_do_update(
+        index_elements=[_COUNTERS.c.key, _COUNTERS.c.window_start],
+        set_={"count": _COUNTERS.c.count + 1},
+    ).returning(_COUNTERS.c.key, _COUNTERS.c.count)
+
+
+async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
+    """Count one attempt against every limit, in one statement of the caller's transaction — which must
+    commit whatever the request then does (a transaction of its own: an attempt that fails still counts);
+    the 429 to raise once it has committed, when a limit is exceeded (else None)."""
+    if not limits:
+        return None
+    epoch = now.timestamp()
+    rows, ends = [], {}
+    for limit in limits:
+        start = int(epoch // limit.window_seconds) * limit.window_seconds
+        rows.append(
+            {"key": limit.key, "window_start": start, "window_end": start + limit.window_seconds, "count": 1}
+        )
+        ends[limit.key] = start + limit.window_seconds
+    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
+    counts = dict((await session.execute(_upsert(dialect, rows))).all())
+    exceeded = [limit for limit in limits if counts.get(limit.key, 0) > limit.maximum]
+    if not exceeded:
+        return None
+    limit = max(exceeded, key=lambda item: ends[item.key])
+    retry_after = max(1, math.ceil(ends[limit.key] - epoch))
+    return RateLimited(
+        f"too many {limit.what}: at most {limit.maximum} per {limit.window_seconds} s; retry after {retry_after} s",
+        headers={"Retry-After": str(retry_after)},
+        details={"limit": limit.maximum, "windowSeconds": limit.window_seconds, "retryAfter": retry_after},
+    )
+
+
+async def hit(db: Database, *, limits: Sequence[Limit], now: datetime) -> None:
+    """`record` in a transaction of its own, raising the 429 once the counts are committed."""
+    async with db.transaction() as session:
+        refusal = await record(session, limits=limits, now=now)
+    if refusal is not None:
+        raise refusal
+
+
+async def purge(session: AsyncSession, *, now: datetime) -> int:
+    """Delete the counters of windows that have ended (the job runner's housekeeping)."""
+    result = await session.execute(delete(_COUNTERS).where(_COUNTERS.c.window_end <= int(now.timestamp())))
+    return result.rowcount or 0  # type: ignore[attr-defined]

@@ -1,0 +1,48 @@
+"""The send job: a message goes out with no transaction open, then its outcome is recorded with the job."""
+
+from __future__ import annotations
+
+import structlog
+
+from platpay.jobs.registry import Lane, handler, lane
+from platpay.jobs.runner import JobContext
+from platpay.messages import providers, service
+from platpay.metrics import MESSAGE_ATTEMPTS
+
+log = structlog.get_logger("platpay.messages")
+
+# Sending waits on mail servers: a lane of its own, so a slow one never holds settlement steps back.
+lane(Lane(service.LANE, lambda settings: settings.message_concurrency))
+
+
+def _describe(error: Exception) -> str:
+    """What went wrong, for last_error (never the body): a sender's own description, or the exception."""
+    if isinstance(error, providers.SendFailed | providers.MessageRejected):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+@handler(service.SEND_JOB)
+async def send_message(ctx: JobContext) -> None:
+    message_id = ctx.payload["messageId"]
+    async with ctx.db.read() as session:
+        message = await service.outbound(session, message_id=message_id)
+    if message is None:
+        return  # already sent or given up
+    error, permanent, kind = None, False, ""
+    try:
+        await providers.send(message)
+    except providers.MessageRejected as rejected:
+        error, permanent, kind = _describe(rejected), True, type(rejected).__name__
+    except Exception as failure:  # any other failure is temporary: tried again after a backoff
+        error, kind = _describe(failure), type(failure).__name__
+    if error is not None:  # the log names the failure's type only: SMTP replies may quote the recipient
+        log.warning("message.send_failed", message_id=message_id, permanent=permanent, error=kind)
+    async with ctx.transaction() as session:
+        attempt = await service.record_attempt(
+            session, message_id=message_id, error=error, permanent=permanent, settings=ctx.settings
+        )
+        if attempt is not None and attempt.retry_at is not None:
+            ctx.retry_at(attempt.retry_at, reason="send failed; retried")
+    if attempt is not None:  # counted once recorded
+        MESSAGE_ATTEMPTS.labels(attempt.channel, attempt.category, attempt.outcome).inc()

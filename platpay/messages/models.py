@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, UtcDateTime
+
+
+class MessageRow(Base):
+    """One outbound email or SMS, written in its caller's business transaction.
+
+    `content` is JSON {subject?, text, html?}: sealed under the master key when `sealed` (production
+    tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox)."""
+
+    __tablename__ = "messages"
+    __table_args__ = (Index("ix_messages_tenant_id_id", "tenant_id", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Message:<uuid>
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    channel: Mapped[str] = mapped_column(String(8))  # EMAIL | SMS
+    category: Mapped[str] = mapped_column(String(64))
+    recipient: Mapped[str] = mapped_column(String(320))
+    sender_address: Mapped[str | None] = mapped_column(String(320))
+    sender_name: Mapped[str | None] = mapped_column(String(200))
+    reply_to: Mapped[str | None] = mapped_column(String(320))
+    content: Mapped[str | None] = mapped_column(Text)
+    sealed: Mapped[bool]
+    kept: Mapped[bool]
+    status: Mapped[str] = mapped_column(String(16))  # state.py MessageStatus
+    attempts: Mapped[int] = mapped_column(default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)  # never the body
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    sent_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

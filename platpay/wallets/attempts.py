@@ -1,0 +1,81 @@
+"""Abuse limits of verify and challenge (429 RATE_LIMITED + Retry-After, kit/rate_limits.py): every attempt
+counts once against its credential's and its wallet's limit, held in the database so they apply across
+processes.
+
+An attempt that succeeds is counted in the transaction that does its work (no transaction of its own on the
+way to a session); one that fails — a wrong OTP, a bad token, a bad assertion, any 4xx — is counted in a
+transaction of its own once its work has rolled back, so that failing attempts add up. An attempt over a
+limit is refused before any work and not counted again."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import Settings
+from platpay.db.database import Database
+from platpay.errors import ApiError, RateLimited
+from platpay.kit import clock, rate_limits
+from platpay.tenants.context import TenantContext
+from platpay.wallets import credentials
+
+T = TypeVar("T")
+
+
+class Attempt:
+    def __init__(
+        self, db: Database, *, tenant: TenantContext, credential_id: str, kind: str, settings: Settings
+    ) -> None:
+        self.db, self.tenant, self.credential_id, self.kind = db, tenant, credential_id, kind
+        verify = kind == "verify"
+        self.per_credential = settings.wallet_verify_limit if verify else settings.wallet_challenge_limit
+        self.per_wallet = (
+            settings.wallet_verify_account_limit if verify else settings.wallet_challenge_account_limit
+        )
+        self.window = settings.wallet_limit_window_seconds
+        self.counted = False
+
+    async def _record(self, session: AsyncSession) -> RateLimited | None:
+        account_id = await credentials.account_of(
+            session, tenant=self.tenant, credential_id=self.credential_id
+        )
+        what = f"{self.kind} attempts for this"
+        return await rate_limits.record(
+            session,
+            limits=[
+                rate_limits.Limit(
+                    f"wallets.{self.kind}:{self.credential_id}",
+                    self.per_credential,
+                    self.window,
+                    f"{what} credential",
+                ),
+                rate_limits.Limit(
+                    f"wallets.{self.kind}:{account_id}", self.per_wallet, self.window, f"{what} wallet"
+                ),
+            ],
+            now=clock.now(self.tenant),
+        )
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """The attempt's work, counted in its own transaction (429 before any work when over a limit)."""
+        async with self.db.transaction() as session:
+            refusal = await self._record(session)
+            if refusal is not None:
+                raise refusal
+            yield session
+        self.counted = True
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """`work()` (which opens `transaction()` for its database work); a refused attempt is counted apart."""
+        try:
+            return await work()
+        except ApiError as error:
+            if error.status < 500 and not isinstance(error, RateLimited) and not self.counted:
+                with contextlib.suppress(ApiError):  # an unknown credential has nothing to count
+                    async with self.db.transaction() as session:
+                        await self._record(session)
+            raise

@@ -1,0 +1,360 @@
+"""All SQL on the wallets domain's tables, always tenant-scoped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.db import portable
+from platpay.wallets.models import (
+    AuditRow,
+    ChallengeRow,
+    CredentialRow,
+    EnclaveKeyRow,
+    OtpRow,
+    SessionRow,
+    WalletRow,
+)
+from platpay.wallets.state import CredentialStatus
+
+# Wallets
+
+
+async def insert_wallets(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    await portable.insert_ignore_many(session, WalletRow.__table__, rows)
+
+
+async def get_wallet(session: AsyncSession, *, tenant_id: str, account_id: str) -> WalletRow | None:
+    return await session.scalar(
+        select(WalletRow).where(WalletRow.tenant_id == tenant_id, WalletRow.account_id == account_id)
+    )
+
+
+async def lock_wallet(session: AsyncSession, *, tenant_id: str, account_id: str) -> None:
+    """Serialize changes to one wallet's set of credentials (PostgreSQL row lock; SQLite serializes writers)."""
+    await session.execute(
+        select(WalletRow.account_id)
+        .where(WalletRow.tenant_id == tenant_id, WalletRow.account_id == account_id)
+        .with_for_update()
+    )
+
+
+async def wallets_without_credentials(
+    session: AsyncSession, *, tenant_id: str, customer_id: str
+) -> list[str]:
+    live = select(CredentialRow.id).where(
+        CredentialRow.account_id == WalletRow.account_id, CredentialRow.revoked_at.is_(None)
+    )
+    rows = await session.scalars(
+        select(WalletRow.account_id)
+        .where(WalletRow.tenant_id == tenant_id, WalletRow.customer_id == customer_id, ~live.exists())
+        .order_by(WalletRow.account_id)
+    )
+    return list(rows)
+
+
+# Credentials
+
+
+async def insert_credentials(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(CredentialRow.__table__.insert(), rows)
+
+
+def _live_credentials(tenant_id: str) -> Any:
+    return select(CredentialRow).where(
+        CredentialRow.tenant_id == tenant_id, CredentialRow.revoked_at.is_(None)
+    )
+
+
+async def get_credential(
+    session: AsyncSession, *, tenant_id: str, credential_id: str, for_update: bool = False
+) -> CredentialRow | None:
+    stmt = _live_credentials(tenant_id).where(CredentialRow.id == credential_id)
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def account_of_credential(session: AsyncSession, *, tenant_id: str, credential_id: str) -> str | None:
+    return await session.scalar(
+        select(CredentialRow.account_id).where(
+            CredentialRow.tenant_id == tenant_id,
+            CredentialRow.id == credential_id,
+            CredentialRow.revoked_at.is_(None),
+        )
+    )
+
+
+async def credentials_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[CredentialRow]:
+    stmt = (
+        _live_credentials(tenant_id).where(CredentialRow.account_id == account_id).order_by(CredentialRow.id)
+    )
+    return list(await session.scalars(stmt))
+
+
+async def email_otp_credentials_of_customer(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
+) -> list[CredentialRow]:
+    stmt = (
+        _live_credentials(tenant_id)
+        .where(CredentialRow.customer_id == customer_id, CredentialRow.type == "EMAIL_OTP")
+        .order_by(CredentialRow.id)
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return list(await session.scalars(stmt))
+
+
+async def passkey_registered(
+    session: AsyncSession, *, tenant_id: str, account_id: str, credential_id: str
+) -> bool:
+    stmt = _live_credentials(tenant_id).where(
+        CredentialRow.account_id == account_id, CredentialRow.passkey_credential_id == credential_id
+    )
+    return (await session.scalar(stmt)) is not None
+
+
+async def has_verified_credential(session: AsyncSession, *, tenant_id: str, account_id: str) -> bool:
+    stmt = _live_credentials(tenant_id).where(
+        CredentialRow.account_id == account_id, CredentialRow.status == CredentialStatus.VERIFIED
+    )
+    return (await session.scalar(stmt.limit(1))) is not None
+
+
+# Sessions
+
+
+async def insert_session(session: AsyncSession, row: dict[str, Any]) -> None:
+    await session.execute(SessionRow.__table__.insert(), [row])
+
+
+def _active_sessions(tenant_id: str, now: datetime) -> Any:
+    return select(SessionRow).where(
+        SessionRow.tenant_id == tenant_id, SessionRow.revoked_at.is_(None), SessionRow.expires_at > now
+    )
+
+
+async def get_session(session: AsyncSession, *, tenant_id: str, session_id: str) -> SessionRow | None:
+    return await session.scalar(
+        select(SessionRow).where(SessionRow.tenant_id == tenant_id, SessionRow.id == session_id)
+    )
+
+
+async def get_active_session(
+    session: AsyncSession, *, tenant_id: str, session_id: str, now: datetime
+) -> SessionRow | None:
+    return await session.scalar(_active_sessions(tenant_id, now).where(SessionRow.id == session_id))
+
+
+async def active_sessions_of(
+    session: AsyncSession, *, tenant_id: str, account_id: str, now: datetime
+) -> list[tuple[SessionRow, CredentialRow]]:
+    stmt = (
+        select(SessionRow, CredentialRow)
+        .join(CredentialRow, CredentialRow.id == SessionRow.credential_id)
+        .where(
+            SessionRow.tenant_id == tenant_id,
+            SessionRow.account_id == account_id,
+            SessionRow.revoked_at.is_(None),
+            SessionRow.expires_at > now,
+            CredentialRow.revoked_at.is_(None),
+        )
+        .order_by(SessionRow.id)
+    )
+    return [(row[0], row[1]) for row in (await session.execute(stmt)).all()]
+
+
+async def signing_session(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    public_key: str,
+    account_ids: Sequence[str],
+    excluded_credential_ids: Sequence[str],
+    now: datetime,
+) -> SessionRow | None:
+    """An active session with API key `public_key` on one of `account_ids`, of a live credential not in
+    `excluded_credential_ids` (the newest, if the same key was issued twice)."""
+    stmt = (
+        select(SessionRow)
+        .join(CredentialRow, CredentialRow.id == SessionRow.credential_id)
+        .where(
+            SessionRow.tenant_id == tenant_id,
+            SessionRow.public_key == public_key,
+            SessionRow.account_id.in_(list(account_ids)),
+            SessionRow.revoked_at.is_(None),
+            SessionRow.expires_at > now,
+            CredentialRow.revoked_at.is_(None),
+        )
+        .order_by(SessionRow.id.desc())
+        .limit(1)
+    )
+    if excluded_credential_ids:
+        stmt = stmt.where(SessionRow.credential_id.not_in(list(excluded_credential_ids)))
+    return await session.scalar(stmt)
+
+
+async def revoke_session(session: AsyncSession, *, tenant_id: str, session_id: str, now: datetime) -> bool:
+    """Revoke an active session; False when it was not active (already revoked, expired, unknown)."""
+    result = await session.execute(
+        update(SessionRow)
+        .where(
+            SessionRow.tenant_id == tenant_id,
+            SessionRow.id == session_id,
+            SessionRow.revoked_at.is_(None),
+            SessionRow.expires_at > now,
+        )
+        .values(revoked_at=now)
+    )
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+async def revoke_sessions_of_credential(
+    session: AsyncSession, *, tenant_id: str, credential_id: str, now: datetime
+) -> int:
+    result = await session.execute(
+        update(SessionRow)
+        .where(
+            SessionRow.tenant_id == tenant_id,
+            SessionRow.credential_id == credential_id,
+            SessionRow.revoked_at.is_(None),
+        )
+        .values(revoked_at=now)
+    )
+    return result.rowcount or 0  # type: ignore[attr-defined]
+
+
+# Challenges
+
+
+async def insert_challenge(session: AsyncSession, row: dict[str, Any]) -> None:
+    await session.execute(ChallengeRow.__table__.insert(), [row])
+
+
+async def get_challenge(session: AsyncSession, *, tenant_id: str, request_id: str) -> ChallengeRow | None:
+    return await session.scalar(
+        select(ChallengeRow).where(ChallengeRow.tenant_id == tenant_id, ChallengeRow.id == request_id)
+    )
+
+
+async def take_challenge(
+    session: AsyncSession, *, tenant_id: str, request_id: str, now: datetime
+) -> ChallengeRow | None:
+    """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
+    `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
+    PostgreSQL a concurrent consumer waits for this transaction and then finds the challenge used."""
+    return await session.scalar(
+        update(ChallengeRow)
+        .where(
+            ChallengeRow.tenant_id == tenant_id,
+            ChallengeRow.id == request_id,
+            ChallengeRow.consumed_at.is_(None),
+            ChallengeRow.expires_at > now,
+        )
+        .values(consumed_at=now)
+        .returning(ChallengeRow),
+        execution_options={"synchronize_session": False},
+    )
+
+
+async def find_challenge(
+    session: AsyncSession, *, tenant_id: str, operation: str, resource_id: str, payload: str
+) -> ChallengeRow | None:
+    return await session.scalar(
+        select(ChallengeRow).where(
+            ChallengeRow.tenant_id == tenant_id,
+            ChallengeRow.resource_id == resource_id,
+            ChallengeRow.operation == operation,
+            ChallengeRow.payload == payload,
+        )
+    )
+
+
+async def consume_challenge(session: AsyncSession, *, tenant_id: str, request_id: str, now: datetime) -> bool:
+    """Mark a pending challenge used; False when another request used it first (the single-use guard: on
+    PostgreSQL a concurrent consumer waits for this transaction and then finds it used)."""
+    result = await session.execute(
+        update(ChallengeRow)
+        .where(
+            ChallengeRow.tenant_id == tenant_id,
+            ChallengeRow.id == request_id,
+            ChallengeRow.consumed_at.is_(None),
+            ChallengeRow.expires_at > now,
+        )
+        .values(consumed_at=now)
+    )
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+async def purge_challenges(session: AsyncSession, *, before: datetime) -> int:
+    result = await session.execute(ChallengeRow.__table__.delete().where(ChallengeRow.expires_at <= before))
+    return result.rowcount or 0  # type: ignore[attr-defined]
+
+
+# OTPs
+
+
+async def insert_otp(session: AsyncSession, row: dict[str, Any]) -> None:
+    await session.execute(OtpRow.__table__.insert(), [row])
+
+
+async def latest_otp(session: AsyncSession, *, tenant_id: str, credential_id: str) -> OtpRow | None:
+    return await session.scalar(
+        select(OtpRow)
+        .where(OtpRow.tenant_id == tenant_id, OtpRow.credential_id == credential_id)
+        .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
+        .limit(1)
+    )
+
+
+async def use_otp(session: AsyncSession, *, otp_id: str, now: datetime) -> bool:
+    result = await session.execute(
+        update(OtpRow).where(OtpRow.id == otp_id, OtpRow.used_at.is_(None)).values(used_at=now)
+    )
+    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+
+
+async def retire_otps(session: AsyncSession, *, credential_ids: list[str], now: datetime) -> None:
+    """Outstanding OTPs of these credentials can no longer be used."""
+    await session.execute(
+        update(OtpRow)
+        .where(OtpRow.credential_id.in_(credential_ids), OtpRow.used_at.is_(None))
+        .values(used_at=now)
+    )
+
+
+async def purge_otps(session: AsyncSession, *, before: datetime) -> int:
+    result = await session.execute(OtpRow.__table__.delete().where(OtpRow.expires_at <= before))
+    return result.rowcount or 0  # type: ignore[attr-defined]
+
+
+# Enclave keys
+
+
+async def get_enclave_key(session: AsyncSession, *, tenant_id: str) -> EnclaveKeyRow | None:
+    return await session.scalar(select(EnclaveKeyRow).where(EnclaveKeyRow.tenant_id == tenant_id))
+
+
+async def insert_enclave_key(session: AsyncSession, row: dict[str, Any]) -> None:
+    await session.execute(portable.insert_ignore(session, EnclaveKeyRow.__table__, row))
+
+
+# Audit
+
+
+async def insert_audit(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    await session.execute(AuditRow.__table__.insert(), rows)
+
+
+async def audit_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[AuditRow]:
+    stmt = (
+        select(AuditRow)
+        .where(AuditRow.tenant_id == tenant_id, AuditRow.account_id == account_id)
+        .order_by(AuditRow.created_at, AuditRow.id)
+    )
+    return list(await session.scalars(stmt))

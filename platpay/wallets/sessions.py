@@ -1,0 +1,235 @@
+"""Authentication sessions: issued by a verify (or a refresh), listed, refreshed and revoked.
+
+A session's API key is a P-256 public key kept as compressed hex. For EMAIL_OTP it is the client's TEK (the
+client has the private key already). For OAUTH, PASSKEY and refreshes, platpay draws a key pair, seals the
+32-byte private scalar to the client's `clientPublicKey` (encryptedSessionSigningKey, kit/crypto/bundles.py)
+and forgets it: the key is in a response once and nowhere else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from cryptography.hazmat.primitives.asymmetric import ec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.config import get_settings
+from platpay.errors import invalid_field
+from platpay.kit import clock
+from platpay.kit.crypto import bundles, p256
+from platpay.kit.ids import is_id, new_id
+from platpay.tenants.context import TenantContext
+from platpay.wallets import audit, repository
+from platpay.wallets.errors import SessionNotFound, WalletSignatureInvalid
+from platpay.wallets.models import CredentialRow, SessionRow
+from platpay.wallets.schemas import AuthSession
+from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
+from platpay.wallets.state import CREDENTIAL, CredentialStatus
+
+
+def render(row: SessionRow, credential: CredentialRow, *, encrypted_key: str | None = None) -> AuthSession:
+    return AuthSession(
+        id=row.id,
+        account_id=row.account_id,
+        type=credential.type,  # type: ignore[arg-type]
+        credential_id=credential.passkey_credential_id,
+        nickname=credential.nickname,
+        created_at=row.created_at,
+        updated_at=row.created_at,
+        expires_at=row.expires_at,
+        encrypted_session_signing_key=encrypted_key,
+    )
+
+
+async def _insert(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    credential: CredentialRow,
+    public_key: ec.EllipticCurvePublicKey,
+    now: datetime,
+    refreshed_from: str | None,
+    actor: str,
+) -> SessionRow:
+    row = SessionRow(
+        id=new_id("Session"),
+        tenant_id=tenant.id,
+        account_id=credential.account_id,
+        credential_id=credential.id,
+        public_key=p256.compressed_hex(public_key),
+        refreshed_from=refreshed_from,
+        created_at=now,
+        expires_at=now + timedelta(seconds=get_settings().wallet_session_ttl_seconds),
+        revoked_at=None,
+    )
+    session.add(row)
+    if credential.status != CredentialStatus.VERIFIED:
+        credential.status = CREDENTIAL.move(
+            credential.status, CredentialStatus.VERIFIED, subject=credential.id
+        )
+        credential.verified_at = now
+        credential.updated_at = now
+    await session.flush()
+    await audit.record(
+        session,
+        tenant_id=tenant.id,
+        now=now,
+        account_id=credential.account_id,
+        action="SESSION_REFRESHED" if refreshed_from else "SESSION_CREATED",
+        subject_id=row.id,
+        actor=actor,
+        details={"credentialId": credential.id, "type": credential.type, "refreshedFrom": refreshed_from},
+    )
+    return row
+
+
+async def issue_for_key(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    credential: CredentialRow,
+    public_key: ec.EllipticCurvePublicKey,
+) -> AuthSession:
+    """EMAIL_OTP: the session whose key is the client's TEK (no key bundle in the answer)."""
+    row = await _insert(
+        session,
+        tenant=tenant,
+        credential=credential,
+        public_key=public_key,
+        now=clock.now(tenant),
+        refreshed_from=None,
+        actor=audit.PLATFORM,
+    )
+    return render(row, credential)
+
+
+async def issue_sealed(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    credential: CredentialRow,
+    client_public_key: str,
+    refreshed_from: str | None = None,
+    actor: str = audit.PLATFORM,
+) -> AuthSession:
+    """A session whose fresh private key is sealed to `client_public_key` (uncompressed hex)."""
+    recipient = p256.public_key_from_hex(client_public_key)
+    key = p256.generate_private_key()
+    encrypted = bundles.credential_bundle(recipient, p256.scalar_bytes(key))
+    row = await _insert(
+        session,
+        tenant=tenant,
+        credential=credential,
+        public_key=key.public_key(),
+        now=clock.now(tenant),
+        refreshed_from=refreshed_from,
+        actor=actor,
+    )
+    return render(row, credential, encrypted_key=encrypted)
+
+
+async def list_active(session: AsyncSession, *, tenant: TenantContext, account_id: str) -> list[AuthSession]:
+    """GET /auth/sessions?accountId=: 400 for a malformed id, [] for an unknown one."""
+    if not is_id(account_id, "InternalAccount"):
+        raise invalid_field("accountId", "must be an internal account id (InternalAccount:<uuid>)")
+    pairs = await repository.active_sessions_of(
+        session, tenant_id=tenant.id, account_id=account_id, now=clock.now(tenant)
+    )
+    return [render(row, credential) for row, credential in pairs]
+
+
+async def _active(
+    session: AsyncSession, *, tenant: TenantContext, session_id: str
+) -> tuple[SessionRow, CredentialRow]:
+    row = None
+    if is_id(session_id, "Session"):
+        row = await repository.get_active_session(
+            session, tenant_id=tenant.id, session_id=session_id, now=clock.now(tenant)
+        )
+    credential = (
+        await repository.get_credential(session, tenant_id=tenant.id, credential_id=row.credential_id)
+        if row is not None
+        else None
+    )
+    if row is None or credential is None:
+        raise SessionNotFound(
+            f"no active session {session_id[:80]!r} (never issued, revoked or expired)",
+            details={"sessionId": session_id[:80]},
+        )
+    return row, credential
+
+
+async def _existing(session: AsyncSession, *, tenant: TenantContext, session_id: str) -> SessionRow:
+    row = (
+        await repository.get_session(session, tenant_id=tenant.id, session_id=session_id)
+        if is_id(session_id, "Session")
+        else None
+    )
+    if row is None:
+        raise SessionNotFound(f"no session {session_id[:80]!r}", details={"sessionId": session_id[:80]})
+    return row
+
+
+async def refresh_intent(
+    session: AsyncSession, *, tenant: TenantContext, session_id: str, client_public_key: str, first: bool
+) -> SignedIntent:
+    """POST /auth/sessions/{id}/refresh: signed by the session itself, which must be active on both calls
+    (on the retry that is the signer check: an expired or revoked session cannot sign, 401)."""
+    if first:
+        row, _ = await _active(session, tenant=tenant, session_id=session_id)
+    else:
+        row = await _existing(session, tenant=tenant, session_id=session_id)
+    return SignedIntent(
+        operation="wallets.refresh_session",
+        resource_id=row.id,
+        bound={"clientPublicKey": client_public_key},
+        signers=Signers.sessions_of(row.account_id),
+        activity_type="ACTIVITY_TYPE_CREATE_READ_WRITE_SESSION_V2",
+        parameters={"sessionId": row.id, "targetPublicKey": client_public_key},
+    )
+
+
+async def refresh(
+    session: AsyncSession, *, tenant: TenantContext, session_id: str, client_public_key: str, signed: Signed
+) -> AuthSession:
+    if signed.session_id != session_id:
+        raise WalletSignatureInvalid("a refresh must be stamped by the session being refreshed")
+    row, credential = await _active(session, tenant=tenant, session_id=session_id)
+    return await issue_sealed(
+        session,
+        tenant=tenant,
+        credential=credential,
+        client_public_key=client_public_key,
+        refreshed_from=row.id,
+        actor=row.id,
+    )
+
+
+async def revoke_intent(session: AsyncSession, *, tenant: TenantContext, session_id: str) -> SignedIntent:
+    """DELETE /auth/sessions/{id}: any active session of the account signs, this one included."""
+    row, credential = await _active(session, tenant=tenant, session_id=session_id)
+    return SignedIntent(
+        operation="wallets.revoke_session",
+        resource_id=row.id,
+        bound={},
+        signers=Signers.sessions_of(row.account_id),
+        activity_type="ACTIVITY_TYPE_DELETE_SESSIONS",
+        parameters={"sessionIds": [row.id]},
+        response_extra={"type": credential.type},
+    )
+
+
+async def revoke(session: AsyncSession, *, tenant: TenantContext, session_id: str, signed: Signed) -> None:
+    now = clock.now(tenant)
+    row, _ = await _active(session, tenant=tenant, session_id=session_id)
+    if not await repository.revoke_session(session, tenant_id=tenant.id, session_id=row.id, now=now):
+        raise SessionNotFound(f"no active session {session_id!r}", details={"sessionId": session_id})
+    await audit.record(
+        session,
+        tenant_id=tenant.id,
+        now=now,
+        account_id=row.account_id,
+        action="SESSION_REVOKED",
+        subject_id=row.id,
+        actor=signed.actor,
+    )
