@@ -13,9 +13,10 @@ sizes, 13 round trips: the token lookup (autocommit, before the transaction), th
 lock on the key (PostgreSQL) and the idempotency key lookup in one statement; one joined read of the internal account, the external
 account and the owner; INSERT transaction; the conditional balance UPDATE … RETURNING (the overdraft check,
 its result feeds the BALANCE_UPDATED event); INSERT journal entry; INSERT 2 postings; INSERT event
-OUTGOING_PAYMENT.PENDING; INSERT the settlement job; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED; INSERT
-idempotency key (with the sealed ~1.4 KB response); COMMIT. No webhook endpoint is configured (with one,
-each event adds a delivery row and a delivery job to both sides).
+OUTGOING_PAYMENT.PENDING; INSERT the settlement job; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (each event
+INSERT returns its tenant's webhook endpoint through a subquery); INSERT idempotency key (with the sealed
+~1.4 KB response); COMMIT. No webhook endpoint is configured (with one, each event adds a delivery row and a
+delivery job to both sides).
 
 Setup, all on 127.0.0.1 in a temporary directory: a fresh database `platpay_bench_money_<random>` (dropped
 afterwards) and a fresh SQLite file; one `platpay serve` process each, embedded job runner OFF (the
@@ -288,6 +289,8 @@ def _parties_select(internal: str, external: str, tenant: str) -> str:
 
 
 PARTIES_SELECT = _parties_select("b.internal_id", "b.external_id", ":tenant")
+# Each event's INSERT returns its tenant's webhook endpoint (where to deliver it), in the same statement.
+EVENT_RETURNING = "RETURNING (SELECT tenants.webhook_endpoint FROM tenants WHERE tenants.id = {tenant})"
 SQLITE_PARTIES = _parties_select("?", "?", "?")  # parameters: external id, internal id, tenant
 
 
@@ -332,12 +335,14 @@ def pgbench_script(*, hot: bool) -> str:
         f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now()), "
         f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now());",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now());",
+        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now()) "
+        f"{EVENT_RETURNING.format(tenant=':tenant')};",
         f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
         f"jsonb_build_object('transactionId', {tx}, 'step', 'process'), 'QUEUED', now(), 0, 25, NULL, NULL, NULL, "
         "NULL, now(), now(), NULL);",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now());",
+        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now()) "
+        f"{EVENT_RETURNING.format(tenant=':tenant')};",
         "INSERT INTO idempotency_keys (tenant_id, key, fingerprint, response_status, response_body, created_at, "
         "expires_at) VALUES (:tenant, 'pgbench-' || :r, md5(:r::text) || md5(:lock::text), 201, :sealed_response, "
         "now(), now() + interval '48 hours');",
@@ -547,11 +552,21 @@ def sqlite_baseline(
                 (f"Posting:{unique}-2", entry, pair.internal_id, tenant, "USD", "HELD", amount, stamp),
             ],
         )
-        insert_event = "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"
+        insert_event = (
+            "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES (?, ?, ?, ?, ?) "
+            + (EVENT_RETURNING.format(tenant="?"))
+        )
         execute(
             insert_event,
-            (f"Event:{unique}-1", tenant, "OUTGOING_PAYMENT.PENDING", samples["event_payment"], stamp),
-        )
+            (
+                f"Event:{unique}-1",
+                tenant,
+                "OUTGOING_PAYMENT.PENDING",
+                samples["event_payment"],
+                stamp,
+                tenant,
+            ),
+        ).fetchall()
         execute(
             f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 17)})",
             (
@@ -582,8 +597,9 @@ def sqlite_baseline(
                 "INTERNAL_ACCOUNT.BALANCE_UPDATED",
                 samples["event_balance"],
                 stamp,
+                tenant,
             ),
-        )
+        ).fetchall()
         execute(
             'INSERT INTO idempotency_keys (tenant_id, "key", fingerprint, response_status, response_body, '
             "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -724,19 +740,14 @@ PHASES = [
     ("HTTP + FastAPI (parsing, routing, validation, middleware, response)", "fastapi/"),
     ("HTTP + FastAPI (parsing, routing, validation, middleware, response)", "platpay/middleware.py"),
     ("authentication (token lookup, secret hash)", "authenticate_request (platpay/auth/service.py"),
-    (
-        "idempotency: advisory lock, key lookup, SAVEPOINT, key insert, seal, COMMIT",
-        "platpay/kit/idempotency.py",
-    ),
-    ("transfer_out: other (row build, rails, amount checks)", "transfer_out (platpay/payments/transfers.py"),
-    ("lookups: internal + external account", "_accounts (platpay/payments/transfers.py"),
-    ("lookup: customer (KYC / required info)", "_customer_checks (platpay/payments/transfers.py"),
+    ("idempotency: advisory lock + key lookup, key insert, seal, COMMIT", "platpay/kit/idempotency.py"),
+    ("transfer_out: other (rails, amount checks)", "transfer_out (platpay/payments/transfers.py"),
+    ("lookup: internal + external account + owner", "_accounts (platpay/payments/transfers.py"),
+    ("owner checks (KYC / required info)", "_customer_checks (platpay/payments/transfers.py"),
+    ("INSERT transaction", "_create_transfer (platpay/payments/transfers.py"),
     ("ledger.post: conditional UPDATE, journal entry, postings", "post (platpay/ledger/service.py"),
-    (
-        "INSERT transaction (ORM flush) + OUTGOING_PAYMENT.PENDING event",
-        "emit_status (platpay/payments/service.py",
-    ),
-    ("BALANCE_UPDATED: balance read, render, event", "emit_balances (platpay/payments/transfers.py"),
+    ("OUTGOING_PAYMENT.PENDING: render, event", "emit_status (platpay/payments/service.py"),
+    ("BALANCE_UPDATED: render, event", "emit_balance_update (platpay/accounts/service.py"),
     ("settlement job row", "enqueue (platpay/jobs/service.py"),
 ]
 

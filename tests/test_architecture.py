@@ -185,3 +185,37 @@ def test_a_domain_owns_its_tables() -> None:
             if module.split(".")[1] != package:
                 wrong.append(f"{path.relative_to(ROOT.parent)}:{line} imports {module}")
     assert not wrong, "tables used outside their domain:\n" + "\n".join(wrong)
+
+
+# docs/architecture.md "The fast path": lean statements (db/lean.py) only in these modules, each the owner of
+# the tables its lean statements touch; a new one needs a benchmark showing it matters (bench/README.md).
+LEAN_MODULES = {
+    "db/lean.py",
+    "db/database.py",  # authentication's one read per request (Database.fetch_first)
+    "db/portable.py",  # lean spellings of portable statements, for the modules below
+    "kit/idempotency.py",
+    "jobs/repository.py",
+    "auth/repository.py",
+    "events/repository.py",
+    "ledger/repository.py",
+    "customers/repository.py",  # the owner's columns and row in the transfer path's one read
+    "accounts/repository.py",  # the transfer path's one read
+    "payments/repository.py",
+}
+
+
+def test_lean_statements_only_where_the_fast_path_says() -> None:
+    users = set()
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                node.module == "platpay.db.lean"
+                or (node.module == "platpay.db" and any(alias.name == "lean" for alias in node.names))
+            ):
+                users.add(str(path.relative_to(ROOT)))
+    assert users - {"db/lean.py"} <= LEAN_MODULES, (
+        f"lean statements outside the fast path: {users - LEAN_MODULES}"
+    )
+    assert LEAN_MODULES - {"db/lean.py"} <= users, (
+        f"listed but no longer lean: {LEAN_MODULES - users - {'db/lean.py'}}"
+    )

@@ -21,7 +21,7 @@ from platpay.accounts.schemas import (
 )
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import api_router
 
@@ -107,7 +107,7 @@ async def _create_external(
 )
 async def create_customer_external_account(
     body: ExternalAccountCreateRequest,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Register a customer's bank account or wallet (the platform's own when customerId is absent)."""
@@ -152,7 +152,7 @@ async def list_customer_external_accounts(
 )
 async def create_platform_external_account(
     body: PlatformExternalAccountCreateRequest,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Register one of the platform's own bank accounts or wallets."""

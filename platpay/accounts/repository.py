@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select, update
+from sqlalchemy import Select, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.customers import service as customers_service
+from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
 
 
@@ -68,33 +70,62 @@ async def get_internal(
     return await session.scalar(stmt)
 
 
+_INTERNAL_COLUMNS, _INTERNAL_KEYS = lean.columns_of(InternalAccountRow)
+_EXTERNAL_COLUMNS, _EXTERNAL_KEYS = lean.columns_of(ExternalAccountRow)
+
+
+def _pair_statement() -> Lean:
+    """The transfer path's one read: an internal account, a live external account of its tenant, and the
+    internal account's owner (the customers domain's columns, `customers_service.with_owner`)."""
+    internal, external = InternalAccountRow.__table__, ExternalAccountRow.__table__
+    statement = (
+        select(*_INTERNAL_COLUMNS, *_EXTERNAL_COLUMNS)
+        .select_from(
+            internal.outerjoin(
+                external,
+                and_(
+                    external.c.id == bindparam("external_id"),
+                    external.c.tenant_id == internal.c.tenant_id,
+                    external.c.deleted_at.is_(None),
+                ),
+            )
+        )
+        .where(internal.c.id == bindparam("internal_id"), internal.c.tenant_id == bindparam("tenant_id"))
+    )
+    return Lean(
+        customers_service.with_owner(
+            statement, customer_id=internal.c.customer_id, tenant_id=internal.c.tenant_id
+        )
+    )
+
+
+# Lean: this read runs on every transfer, and through the ORM (a three-entity select rebuilt per call, its
+# cache key and compile state, three instances loaded into the identity map) it was the largest part of the
+# CPU the issue-10 restructuring added to POST /transfer-out (bench/README.md).
+_PAIR = _pair_statement()
+
+
 async def internal_with_external(
     session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow | None, ExternalAccountRow | None, Any]:
     """An internal account, a live external account of the tenant and the internal account's owner (as
-    `customers_service.with_owner` reads it) in one round trip: the money paths' lookup. Each is None
-    when missing (the owner also for a platform account)."""
-    stmt = (
-        select(InternalAccountRow, ExternalAccountRow)
-        .outerjoin(
-            ExternalAccountRow,
-            and_(
-                ExternalAccountRow.id == external_id,
-                ExternalAccountRow.tenant_id == InternalAccountRow.tenant_id,
-                ExternalAccountRow.deleted_at.is_(None),
-            ),
-        )
-        .where(InternalAccountRow.id == internal_id, InternalAccountRow.tenant_id == tenant_id)
+    `customers_service.owner_from` reads it) in one round trip: the transfer path's lookup. Each is None
+    when missing (the owner also for a platform account). The rows are for reading (outside the session's
+    identity map: a change to them is not saved)."""
+    row = await lean.first(
+        session, _PAIR, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
     )
-    # The account's owner in the same query: the customers domain joins its table and adds its entity.
-    stmt = customers_service.with_owner(
-        stmt, customer_id=InternalAccountRow.customer_id, tenant_id=InternalAccountRow.tenant_id
-    )
-    row = (await session.execute(stmt)).first()
     if row is None:
         return None, None, None
-    internal, external, owner = row
-    return internal, external, owner
+    n_internal, n_external = len(_INTERNAL_KEYS), len(_EXTERNAL_KEYS)
+    internal = lean.snapshot(InternalAccountRow, _INTERNAL_KEYS, row[:n_internal])
+    external_values = row[n_internal : n_internal + n_external]
+    external = (
+        lean.snapshot(ExternalAccountRow, _EXTERNAL_KEYS, external_values)
+        if external_values[0] is not None
+        else None
+    )
+    return internal, external, customers_service.owner_from(row[n_internal + n_external :])
 
 
 async def customers_without_account(

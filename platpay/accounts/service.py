@@ -213,7 +213,7 @@ async def get_internal_with_external(
     """A transfer's two accounts and the internal account's owner in one read: the internal account (404
     when missing), the tenant's live external account if there is one with that id, and the owner as the
     customers domain reads it (`customers_service.with_owner`; None for a platform account), for
-    `customers_service.check_can_move_money`."""
+    `customers_service.check_can_move_money`. The three are rows for reading: a change to them is not saved."""
     internal, external, owner = await repository.internal_with_external(
         session, tenant_id=tenant_id, internal_id=internal_id, external_id=external_id
     )

@@ -6,7 +6,7 @@ from platpay.auth import service as auth_service
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.auth.schemas import TOKEN_CREATE_EXAMPLES, ApiToken, ApiTokenCreateRequest, TokenListResponse
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
@@ -22,7 +22,7 @@ router = api_router(tags=["API Tokens"])
 )
 async def create_token(
     body: ApiTokenCreateRequest,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Create an API token; its clientSecret is in this response only."""

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from fastapi import Depends, File, Request, Response, UploadFile
+from fastapi import File, Request, Response, UploadFile
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.customers import bulk as bulk_service
 from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkCustomerImportJobAccepted
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.openapi import request_examples
 from platpay.kit.routing import api_router
 
@@ -50,7 +50,7 @@ UPLOAD_EXAMPLES = request_examples(
 async def upload_customers_csv(
     request: Request,
     file: UploadFile = File(..., description=_FILE_DESCRIPTION),
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Upload a CSV of customers to create asynchronously; poll the returned job for progress."""

@@ -23,7 +23,7 @@ from platpay.customers.schemas import (
     CustomerUpdateRequestOneOf,
     SandboxKycStatusRequest,
 )
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import ApiRoute, QueryTimestamp, api_router
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
@@ -97,7 +97,7 @@ def _naming_every_problem(path: str, method: str, **kwargs: Any) -> Callable[[An
 )
 async def create_customer(
     body: CustomerCreateRequestOneOf,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Manager,
 ) -> Response:
     """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""

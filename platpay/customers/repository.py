@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from platpay.customers.models import CustomerRow
+from platpay.db import lean
 
 
 async def get(
@@ -135,14 +137,26 @@ def active_ids_query(*, tenant_id: str) -> Select[Any]:
     )
 
 
+_CUSTOMERS = CustomerRow.__table__
+_OWNER_COLUMNS, _OWNER_KEYS = lean.columns_of(CustomerRow)
+OWNER_WIDTH = len(_OWNER_COLUMNS)
+
+
 def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:
-    """`stmt` outer-joined to the customer its column `customer_id` names in the tenant `tenant_id` names,
-    with that customer (a CustomerRow, None when there is none) appended as its last entity."""
-    return stmt.add_columns(CustomerRow).outerjoin(
-        CustomerRow, and_(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
+    """`stmt` (a Core SELECT) outer-joined to the customer its column `customer_id` names in the tenant
+    `tenant_id` names, with that customer's columns appended as its last `OWNER_WIDTH` columns (all NULL
+    when there is none); `owner_from` reads them back."""
+    return stmt.add_columns(*_OWNER_COLUMNS).outerjoin(
+        _CUSTOMERS, and_(_CUSTOMERS.c.id == customer_id, _CUSTOMERS.c.tenant_id == tenant_id)
     )
+
+
+def owner_from(values: Sequence[Any]) -> CustomerRow | None:
+    """The customer `with_owner`'s columns hold (the last `OWNER_WIDTH` values of a row, through their
+    result processors), as a row for reading; None when the join found none."""
+    return None if values[0] is None else lean.snapshot(CustomerRow, _OWNER_KEYS, values)
 
 
 async def emails_of(

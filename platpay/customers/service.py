@@ -4,6 +4,7 @@ KYC status changes with their events, and the provider-requirement check money m
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -630,13 +631,23 @@ def active_ids_query(*, tenant_id: str) -> Select[Any]:
     return repository.active_ids_query(tenant_id=tenant_id)
 
 
+OWNER_WIDTH = repository.OWNER_WIDTH
+
+
 def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:
-    """`stmt` with the customer that its column `customer_id` names (in the tenant `tenant_id` names) read in
-    the same query: outer-joined, appended as the last entity of each row (None when there is none). For the
-    money paths, which read an account and then check its owner (`check_can_move_money`)."""
+    """`stmt` (a Core SELECT) with the customer that its column `customer_id` names (in the tenant `tenant_id`
+    names) read in the same query: outer-joined, its columns appended as the last `OWNER_WIDTH` columns of
+    each row, which `owner_from` turns into the customer. For the transfer path, which reads an account and
+    then checks its owner (`check_can_move_money`) in one round trip: its statement is built once, at import."""
     return repository.with_owner(stmt, customer_id=customer_id, tenant_id=tenant_id)
+
+
+def owner_from(values: Sequence[Any]) -> CustomerRow | None:
+    """The customer read by `with_owner`'s columns (`values`: the last `OWNER_WIDTH` of a row), for reading
+    (a change to it is not saved); None when there is none."""
+    return repository.owner_from(values)
 
 
 async def ensure_can_move_money(

@@ -19,13 +19,14 @@ with the same identity-map semantics.
 
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
-idempotency keys and payments' transactions; plus authentication's one read per request
-(`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
+idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
+owner (accounts' repository, the owner's part built by customers'); plus authentication's one read per
+request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, event, exc, select
@@ -196,12 +197,11 @@ async def execute_many(session: AsyncSession, lean: Lean, params: list[dict[str,
 _COLUMNS: dict[type, tuple[tuple[str, str, Any], ...]] = {}
 
 
-def _values_of(row: Any) -> dict[str, Any]:
-    """Every column value of an ORM instance by column name, scalar column defaults applied to attributes
-    left unset: the parameters of a lean INSERT of it."""
-    columns = _COLUMNS.get(type(row))
+def _insert_columns(cls: type[Any]) -> tuple[tuple[str, str, Any], ...]:
+    """(column name, attribute name, scalar default or None) of every mapped column of `cls`."""
+    columns = _COLUMNS.get(cls)
     if columns is None:
-        columns = _COLUMNS[type(row)] = tuple(
+        columns = _COLUMNS[cls] = tuple(
             (
                 attr.columns[0].name,
                 attr.key,
@@ -209,24 +209,31 @@ def _values_of(row: Any) -> dict[str, Any]:
                 if attr.columns[0].default is not None and attr.columns[0].default.is_scalar
                 else None,
             )
-            for attr in sa_inspect(type(row)).column_attrs
+            for attr in sa_inspect(cls).column_attrs
         )
-    values = {}
-    state = row.__dict__
+    return columns
+
+
+async def add(session: AsyncSession, insert: Lean, cls: type[Any], values: Mapping[str, Any]) -> Any:
+    """`session.add(cls(**values))` and its flush, leanly: insert a new row with `insert` (its table's lean
+    INSERT) and return it as a persistent `cls` instance in `session`, as if loaded (later changes to it flush
+    as UPDATEs). `values` by attribute name; a column it leaves out or None takes its scalar default (or
+    NULL). Built as the ORM's loader builds an instance, without __init__'s per-attribute events."""
+    columns = _insert_columns(cls)
+    unknown = values.keys() - {key for _, key, _ in columns}
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no column attribute {sorted(unknown)}")
+    params, state = {}, {}
     for name, key, default in columns:
-        value = state.get(key)
+        value = values.get(key)
         if value is None:
             value = default
-            setattr(row, key, value)  # set even when None: an unset attribute would be expired on attach
-        values[name] = value
-    return values
-
-
-async def add(session: AsyncSession, insert: Lean, row: Any) -> None:
-    """`session.add(row)` and its flush, leanly: insert a new ORM instance with `insert` (its table's lean
-    INSERT) and make it persistent in `session`, as if loaded."""
-    await rows(session, insert, _values_of(row))
+        params[name] = state[key] = value  # every attribute set (an unset one would be expired on attach)
+    await rows(session, insert, params)
+    row = sa_inspect(cls).class_manager.new_instance()
+    row.__dict__.update(state)
     _attach(session, row)
+    return row
 
 
 def _instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> Any:
@@ -279,6 +286,22 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
             return held
     row = await first(session, statement, where)
     return None if row is None else _instance(session, cls, dict(zip(keys, row, strict=True)))
+
+
+def columns_of(cls: type[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """An ORM class's mapped columns and their attribute names, in the same order: what a lean SELECT of its
+    rows selects, and the names `snapshot` gives the values it returns."""
+    attrs = sa_inspect(cls).column_attrs
+    return tuple(attr.columns[0] for attr in attrs), tuple(attr.key for attr in attrs)
+
+
+def snapshot(cls: type[Any], keys: tuple[str, ...], values: Sequence[Any]) -> Any:
+    """A `cls` instance holding the values a lean SELECT read (`keys` from `columns_of`), outside any session:
+    a row for reading, as the ORM's loader builds it but never attached, so it costs no identity-map or
+    unit-of-work bookkeeping (a change to it is not saved)."""
+    row = sa_inspect(cls).class_manager.new_instance()
+    row.__dict__.update(zip(keys, values, strict=True))
+    return row
 
 
 def _attach(session: AsyncSession, row: Any) -> None:

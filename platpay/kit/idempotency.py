@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import Header, Request
+from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
@@ -300,7 +300,7 @@ async def find(session: AsyncSession, *, tenant_id: str, key: str) -> Idempotenc
 
 
 class Idempotent:
-    """What every idempotent endpoint does, as a FastAPI dependency: `idem: Idempotent = Depends()` takes the
+    """What every idempotent endpoint does, as a FastAPI dependency: `idem: Idempotent = Idempotency` takes the
     request and its Idempotency-Key header (documented on the operation as `IdempotencyKey` declares it);
     `return await idem.run(body, lambda s: service.f(s, ...), status=201)` fingerprints the request, runs the
     operation at most once per (tenant, key) in one unit of work and answers `status` with the resource it
@@ -343,6 +343,16 @@ class Idempotent:
             ),
             operation=run,
         )
+
+
+async def idempotent(request: Request, idempotency_key: IdempotencyKey = None) -> Idempotent:
+    """The `Idempotent` of a request. A coroutine on purpose: FastAPI runs a dependency that is a class or a
+    plain function in a worker thread, a thread hop per request (`Depends()` on the class cost the transfer
+    path ~10 % of its CPU; tests/kit/test_routing_dependencies.py keeps every dependency a coroutine)."""
+    return Idempotent(request, idempotency_key)
+
+
+Idempotency = Depends(idempotent)
 
 
 def canonical_body(body: BaseModel | Mapping[str, Any] | None) -> Any:

@@ -129,7 +129,7 @@ class PageParams:
         return self.binding.encode(last_id, self.descending)
 
 
-def page_params(
+async def page_params(
     request: Request,
     limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size (1-100, default 20)"),
     cursor: str | None = Query(None, max_length=512, description="`nextCursor` from the previous page"),
@@ -138,7 +138,7 @@ def page_params(
     return PageParams(limit=limit, after_id=binding.decode(cursor, True) if cursor else None, binding=binding)
 
 
-def sorted_page_params(
+async def sorted_page_params(
     request: Request,
     limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size (1-100, default 20)"),
     cursor: str | None = Query(None, max_length=512, description="`nextCursor` from the previous page"),

@@ -37,7 +37,7 @@ class WalletSignature:
         return self.signature is None and self.request_id is None
 
 
-def wallet_signature_headers(
+async def wallet_signature_headers(
     signature: Annotated[
         str | None,
         Header(

@@ -6,7 +6,7 @@ from platpay.accounts.schemas import InternalAccount
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 from platpay.payments import funding, transfers
@@ -42,7 +42,7 @@ sandbox_router = api_router(tags=["Sandbox"])
 async def transfer_out(
     body: TransferOutRequest,
     request: Request,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
     """Send from an internal account to the same customer's external account; funds are held until it settles."""
@@ -74,7 +74,7 @@ async def transfer_out(
 async def transfer_in(
     body: TransferInRequest,
     request: Request,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
     """Pull from an external account that supports it (ACH debit) into the same customer's internal account."""
@@ -183,7 +183,7 @@ async def confirm_receipt(
 async def fund_internal_account(
     accountId: str,
     body: SandboxFundRequest,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Deposit sandbox money into an internal account (fires INTERNAL_ACCOUNT.BALANCE_UPDATED)."""

@@ -7,7 +7,7 @@ from fastapi import Body, Depends, Request, Response
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments import incoming, incoming_receive
 from platpay.payments.incoming_schemas import (
@@ -38,7 +38,7 @@ _NOT_PENDING = {
 async def approve_incoming_payment(
     transactionId: str,
     body: ApprovePaymentRequest | None = Body(None),
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
     """Approve an incoming payment awaiting the platform's decision; the customer is credited."""
@@ -62,7 +62,7 @@ async def approve_incoming_payment(
 async def reject_incoming_payment(
     transactionId: str,
     body: RejectPaymentRequest | None = Body(None),
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
     """Reject an incoming payment awaiting the platform's decision; nothing is credited."""
@@ -85,7 +85,7 @@ async def reject_incoming_payment(
 async def sandbox_uma_receive(
     body: SandboxUmaReceiveRequest,
     request: Request,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Simulate a sandbox UMA sender paying a customer: a PENDING incoming payment awaiting approval."""

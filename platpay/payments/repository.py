@@ -70,7 +70,7 @@ def list_query(
 _INSERT = Lean(TransactionRow.__table__.insert())
 
 
-async def insert(session: AsyncSession, row: TransactionRow) -> None:
-    """Insert a new transaction leanly (the only way transactions are inserted), persistent in the session:
-    later changes to `row` flush as UPDATEs."""
-    await lean.add(session, _INSERT, row)
+async def insert(session: AsyncSession, values: dict[str, Any]) -> TransactionRow:
+    """Insert a new transaction leanly (the only way transactions are inserted; `values` by attribute name)
+    and return its row, persistent in the session: later changes to it flush as UPDATEs."""
+    return await lean.add(session, _INSERT, TransactionRow, values)

@@ -115,7 +115,7 @@ async def create_transaction(
     attached to the session: later changes flush as UPDATEs. Its first event is the caller's `emit_status`
     (or `move`). `type` is OUTGOING or INCOMING; amounts are minor units."""
     now = at or clock.now()
-    row = TransactionRow(
+    values = dict(
         id=transaction_id or new_id("Transaction"),
         tenant_id=tenant_id,
         type=type,
@@ -147,8 +147,7 @@ async def create_transaction(
         created_at=now,
         updated_at=now,
     )
-    await repository.insert(session, row)
-    return row
+    return await repository.insert(session, values)
 
 
 async def emit_status(

@@ -36,7 +36,7 @@ from platpay.wallets.schemas import (
     PasskeyRegistrationChallengeRequest,
     SessionListResponse,
 )
-from platpay.wallets.signed_endpoints import SignedRetry
+from platpay.wallets.signed_endpoints import Signed, SignedRetry
 from platpay.wallets.types import (
     Assertion,
     Attestation,
@@ -226,7 +226,7 @@ async def create_passkey_registration_challenge(
     operation_id="revokeAuthCredential",
 )
 async def revoke_auth_credential(
-    id: str, signed: SignedRetry = Depends(), principal: Principal = Manager
+    id: str, signed: SignedRetry = Signed, principal: Principal = Manager
 ) -> Response:
     """Revoke a credential (and its sessions): 202, then the retry signed by another credential's session, 204."""
     return await signed.run(
@@ -300,7 +300,7 @@ async def list_auth_sessions(
     operation_id="revokeAuthSession",
 )
 async def revoke_auth_session(
-    id: str, signed: SignedRetry = Depends(), principal: Principal = Manager
+    id: str, signed: SignedRetry = Signed, principal: Principal = Manager
 ) -> Response:
     """Revoke an active session: 202, then the retry signed by any session of the wallet (itself too), 204."""
     return await signed.run(
@@ -316,7 +316,7 @@ async def revoke_auth_session(
     operation_id="refreshAuthSession",
 )
 async def refresh_auth_session(
-    id: str, body: AuthSessionRefreshRequest, signed: SignedRetry = Depends(), principal: Principal = Manager
+    id: str, body: AuthSessionRefreshRequest, signed: SignedRetry = Signed, principal: Principal = Manager
 ) -> Response:
     """A new session key sealed to clientPublicKey: 202, then the retry signed by this session, 200."""
     key = body.client_public_key
@@ -339,7 +339,7 @@ async def refresh_auth_session(
 async def update_internal_account(
     id: str,
     body: InternalAccountUpdateRequest,
-    signed: SignedRetry = Depends(),
+    signed: SignedRetry = Signed,
     principal: Principal = Manager,
 ) -> Response:
     """Set an embedded wallet's privacy: 202, then the retry signed by a session of the wallet, 200."""
@@ -363,7 +363,7 @@ async def update_internal_account(
 async def export_internal_account(
     id: str,
     body: InternalAccountExportRequest,
-    signed: SignedRetry = Depends(),
+    signed: SignedRetry = Signed,
     principal: Principal = Manager,
 ) -> Response:
     """The wallet's mnemonic sealed to clientPublicKey: 202, then the retry signed by a session of the wallet."""

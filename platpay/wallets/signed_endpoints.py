@@ -10,16 +10,14 @@ from platpay.wallets.signed_retry import Prepare, Then, execute
 
 
 class SignedRetry:
-    """FastAPI dependency for a signed operation (see the module): `signed: SignedRetry = Depends()` takes the
+    """FastAPI dependency for a signed operation (see the module): `signed: SignedRetry = Signed` takes the
     request and its two headers (documented on the operation); `await signed.run(prepare=..., then=...)`.
     The tenant is the one authentication recorded, so the endpoint's principal dependency must run (it does
     whenever the endpoint declares one)."""
 
     __slots__ = ("request", "signature")
 
-    def __init__(
-        self, request: Request, signature: WalletSignature = Depends(wallet_signature_headers)
-    ) -> None:
+    def __init__(self, request: Request, signature: WalletSignature) -> None:
         self.request = request
         self.signature = signature
 
@@ -36,3 +34,14 @@ class SignedRetry:
             then=then,
             status=status,
         )
+
+
+async def signed_retry(
+    request: Request, signature: WalletSignature = Depends(wallet_signature_headers)
+) -> SignedRetry:
+    """The `SignedRetry` of a request. A coroutine: FastAPI runs a class dependency in a worker thread, a
+    thread hop per request (tests/kit/test_dependencies.py)."""
+    return SignedRetry(request, signature)
+
+
+Signed = Depends(signed_retry)

@@ -15,7 +15,7 @@ changes nothing.
 Using it from an endpoint (any domain above wallets; two lines), with the dependency of
 wallets/signed_endpoints.py:
 
-    async def update_card(id: str, body: CardUpdateRequest, signed: SignedRetry = Depends(), principal=Manager):
+    async def update_card(id: str, body: CardUpdateRequest, signed: SignedRetry = Signed, principal=Manager):
         return await signed.run(
             prepare=lambda s, first: cards_service.update_intent(s, tenant=principal.tenant, card_id=id, ...),
             then=lambda s, proof: cards_service.update_card(s, tenant=principal.tenant, card_id=id, ...),

@@ -92,24 +92,35 @@ class TestLeanGet:
     async def _transaction_row(self, db, settings) -> TransactionRow:
         tenant_id = await _tenant_id(db, settings)
         now = clock.now()
-        row = TransactionRow(
-            id=new_id("Transaction"),
-            tenant_id=tenant_id,
-            type="OUTGOING",
-            kind="TRANSFER_OUT",
-            status="PENDING",
-            source={},
-            destination={},
-            extra={},
-            created_at=now,
-            updated_at=now,
-        )
+        values = {
+            "id": new_id("Transaction"),
+            "tenant_id": tenant_id,
+            "type": "OUTGOING",
+            "kind": "TRANSFER_OUT",
+            "status": "PENDING",
+            "source": {},
+            "destination": {},
+            "extra": {},
+            "created_at": now,
+            "updated_at": now,
+        }
         async with db.transaction() as session:
             from platpay.payments import repository
 
-            await repository.insert(session, row)
+            row = await repository.insert(session, values)
+            assert row in session.sync_session  # persistent in the session, as if loaded
             row.status = "PROCESSING"  # attached: flushed as an UPDATE with the unit of work
         return row
+
+    async def test_insert_refuses_an_attribute_the_table_lacks(self, db, settings):
+        tenant_id = await _tenant_id(db, settings)
+        async with db.transaction() as session:
+            from platpay.payments import repository
+
+            with pytest.raises(TypeError, match="no column attribute"):
+                await repository.insert(
+                    session, {"id": new_id("Transaction"), "tenant_id": tenant_id, "color": 1}
+                )
 
     async def test_an_inserted_and_attached_row_flushes_later_changes(self, db, settings):
         row = await self._transaction_row(db, settings)

@@ -7,7 +7,7 @@ from fastapi import Depends, Header, Path, Query, Request, Response
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit.idempotency import Idempotent
+from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.routing import api_router
 from platpay.payments.quotes import lookups, settlement
 from platpay.payments.quotes import service as quotes_service
@@ -67,7 +67,7 @@ def _destination(destination: QuoteDestinationOneOf) -> quote_types.QuoteDestina
 async def create_quote(
     body: QuoteRequest,
     request: Request,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
     """Lock a price for a cross-currency payment (sending or receiving amount); optionally execute it at once."""
@@ -99,7 +99,7 @@ async def get_quote(quoteId: str, request: Request, principal: Principal = Viewe
         return await quotes_service.get_quote(session, tenant=principal.tenant, quote_id=quoteId)
 
 
-def _wallet_signature(
+async def _wallet_signature(
     wallet_signature: Annotated[
         str | None,
         Header(
@@ -110,14 +110,14 @@ def _wallet_signature(
         ),
     ] = None,
 ) -> str | None:
-    # A dependency declared after `Idempotent`, so that the document lists Idempotency-Key first as before.
+    # A dependency declared after `Idempotency`, so that the document lists Idempotency-Key first as before.
     return wallet_signature
 
 
 @router.post("/quotes/{quoteId}/execute", operation_id="executeQuote", response_model=Quote, tags=QUOTES)
 async def execute_quote(
     quoteId: str,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     wallet_signature: str | None = Depends(_wallet_signature),
     principal: Principal = Transactor,
 ) -> Response:
@@ -202,7 +202,7 @@ async def lookup_external_account(
 async def sandbox_send(
     body: SandboxSendRequest,
     request: Request,
-    idem: Idempotent = Depends(),
+    idem: Idempotent = Idempotency,
     principal: Principal = Depends(require_sandbox(Permission.TRANSACT)),
 ) -> Response:
     """Pay a real-time-funded quote's instructions; the quote executes itself when the amount matches."""
