@@ -27,6 +27,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("invitations",),
     ("platforms",),
     ("app", "cli", "middleware", "domains"),
 )
