@@ -209,10 +209,12 @@ class TestSandbox:
         assert confirmed.status_code == 200
         assert confirmed.json()["contactVerification"] == {"email": "PENDING", "phone": "VERIFIED"}
 
-    @pytest.mark.parametrize("body", [{}, {"code": ""}, {"code": 123456}, {"code": "1" * 33}, {"pin": "1"}])
-    async def test_the_confirm_body_is_validated(self, client, auth, body):
+    async def test_the_confirm_body_is_validated(self, client, auth):
         marie = await _customer(client, auth)
-        refused = await client.post(f"/customers/{marie['id']}/verify-email/confirm", auth=auth, json=body)
-        assert refused.status_code == 400 and refused.json()["code"] == "INVALID_INPUT"
+        for body in ({}, {"code": ""}, {"code": 123456}, {"code": "1" * 33}, {"pin": "1"}):
+            refused = await client.post(
+                f"/customers/{marie['id']}/verify-email/confirm", auth=auth, json=body
+            )
+            assert refused.status_code == 400 and refused.json()["code"] == "INVALID_INPUT", body
         fetched = (await client.get(f"/customers/{marie['id']}", auth=auth)).json()
         assert fetched["contactVerification"]["email"] == "PENDING"

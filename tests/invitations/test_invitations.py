@@ -74,9 +74,9 @@ class TestCreate:
         }
         assert len(codes) == 20
 
-    @pytest.mark.parametrize(
-        ("body", "field", "code"),
-        [
+    async def test_every_field_is_validated_and_nothing_is_created(self, client, auth, db):
+        jane = await customer(client, auth)
+        cases = [
             ({}, "inviterUma", "INVALID_INPUT"),
             ({"inviterUma": "jane@example.com"}, "inviterUma", "INVALID_UMA_ADDRESS"),
             ({"inviterUma": "$UMA", "firstName": " Alice"}, "firstName", "INVALID_INPUT"),
@@ -88,16 +88,14 @@ class TestCreate:
             ({"inviterUma": "$UMA", "expiresAt": "2020-01-01T00:00:00Z"}, "expiresAt", "INVALID_INPUT"),
             ({"inviterUma": "$UMA", "expiresAt": "1700000000"}, "expiresAt", "INVALID_INPUT"),
             ({"inviterUma": "$UMA", "code": "abc"}, "code", "INVALID_INPUT"),
-        ],
-    )
-    async def test_every_field_is_validated_and_nothing_is_created(self, client, auth, db, body, field, code):
-        jane = await customer(client, auth)
-        if body.get("inviterUma") == "$UMA":
-            body = {**body, "inviterUma": jane["umaAddress"]}
-        refused = await _invite(client, auth, **body)
-        assert refused.status_code == 400, refused.text
-        assert refused.json()["code"] == code
-        assert field in {f["field"] for f in refused.json()["details"]["fields"]}
+        ]
+        for body, field, code in cases:
+            if body.get("inviterUma") == "$UMA":
+                body = {**body, "inviterUma": jane["umaAddress"]}
+            refused = await _invite(client, auth, **body)
+            assert refused.status_code == 400, (body, refused.text)
+            assert refused.json()["code"] == code, body
+            assert field in {f["field"] for f in refused.json()["details"]["fields"]}, body
         assert await _count(db) == 0
 
     async def test_the_inviter_must_be_one_of_the_platforms_customers(
