@@ -4,6 +4,7 @@ codes, and every field validated with nothing created on a refusal."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import timedelta
 from typing import Any
@@ -273,3 +274,27 @@ class TestStateMachine:
         }
         with pytest.raises(IllegalTransition):
             INVITATION.move(InvitationStatus.CANCELLED, InvitationStatus.CLAIMED)
+
+
+class TestRaces:
+    async def test_racing_claims_and_a_cancel_leave_one_winner(self, client, auth, other):
+        jane = await customer(client, auth)
+        code = (await _invite(client, auth, inviterUma=jane["umaAddress"])).json()["invitationCode"]
+        invitees = [await customer(client, other["sandbox"]) for _ in range(4)]
+        claims = [
+            client.post(
+                f"/invitations/{code}/claim", auth=other["sandbox"], json={"inviteeUma": i["umaAddress"]}
+            )
+            for i in invitees
+        ]
+        responses = await asyncio.gather(*claims, client.post(f"/invitations/{code}/cancel", auth=auth))
+        winners = [r for r in responses if r.status_code == 200]
+        assert len(winners) == 1, [r.text for r in responses]
+        losers = {r.json()["code"] for r in responses if r.status_code != 200}
+        assert {r.status_code for r in responses} == {200, 400}
+        assert losers == {
+            "INVITATION_ALREADY_CLAIMED"
+            if winners[0].json()["status"] == "CLAIMED"
+            else "INVITATION_CANCELLED"
+        }
+        assert (await client.get(f"/invitations/{code}", auth=auth)).json() == winners[0].json()
