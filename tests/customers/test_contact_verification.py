@@ -4,6 +4,7 @@ expiry, single use, attempt limits, and the refusals (409 not required / already
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from typing import Any
@@ -40,6 +41,21 @@ def _code(message: str) -> str:
     found = re.search(r"\b(\d{6})\b", message)
     assert found, message
     return found.group(1)
+
+
+def _logged(capsys: pytest.CaptureFixture[str], *secrets: str) -> list[str]:
+    """The secrets found in what platpay logged (JSON lines, their timestamps aside; the test SMTP server's
+    own log, which names recipients, is not platpay's)."""
+    found = []
+    for line in capsys.readouterr().out.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("logger") != "mail.log":
+            entry.pop("timestamp", None)
+            found += [secret for secret in secrets if secret in json.dumps(entry)]
+    return found
 
 
 async def _mailbox(client, auth, **params: Any) -> list[dict[str, Any]]:
@@ -82,7 +98,9 @@ class TestWhichChannels:
 
 
 class TestEmailOverSmtp:
-    async def test_a_mailed_code_verifies_the_email_once(self, client, platform, db, runner, smtp_server):
+    async def test_a_mailed_code_verifies_the_email_once(
+        self, client, platform, db, runner, smtp_server, capsys
+    ):
         production = platform["production"]
         marie = await _customer(client, production)
         path = f"/customers/{marie['id']}/verify-email"
@@ -113,6 +131,7 @@ class TestEmailOverSmtp:
             json={"customerType": "INDIVIDUAL", "email": "marie@example.org"},
         )
         assert changed.json()["contactVerification"]["email"] == "PENDING"  # the new address is unconfirmed
+        assert not _logged(capsys, code, marie["email"])
 
     async def test_an_expired_code_is_refused(self, client, platform, runner, smtp_server):
         production = platform["production"]
@@ -184,7 +203,7 @@ class TestSandbox:
         await runner.run_until_idle()
         assert await _mailbox(client, auth) == []
 
-    async def test_a_texted_code_from_the_mailbox_verifies_the_phone(self, client, auth, runner):
+    async def test_a_texted_code_from_the_mailbox_verifies_the_phone(self, client, auth, runner, capsys):
         marie = await _customer(client, auth)
         path = f"/customers/{marie['id']}/verify-phone"
         missing = await client.post(path, auth=auth)
@@ -208,6 +227,7 @@ class TestSandbox:
         confirmed = await client.post(f"{path}/confirm", auth=auth, json={"code": latest})
         assert confirmed.status_code == 200
         assert confirmed.json()["contactVerification"] == {"email": "PENDING", "phone": "VERIFIED"}
+        assert not _logged(capsys, latest, "+33612345678")
 
     async def test_the_confirm_body_is_validated(self, client, auth):
         marie = await _customer(client, auth)
