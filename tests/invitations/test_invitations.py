@@ -19,6 +19,7 @@ from platpay.kit.crypto.webhook_signing import verify_header
 from platpay.kit.states import IllegalTransition
 from tests.factories import create_platform, customer
 from tests.support.jobs import run_jobs_until
+from tests.support.receiver import WebhookReceiver
 
 CODE_RE = re.compile(r"^[0-9abcdefghjkmnpqrstvwxyz]{12}$")
 
@@ -126,6 +127,8 @@ class TestReadAndClaim:
     ):
         config = (await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})).json()
         jane = await customer(client, auth)
+        claimer_hooks = WebhookReceiver().start()
+        await client.patch("/config", auth=other["sandbox"], json={"webhookEndpoint": claimer_hooks.url})
         invitation = (await _invite(client, auth, inviterUma=jane["umaAddress"])).json()
         code = invitation["invitationCode"]
         bob = await customer(client, other["sandbox"], fullName="Bob Roe")
@@ -140,10 +143,17 @@ class TestReadAndClaim:
         assert body["status"] == "CLAIMED" and body["inviteeUma"] == bob["umaAddress"]
         assert body["claimedAt"]
 
-        await run_jobs_until(runner, lambda: len(receiver.of_type("INVITATION_CLAIMED")) == 1)
+        await run_jobs_until(
+            runner,
+            lambda: (
+                len(receiver.of_type("INVITATION_CLAIMED")) == 1 and len(claimer_hooks.of_type("TEST")) == 1
+            ),
+        )
         [event] = receiver.of_type("INVITATION_CLAIMED")
         assert verify_header(config["webhookPublicKey"], event.headers["x-svc-signature"], event.body)
         assert event.json["data"] == body == (await client.get(f"/invitations/{code}", auth=auth)).json()
+        claimer_hooks.stop()
+        assert [r.json["type"] for r in claimer_hooks.received] == ["TEST"]  # the creator alone is told
 
         again = await client.post(
             f"/invitations/{code}/claim", auth=other["sandbox"], json={"inviteeUma": bob["umaAddress"]}
