@@ -33,7 +33,10 @@ from platpay.kit.ids import new_id
 from platpay.messages import service as messages_service
 from platpay.tenants.context import TenantContext
 
-CATEGORY = "customers.contact_verification"
+CATEGORIES = {
+    contact.EMAIL: "customer.verify_email",
+    contact.PHONE: "customer.verify_phone",
+}  # README's mailbox
 _E164_RE = re.compile(r"\+[1-9][0-9]{1,14}")
 
 
@@ -139,10 +142,12 @@ async def send_code(
     subject, text = _message(code)
     if channel == contact.EMAIL:
         await messages_service.send_email(
-            session, tenant=tenant, to=destination, subject=subject, text=text, category=CATEGORY
+            session, tenant=tenant, to=destination, subject=subject, text=text, category=CATEGORIES[channel]
         )
     else:
-        await messages_service.send_sms(session, tenant=tenant, to=destination, text=text, category=CATEGORY)
+        await messages_service.send_sms(
+            session, tenant=tenant, to=destination, text=text, category=CATEGORIES[channel]
+        )
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ class TestSandbox:
         assert (await client.post(path, auth=auth, json={"phoneNumber": "+33612345678"})).status_code == 204
         assert (await client.post(path, auth=auth)).status_code == 204  # a resend goes to the same number
         await runner.run_until_idle()
-        texts = await _mailbox(client, auth, channel="SMS", to="+33612345678")
+        texts = await _mailbox(client, auth, category="customer.verify_phone", to="+33612345678")
         assert len(texts) == 2
         first, latest = _code(texts[1]["text"]), _code(texts[0]["text"])
         if first != latest:  # the resend replaced the first code
