@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from platpay.customers import service as customers_service
 from platpay.kit import clock
 from tests.factories import create_platform
 
@@ -238,3 +239,33 @@ class TestSandbox:
             assert refused.status_code == 400 and refused.json()["code"] == "INVALID_INPUT", body
         fetched = (await client.get(f"/customers/{marie['id']}", auth=auth)).json()
         assert fetched["contactVerification"]["email"] == "PENDING"
+
+
+class TestForTheKycLink:
+    async def test_pending_channels_name_what_a_kyc_link_waits_for(self, client, auth, db):
+        marie = await _customer(client, auth)
+        tenant_id = await _tenant_id(db, marie["id"])
+
+        async def pending() -> list[str]:
+            async with db.read() as session:
+                row = await customers_service.load_active(
+                    session, tenant_id=tenant_id, customer_id=marie["id"]
+                )
+                return customers_service.pending_contact_channels(row)
+
+        assert await pending() == ["email", "phone"]
+        await client.post(
+            f"/customers/{marie['id']}/verify-phone/confirm", auth=auth, json={"code": "123456"}
+        )
+        assert await pending() == ["email"]
+        await client.post(
+            f"/customers/{marie['id']}/verify-email/confirm", auth=auth, json={"code": "123456"}
+        )
+        assert await pending() == []
+
+
+async def _tenant_id(db, customer_id: str) -> str:
+    async with db.read() as session:
+        return await session.scalar(
+            text("SELECT tenant_id FROM customers WHERE id = :id"), {"id": customer_id}
+        )
