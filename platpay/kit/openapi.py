@@ -305,8 +305,12 @@ class DocumentedOneOf:
     ) -> JsonSchemaValue:
         members = handler(core_schema)["anyOf"]  # the union's members as `$ref`s, in its order
         choices = [choice[0] if isinstance(choice, tuple) else choice for choice in core_schema["choices"]]
-        by_model = {_core_ref(choice): member["$ref"] for choice, member in zip(choices, members, strict=True)}
-        refs = {tag: by_model[_core_ref(model.__pydantic_core_schema__)] for tag, model in self.mapping.items()}
+        by_model = {
+            _core_ref(choice): member["$ref"] for choice, member in zip(choices, members, strict=True)
+        }
+        refs = {
+            tag: by_model[_core_ref(model.__pydantic_core_schema__)] for tag, model in self.mapping.items()
+        }
         return {
             "oneOf": [{"$ref": ref} for ref in dict.fromkeys(refs.values())],
             "discriminator": {"propertyName": self.property_name, "mapping": refs},
