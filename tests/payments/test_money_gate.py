@@ -103,6 +103,25 @@ class TestRejectedCustomers:
             )
         )
 
+    async def test_a_quote_paying_its_uma_address_is_refused(self, client, auth, rejected):
+        payer = await customer(client, auth, fullName="John Roe")
+        payer_usd = await internal_account(client, auth, payer["id"])
+        await fund(client, auth, payer_usd["id"], 50_000)
+        address = rejected["customer"]["umaAddress"]
+        lookup = await client.get(f"/receiver/uma/{address}", auth=auth, params={"customerId": payer["id"]})
+        assert lookup.status_code == 200, lookup.text
+        _not_ready(
+            await quote(
+                client,
+                auth,
+                source=account_source(payer_usd["id"]),
+                destination={"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": "USDC"},
+                lookupId=lookup.json()["lookupId"],
+                immediatelyExecute=True,
+            )
+        )
+        assert await balances(client, auth, payer["id"]) == (50_000, 50_000)
+
 
 class TestPendingCustomers:
     async def test_the_service_leaves_pending_customers_to_the_platform(self, client, auth):
