@@ -110,6 +110,7 @@ async def advance(
     order, each at its due time; returns once it all ran."""
     runner = JobRunner(db, settings, name=f"clock-{tenant_id}", listen=False)
     target: datetime | None = None
+    final: TenantClock | None = None  # where `seconds` leaves a running clock: its offset plus seconds
     ran = steps = 0
     while True:
         async with db.transaction() as session:
@@ -128,6 +129,8 @@ async def advance(
                     raise invalid_field(
                         "to", f"at most {MAX_ADVANCE_SECONDS} seconds ahead of the clock's now"
                     )
+                if to is None and not state.frozen:
+                    final = TenantClock(tenant_id, state.offset + timedelta(seconds=seconds or 0), None)
                 step: datetime | None = current  # first what is due already, at the time it is now
             else:
                 steps += 1
@@ -136,7 +139,10 @@ async def advance(
                     if steps < MAX_STEPS
                     else None
                 )
-            state = state.moved_to(max(step or target, current))
+            if step is None and final is not None and final.now() >= current:
+                state = final  # (real time spent running jobs does not eat into the advance)
+            else:
+                state = state.moved_to(max(step or target, current))
             _store(row, state)
             await jobs_service.follow_clock(session, tenant_id=tenant_id, state=state)
         ran += await runner.run_due_of_tenant(tenant_id, state)
