@@ -36,6 +36,7 @@ from platpay.invitations.state import INVITATION, InvitationStatus
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.money import currency_amount
+from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
 EXPIRE_JOB = "invitations.expire"
@@ -191,9 +192,18 @@ async def _load(
     return row
 
 
+async def _creator_now(session: AsyncSession, *, row: InvitationRow, tenant: TenantContext) -> datetime:
+    """Now on the clock of the platform that created `row` (its expiresAt is that clock's time; a sandbox
+    tenant's clock may differ from another's)."""
+    if row.tenant_id == tenant.id:
+        return clock.now(tenant)
+    return clock.now(await tenants_service.load(session, tenant_id=row.tenant_id))
+
+
 async def get_invitation(session: AsyncSession, *, tenant: TenantContext, code: str) -> UmaInvitation:
     """GET /invitations/{invitationCode}: any platform of the environment may read an invitation by code."""
-    return to_schema(await _load(session, tenant=tenant, code=code), now=clock.now(tenant))
+    row = await _load(session, tenant=tenant, code=code)
+    return to_schema(row, now=await _creator_now(session, row=row, tenant=tenant))
 
 
 def _refuse_terminal(row: InvitationRow, *, now: datetime, action: str) -> None:
@@ -218,7 +228,7 @@ async def claim_invitation(
     customers (`invitee_uma`): PENDING -> CLAIMED, and INVITATION_CLAIMED to the platform that created it."""
     uma = _uma(invitee_uma, "inviteeUma")
     row = await _load(session, tenant=tenant, code=code, for_update=True)
-    now = clock.now(tenant)
+    now = await _creator_now(session, row=row, tenant=tenant)
     _refuse_terminal(row, now=now, action="claimed")
     if uma == row.inviter_uma:
         raise invalid_field("inviteeUma", "is the inviter's own address: an invitation is for someone else")
@@ -274,4 +284,5 @@ async def for_page(session: AsyncSession, *, code: str) -> tuple[UmaInvitation, 
     row = await repository.get(session, code=stored, environment=None) if stored is not None else None
     if row is None:
         return None
-    return to_schema(row, now=clock.now()), row.environment == "sandbox"
+    creator = await tenants_service.load(session, tenant_id=row.tenant_id)  # a sandbox's clock may be its own
+    return to_schema(row, now=clock.now(creator)), row.environment == "sandbox"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -308,3 +308,22 @@ class TestRaces:
             else "INVITATION_CANCELLED"
         }
         assert (await client.get(f"/invitations/{code}", auth=auth)).json() == winners[0].json()
+
+
+class TestSandboxClock:
+    async def test_advancing_the_creators_sandbox_clock_expires_it_for_every_platform(
+        self, client, auth, other, db
+    ):
+        jane = await customer(client, auth)
+        now = (await client.get("/sandbox/clock", auth=auth)).json()["now"]
+        expires = clock.isoformat(datetime.fromisoformat(now.replace("Z", "+00:00")) + timedelta(minutes=5))
+        code = (await _invite(client, auth, inviterUma=jane["umaAddress"], expiresAt=expires)).json()[
+            "invitationCode"
+        ]
+        advanced = await client.post("/sandbox/clock/advance", auth=auth, json={"seconds": 301})
+        assert advanced.status_code == 200, advanced.text
+        async with db.read() as session:
+            stored = await session.scalar(text("SELECT status FROM invitations WHERE code = :c"), {"c": code})
+        assert stored == "EXPIRED"  # the expiry job ran on the creator's clock
+        for credentials in (auth, other["sandbox"]):  # the other platform's clock did not move
+            assert (await client.get(f"/invitations/{code}", auth=credentials)).json()["status"] == "EXPIRED"
