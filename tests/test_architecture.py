@@ -27,6 +27,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("onboarding",),
     ("platforms",),
     ("app", "cli", "middleware", "domains"),
 )
