@@ -65,7 +65,10 @@ def info_problems(info: dict[str, Any], *, today: date, field: str = "personalIn
         value = info.get(key)
         if value is not None and not _name_ok(value):
             problems.append(
-                (f"{field}.{key}", "must start with a letter: letters, digits, single spaces, hyphens, apostrophes, periods")
+                (
+                    f"{field}.{key}",
+                    "must start with a letter: letters, digits, single spaces, hyphens, apostrophes, periods",
+                )
             )
     born = info.get("birthDate")
     if born is not None:
