@@ -24,7 +24,7 @@ MAGIC = (
 )
 _SNIFF_BYTES = max(len(prefix) for prefix, _ in MAGIC)
 FIELD_MAX_BYTES = 2048
-MAX_PARTS = 16
+MAX_PARTS = 64  # each part must also be a distinct field the form names
 
 
 def content_type_of(head: bytes) -> str | None:

@@ -74,6 +74,10 @@ async def missing(session: AsyncSession, *, tenant_id: str, customer_id: str) ->
     """What the customer still lacks for a verification, as the errors of a RESOLVE_ERRORS verification
     (empty when nothing is missing)."""
     row = await customers_service.load_active(session, tenant_id=tenant_id, customer_id=customer_id)
+    return await _missing(session, tenant_id=tenant_id, row=row)
+
+
+async def _missing(session: AsyncSession, *, tenant_id: str, row: Any) -> list[dict[str, Any]]:
     customer = customers_service.to_schema(row).to_api()
     needed, extra = requirements.for_customer(row.customer_type, list(row.currencies))
     errors: list[dict[str, Any]] = []
@@ -186,7 +190,7 @@ async def submit(session: AsyncSession, *, tenant_id: str, customer_id: str) -> 
             errors=[],
         )
         return await _emit(session, decided)
-    errors = await missing(session, tenant_id=tenant_id, customer_id=customer_id)
+    errors = await _missing(session, tenant_id=tenant_id, row=customer)
     now = clock.now()
     if errors:
         if latest is not None and latest.status == VerificationStatus.RESOLVE_ERRORS:

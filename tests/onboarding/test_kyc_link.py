@@ -12,7 +12,7 @@ import pytest
 
 from platpay.kit import clock
 from tests.factories import create_platform
-from tests.onboarding.support import EXECUTABLE, PDF, PERSON, create, png
+from tests.onboarding.support import BUSINESS, EXECUTABLE, PDF, PERSON, create, png
 
 REDIRECT = "https://app.example.com/onboarding/done"
 
@@ -161,3 +161,59 @@ class TestHostedPage:
         assert page.headers["content-type"].startswith("text/html")
         assert ("not found" if case == "unknown" else "expired") in page.text.lower()
         assert "Traceback" not in page.text
+
+
+class TestHostedPageForABusiness:
+    async def test_business_details_documents_and_an_owner(self, client, auth, runner):
+        info = {k: v for k, v in BUSINESS["businessInfo"].items() if k != "registrationNumber"}
+        business = await create(client, auth, {**BUSINESS, "businessInfo": info})
+        link = await _link(client, auth, business["id"], redirectUri=REDIRECT)
+        path = link["kycUrl"].removeprefix("http://testserver")
+        biz = business["id"]
+        async with _page_client(client) as browser:
+            html = (await browser.get(path)).text
+            for name in ("customer.businessInfo.registrationNumber", "owner.firstName", "owner.identifier"):
+                assert f'name="{name}"' in html, name
+            owner_fields = {
+                "owner.firstName": "Ada",
+                "owner.lastName": "Lovelace",
+                "owner.birthDate": "1980-02-03",
+                "owner.nationality": "GB",
+                "owner.address.line1": "2 Oak St",
+                "owner.address.city": "London",
+                "owner.address.postalCode": "N1 9GU",
+                "owner.address.country": "GB",
+                "owner.idType": "NON_US_TAX_ID",
+                "owner.identifier": "QQ123456C",
+                "owner.ownershipPercentage": "60",
+            }
+            files = {
+                f"doc.{biz}.MISSING_LEGAL_PRESENCE_DOCUMENT": ("inc.pdf", PDF, "application/pdf"),
+                f"doc.{biz}.MISSING_OWNERSHIP_STRUCTURE_DOCUMENT": ("register.pdf", PDF, "application/pdf"),
+                f"doc.{biz}.MISSING_PROOF_OF_ADDRESS_DOCUMENT": ("bill.png", png(), "image/png"),
+                "doc.owner.MISSING_IDENTITY_DOCUMENT": ("passport.png", png(), "image/png"),
+            }
+            data = {
+                "customer.businessInfo.registrationNumber": "REG-7000",
+                "documents.country": "US",
+                **owner_fields,
+            }
+            bad = await browser.post(path, data={**data, "owner.birthDate": "3000-01-01"}, files=files)
+            assert bad.status_code == 400 and 'id="e-owner.birthDate"' in bad.text, bad.text
+            done = await browser.post(path, data=data, files=files)
+            assert done.status_code == 303 and done.headers["location"] == REDIRECT, done.text
+        [person] = (await client.get("/beneficial-owners", auth=auth, params={"customerId": biz})).json()[
+            "data"
+        ]
+        assert person["personalInfo"]["lastName"] == "Lovelace" and person["ownershipPercentage"] == 60
+        docs = (await client.get("/documents", auth=auth, params={"documentHolder": person["id"]})).json()[
+            "data"
+        ]
+        assert [d["documentType"] for d in docs] == ["PASSPORT"]
+        customer = (await client.get(f"/customers/{biz}", auth=auth)).json()
+        assert (
+            customer["businessInfo"]["registrationNumber"] == "REG-7000"
+            and customer["kycStatus"] == "PENDING"
+        )
+        await runner.run_until_idle(timeout=10)
+        assert (await client.get(f"/customers/{biz}", auth=auth)).json()["kycStatus"] == "APPROVED"
