@@ -217,3 +217,62 @@ class TestHostedPageForABusiness:
         )
         await runner.run_until_idle(timeout=10)
         assert (await client.get(f"/customers/{biz}", auth=auth)).json()["kycStatus"] == "APPROVED"
+
+
+class TestNothingPersonalInTheLogs:
+    @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+    async def test_tokens_tax_ids_document_numbers_and_file_content_stay_out(self, client, auth, capsys):
+        business = await create(client, auth, BUSINESS)
+        secret_id, number, marker = "QQ987654Z", "P-55443322", b"SECRET-FILE-CONTENT"
+        person = await client.post(
+            "/beneficial-owners",
+            auth=auth,
+            json={
+                "customerId": business["id"],
+                "roles": ["UBO"],
+                "ownershipPercentage": 50,
+                "personalInfo": {
+                    "firstName": "Ada",
+                    "lastName": "Lovelace",
+                    "birthDate": "1980-02-03",
+                    "nationality": "GB",
+                    "address": {"line1": "2 Oak St", "postalCode": "N1 9GU", "country": "GB"},
+                    "idType": "NON_US_TAX_ID",
+                    "identifier": secret_id,
+                },
+            },
+        )
+        assert person.status_code == 201
+        uploaded = await client.post(
+            "/documents",
+            auth=auth,
+            data={
+                "documentHolder": person.json()["id"],
+                "documentType": "PASSPORT",
+                "country": "GB",
+                "documentNumber": number,
+            },
+            files={"file": ("p.pdf", PDF + marker, "application/pdf")},
+        )
+        assert uploaded.status_code == 201
+        refused = await client.post(
+            "/documents",
+            auth=auth,
+            data={
+                "documentHolder": person.json()["id"],
+                "documentType": "PASSPORT",
+                "country": "GB",
+                "documentNumber": number,
+            },
+            files={"file": ("p.pdf", b"MZ" + marker, "application/pdf")},
+        )
+        assert refused.status_code == 400
+        link = await _link(client, auth, business["id"])
+        token = link["kycUrl"].rsplit("/", 1)[-1]
+        async with _page_client(client) as browser:
+            assert (await browser.get(f"/kyc/{token}")).status_code == 200
+        logged = capsys.readouterr()
+        text = logged.out + logged.err
+        assert '"route": "/kyc/{token}"' in text  # the page's request was logged, by its route
+        for secret in (secret_id, number, marker.decode(), token):
+            assert secret not in text, secret
