@@ -352,7 +352,7 @@ async def submit(token: str, request: Request) -> Response:
             _place(form, refused)
             return _page("form.html", 400, form=form, customer=customer)
         parsed = None  # committed: the documents own their files now
-        if outcome.verification_status != VerificationStatus.IN_PROGRESS:
+        if outcome.verification_status == VerificationStatus.RESOLVE_ERRORS:
             # Still something missing (a file not chosen): what was given is kept; ask for the rest.
             state, customer, errors = await _current(request, token)
             again = build_form(customer or {}, errors)
@@ -498,7 +498,8 @@ async def _apply(
             session, tenant_id=link.tenant_id, holder_id=holder, fields=metadata, stored=stored
         )
     verification = await verifications.submit(session, tenant_id=link.tenant_id, customer_id=link.customer_id)
-    submitted = verification.verification_status == VerificationStatus.IN_PROGRESS
+    # submitted (IN_PROGRESS), or already under review or decided: either way the link has done its work
+    submitted = verification.verification_status != VerificationStatus.RESOLVE_ERRORS
     if submitted and not await links.use(session, link=link):
         raise _LinkUsed("the link was used meanwhile")
     return _Outcome(verification.verification_status)

@@ -276,3 +276,41 @@ class TestNothingPersonalInTheLogs:
         assert '"route": "/kyc/{token}"' in text  # the page's request was logged, by its route
         for secret in (secret_id, number, marker.decode(), token):
             assert secret not in text, secret
+
+
+class TestPartialSubmission:
+    async def test_what_was_given_is_kept_and_the_rest_asked_for(self, client, auth):
+        person = await create(
+            client, auth, {**PERSON, "address": {k: v for k, v in PERSON["address"].items() if k != "city"}}
+        )
+        link = await _link(client, auth, person["id"], redirectUri=REDIRECT)
+        path = link["kycUrl"].removeprefix("http://testserver")
+        async with _page_client(client) as browser:
+            partial = await browser.post(
+                path,
+                data={"customer.address.city": "Springfield", "documents.country": "US"},
+                files={f"doc.{person['id']}.MISSING_IDENTITY_DOCUMENT": ("p.png", png(), "image/png")},
+            )
+            assert partial.status_code == 400
+            assert 'name="customer.address.city"' not in partial.text  # given: no longer asked
+            assert re.search(
+                r'id="e-doc\.[^"]+\.MISSING_PROOF_OF_ADDRESS_DOCUMENT">Proof of address is required',
+                partial.text,
+            )
+            assert "MISSING_IDENTITY_DOCUMENT" not in partial.text
+            rest = await browser.post(
+                path,
+                data={"documents.country": "US"},
+                files={
+                    f"doc.{person['id']}.MISSING_PROOF_OF_ADDRESS_DOCUMENT": (
+                        "bill.pdf",
+                        PDF,
+                        "application/pdf",
+                    )
+                },
+            )
+            assert rest.status_code == 303 and rest.headers["location"] == REDIRECT
+        statuses = [
+            v["verificationStatus"] for v in (await client.get("/verifications", auth=auth)).json()["data"]
+        ]
+        assert statuses == ["IN_PROGRESS"]  # the RESOLVE_ERRORS one moved on
