@@ -43,7 +43,7 @@ from tests.wallets.support import (
 )
 
 # Sent last: it may change what the others need (an endpoint awaiting replies, the supported currencies).
-LAST = ("updatePlatformConfig",)
+LAST = ("advanceSandboxClock", "updatePlatformConfig")  # the clock moved: quotes made before expire
 BUSINESS = {
     "customerType": "BUSINESS",
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
