@@ -24,6 +24,8 @@ from platpay.onboarding.errors import ContactNotVerified
 from platpay.onboarding.models import KycLinkRow
 from platpay.onboarding.providers import provider_for
 from platpay.onboarding.schemas import KycLinkResponse
+from platpay.tenants import service as tenants_service
+from platpay.tenants.context import TenantContext
 
 PAGE_PATH = "/kyc"  # the hosted page: {PAGE_PATH}/{token}, outside the API's base path
 _LOOPBACK_NAMES = {"localhost"}
@@ -118,6 +120,7 @@ class LinkState:
 
     link: KycLinkRow | None
     refusal: str | None  # "unknown" | "used" | "expired"
+    tenant: TenantContext | None = None  # the link's tenant (its clock decides expiry)
 
 
 async def open_link(session: AsyncSession, *, token: str, for_update: bool = False) -> LinkState:
@@ -126,11 +129,12 @@ async def open_link(session: AsyncSession, *, token: str, for_update: bool = Fal
     link = await repository.link_by_token_hash(session, token_hash=token_hash(token), for_update=for_update)
     if link is None:
         return LinkState(None, "unknown")
+    tenant = await tenants_service.load(session, tenant_id=link.tenant_id)
     if link.used_at is not None:
-        return LinkState(link, "used")
-    if clock.now() >= link.expires_at:
-        return LinkState(link, "expired")
-    return LinkState(link, None)
+        return LinkState(link, "used", tenant)
+    if clock.now(tenant) >= link.expires_at:
+        return LinkState(link, "expired", tenant)
+    return LinkState(link, None, tenant)
 
 
 async def use(session: AsyncSession, *, link: KycLinkRow) -> bool:

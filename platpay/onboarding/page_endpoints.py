@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from platpay.auth.principals import get_db
 from platpay.customers import service as customers_service
 from platpay.errors import ApiError, InvalidInput
-from platpay.kit import countries
+from platpay.kit import clock, countries
 from platpay.onboarding import documents, links, owners, requirements, uploads, verifications
 from platpay.onboarding.schemas import DOCUMENT_TYPES, BeneficialOwnerPersonalInfo
 from platpay.onboarding.state import VerificationStatus
@@ -294,6 +294,8 @@ async def _current(
 ) -> tuple[links.LinkState, dict[str, Any] | None, list[dict[str, Any]]]:
     async with get_db(request).read() as session:
         state = await links.open_link(session, token=token)
+        if state.tenant is not None:  # the page works on the link's tenant's business time
+            clock.use(state.tenant.clock)
         if state.refusal is not None or state.link is None:
             return state, None, []
         customer = await customers_service.get_customer(

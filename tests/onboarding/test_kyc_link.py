@@ -314,3 +314,15 @@ class TestPartialSubmission:
             v["verificationStatus"] for v in (await client.get("/verifications", auth=auth)).json()["data"]
         ]
         assert statuses == ["IN_PROGRESS"]  # the RESOLVE_ERRORS one moved on
+
+
+class TestTheTenantsClock:
+    async def test_a_link_expires_on_the_sandbox_tenants_clock(self, client, auth):
+        person = await create(client, auth, PERSON)
+        link = await _link(client, auth, person["id"])
+        path = link["kycUrl"].removeprefix("http://testserver")
+        moved = await client.post("/sandbox/clock/advance", auth=auth, json={"seconds": 2 * 86400})
+        assert moved.status_code == 200, moved.text
+        async with _page_client(client) as browser:
+            page = await browser.get(path)
+        assert page.status_code == 410 and "expired" in page.text.lower()

@@ -3,8 +3,8 @@
 Verifications, beneficial owners, documents (metadata; files live in the document store) and KYC links
 (platpay/onboarding).
 
-Revision ID: 0007_onboarding
-Revises: 0006
+Revision ID: 0008_onboarding
+Revises: 0007_clocks
 Create Date: 2026-11-26 02:10:00.000000
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0007_onboarding'
-down_revision: str | None = '0006'
+revision: str = '0008_onboarding'
+down_revision: str | None = '0007_clocks'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
