@@ -28,6 +28,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("onboarding",),
     ("platforms",),
     ("sandbox",),
     ("app", "cli", "middleware", "domains", "testing"),
