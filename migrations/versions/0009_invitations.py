@@ -3,8 +3,8 @@
 UMA invitations (the invitations domain), the one-time codes of contact verification
 (customer_contact_codes) and the contacts each customer has confirmed (customers.verified_contacts).
 
-Revision ID: 0008_invitations
-Revises: 0007_clocks
+Revision ID: 0009_invitations
+Revises: 0008_onboarding
 Create Date: 2026-11-26 02:10:00.000000
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0008_invitations'
-down_revision: str | None = '0007_clocks'
+revision: str = '0009_invitations'
+down_revision: str | None = '0008_onboarding'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
