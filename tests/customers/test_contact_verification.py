@@ -269,3 +269,18 @@ async def _tenant_id(db, customer_id: str) -> str:
         return await session.scalar(
             text("SELECT tenant_id FROM customers WHERE id = :id"), {"id": customer_id}
         )
+
+
+class TestKycLinkWaitsForContactVerification:
+    async def test_a_kyc_link_is_409_until_every_required_channel_is_verified(self, client, auth):
+        marie = await _customer(client, auth)
+        path = f"/customers/{marie['id']}/kyc-link"
+        refused = await client.post(path, auth=auth, json={})
+        assert refused.status_code == 409, refused.text
+        for channel in ("email", "phone"):
+            await client.post(
+                f"/customers/{marie['id']}/verify-{channel}/confirm", auth=auth, json={"code": "123456"}
+            )
+        created = await client.post(path, auth=auth, json={})
+        assert created.status_code == 201, created.text
+        assert created.json()["kycUrl"]
