@@ -29,6 +29,7 @@ LAYERS = (
     ("fx",),
     ("payments",),
     ("onboarding",),
+    ("invitations",),
     ("platforms",),
     ("sandbox",),
     ("app", "cli", "middleware", "domains", "testing"),

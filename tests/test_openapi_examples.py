@@ -73,6 +73,16 @@ class Prepared:
     signer: ec.EllipticCurvePrivateKey | None = None
 
 
+EUROPEAN = {
+    "customerType": "INDIVIDUAL",
+    "fullName": "Marie Curie",
+    "birthDate": "1990-11-07",
+    "nationality": "FR",
+    "address": {"line1": "1 rue de Rivoli", "postalCode": "75001", "country": "FR"},
+    "currencies": ["EUR"],
+}
+
+
 @dataclass
 class Sandbox:
     """A fresh sandbox platform ("Acme", UMA domain acme.platpay.test) holding what the examples name, and
@@ -104,8 +114,11 @@ class Sandbox:
             destination=account_destination(mxn["id"]),
         )
         assert funded_quote.status_code == 201, funded_quote.text
+        invitee = await customer(client, auth, fullName="John Roe")
         sandbox.ids = {
             ExampleIds.CUSTOMER: person["id"],
+            ExampleIds.CUSTOMER_UMA: person["umaAddress"],
+            ExampleIds.INVITEE_UMA: invitee["umaAddress"],
             ExampleIds.INTERNAL_ACCOUNT: usd["id"],
             ExampleIds.CRYPTO_INTERNAL_ACCOUNT: (await internal_account(client, auth, person["id"], "USDC"))[
                 "id"
@@ -213,6 +226,16 @@ class Sandbox:
         assert response.status_code == 201, response.text
         return {"documentId": response.json()["id"]}
 
+    async def pending_invitation(self, _example: Any) -> dict[str, str]:
+        """An invitation from the sandbox's first customer, waiting to be claimed."""
+        invitation = await self.post("/invitations", {"inviterUma": self.ids[ExampleIds.CUSTOMER_UMA]})
+        return {"invitationCode": invitation["invitationCode"]}
+
+    async def customer_needing_contact_verification(self, _example: Any) -> dict[str, str]:
+        """A customer in EUR, whose sandbox provider requires email and phone verification."""
+        european = {**EUROPEAN, "email": "marie@example.fr"}
+        return {"customerId": (await self.post("/customers", european))["id"]}
+
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
@@ -297,6 +320,10 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "refreshAuthSession": Sandbox.session_to_refresh,
     "updateInternalAccount": Sandbox.the_wallet,
     "exportInternalAccount": Sandbox.the_wallet,
+    "claimInvitation": Sandbox.pending_invitation,
+    "sendCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerEmailVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
 }
 BY_NAME = {
     "customerId": ExampleIds.CUSTOMER,

@@ -280,6 +280,9 @@ class ExampleIds:
     BUSINESS_CUSTOMER = "Customer:019542f5-b3e7-1d02-0000-000000000021"
     BENEFICIAL_OWNER = "BeneficialOwner:019542f5-b3e7-1d02-0000-000000000023"
     EMBEDDED_WALLET = "InternalAccount:019542f5-b3e7-1d02-0000-000000000022"
+    # UMA addresses of two of the sandbox's customers (an inviter and an invitee)
+    CUSTOMER_UMA = "$jane.doe@acme.platpay.test"
+    INVITEE_UMA = "$john.roe@acme.platpay.test"
 
 
 def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
