@@ -27,6 +27,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("cards",),
     ("platforms",),
     ("app", "cli", "middleware", "domains"),
 )

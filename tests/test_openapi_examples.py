@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from platpay import BASE_PATH
+from platpay.jobs.runner import JobRunner
 from platpay.kit.openapi import ExampleIds
 from tests.factories import (
     account_destination,
@@ -40,12 +41,17 @@ class Sandbox:
 
     client: httpx.AsyncClient
     auth: tuple[str, str]
+    runner: JobRunner
     ids: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str]) -> Sandbox:
-        sandbox = cls(client, auth)
+    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str], runner: JobRunner) -> Sandbox:
+        sandbox = cls(client, auth, runner)
         person = await customer(client, auth, currencies=["USD", "MXN", "USDC"])
+        approved = await client.post(
+            f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
+        )
+        assert approved.status_code == 200, approved.text  # a cardholder
         usd = await internal_account(client, auth, person["id"], "USD")
         await fund(client, auth, usd["id"], 1_000_000)
         mxn = await mxn_account(client, auth, person["id"])
@@ -92,6 +98,47 @@ class Sandbox:
         )
         return {"transactionId": payment["id"]}
 
+    async def card(self, state: str = "ACTIVE") -> str:
+        """A card of the examples' customer funded by its USD account, provisioned, in `state`."""
+        body = {
+            "cardholderId": self.ids[ExampleIds.CUSTOMER],
+            "platformCardId": "example-card-100",
+            "form": "VIRTUAL",
+            "fundingSources": [self.ids[ExampleIds.INTERNAL_ACCOUNT]],
+        }
+        card = await self.post("/cards", body)
+        await self.runner.run_until_idle()
+        if state != "ACTIVE":
+            changed = await self.client.patch(f"/cards/{card['id']}", auth=self.auth, json={"state": state})
+            assert changed.status_code == 200, changed.text
+        return card["id"]
+
+    async def card_to_change(self, example: Any) -> dict[str, str]:
+        """A card the example's move applies to (unfreezing needs a frozen one)."""
+        return {"id": await self.card("FROZEN" if example.get("state") == "ACTIVE" else "ACTIVE")}
+
+    async def active_card(self, _example: Any) -> dict[str, str]:
+        return {"id": await self.card()}
+
+    async def card_transaction(self, example: Any, *, settled: bool = False) -> dict[str, str]:
+        """A card with an authorization (settled, for a return) that the example's body is sent against:
+        its cardTransactionId is set in the body."""
+        card_id = await self.card()
+        authorization = await self.post(
+            f"/sandbox/cards/{card_id}/simulate/authorization",
+            {"amount": 1_000, "currency": {"code": "USD"}, "merchant": {"descriptor": "EXAMPLE SHOP"}},
+        )
+        if settled:
+            await self.post(
+                f"/sandbox/cards/{card_id}/simulate/clearing",
+                {"cardTransactionId": authorization["id"], "amount": 1_000},
+            )
+        example["cardTransactionId"] = authorization["id"]
+        return {"id": card_id}
+
+    async def settled_card_transaction(self, example: Any) -> dict[str, str]:
+        return await self.card_transaction(example, settled=True)
+
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
@@ -104,6 +151,10 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str]]]] 
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
     "updateCustomerById": Sandbox.customer_of_the_examples_type,
+    "updateCardById": Sandbox.card_to_change,
+    "sandboxSimulateCardAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardClearing": Sandbox.card_transaction,
+    "sandboxSimulateCardReturn": Sandbox.settled_card_transaction,
 }
 BY_NAME = {"customerId": ExampleIds.CUSTOMER, "accountId": ExampleIds.INTERNAL_ACCOUNT}
 
@@ -127,11 +178,11 @@ def _bodies(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str
     return sorted(found, key=lambda entry: entry[0] in LAST)
 
 
-async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings) -> None:
+async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings, runner) -> None:
     created = await create_platform(
         db, settings, name="Acme", currencies=["USD", "MXN", "USDC", "BTC", "EUR"]
     )
-    sandbox = await Sandbox.build(client, created["sandbox"])
+    sandbox = await Sandbox.build(client, created["sandbox"], runner)
     document = (await client.get("http://testserver/openapi.json")).json()
     bodies = _bodies(document)
     assert len(bodies) >= 18

@@ -274,6 +274,7 @@ class ExampleIds:
     MXN_EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000013"
     CRYPTO_INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000012"
     QUOTE = "Quote:019542f5-b3e7-1d02-0000-000000000006"
+    CARD_TRANSACTION = "CardTransaction:019542f5-b3e7-1d02-0000-000000000100"
 
 
 def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
