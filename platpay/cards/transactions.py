@@ -100,12 +100,16 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
     )
 
 
-async def _emit(session: AsyncSession, row: CardTransactionRow, event: str | None = None) -> CardTransaction:
-    """CARD_TRANSACTION.<STATUS> (or .<event>) with the card transaction as GET returns it."""
-    now = clock.now()
-    row.updated_at = row.last_event_at = now
-    await session.flush()
-    rendered = to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
+async def _emit(
+    session: AsyncSession, row: CardTransactionRow, event: str | None = None, *, new: bool = False
+) -> CardTransaction:
+    """CARD_TRANSACTION.<STATUS> (or .<event>) with the card transaction as GET returns it. A `new` row is
+    rendered as inserted (its times are the event's, it has no refunds yet)."""
+    if not new:
+        row.updated_at = row.last_event_at = clock.now()
+        await session.flush()
+    refunds = [] if new else (await repository.refunds_of(session, [row.id]))[row.id]
+    rendered = to_schema(row, refunds)
     await events_service.emit(
         session, tenant_id=row.tenant_id, type=f"{EVENT_FAMILY}.{event or row.status}", resource=rendered
     )
@@ -137,18 +141,20 @@ def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
 
 async def _snapshot(
     session: AsyncSession, *, tenant_id: str, account_ids: list[str]
-) -> tuple[SourceSnapshot, ...]:
+) -> tuple[tuple[SourceSnapshot, ...], dict[str, Any]]:
+    """The sources as decisioning sees them, and their account rows (for the balance webhook)."""
     balances = await ledger.balances(session, account_ids)
-    sources = []
+    sources, accounts = [], {}
     for account_id in account_ids:
         try:
             account = await accounts_service.get_internal(session, tenant_id=tenant_id, account_id=account_id)
         except NotFound:
             continue
+        accounts[account_id] = account
         sources.append(
             SourceSnapshot(account_id, account.currency, account.status, balances[account_id].available)
         )
-    return tuple(sources)
+    return tuple(sources), accounts
 
 
 async def authorize(
@@ -171,15 +177,16 @@ async def authorize(
     outcome = issuer.authorization_outcome(merchant["descriptor"])
     request = AuthorizationRequest(amount, currency, _NETWORK_DECLINES.get(outcome))
     snapshot = CardSnapshot(card.id, card.state, card.currency)
-    sources = await _snapshot(session, tenant_id=tenant.id, account_ids=source_ids)
+    sources, accounts = await _snapshot(session, tenant_id=tenant.id, account_ids=source_ids)
     transaction_id = new_id("CardTransaction")
+    held: ledger.Entry | None = None
     while True:
         decision = decisioning.decide(snapshot, sources, request)
         if not decision.approved or outcome == providers.PULL_FAILS:
             break
         assert decision.account_id is not None
         try:
-            await ledger.place_hold(
+            _, held = await ledger.place_hold(
                 session,
                 tenant_id=tenant.id,
                 account_id=decision.account_id,
@@ -235,9 +242,11 @@ async def authorize(
             tenant_id=tenant.id,
             run_at=now + issuer.pull_delay(get_settings()),
         )
-    rendered = await _emit(session, row)
-    if status == _T.AUTHORIZED and row.account_id:
-        await _balances_moved(session, tenant_id=tenant.id, account_ids=[row.account_id])
+    rendered = await _emit(session, row, new=True)
+    if held is not None and status == _T.AUTHORIZED and row.account_id:
+        await accounts_service.emit_balance_update(
+            session, account=accounts[row.account_id], balance=held.balances[row.account_id]
+        )
     return rendered
 
 
