@@ -55,16 +55,25 @@ async def _seed(base_url: str, credentials: tuple[str, str], holders: int, hot_c
 
         async def holder(n: int, cards: int) -> list[tuple[str, str]]:
             async with limit:
-                person = await ok(await client.post("/customers", json={**PERSON, "platformCustomerId": f"ch-{n}"}))
-                await ok(await client.post(f"/sandbox/customers/{person['id']}/kyc", json={"kycStatus": "APPROVED"}))
+                person = await ok(
+                    await client.post("/customers", json={**PERSON, "platformCustomerId": f"ch-{n}"})
+                )
+                await ok(
+                    await client.post(
+                        f"/sandbox/customers/{person['id']}/kyc", json={"kycStatus": "APPROVED"}
+                    )
+                )
                 account = (
                     await ok(
                         await client.get(
-                            "/customers/internal-accounts", params={"customerId": person["id"], "currency": "USD"}
+                            "/customers/internal-accounts",
+                            params={"customerId": person["id"], "currency": "USD"},
                         )
                     )
                 )["data"][0]["id"]
-                await ok(await client.post(f"/sandbox/internal-accounts/{account}/fund", json={"amount": FUND}))
+                await ok(
+                    await client.post(f"/sandbox/internal-accounts/{account}/fund", json={"amount": FUND})
+                )
                 made = []
                 for c in range(cards):
                     card = await ok(
@@ -81,7 +90,9 @@ async def _seed(base_url: str, credentials: tuple[str, str], holders: int, hot_c
                     made.append((card["id"], account))
                 return made
 
-        spread = [pair for group in await asyncio.gather(*(holder(n, 1) for n in range(holders))) for pair in group]
+        spread = [
+            pair for group in await asyncio.gather(*(holder(n, 1) for n in range(holders))) for pair in group
+        ]
         hot = await holder(holders, hot_cards)
         for _ in range(300):  # the embedded runner provisions them
             listed = await ok(await client.get("/cards", params={"state": "ACTIVE", "limit": 1}))
@@ -214,9 +225,10 @@ def main() -> None:
     wrk = ensure_wrk()
     print(machine_summary(), flush=True)
     results = []
-    with tempfile.TemporaryDirectory(prefix="card-auth-") as tmp, pg_database(
-        args.pg_admin_url, prefix="platpay_bench_cards"
-    ) as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="card-auth-") as tmp,
+        pg_database(args.pg_admin_url, prefix="platpay_bench_cards") as url,
+    ):
         workdir = Path(tmp)
         dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
         target = start_platpay("postgres", url, workdir, {}, workers=args.workers)
@@ -241,12 +253,22 @@ def main() -> None:
                 }
                 for n in connections:
                     if args.warmup > 0:
-                        run_pgbench(dsn, script, defines, clients=n, seconds=args.warmup, workdir=workdir, log=False)
-                    base = run_pgbench(dsn, script, defines, clients=n, seconds=args.duration, workdir=workdir, log=True)
+                        run_pgbench(
+                            dsn, script, defines, clients=n, seconds=args.warmup, workdir=workdir, log=False
+                        )
+                    base = run_pgbench(
+                        dsn, script, defines, clients=n, seconds=args.duration, workdir=workdir, log=True
+                    )
                     if args.warmup > 0:
                         run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.warmup)
                     out = parse_wrk(run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.duration))
-                    mine = Rate(out.rps, out.p50_ms, out.p99_ms, out.requests, out.non_2xx + sum(out.socket_errors.values()))
+                    mine = Rate(
+                        out.rps,
+                        out.p50_ms,
+                        out.p99_ms,
+                        out.requests,
+                        out.non_2xx + sum(out.socket_errors.values()),
+                    )
                     results.append((scenario, n, base, mine))
                     print(
                         f"{scenario:6} c={n:<3} pgbench {base.rps:8.0f}/s p50 {base.p50_ms:6.2f} p99 {base.p99_ms:6.2f} ms"

@@ -138,7 +138,9 @@ async def update_card(
 
 
 @router.get(
-    "/cards/{id}/transactions", operation_id="listCardTransactions", response_model=CardTransactionListResponse
+    "/cards/{id}/transactions",
+    operation_id="listCardTransactions",
+    response_model=CardTransactionListResponse,
 )
 async def list_card_transactions(
     id: str,
@@ -176,7 +178,9 @@ async def list_account_card_transactions(
 
 
 @router.get(
-    "/card-transactions/{cardTransactionId}", operation_id="getCardTransactionById", response_model=CardTransaction
+    "/card-transactions/{cardTransactionId}",
+    operation_id="getCardTransactionById",
+    response_model=CardTransaction,
 )
 async def get_card_transaction(
     cardTransactionId: str, request: Request, principal: Principal = Viewer
@@ -232,7 +236,11 @@ async def simulate_clearing(
     return await idem.run(
         body,
         lambda s: transactions.clear(
-            s, tenant=principal.tenant, card_id=id, transaction_id=body.card_transaction_id, amount=body.amount
+            s,
+            tenant=principal.tenant,
+            card_id=id,
+            transaction_id=body.card_transaction_id,
+            amount=body.amount,
         ),
         status=200,
     )
@@ -254,7 +262,11 @@ async def simulate_return(
     return await idem.run(
         body,
         lambda s: transactions.return_(
-            s, tenant=principal.tenant, card_id=id, transaction_id=body.card_transaction_id, amount=body.amount
+            s,
+            tenant=principal.tenant,
+            card_id=id,
+            transaction_id=body.card_transaction_id,
+            amount=body.amount,
         ),
         status=200,
     )
@@ -273,7 +285,7 @@ async def pan_embed(token: str, request: Request) -> HTMLResponse:
         found = await cards_service.embed_page_card(session, token=token)
     if found is None:
         return HTMLResponse("<!doctype html><p>no such card</p>", status_code=404)
-    card, issued = found
+    _card, issued = found
     page = _EMBED_PAGE.format(
         last4=html.escape(issued.last4),
         brand=html.escape(issued.brand),

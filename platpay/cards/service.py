@@ -180,7 +180,9 @@ async def issue_card(
     return to_schema(card, funding_sources)
 
 
-async def _move(session: AsyncSession, card: CardRow, trigger: CardTrigger, *, reason: str | None = None) -> None:
+async def _move(
+    session: AsyncSession, card: CardRow, trigger: CardTrigger, *, reason: str | None = None
+) -> None:
     card.state = CARD.fire(card.state, trigger, subject=card.id)
     if reason is not None:
         card.state_reason = reason

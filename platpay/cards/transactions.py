@@ -446,7 +446,9 @@ async def confirm_pull(session: AsyncSession, *, tenant_id: str, transaction_id:
     await _emit(session, row, UPDATED)
 
 
-async def get_transaction(session: AsyncSession, *, tenant: TenantContext, transaction_id: str) -> CardTransaction:
+async def get_transaction(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str
+) -> CardTransaction:
     row = await repository.get_transaction(session, tenant_id=tenant.id, transaction_id=transaction_id)
     if row is None:
         raise CardTransactionNotFound(
@@ -464,9 +466,14 @@ async def list_transactions(
     account_id: str | None = None,
     status: str | None = None,
 ) -> tuple[PageResult[CardTransactionRow], list[CardTransaction]]:
-    if card_id is not None and await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
+    if (
+        card_id is not None
+        and await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None
+    ):
         raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
-    stmt = repository.transaction_query(tenant_id=tenant.id, card_id=card_id, account_id=account_id, status=status)
+    stmt = repository.transaction_query(
+        tenant_id=tenant.id, card_id=card_id, account_id=account_id, status=status
+    )
     page = await paginate(session, stmt, id_column=CardTransactionRow.id, params=params)
     refunds = await repository.refunds_of(session, [row.id for row in page.items])
     return page, [to_schema(row, refunds[row.id]) for row in page.items]

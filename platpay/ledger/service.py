@@ -356,15 +356,15 @@ async def capture_hold(
     )
 
 
-async def release_hold(
-    session: AsyncSession, *, tenant_id: str, reference: str, kind: str
-) -> Entry | None:
+async def release_hold(session: AsyncSession, *, tenant_id: str, reference: str, kind: str) -> Entry | None:
     """Give back whatever the hold still reserves (HELD → AVAILABLE) and close it; None when nothing
     remained (already captured or released: releasing twice moves nothing)."""
     hold = await hold_of(session, tenant_id=tenant_id, reference=reference)
     if hold is None or hold.status != "OPEN" or hold.remaining == 0:
         return None
-    account_id, currency = await _take(session, tenant_id=tenant_id, reference=reference, amount=hold.remaining)
+    account_id, currency = await _take(
+        session, tenant_id=tenant_id, reference=reference, amount=hold.remaining
+    )
     return await post(
         session,
         tenant_id=tenant_id,

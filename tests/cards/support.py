@@ -21,14 +21,18 @@ async def approved_cardholder(client, auth, **extra: Any) -> dict[str, Any]:
     return response.json()
 
 
-async def funded_account(client, auth, customer_id: str, amount: int, currency: str = "USD") -> dict[str, Any]:
+async def funded_account(
+    client, auth, customer_id: str, amount: int, currency: str = "USD"
+) -> dict[str, Any]:
     account = await internal_account(client, auth, customer_id, currency)
     if amount:
         await fund(client, auth, account["id"], amount)
     return account
 
 
-async def issue(client, auth, holder_id: str, sources: list[str], platform_card_id: str = "card-test-100", **extra):
+async def issue(
+    client, auth, holder_id: str, sources: list[str], platform_card_id: str = "card-test-100", **extra
+):
     body = {"cardholderId": holder_id, "form": "VIRTUAL", "fundingSources": sources, **extra}
     if platform_card_id is not None:
         body["platformCardId"] = platform_card_id
@@ -51,7 +55,9 @@ async def active_card(client, auth, runner, holder_id: str, sources: list[str], 
     return card
 
 
-async def authorize(client, auth, card_id: str, amount: int, descriptor: str = "BLUE BOTTLE SF", currency="USD"):
+async def authorize(
+    client, auth, card_id: str, amount: int, descriptor: str = "BLUE BOTTLE SF", currency="USD"
+):
     return await client.post(
         f"/sandbox/cards/{card_id}/simulate/authorization",
         auth=auth,

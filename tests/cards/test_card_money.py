@@ -56,7 +56,9 @@ class TestAuthorization:
         [(kind, data)] = await events(db, "CARD_TRANSACTION.")
         assert kind == "CARD_TRANSACTION.AUTHORIZED" and data == transaction
 
-    async def test_a_decline_is_recorded_with_its_reason_and_moves_nothing(self, client, auth, db, setup) -> None:
+    async def test_a_decline_is_recorded_with_its_reason_and_moves_nothing(
+        self, client, auth, db, setup
+    ) -> None:
         response = await authorize(client, auth, setup["card"], 10_001)
         assert response.status_code == 200, response.text
         declined = response.json()
@@ -73,7 +75,9 @@ class TestAuthorization:
         assert declined["status"] == "DECLINED" and declined["declineReason"] == reason
         assert await balance(client, auth, setup["customer"]) == (10_000, 10_000)
 
-    async def test_a_frozen_card_declines_card_paused_and_resumes_when_unfrozen(self, client, auth, setup) -> None:
+    async def test_a_frozen_card_declines_card_paused_and_resumes_when_unfrozen(
+        self, client, auth, setup
+    ) -> None:
         await patch(client, auth, setup["card"], state="FROZEN")
         declined = (await authorize(client, auth, setup["card"], 100)).json()
         assert declined["declineReason"] == "CARD_PAUSED"
@@ -87,7 +91,9 @@ class TestAuthorization:
     async def test_holds_add_up_until_the_money_runs_out(self, client, auth, db, setup) -> None:
         for _ in range(4):
             await approved(client, auth, setup["card"], 2_500)
-        assert (await authorize(client, auth, setup["card"], 1)).json()["declineReason"] == "INSUFFICIENT_FUNDS"
+        assert (await authorize(client, auth, setup["card"], 1)).json()[
+            "declineReason"
+        ] == "INSUFFICIENT_FUNDS"
         assert await balance(client, auth, setup["customer"]) == (0, 10_000)
         await _held_equals_open_holds(client, auth, db, setup)
 
@@ -101,7 +107,9 @@ class TestAuthorization:
         assert confirmed["pullSummary"]["pendingCount"] == 0 and confirmed["status"] == "AUTHORIZED"
         assert [k for k, _ in await events(db, "CARD_TRANSACTION.")][-1] == "CARD_TRANSACTION.UPDATED"
 
-    async def test_a_failed_pull_confirmation_is_an_exception_that_took_nothing(self, client, auth, setup) -> None:
+    async def test_a_failed_pull_confirmation_is_an_exception_that_took_nothing(
+        self, client, auth, setup
+    ) -> None:
         failed = (await authorize(client, auth, setup["card"], 300, descriptor="GAS-006")).json()
         assert failed["status"] == "EXCEPTION"
         assert await balance(client, auth, setup["customer"]) == (10_000, 10_000)
@@ -119,7 +127,10 @@ class TestClearing:
         assert await balance(client, auth, setup["customer"]) == (7_000, 9_000)
         await _held_equals_open_holds(client, auth, db, setup)
         second = (await clear(client, auth, setup["card"], transaction["id"], 2_000)).json()
-        assert second["status"] == "SETTLED" and second["settlementSummary"] == {"count": 2, "totalAmount": 3_000}
+        assert second["status"] == "SETTLED" and second["settlementSummary"] == {
+            "count": 2,
+            "totalAmount": 3_000,
+        }
         assert await balance(client, auth, setup["customer"]) == (7_000, 7_000)
         assert await open_holds(db, setup["account"]) == 0
 
@@ -145,7 +156,9 @@ class TestClearing:
         assert settled["pullSummary"] == {"count": 2, "totalAmount": 2_400, "pendingCount": 0}
         assert await balance(client, auth, setup["customer"]) == (7_600, 7_600)
 
-    async def test_an_uncovered_pull_is_an_exception_and_the_operators_loss(self, client, auth, db, setup) -> None:
+    async def test_an_uncovered_pull_is_an_exception_and_the_operators_loss(
+        self, client, auth, db, setup
+    ) -> None:
         transaction = await approved(client, auth, setup["card"], 9_000)
         exception = (await clear(client, auth, setup["card"], transaction["id"], 12_000)).json()
         assert exception["status"] == "EXCEPTION" and exception["settledAmount"]["amount"] == 12_000
@@ -162,7 +175,10 @@ class TestClearing:
 
     async def test_an_unknown_transaction_is_named(self, client, auth, setup) -> None:
         response = await clear(client, auth, setup["card"], "CardTransaction:nope", 10)
-        assert response.status_code == 400 and response.json()["details"]["fields"][0]["field"] == "cardTransactionId"
+        assert (
+            response.status_code == 400
+            and response.json()["details"]["fields"][0]["field"] == "cardTransactionId"
+        )
         response = await clear(client, auth, "Card:nope", "CardTransaction:nope", 10)
         assert response.status_code == 404
 
@@ -237,7 +253,9 @@ class TestReads:
         declined = (await authorize(client, auth, setup["card"], 10**6)).json()
         await fund(client, auth, setup["account"], 1)
         listed = (await client.get(f"/cards/{setup['card']}/transactions", auth=auth)).json()
-        assert [t["id"] for t in listed["data"]] == [declined["id"], first["id"]] and listed["totalCount"] == 2
+        assert [t["id"] for t in listed["data"]] == [declined["id"], first["id"]] and listed[
+            "totalCount"
+        ] == 2
         only = (
             await client.get(f"/cards/{setup['card']}/transactions", auth=auth, params={"status": "DECLINED"})
         ).json()

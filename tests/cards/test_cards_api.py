@@ -48,7 +48,9 @@ class TestIssue:
         assert [(t, d["state"]) for t, d in changes] == [("card.state_change", "ACTIVE")]
         assert changes[0][1] == active
 
-    async def test_the_pan_embed_page_shows_the_number_ending_in_last4(self, client, auth, runner, holder) -> None:
+    async def test_the_pan_embed_page_shows_the_number_ending_in_last4(
+        self, client, auth, runner, holder
+    ) -> None:
         card = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
         path = card["panEmbedUrl"].split("://", 1)[1].split("/", 1)[1]
         page = await client.get(f"http://testserver/{path}")
@@ -56,7 +58,9 @@ class TestIssue:
         assert card["last4"] in page.text and "CVV" in page.text
         assert (await client.get("http://testserver/card-embed/not-a-token")).status_code == 404
 
-    async def test_the_same_card_number_is_shown_for_the_same_card(self, client, auth, runner, holder) -> None:
+    async def test_the_same_card_number_is_shown_for_the_same_card(
+        self, client, auth, runner, holder
+    ) -> None:
         card = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
         path = "/" + card["panEmbedUrl"].split("://", 1)[1].split("/", 1)[1]
         first = await client.get(f"http://testserver{path}")
@@ -106,7 +110,11 @@ class TestIssue:
         self, client, auth, runner, holder, db, suffix, state, reason
     ) -> None:
         response = await issue(
-            client, auth, holder["customer"]["id"], [holder["account"]["id"]], platform_card_id=f"emp-{suffix}"
+            client,
+            auth,
+            holder["customer"]["id"],
+            [holder["account"]["id"]],
+            platform_card_id=f"emp-{suffix}",
         )
         await runner.run_until_idle()
         card = await get_card(client, auth, response.json()["id"])
@@ -145,7 +153,9 @@ class TestRead:
         other_account = await funded_account(client, auth, other["id"], 0)
         mine = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
         pending = (
-            await issue(client, auth, holder["customer"]["id"], [holder["account"]["id"]], platform_card_id="p-001")
+            await issue(
+                client, auth, holder["customer"]["id"], [holder["account"]["id"]], platform_card_id="p-001"
+            )
         ).json()
         theirs = await active_card(
             client, auth, runner, other["id"], [other_account["id"]], platform_card_id="theirs-1"
@@ -166,10 +176,14 @@ class TestRead:
         assert (await client.get("/cards", auth=auth, params={"state": "NOPE"})).status_code == 400
         page = (await client.get("/cards", auth=auth, params={"limit": 2})).json()
         assert page["hasMore"] and page["totalCount"] == 3 and len(page["data"]) == 2
-        rest = (await client.get("/cards", auth=auth, params={"limit": 2, "cursor": page["nextCursor"]})).json()
+        rest = (
+            await client.get("/cards", auth=auth, params={"limit": 2, "cursor": page["nextCursor"]})
+        ).json()
         assert [c["id"] for c in rest["data"]] == [mine["id"]] and not rest["hasMore"]
 
-    async def test_another_tenants_card_is_not_found(self, client, auth, runner, holder, platform, db, settings) -> None:
+    async def test_another_tenants_card_is_not_found(
+        self, client, auth, runner, holder, platform, db, settings
+    ) -> None:
         card = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
         stranger = (await create_platform(db, settings, name="Other"))["sandbox"]
         for credentials in (stranger, platform["production"]):
@@ -214,7 +228,9 @@ class TestPatch:
 
     async def test_a_card_being_issued_cannot_move(self, client, auth, holder) -> None:
         card = (
-            await issue(client, auth, holder["customer"]["id"], [holder["account"]["id"]], platform_card_id="x-001")
+            await issue(
+                client, auth, holder["customer"]["id"], [holder["account"]["id"]], platform_card_id="x-001"
+            )
         ).json()
         for target in ("ACTIVE", "FROZEN"):
             response = await patch(client, auth, card["id"], state=target)
@@ -228,7 +244,12 @@ class TestPatch:
 
     @pytest.mark.parametrize(
         "body",
-        [{}, {"fundingSources": []}, {"state": "CLOSED", "fundingSources": ["InternalAccount:x"]}, {"state": "GONE"}],
+        [
+            {},
+            {"fundingSources": []},
+            {"state": "CLOSED", "fundingSources": ["InternalAccount:x"]},
+            {"state": "GONE"},
+        ],
     )
     async def test_invalid_bodies_are_400(self, client, auth, runner, holder, body) -> None:
         card = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
@@ -236,20 +257,26 @@ class TestPatch:
         assert response.status_code == 400 and response.json()["code"] == "INVALID_INPUT", response.text
         assert (await get_card(client, auth, card["id"]))["state"] == "ACTIVE"
 
-    async def test_funding_sources_are_replaced_with_their_webhook(self, client, auth, runner, holder, db) -> None:
+    async def test_funding_sources_are_replaced_with_their_webhook(
+        self, client, auth, runner, holder, db
+    ) -> None:
         card = await active_card(client, auth, runner, holder["customer"]["id"], [holder["account"]["id"]])
         usdc = await internal_account(client, auth, holder["customer"]["id"], "USDC")
         wrong = await patch(client, auth, card["id"], fundingSources=[usdc["id"]])
         assert wrong.status_code == 400 and wrong.json()["code"] == "FUNDING_SOURCE_INELIGIBLE"
-        response = await patch(client, auth, card["id"], state="FROZEN", fundingSources=[holder["account"]["id"]])
+        response = await patch(
+            client, auth, card["id"], state="FROZEN", fundingSources=[holder["account"]["id"]]
+        )
         assert response.status_code == 200, response.text
         assert response.json()["state"] == "FROZEN"
-        [(kind, data)] = await events(db, "card.funding_source_change")
+        [(_kind, data)] = await events(db, "card.funding_source_change")
         assert data["fundingSources"] == [holder["account"]["id"]] and data["state"] == "FROZEN"
 
 
 class TestWalletFundedCards:
-    async def test_a_patch_needs_the_retry_signed_by_a_session_of_the_wallet(self, client, auth, runner) -> None:
+    async def test_a_patch_needs_the_retry_signed_by_a_session_of_the_wallet(
+        self, client, auth, runner
+    ) -> None:
         person = await approved_cardholder(client, auth)
         wallet_account = await internal_account(client, auth, person["id"], "USDB")
         wallet = Wallet(client, auth, wallet_account)
@@ -262,7 +289,10 @@ class TestWalletFundedCards:
         assert set(challenge) >= {"payloadToSign", "requestId", "expiresAt"}
         assert (await get_card(client, auth, card["id"]))["state"] == "ACTIVE"
         unsigned = await client.patch(
-            f"/cards/{card['id']}", auth=auth, json={"state": "FROZEN"}, headers={"Request-Id": challenge["requestId"]}
+            f"/cards/{card['id']}",
+            auth=auth,
+            json={"state": "FROZEN"},
+            headers={"Request-Id": challenge["requestId"]},
         )
         assert unsigned.status_code == 401
         second = await patch(client, auth, card["id"], state="FROZEN")
@@ -275,7 +305,10 @@ class TestWalletFundedCards:
         assert other_body.status_code == 401 and other_body.json()["code"] == "WALLET_SIGNATURE_BODY_MISMATCH"
         third = await patch(client, auth, card["id"], state="FROZEN")
         signed = await client.patch(
-            f"/cards/{card['id']}", auth=auth, json={"state": "FROZEN"}, headers=signed_headers(wallet.key, third.json())
+            f"/cards/{card['id']}",
+            auth=auth,
+            json={"state": "FROZEN"},
+            headers=signed_headers(wallet.key, third.json()),
         )
         assert signed.status_code == 200, signed.text
         assert signed.json()["state"] == "FROZEN"

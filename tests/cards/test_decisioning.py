@@ -19,7 +19,9 @@ from platpay.cards.decisioning import (
 CARD = CardSnapshot("Card:1", "ACTIVE", "USD")
 
 
-def source(account_id: str, available: int, *, currency: str = "USD", status: str = "ACTIVE") -> SourceSnapshot:
+def source(
+    account_id: str, available: int, *, currency: str = "USD", status: str = "ACTIVE"
+) -> SourceSnapshot:
     return SourceSnapshot(account_id, currency, status, available)
 
 
@@ -105,7 +107,10 @@ def test_exhaustively_over_small_worlds() -> None:
     for state, currency, network in itertools.product(states, ["USD", "EUR"], [None, *DeclineReason]):
         card = CardSnapshot("Card:1", state, "USD")
         for first, second in itertools.product(source_options, repeat=2):
-            sources = (SourceSnapshot("A", first[1], first[0], first[2]), SourceSnapshot("B", second[1], second[0], second[2]))
+            sources = (
+                SourceSnapshot("A", first[1], first[0], first[2]),
+                SourceSnapshot("B", second[1], second[0], second[2]),
+            )
             decision = decide(card, sources, request(amount, currency, network))
             if network is not None:
                 expected = Decision.decline(network)
@@ -119,10 +124,16 @@ def test_exhaustively_over_small_worlds() -> None:
                 expected = Decision.decline(DeclineReason.CURRENCY_MISMATCH)
             else:
                 payer = next(
-                    (s.account_id for s in sources if s.status == "ACTIVE" and s.currency == "USD" and s.available >= amount),
+                    (
+                        s.account_id
+                        for s in sources
+                        if s.status == "ACTIVE" and s.currency == "USD" and s.available >= amount
+                    ),
                     None,
                 )
-                expected = Decision.approve(payer) if payer else Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+                expected = (
+                    Decision.approve(payer) if payer else Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+                )
             assert decision == expected, (state, currency, network, sources)
             checked += 1
     assert checked == 4 * 2 * 6 * 16 * 16

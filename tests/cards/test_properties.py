@@ -159,13 +159,13 @@ class Model:
 
 class TestCardMoneyProperties:
     @hypothesis_settings(
-        max_examples=12,
+        max_examples=8,
         deadline=None,
         derandomize=True,
         database=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(sequence=st.lists(actions, min_size=4, max_size=18))
+    @given(sequence=st.lists(actions, min_size=4, max_size=14))
     async def test_balances_follow_the_model_and_no_hold_leaks(self, client, db, settings, runner, sequence):
         auth = (await create_platform(db, settings))["sandbox"]  # a fresh tenant for every example
         person = await approved_cardholder(client, auth)
