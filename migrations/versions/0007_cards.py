@@ -100,7 +100,7 @@ def upgrade() -> None:
     sa.Column('pull_amount', sa.BigInteger(), nullable=False),
     sa.Column('pull_pending', sa.Integer(), nullable=False),
     sa.Column('loss_amount', sa.BigInteger(), nullable=False),
-    sa.Column('outcome', sa.String(length=24), nullable=True),
+    sa.Column('outcome', sa.String(length=32), nullable=True),
     sa.Column('authorized_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),
     sa.Column('last_event_at', platpay.db.types.UtcDateTime(timezone=True), nullable=True),
     sa.Column('created_at', platpay.db.types.UtcDateTime(timezone=True), nullable=False),

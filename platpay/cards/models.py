@@ -82,7 +82,7 @@ class CardTransactionRow(Base):
     pull_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # hold + post-hoc pulls, covered
     pull_pending: Mapped[int] = mapped_column(Integer, default=0)
     loss_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # what the operator absorbed
-    outcome: Mapped[str | None] = mapped_column(String(24))  # the issuer's scenario (sandbox suffixes)
+    outcome: Mapped[str | None] = mapped_column(String(32))  # the issuer's scenario (sandbox suffixes)
     authorized_at: Mapped[datetime] = mapped_column(UtcDateTime())
     last_event_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -56,20 +56,26 @@ async def test_no_authorization_is_approved_after_a_freeze_commits(client, auth,
     frozen_at: list[float] = []
     results: list[tuple[float, dict]] = []
 
-    async def auth_one(delay: float) -> None:
-        await asyncio.sleep(delay)
-        started = loop.time()
-        response = await authorize(client, auth, setup["card"], 100)
-        assert response.status_code == 200, response.text
-        results.append((started, response.json()))
+    async def authorizing() -> None:
+        """Authorize again and again until two of its own began after the freeze committed."""
+        began_after = 0
+        for _ in range(60):
+            started = loop.time()
+            response = await authorize(client, auth, setup["card"], 100)
+            assert response.status_code == 200, response.text
+            results.append((started, response.json()))
+            if frozen_at and started > frozen_at[0]:
+                began_after += 1
+                if began_after == 2:
+                    return
 
     async def freeze() -> None:
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
         response = await patch(client, auth, setup["card"], state="FROZEN")
         assert response.status_code == 200, response.text
         frozen_at.append(loop.time())  # its transaction committed before it answered
 
-    await asyncio.gather(freeze(), *(auth_one(i * 0.002) for i in range(40)))
+    await asyncio.gather(freeze(), *(authorizing() for _ in range(8)))
     after = [t for started, t in results if started > frozen_at[0]]
     assert after, "some authorizations began after the freeze committed"
     assert all(t["status"] == "DECLINED" and t["declineReason"] == "CARD_PAUSED" for t in after)
