@@ -12,6 +12,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Transactor, Viewer, get_db
 from platpay.cards import service as cards_service
 from platpay.cards import transactions
+from platpay.cards.errors import CardNotFound
 from platpay.cards.schemas import (
     AUTHORIZATION_EXAMPLES,
     CARD_CREATE_EXAMPLES,
@@ -32,13 +33,13 @@ from platpay.cards.schemas import (
 from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
-from platpay.kit.routing import api_router
+from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
 from platpay.wallets.signed_endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
 sandbox_router = api_router(tags=["Sandbox"])
-embed_router = APIRouter(include_in_schema=False)
+embed_router = APIRouter(tags=["Cards"])
 SIGNED_CHALLENGE = {202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
 
 # GET /cards?state= documents the reference's values (a generated client sends them); PROCESSING is the
@@ -278,13 +279,21 @@ _EMBED_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Card {l
 &nbsp; CVV <span id="cvv">{cvv}</span></p></body></html>"""
 
 
-@embed_router.get("/card-embed/{token}", response_class=HTMLResponse)
+@embed_router.get(
+    "/card-embed/{token}",
+    operation_id="getCardPanEmbedPage",
+    response_class=HTMLResponse,
+    responses={
+        200: {"content": {"text/html": {}}, "description": "the card's number, expiry and CVV"},
+        404: documented_error(404, "no live card has this token"),
+    },
+)
 async def pan_embed(token: str, request: Request) -> HTMLResponse:
     """The page panEmbedUrl points at: the card's number, expiry and CVV (sandbox test numbers)."""
     async with get_db(request).read() as session:
         found = await cards_service.embed_page_card(session, token=token)
     if found is None:
-        return HTMLResponse("<!doctype html><p>no such card</p>", status_code=404)
+        raise CardNotFound("no live card has this embed token")
     _card, issued = found
     page = _EMBED_PAGE.format(
         last4=html.escape(issued.last4),
