@@ -9,7 +9,7 @@ random cardholders, each card on its own funded account) and `hot` (random cards
 funded by the same account: every hold updates one balance row). A benchmark, not a test.
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
-same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR SHARE; its funding
+same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE; its funding
 sources; the sources' balances and accounts; the conditional balance UPDATE … RETURNING (the hold); INSERT
 journal entry; INSERT 2 postings; INSERT the ledger hold; INSERT the card transaction; INSERT event
 CARD_TRANSACTION.AUTHORIZED; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the balance the hold's UPDATE
@@ -150,7 +150,7 @@ def pgbench_script(scenario: str) -> str:
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
         "BEGIN;",
         f"SELECT c.* , b.account_id AS bench_account FROM cards c JOIN bench_cards b ON b.card_id = c.id "
-        f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant FOR SHARE OF c \\gset",
+        f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant FOR UPDATE OF c \\gset",
         "SELECT card_id, account_id FROM card_funding_sources WHERE card_id IN (:id) ORDER BY card_id, position;",
         "SELECT id, available, held FROM ledger_accounts WHERE id IN (:bench_account);",
         "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",

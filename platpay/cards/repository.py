@@ -21,8 +21,8 @@ async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids
 async def get_card(
     session: AsyncSession, *, tenant_id: str, card_id: str, lock: str | None = None
 ) -> CardRow | None:
-    """`lock`: "update" (a change of the card) or "share" (an authorization: many at once, none while
-    the card changes; after a change commits they read the new state)."""
+    """`lock`: "update" (a change of the card, an authorization: after a change commits the next reads the
+    new state) or "share"."""
     stmt = select(CardRow).where(CardRow.id == card_id, CardRow.tenant_id == tenant_id)
     if lock == "update":
         stmt = stmt.with_for_update()

@@ -13,8 +13,11 @@ account, S = a funding source):
   available;
 - return r: N −r, S available +r, and a CardRefund.
 
-Concurrency: an authorization holds its card FOR SHARE (a freeze or close waits for authorizations in flight,
-and those after it see the new state); clearings, expiries and returns lock the card transaction FOR UPDATE,
+Concurrency: an authorization locks its card (FOR UPDATE: a freeze or close waits for the authorizations in
+flight, and those after it see the new state; FOR SHARE would let a stream of authorizations on one card
+starve a freeze, since PostgreSQL grants a new share lock beside held ones ahead of a waiting exclusive one;
+a card's authorizations one at a time cost nothing: the hot row of a card program is its funding account,
+not its cards); clearings, expiries and returns lock the card transaction FOR UPDATE,
 so a clearing racing an expiry is applied one after the other, and the hold is a conditional UPDATE that can
 be taken from only once.
 """
@@ -169,7 +172,7 @@ async def authorize(
     """An authorization as the network sends it: decided, and either approved with a hold on the chosen
     source (same transaction as the CardTransaction) or declined and recorded with its reason."""
     _sandbox_only(tenant, card_id)
-    card = await repository.get_card(session, tenant_id=tenant.id, card_id=card_id, lock="share")
+    card = await repository.get_card(session, tenant_id=tenant.id, card_id=card_id, lock="update")
     if card is None:
         raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
     source_ids = (await repository.sources_of(session, [card.id]))[card.id]
