@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "platpay"
 LAYERS = (
     ("kit", "config", "errors", "logging", "metrics", "db"),
     ("jobs",),
+    ("clocks",),
     ("tenants",),
     ("auth",),
     ("events",),
@@ -28,8 +29,10 @@ LAYERS = (
     ("fx",),
     ("payments",),
     ("cards",),
+    ("onboarding",),
     ("platforms",),
-    ("app", "cli", "middleware", "domains"),
+    ("sandbox",),
+    ("app", "cli", "middleware", "domains", "testing"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])

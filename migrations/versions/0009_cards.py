@@ -3,8 +3,8 @@
 The cards domain's tables (cards, their ordered funding sources, card transactions, card refunds) and the
 ledger's holds (money reserved on an account for one business object, e.g. a card authorization).
 
-Revision ID: 0007_cards
-Revises: 0006
+Revision ID: 0009_cards
+Revises: 0008_onboarding
 Create Date: 2026-11-26 02:10:00.000000
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0007_cards'
-down_revision: str | None = '0006'
+revision: str = '0009_cards'
+down_revision: str | None = '0008_onboarding'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
