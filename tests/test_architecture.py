@@ -28,6 +28,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("cards",),
     ("onboarding",),
     ("invitations",),
     ("platforms",),
