@@ -206,6 +206,7 @@ LEAN_MODULES = {
     "customers/repository.py",  # the owner's columns and row in the transfer path's one read
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
+    "cards/repository.py",  # an authorization's card read (FOR UPDATE, with its sources) and its INSERT
 }
 
 
