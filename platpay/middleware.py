@@ -124,7 +124,8 @@ class EdgeMiddleware:
                 log_request(
                     request_id,
                     method=method,
-                    path=scope["path"],
+                    # a path holding a secret (an agent's device code) is logged as its template
+                    path=BASE_PATH + template if "{code}" in template else scope["path"],
                     route=template,
                     status=status,
                     duration_ms=round(elapsed * 1000, 2),

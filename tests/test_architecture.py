@@ -27,6 +27,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("agents",),
     ("platforms",),
     ("app", "cli", "middleware", "domains"),
 )
@@ -201,6 +202,7 @@ LEAN_MODULES = {
     "customers/repository.py",  # the owner's columns and row in the transfer path's one read
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
+    "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
 }
 
 
