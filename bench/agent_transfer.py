@@ -25,6 +25,7 @@ import secrets
 import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +98,13 @@ end
     )
 
 
-def measure(wrk: str, url: str, lua: Path, args: argparse.Namespace) -> dict[str, Any]:
+def measure(wrk: str, url: str, script: Callable[[], Path], args: argparse.Namespace) -> dict[str, Any]:
+    """Warm up, then one measured run, each with a fresh script (so no Idempotency-Key repeats)."""
     if args.warmup > 0:
-        run_wrk(wrk, url, lua, connections=args.connections, threads=1, seconds=args.warmup)
-    result = parse_wrk(run_wrk(wrk, url, lua, connections=args.connections, threads=1, seconds=args.duration))
+        run_wrk(wrk, url, script(), connections=args.connections, threads=1, seconds=args.warmup)
+    result = parse_wrk(
+        run_wrk(wrk, url, script(), connections=args.connections, threads=1, seconds=args.duration)
+    )
     return {"rps": result.rps, "p50": result.p50_ms, "p99": result.p99_ms, "errors": result.non_2xx}
 
 
@@ -132,11 +136,19 @@ def main() -> None:
             base = f"http://127.0.0.1:{target.port}"
             tokens = asyncio.run(_agents(base, target.credentials, pairs))
             results: dict[str, list[dict[str, Any]]] = {"platform": [], "agent": []}
+            credentials = target.credentials
+
+            def platform_lua() -> Path:
+                path = workdir / f"platform_{secrets.token_hex(4)}.lua"
+                write_wrk_lua(path, credentials, pairs, f"p{secrets.token_hex(6)}")
+                return path
+
+            def agent_lua() -> Path:
+                path = workdir / f"agent_{secrets.token_hex(4)}.lua"
+                write_agent_lua(path, pairs, tokens, f"a{secrets.token_hex(6)}")
+                return path
+
             for round_no in range(1, args.rounds + 1):
-                platform_lua = workdir / f"platform_{round_no}.lua"
-                write_wrk_lua(platform_lua, target.credentials, pairs, f"p{secrets.token_hex(6)}")
-                agent_lua = workdir / f"agent_{round_no}.lua"
-                write_agent_lua(agent_lua, pairs, tokens, f"a{secrets.token_hex(6)}")
                 results["platform"].append(
                     measure(wrk, f"{base}{BASE_PATH}/transfer-out", platform_lua, args)
                 )

@@ -44,6 +44,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import service as payments_service
 from platpay.payments import transfers
 from platpay.payments.quotes import service as quotes_service
+from platpay.payments.schemas import Transaction
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -55,13 +56,20 @@ HOLD, RELEASE = "AGENT_ACTION_HOLD", "AGENT_ACTION_RELEASE"
 # ---- rendering --------------------------------------------------------------------------------------------
 
 
-async def to_schema(session: AsyncSession, *, tenant: TenantContext, row: AgentActionRow) -> AgentAction:
+async def to_schema(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    row: AgentActionRow,
+    transaction: Transaction | None = None,
+) -> AgentAction:
+    """The action as the API shows it (`transaction`: its transaction as just rendered, if the caller has it)."""
     quote = (
         await quotes_service.get_quote(session, tenant=tenant, quote_id=row.quote_id)
         if row.quote_id is not None
         else None
     )
-    transaction = (
+    transaction = transaction or (
         await payments_service.get_transaction(session, tenant=tenant, transaction_id=row.transaction_id)
         if row.transaction_id is not None and row.started
         else None
@@ -84,10 +92,21 @@ async def to_schema(session: AsyncSession, *, tenant: TenantContext, row: AgentA
     )
 
 
-async def _emit(session: AsyncSession, *, tenant: TenantContext, row: AgentActionRow) -> AgentAction:
-    """AGENT_ACTION.<status> with the action as GET returns it, in the caller's transaction."""
+async def _emit(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    row: AgentActionRow,
+    announce: bool = True,
+    transaction: Transaction | None = None,
+) -> AgentAction:
+    """AGENT_ACTION.<status> with the action as GET returns it, in the caller's transaction. An action
+    approved at once (`announce` false) is announced by its transaction's own webhook (which names the
+    agent): every change of an action's status fires, and its creation when it needs approval."""
     await session.flush()
-    action = await to_schema(session, tenant=tenant, row=row)
+    action = await to_schema(session, tenant=tenant, row=row, transaction=transaction)
+    if not announce:
+        return action
     await events_service.emit(
         session, tenant_id=tenant.id, type=f"AGENT_ACTION.{row.status}", resource=action
     )
@@ -107,13 +126,17 @@ async def _lock(
     return found
 
 
-def _store_usage(row: AgentUsageRow, usage: policies.Usage, now: datetime) -> None:
+async def _store_usage(
+    session: AsyncSession, row: AgentUsageRow, usage: policies.Usage, now: datetime
+) -> None:
+    """Set the (locked) usage row to `usage` and save it."""
     row.day, row.daily_spend, row.daily_count = usage.day, usage.daily_spend, usage.daily_count
     row.month, row.monthly_spend = usage.month, usage.monthly_spend
     row.updated_at = now
+    await repository.write_usage(session, row)
 
 
-def _uncount(row: AgentUsageRow, action: AgentActionRow, now: datetime) -> None:
+async def _uncount(session: AsyncSession, row: AgentUsageRow, action: AgentActionRow, now: datetime) -> None:
     """Take a pending action that will not execute out of the usage it was counted in (if that day or month
     is still the current one)."""
     current = agents_service.usage_of(row).as_of(now)
@@ -124,7 +147,8 @@ def _uncount(row: AgentUsageRow, action: AgentActionRow, now: datetime) -> None:
     daily = amount if action.usage_day == current.day else 0
     count = 1 if action.usage_day == current.day else 0
     monthly = amount if action.usage_month == current.month else 0
-    _store_usage(
+    await _store_usage(
+        session,
         row,
         policies.Usage(
             day=current.day,
@@ -192,16 +216,16 @@ async def _record(
     """The action, its amount counted in the agent's usage, and (pending) its expiry job."""
     counted = decision.amount if decision.amount is not None else amount
     current = agents_service.usage_of(usage).as_of(now)
-    _store_usage(usage, current.plus(counted), now)
+    await _store_usage(session, usage, current.plus(counted), now)
     pending = status == ActionStatus.PENDING_APPROVAL
-    row = AgentActionRow(
+    values = dict(
         id=new_id("AgentAction"),
         tenant_id=tenant.id,
         agent_id=agent.id,
         customer_id=agent.customer_id,
         platform_customer_id=agent.platform_customer_id,
-        status=status,
-        type=type,
+        status=status.value,
+        type=type.value,
         quote_id=quote_id,
         transfer=transfer,
         transaction_id=transaction_id,
@@ -225,7 +249,7 @@ async def _record(
     )
     if status not in ACTION.initial:
         raise AssertionError(f"an agent action starts in {sorted(ACTION.initial)}, not {status}")
-    await repository.add(session, row)
+    row = await repository.insert_action(session, values)
     if pending:
         await jobs_service.enqueue(
             session, EXPIRE_JOB, {"actionId": row.id}, tenant_id=tenant.id, run_at=row.expires_at
@@ -326,7 +350,7 @@ async def transfer(
         settings=settings,
         now=now,
     )
-    return await _emit(session, tenant=tenant, row=row)
+    return await _emit(session, tenant=tenant, row=row, announce=pending, transaction=transaction)
 
 
 async def execute_quote(
@@ -387,7 +411,7 @@ async def execute_quote(
         settings=settings,
         now=now,
     )
-    return await _emit(session, tenant=tenant, row=row)
+    return await _emit(session, tenant=tenant, row=row, announce=pending)
 
 
 async def _hold(
@@ -470,7 +494,7 @@ async def approve(
     now = clock.now(tenant)
     agent, usage, row = await _pending(session, tenant=tenant, agent_id=agent_id, action_id=action_id)
     row.decided_by = decided_by
-    _uncount(usage, row, now)
+    await _uncount(session, usage, row, now)
     decision = _judge(
         agent,
         usage,
@@ -485,7 +509,9 @@ async def approve(
         return await _fail(
             session, tenant=tenant, row=row, cause="POLICY_LIMIT", message=decision.reason, now=now
         )
-    _store_usage(usage, agents_service.usage_of(usage).as_of(now).plus(decision.amount or row.amount), now)
+    await _store_usage(
+        session, usage, agents_service.usage_of(usage).as_of(now).plus(decision.amount or row.amount), now
+    )
     if row.type == ActionType.EXECUTE_QUOTE:
         assert row.quote_id is not None
         await _unreserve(session, tenant=tenant, row=row, cancel=None, why={})
@@ -493,7 +519,7 @@ async def approve(
             async with session.begin_nested():
                 await quotes_service.execute_quote(session, tenant=tenant, quote_id=row.quote_id)
         except ApiError as error:
-            _uncount(usage, row, now)
+            await _uncount(session, usage, row, now)
             row.reserved_amount = 0
             return await _fail(session, tenant=tenant, row=row, cause=error.code, message=error.message, now=now,
                                unreserve=False)  # fmt: skip
@@ -541,7 +567,7 @@ async def reject(
     _, usage, row = await _pending(session, tenant=tenant, agent_id=agent_id, action_id=action_id)
     why = {"code": "AGENT_ACTION_REJECTED", "message": reason or "rejected by the platform"}
     await _unreserve(session, tenant=tenant, row=row, cancel=TransactionStatus.FAILED, why=why)
-    _uncount(usage, row, now)
+    await _uncount(session, usage, row, now)
     row.decided_by = decided_by
     row.rejection_reason = reason or "rejected by the platform"
     row.reserved_amount = 0
@@ -558,12 +584,14 @@ async def expire(session: AsyncSession, *, tenant_id: str, action_id: str) -> No
     now = clock.now(tenant)
     if row.expires_at is not None and now < row.expires_at:
         return
-    usage = await repository.usage(session, tenant_id=tenant_id, agent_id=row.agent_id, for_update=True)
+    found = await repository.agent_with_usage(
+        session, tenant_id=tenant_id, agent_id=row.agent_id
+    )  # locks first
     row = await repository.get_action(session, tenant_id=tenant_id, action_id=action_id, for_update=True)
     if row is None or row.status != ActionStatus.PENDING_APPROVAL:
         return
-    if usage is not None:
-        _uncount(usage, row, now)
+    if found is not None:
+        await _uncount(session, found[1], row, now)
     await _fail(session, tenant=tenant, row=row, cause="APPROVAL_EXPIRED",
                 message="no decision before the action expired", now=now, cancel=TransactionStatus.EXPIRED)  # fmt: skip
 

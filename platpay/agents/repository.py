@@ -10,6 +10,7 @@ from sqlalchemy import Select, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow, DeviceCodeRow
+from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.tenants import service as tenants_service
@@ -140,7 +141,7 @@ async def get_action(
     if agent_id is not None:
         stmt = stmt.where(AgentActionRow.agent_id == agent_id)
     if for_update:
-        stmt = stmt.with_for_update()
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)  # the locked version
     return await session.scalar(stmt)
 
 
@@ -179,16 +180,68 @@ async def pending_action_ids(session: AsyncSession, *, tenant_id: str, agent_id:
     )
 
 
+_ACTION_INSERT = Lean(AgentActionRow.__table__.insert())
+
+
+async def insert_action(session: AsyncSession, values: dict[str, Any]) -> AgentActionRow:
+    """Insert a new action leanly (every agent money request writes one) and return its row, attached to the
+    session: later changes flush as UPDATEs."""
+    return await lean.add(session, _ACTION_INSERT, AgentActionRow, values)
+
+
+# Every money request of an agent (and every approval) starts with one read of the agent and its usage row,
+# the usage row locked, and ends with one write of the usage: lean statements, like the transfer path's.
+_AGENT_COLUMNS, _AGENT_KEYS = lean.columns_of(AgentRow)
+_USAGE_COLUMNS, _USAGE_KEYS = lean.columns_of(AgentUsageRow)
+_AGENT_WITH_USAGE = Lean(
+    select(*_AGENT_COLUMNS, *_USAGE_COLUMNS)
+    .join_from(AgentRow, AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
+    .where(
+        AgentRow.id == bindparam("agent_id"),
+        AgentRow.tenant_id == bindparam("tenant_id"),
+        AgentRow.deleted_at.is_(None),
+    )
+    .with_for_update(of=AgentUsageRow)
+)
+_USAGE_WRITE = Lean(
+    update(AgentUsageRow)
+    .where(AgentUsageRow.agent_id == bindparam("usage_agent_id"))
+    .values(
+        day=bindparam("new_day"),
+        daily_spend=bindparam("new_daily_spend"),
+        daily_count=bindparam("new_daily_count"),
+        month=bindparam("new_month"),
+        monthly_spend=bindparam("new_monthly_spend"),
+        updated_at=bindparam("new_updated_at"),
+    )
+    .returning(AgentUsageRow.agent_id)
+)
+
+
 async def agent_with_usage(
     session: AsyncSession, *, tenant_id: str, agent_id: str
 ) -> tuple[AgentRow, AgentUsageRow] | None:
-    """The live agent and its usage row in one read, the usage row locked (PostgreSQL `FOR UPDATE OF
-    agent_usage`; SQLite has one writer): how every money request and approval of the agent starts."""
-    stmt = (
-        select(AgentRow, AgentUsageRow)
-        .join(AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
-        .where(AgentRow.id == agent_id, AgentRow.tenant_id == tenant_id, AgentRow.deleted_at.is_(None))
-        .with_for_update(of=AgentUsageRow)
+    """The live agent and its usage row (read-only snapshots: `write_usage` saves the usage), the usage row
+    locked (PostgreSQL `FOR UPDATE OF agent_usage`; SQLite has one writer), or None."""
+    row = await lean.first(session, _AGENT_WITH_USAGE, {"agent_id": agent_id, "tenant_id": tenant_id})
+    if row is None:
+        return None
+    n = len(_AGENT_KEYS)
+    return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
+
+
+async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
+    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction)."""
+    await lean.rows(
+        session,
+        _USAGE_WRITE,
+        {
+            "usage_agent_id": usage.agent_id,
+            "new_day": usage.day,
+            "new_daily_spend": usage.daily_spend,
+            "new_daily_count": usage.daily_count,
+            "new_month": usage.month,
+            "new_monthly_spend": usage.monthly_spend,
+            "new_updated_at": usage.updated_at,
+        },
     )
-    found = (await session.execute(stmt)).first()
-    return None if found is None else (found[0], found[1])
