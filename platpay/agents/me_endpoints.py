@@ -30,6 +30,7 @@ from platpay.agents.schemas import (
 )
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.principals import authenticate, get_db, resolver
+from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
@@ -349,6 +350,11 @@ async def list_transactions(
     principal: Principal = AgentCaller,
 ) -> dict:
     """The customer's transactions (newest first unless sortOrder=asc); no customer filter."""
+    for name in ("customerId", "platformCustomerId"):
+        if name in request.query_params:
+            raise invalid_field(
+                name, "an agent's transactions are its customer's: no customer filter", location="query"
+            )
     async with get_db(request).read() as session:
         page, items = await me.list_transactions(
             session,

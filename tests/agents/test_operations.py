@@ -351,3 +351,10 @@ async def test_a_second_external_account_of_the_customer(client, auth, world):
     assert got.status_code == 200
     mine = await internal_account(client, auth, world["customer"]["id"])
     assert mine["id"] == world["account"]["id"]
+
+
+async def test_no_customer_filter_on_the_agents_transactions(client, auth, world):
+    other = world["other"]["customer"]["id"]
+    for name in ("customerId", "platformCustomerId"):
+        response = await client.get("/agents/me/transactions", headers=world["headers"], params={name: other})
+        assert response.status_code == 400 and response.json()["details"]["fields"][0]["field"] == name
