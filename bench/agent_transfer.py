@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable, stop
+from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable, stop, tree_cpu_seconds
 from http_config import ensure_wrk, parse_wrk, run_wrk, start_platpay
 from transfer_out import BASE_PATH, Pair, seed, verify, write_wrk_lua
 
@@ -98,14 +98,24 @@ end
     )
 
 
-def measure(wrk: str, url: str, script: Callable[[], Path], args: argparse.Namespace) -> dict[str, Any]:
-    """Warm up, then one measured run, each with a fresh script (so no Idempotency-Key repeats)."""
+def measure(
+    wrk: str, url: str, script: Callable[[], Path], args: argparse.Namespace, server_pid: int
+) -> dict[str, Any]:
+    """Warm up, then one measured run, each with a fresh script (so no Idempotency-Key repeats); with the
+    server's CPU per request (the figure that holds on a machine other work is loading: the rate does not)."""
     if args.warmup > 0:
         run_wrk(wrk, url, script(), connections=args.connections, threads=1, seconds=args.warmup)
-    result = parse_wrk(
-        run_wrk(wrk, url, script(), connections=args.connections, threads=1, seconds=args.duration)
-    )
-    return {"rps": result.rps, "p50": result.p50_ms, "p99": result.p99_ms, "errors": result.non_2xx}
+    lua = script()
+    cpu_before = tree_cpu_seconds(server_pid) or 0.0
+    result = parse_wrk(run_wrk(wrk, url, lua, connections=args.connections, threads=1, seconds=args.duration))
+    cpu = (tree_cpu_seconds(server_pid) or 0.0) - cpu_before
+    return {
+        "rps": result.rps,
+        "p50": result.p50_ms,
+        "p99": result.p99_ms,
+        "errors": result.non_2xx,
+        "cpu_us": round(cpu * 1e6 / max(result.requests, 1)),
+    }
 
 
 def main() -> None:
@@ -150,10 +160,12 @@ def main() -> None:
 
             for round_no in range(1, args.rounds + 1):
                 results["platform"].append(
-                    measure(wrk, f"{base}{BASE_PATH}/transfer-out", platform_lua, args)
+                    measure(wrk, f"{base}{BASE_PATH}/transfer-out", platform_lua, args, target.proc.pid)
                 )
                 results["agent"].append(
-                    measure(wrk, f"{base}{BASE_PATH}/agents/me/transfer-out", agent_lua, args)
+                    measure(
+                        wrk, f"{base}{BASE_PATH}/agents/me/transfer-out", agent_lua, args, target.proc.pid
+                    )
                 )
                 print(
                     f"  round {round_no}: platform {results['platform'][-1]}  agent {results['agent'][-1]}",
@@ -162,16 +174,21 @@ def main() -> None:
             print(
                 f"\nPostgreSQL, {args.connections} connections, {args.duration:.0f} s runs, {args.rounds} rounds:"
             )
-            print(f"{'endpoint':32} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8}")
-            medians = {}
+            print(
+                f"{'endpoint':32} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'non-2xx':>8} {'server CPU us/req':>18}"
+            )
+            medians, cpu = {}, {}
             for name, path in (("platform", "POST /transfer-out"), ("agent", "POST /agents/me/transfer-out")):
                 runs = results[name]
                 medians[name] = statistics.median(r["rps"] for r in runs)
+                cpu[name] = statistics.median(r["cpu_us"] for r in runs)
                 print(
                     f"{path:32} {medians[name]:8.0f} {statistics.median(r['p50'] for r in runs):8.2f} "
-                    f"{statistics.median(r['p99'] for r in runs):8.2f} {sum(r['errors'] for r in runs):8d}"
+                    f"{statistics.median(r['p99'] for r in runs):8.2f} {sum(r['errors'] for r in runs):8d} "
+                    f"{cpu[name]:18.0f}"
                 )
             print(f"agent / platform rate: {medians['agent'] / medians['platform']:.2f} (target >= 0.8)")
+            print(f"platform / agent server CPU per request: {cpu['platform'] / cpu['agent']:.2f}")
             verify(url)
         finally:
             stop(target.proc)
