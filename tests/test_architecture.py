@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "platpay"
 LAYERS = (
     ("kit", "config", "errors", "logging", "metrics", "db"),
     ("jobs",),
+    ("clocks",),
     ("tenants",),
     ("auth",),
     ("events",),
@@ -29,7 +30,8 @@ LAYERS = (
     ("payments",),
     ("agents",),
     ("platforms",),
-    ("app", "cli", "middleware", "domains"),
+    ("sandbox",),
+    ("app", "cli", "middleware", "domains", "testing"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])
