@@ -28,6 +28,7 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("onboarding",),
     ("agents",),
     ("platforms",),
     ("sandbox",),

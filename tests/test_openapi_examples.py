@@ -56,6 +56,15 @@ BUSINESS = {
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
     "businessInfo": {"legalName": "Beta LLC", "taxId": "12-3456789", "incorporatedOn": "2015-06-01"},
 }
+OWNER_INFO = {
+    "firstName": "Ada",
+    "lastName": "Owner",
+    "birthDate": "1980-02-03",
+    "nationality": "US",
+    "address": {"line1": "2 Oak St", "postalCode": "94105", "country": "US"},
+    "idType": "SSN",
+    "identifier": "123-45-6789",
+}
 OIDC_SUBJECT = "110169484474386276334"  # the OAUTH identity of the examples' wallet
 
 
@@ -113,6 +122,18 @@ class Sandbox:
             ExampleIds.QUOTE: funded_quote.json()["id"],
             ExampleIds.EMBEDDED_WALLET: (await sandbox._build_wallets()).id,
         }
+        business = await sandbox.post("/customers", BUSINESS)
+        owner = await sandbox.post(
+            "/beneficial-owners",
+            {
+                "customerId": business["id"],
+                "roles": ["UBO"],
+                "ownershipPercentage": 40,
+                "personalInfo": OWNER_INFO,
+            },
+        )
+        sandbox.ids[ExampleIds.BUSINESS_CUSTOMER] = business["id"]
+        sandbox.ids[ExampleIds.BENEFICIAL_OWNER] = owner["id"]
         return sandbox
 
     async def _build_wallets(self) -> Wallet:
@@ -210,6 +231,21 @@ class Sandbox:
         assert response.status_code == 201 and response.json()["status"] == "PENDING_APPROVAL", response.text
         return {"agentId": agent["agentId"], "actionId": response.json()["id"]}
 
+    async def document(self, _example: Any) -> dict[str, str]:
+        """A passport of the individual customer, to replace."""
+        response = await self.client.post(
+            "/documents",
+            auth=self.auth,
+            data={
+                "documentHolder": self.ids[ExampleIds.CUSTOMER],
+                "documentType": "PASSPORT",
+                "country": "US",
+            },
+            files={"file": ("passport.pdf", b"%PDF-1.4\n%%EOF\n", "application/pdf")},
+        )
+        assert response.status_code == 201, response.text
+        return {"documentId": response.json()["id"]}
+
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
@@ -290,6 +326,7 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "updateAgent": Sandbox.fresh_agent,
     "updateAgentPolicy": Sandbox.fresh_agent,
     "rejectAgentAction": Sandbox.pending_agent_action,
+    "replaceDocument": Sandbox.document,
     "createAuthCredential": Sandbox.credential_to_add,
     "verifyAuthCredential": Sandbox.credential_to_verify,
     "challengeAuthCredential": Sandbox.credential_to_challenge,
@@ -297,7 +334,11 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "updateInternalAccount": Sandbox.the_wallet,
     "exportInternalAccount": Sandbox.the_wallet,
 }
-BY_NAME = {"customerId": ExampleIds.CUSTOMER, "accountId": ExampleIds.INTERNAL_ACCOUNT}
+BY_NAME = {
+    "customerId": ExampleIds.CUSTOMER,
+    "accountId": ExampleIds.INTERNAL_ACCOUNT,
+    "beneficialOwnerId": ExampleIds.BENEFICIAL_OWNER,
+}
 
 
 async def _prepare(sandbox: Sandbox, operation_id: str, path: str, example: Any) -> tuple[str, Prepared]:
@@ -344,8 +385,12 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 failures.append(f"{operation_id}: add a provider of {missing} to PATH_PARAMETERS")
                 continue
             if media_type == "multipart/form-data":
-                files = {key: (f"{key}.csv", text.encode(), "text/csv") for key, text in value.items()}
-                response = await client.request(method.upper(), url, auth=sandbox.auth, files=files)
+                # the file part as a file (named .csv: a document's type is judged by its content), the rest as fields
+                files = {"file": ("file.csv", value["file"].encode(), "text/csv")}
+                data = {key: text for key, text in value.items() if key != "file"}
+                response = await client.request(
+                    method.upper(), url, auth=sandbox.auth, files=files, data=data
+                )
             elif operation_id.startswith("agent"):
                 agent = agent or await sandbox.agent()
                 response = await client.request(method.upper(), url, headers=agent["headers"], json=value)

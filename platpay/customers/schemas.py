@@ -16,7 +16,7 @@ from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
 CustomerType = TypeAliasType("CustomerType", Literal["INDIVIDUAL", "BUSINESS"])
-KycStatus = TypeAliasType("KycStatus", Literal["PENDING", "APPROVED", "REJECTED"])
+KycStatus = TypeAliasType("KycStatus", Literal["UNVERIFIED", "PENDING", "APPROVED", "REJECTED"])
 
 EntityType = TypeAliasType(
     "EntityType",
