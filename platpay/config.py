@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
     uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
+    card_issuer: str = Field(default="simulated", description="production tenants' card issuer")
+    sandbox_card_issuer: str = Field(default="sandbox", description="sandbox tenants' card issuer")
 
     # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
     email_sender: str | None = Field(
@@ -164,6 +166,11 @@ class Settings(BaseSettings):
     sandbox_slow_failure_seconds: float = Field(
         default=30.0,
         description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending",
+    )
+    sandbox_card_delay_seconds: float = Field(
+        default=30.0,
+        description="the sandbox card issuer's slow cases (suffix 005): activation of a card, confirmation of "
+        "an authorization's pull",
     )
 
     # Incoming payments

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
-from platpay.customers import hooks, repository
+from platpay.customers import contact, hooks, repository
 from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
@@ -447,6 +447,9 @@ def to_schema(row: CustomerRow) -> Customer:
         "is_deleted": row.deleted_at is not None,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
+        "contact_verification": contact.view(
+            currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+        ),
     }
     if row.customer_type == "BUSINESS":
         info = row.business_info
@@ -699,11 +702,25 @@ def check_can_move_money(
     """`ensure_can_move_money` on the customer `customer_id` as the caller already read it (`row`; None when
     there is none): for the transfer path, which reads the owner with its account (`with_owner`)."""
     row = _ready(_active(_found(row, customer_id)), currency)
+    _refuse_rejected(row, receiving=receiving)
+    return row
+
+
+def _refuse_rejected(row: CustomerRow, *, receiving: bool) -> None:
     if row.kyc_status == "REJECTED":
         action = "receive payments" if receiving else "move money"
         raise CustomerNotReady(
-            f"customer {customer_id} failed KYC and cannot {action}", details={"customerId": customer_id}
+            f"customer {row.id} failed KYC and cannot {action}", details={"customerId": row.id}
         )
+
+
+async def ensure_kyc_not_rejected(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, receiving: bool = False
+) -> CustomerRow:
+    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED), for a step whose
+    other readiness checks already ran: executing a quote, paying into a customer's internal account."""
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
+    _refuse_rejected(row, receiving=receiving)
     return row
 
 
@@ -729,3 +746,11 @@ async def emails_of(
     if not customer_ids:
         return {}
     return await repository.emails_of(session, tenant_id=tenant_id, customer_ids=customer_ids)
+
+
+def pending_contact_channels(row: CustomerRow) -> list[str]:
+    """The contact channels ("email", "phone") the customer's providers require and it has not confirmed
+    yet: a KYC link is refused (409) while any is (SPEC §4.4)."""
+    return contact.pending_channels(
+        currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+    )

@@ -277,9 +277,13 @@ class ExampleIds:
     MXN_EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000013"
     CRYPTO_INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000012"
     QUOTE = "Quote:019542f5-b3e7-1d02-0000-000000000006"
+    CARD_TRANSACTION = "CardTransaction:019542f5-b3e7-1d02-0000-000000000100"
     BUSINESS_CUSTOMER = "Customer:019542f5-b3e7-1d02-0000-000000000021"
     BENEFICIAL_OWNER = "BeneficialOwner:019542f5-b3e7-1d02-0000-000000000023"
     EMBEDDED_WALLET = "InternalAccount:019542f5-b3e7-1d02-0000-000000000022"
+    # UMA addresses of two of the sandbox's customers (an inviter and an invitee)
+    CUSTOMER_UMA = "$jane.doe@acme.platpay.test"
+    INVITEE_UMA = "$john.roe@acme.platpay.test"
 
 
 def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
