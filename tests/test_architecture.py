@@ -28,6 +28,8 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("onboarding",),
+    ("invitations",),
     ("platforms",),
     ("sandbox",),
     ("app", "cli", "middleware", "domains", "testing"),

@@ -49,6 +49,15 @@ BUSINESS = {
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
     "businessInfo": {"legalName": "Beta LLC", "taxId": "12-3456789", "incorporatedOn": "2015-06-01"},
 }
+OWNER_INFO = {
+    "firstName": "Ada",
+    "lastName": "Owner",
+    "birthDate": "1980-02-03",
+    "nationality": "US",
+    "address": {"line1": "2 Oak St", "postalCode": "94105", "country": "US"},
+    "idType": "SSN",
+    "identifier": "123-45-6789",
+}
 OIDC_SUBJECT = "110169484474386276334"  # the OAUTH identity of the examples' wallet
 
 
@@ -62,6 +71,16 @@ class Prepared:
     values: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
     signer: ec.EllipticCurvePrivateKey | None = None
+
+
+EUROPEAN = {
+    "customerType": "INDIVIDUAL",
+    "fullName": "Marie Curie",
+    "birthDate": "1990-11-07",
+    "nationality": "FR",
+    "address": {"line1": "1 rue de Rivoli", "postalCode": "75001", "country": "FR"},
+    "currencies": ["EUR"],
+}
 
 
 @dataclass
@@ -95,8 +114,11 @@ class Sandbox:
             destination=account_destination(mxn["id"]),
         )
         assert funded_quote.status_code == 201, funded_quote.text
+        invitee = await customer(client, auth, fullName="John Roe")
         sandbox.ids = {
             ExampleIds.CUSTOMER: person["id"],
+            ExampleIds.CUSTOMER_UMA: person["umaAddress"],
+            ExampleIds.INVITEE_UMA: invitee["umaAddress"],
             ExampleIds.INTERNAL_ACCOUNT: usd["id"],
             ExampleIds.CRYPTO_INTERNAL_ACCOUNT: (await internal_account(client, auth, person["id"], "USDC"))[
                 "id"
@@ -106,6 +128,18 @@ class Sandbox:
             ExampleIds.QUOTE: funded_quote.json()["id"],
             ExampleIds.EMBEDDED_WALLET: (await sandbox._build_wallets()).id,
         }
+        business = await sandbox.post("/customers", BUSINESS)
+        owner = await sandbox.post(
+            "/beneficial-owners",
+            {
+                "customerId": business["id"],
+                "roles": ["UBO"],
+                "ownershipPercentage": 40,
+                "personalInfo": OWNER_INFO,
+            },
+        )
+        sandbox.ids[ExampleIds.BUSINESS_CUSTOMER] = business["id"]
+        sandbox.ids[ExampleIds.BENEFICIAL_OWNER] = owner["id"]
         return sandbox
 
     async def _build_wallets(self) -> Wallet:
@@ -176,6 +210,31 @@ class Sandbox:
             },
         )
         return {"transactionId": payment["id"]}
+
+    async def document(self, _example: Any) -> dict[str, str]:
+        """A passport of the individual customer, to replace."""
+        response = await self.client.post(
+            "/documents",
+            auth=self.auth,
+            data={
+                "documentHolder": self.ids[ExampleIds.CUSTOMER],
+                "documentType": "PASSPORT",
+                "country": "US",
+            },
+            files={"file": ("passport.pdf", b"%PDF-1.4\n%%EOF\n", "application/pdf")},
+        )
+        assert response.status_code == 201, response.text
+        return {"documentId": response.json()["id"]}
+
+    async def pending_invitation(self, _example: Any) -> dict[str, str]:
+        """An invitation from the sandbox's first customer, waiting to be claimed."""
+        invitation = await self.post("/invitations", {"inviterUma": self.ids[ExampleIds.CUSTOMER_UMA]})
+        return {"invitationCode": invitation["invitationCode"]}
+
+    async def customer_needing_contact_verification(self, _example: Any) -> dict[str, str]:
+        """A customer in EUR, whose sandbox provider requires email and phone verification."""
+        european = {**EUROPEAN, "email": "marie@example.fr"}
+        return {"customerId": (await self.post("/customers", european))["id"]}
 
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
@@ -254,14 +313,23 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
     "updateCustomerById": Sandbox.customer_of_the_examples_type,
+    "replaceDocument": Sandbox.document,
     "createAuthCredential": Sandbox.credential_to_add,
     "verifyAuthCredential": Sandbox.credential_to_verify,
     "challengeAuthCredential": Sandbox.credential_to_challenge,
     "refreshAuthSession": Sandbox.session_to_refresh,
     "updateInternalAccount": Sandbox.the_wallet,
     "exportInternalAccount": Sandbox.the_wallet,
+    "claimInvitation": Sandbox.pending_invitation,
+    "sendCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerEmailVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
 }
-BY_NAME = {"customerId": ExampleIds.CUSTOMER, "accountId": ExampleIds.INTERNAL_ACCOUNT}
+BY_NAME = {
+    "customerId": ExampleIds.CUSTOMER,
+    "accountId": ExampleIds.INTERNAL_ACCOUNT,
+    "beneficialOwnerId": ExampleIds.BENEFICIAL_OWNER,
+}
 
 
 async def _prepare(sandbox: Sandbox, operation_id: str, path: str, example: Any) -> tuple[str, Prepared]:
@@ -307,8 +375,12 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 failures.append(f"{operation_id}: add a provider of {missing} to PATH_PARAMETERS")
                 continue
             if media_type == "multipart/form-data":
-                files = {key: (f"{key}.csv", text.encode(), "text/csv") for key, text in value.items()}
-                response = await client.request(method.upper(), url, auth=sandbox.auth, files=files)
+                # the file part as a file (named .csv: a document's type is judged by its content), the rest as fields
+                files = {"file": ("file.csv", value["file"].encode(), "text/csv")}
+                data = {key: text for key, text in value.items() if key != "file"}
+                response = await client.request(
+                    method.upper(), url, auth=sandbox.auth, files=files, data=data
+                )
             else:
                 value = {**value, **prepared.values}
                 response = await client.request(
