@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
     uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
+    card_issuer: str = Field(default="simulated", description="production tenants' card issuer")
+    sandbox_card_issuer: str = Field(default="sandbox", description="sandbox tenants' card issuer")
 
     # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
     email_sender: str | None = Field(
@@ -165,6 +167,11 @@ class Settings(BaseSettings):
         default=30.0,
         description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending",
     )
+    sandbox_card_delay_seconds: float = Field(
+        default=30.0,
+        description="the sandbox card issuer's slow cases (suffix 005): activation of a card, confirmation of "
+        "an authorization's pull",
+    )
 
     # Incoming payments
     incoming_approval_timeout_seconds: float = Field(
@@ -172,6 +179,16 @@ class Settings(BaseSettings):
         gt=0,
         description="how long after answering 202 to INCOMING_PAYMENT.PENDING (or, with no webhook endpoint, "
         "after the payment arrived) the platform has to approve or reject it before it is auto-rejected",
+    )
+
+    # Agents
+    agent_device_code_ttl_seconds: float = Field(
+        default=86_400.0, gt=0, description="how long an agent's device code can be redeemed"
+    )
+    agent_approval_ttl_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="how long an agent action waits for approval before it fails and releases its reservation",
     )
 
     # FX, quotes and their sandbox lifecycle (every delay a setting, so tests can compress it)

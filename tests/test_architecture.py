@@ -28,8 +28,10 @@ LAYERS = (
     ("wallets",),
     ("fx",),
     ("payments",),
+    ("cards",),
     ("onboarding",),
     ("invitations",),
+    ("agents",),
     ("platforms",),
     ("sandbox",),
     ("app", "cli", "middleware", "domains", "testing"),
@@ -205,6 +207,7 @@ LEAN_MODULES = {
     "customers/repository.py",  # the owner's columns and row in the transfer path's one read
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
+    "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
 }
 
 

@@ -20,6 +20,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from platpay import BASE_PATH
+from platpay.jobs.runner import JobRunner
 from platpay.kit.crypto import bundles, p256
 from platpay.kit.openapi import ExampleIds
 from tests.factories import (
@@ -44,6 +45,13 @@ from tests.wallets.support import (
 
 # Sent last: it may change what the others need (an endpoint awaiting replies, the supported currencies).
 LAST = ("advanceSandboxClock", "updatePlatformConfig")  # the clock moved: quotes made before expire
+# The agent whose token sends the agent operations' examples (operationIds starting with "agent").
+AGENT_POLICY: dict[str, Any] = {
+    "permissions": ["CREATE_TRANSFERS", "CREATE_QUOTES", "EXECUTE_QUOTES", "MANAGE_EXTERNAL_ACCOUNTS"],
+    "defaultExecutionMode": "AUTO",
+    "spendingLimits": {"currency": "USD", "perTransactionLimit": 1_000_000, "dailyLimit": 10_000_000},
+    "approvalThresholds": {"currency": "USD", "amount": 100_000},
+}
 BUSINESS = {
     "customerType": "BUSINESS",
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
@@ -92,6 +100,7 @@ class Sandbox:
 
     client: httpx.AsyncClient
     auth: tuple[str, str]
+    runner: JobRunner
     ids: dict[str, str] = field(default_factory=dict)
     wallet: Wallet | None = None
     otp_wallet: Wallet | None = None
@@ -101,9 +110,13 @@ class Sandbox:
     added: int = 0
 
     @classmethod
-    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str]) -> Sandbox:
-        sandbox = cls(client, auth)
+    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str], runner: JobRunner) -> Sandbox:
+        sandbox = cls(client, auth, runner)
         person = await customer(client, auth, currencies=["USD", "MXN", "USDC"])
+        approved = await client.post(
+            f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
+        )
+        assert approved.status_code == 200, approved.text  # a cardholder
         usd = await internal_account(client, auth, person["id"], "USD")
         await fund(client, auth, usd["id"], 1_000_000)
         mxn = await mxn_account(client, auth, person["id"])
@@ -211,6 +224,73 @@ class Sandbox:
         )
         return {"transactionId": payment["id"]}
 
+    async def agent(self) -> dict[str, Any]:
+        """A connected agent of the sandbox's customer: its id and the headers carrying its token."""
+        created = await self.post(
+            "/agents",
+            {"name": "Examples", "customerId": self.ids[ExampleIds.CUSTOMER], "policy": AGENT_POLICY},
+        )
+        redeemed = await self.client.post(f"/agents/device-codes/{created['deviceCode']['code']}/redeem")
+        assert redeemed.status_code == 200, redeemed.text
+        token = redeemed.json()["accessToken"]
+        return {"agentId": created["agent"]["id"], "headers": {"Authorization": f"Bearer {token}"}}
+
+    async def fresh_agent(self, _example: Any) -> dict[str, str]:
+        return {"agentId": (await self.agent())["agentId"]}
+
+    async def pending_agent_action(self, _example: Any) -> dict[str, str]:
+        """An agent transfer above its approval threshold, waiting for the platform."""
+        agent = await self.agent()
+        body = {
+            "source": {"accountId": self.ids[ExampleIds.INTERNAL_ACCOUNT]},
+            "destination": {"accountId": self.ids[ExampleIds.EXTERNAL_ACCOUNT]},
+            "amount": AGENT_POLICY["approvalThresholds"]["amount"] + 1,
+        }
+        response = await self.client.post("/agents/me/transfer-out", headers=agent["headers"], json=body)
+        assert response.status_code == 201 and response.json()["status"] == "PENDING_APPROVAL", response.text
+        return {"agentId": agent["agentId"], "actionId": response.json()["id"]}
+
+    async def card(self, state: str = "ACTIVE") -> str:
+        """A card of the examples' customer funded by its USD account, provisioned, in `state`."""
+        body = {
+            "cardholderId": self.ids[ExampleIds.CUSTOMER],
+            "platformCardId": "example-card-100",
+            "form": "VIRTUAL",
+            "fundingSources": [self.ids[ExampleIds.INTERNAL_ACCOUNT]],
+        }
+        card = await self.post("/cards", body)
+        await self.runner.run_until_idle()
+        if state != "ACTIVE":
+            changed = await self.client.patch(f"/cards/{card['id']}", auth=self.auth, json={"state": state})
+            assert changed.status_code == 200, changed.text
+        return card["id"]
+
+    async def card_to_change(self, example: Any) -> dict[str, str]:
+        """A card the example's move applies to (unfreezing needs a frozen one)."""
+        return {"id": await self.card("FROZEN" if example.get("state") == "ACTIVE" else "ACTIVE")}
+
+    async def active_card(self, _example: Any) -> dict[str, str]:
+        return {"id": await self.card()}
+
+    async def card_transaction(self, example: Any, *, settled: bool = False) -> dict[str, str]:
+        """A card with an authorization (settled, for a return) that the example's body is sent against:
+        its cardTransactionId is set in the body."""
+        card_id = await self.card()
+        authorization = await self.post(
+            f"/sandbox/cards/{card_id}/simulate/authorization",
+            {"amount": 1_000, "currency": {"code": "USD"}, "merchant": {"descriptor": "EXAMPLE SHOP"}},
+        )
+        if settled:
+            await self.post(
+                f"/sandbox/cards/{card_id}/simulate/clearing",
+                {"cardTransactionId": authorization["id"], "amount": 1_000},
+            )
+        example["cardTransactionId"] = authorization["id"]
+        return {"id": card_id}
+
+    async def settled_card_transaction(self, example: Any) -> dict[str, str]:
+        return await self.card_transaction(example, settled=True)
+
     async def document(self, _example: Any) -> dict[str, str]:
         """A passport of the individual customer, to replace."""
         response = await self.client.post(
@@ -313,6 +393,13 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
     "updateCustomerById": Sandbox.customer_of_the_examples_type,
+    "updateAgent": Sandbox.fresh_agent,
+    "updateAgentPolicy": Sandbox.fresh_agent,
+    "rejectAgentAction": Sandbox.pending_agent_action,
+    "updateCardById": Sandbox.card_to_change,
+    "sandboxSimulateCardAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardClearing": Sandbox.card_transaction,
+    "sandboxSimulateCardReturn": Sandbox.settled_card_transaction,
     "replaceDocument": Sandbox.document,
     "createAuthCredential": Sandbox.credential_to_add,
     "verifyAuthCredential": Sandbox.credential_to_verify,
@@ -352,15 +439,16 @@ def _bodies(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str
     return sorted(found, key=lambda entry: entry[0] in LAST)
 
 
-async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings) -> None:
+async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings, runner) -> None:
     created = await create_platform(
         db, settings, name="Acme", currencies=["USD", "MXN", "USDC", "BTC", "EUR", "USDB"]
     )
-    sandbox = await Sandbox.build(client, created["sandbox"])
+    sandbox = await Sandbox.build(client, created["sandbox"], runner)
     document = (await client.get("http://testserver/openapi.json")).json()
     bodies = _bodies(document)
     assert len(bodies) >= 18
     failures = []
+    agent: dict[str, Any] | None = None
     for operation_id, method, path, media_type, media in bodies:
         examples = media.get("examples", {})
         if not examples:
@@ -381,6 +469,9 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 response = await client.request(
                     method.upper(), url, auth=sandbox.auth, files=files, data=data
                 )
+            elif operation_id.startswith("agent"):
+                agent = agent or await sandbox.agent()
+                response = await client.request(method.upper(), url, headers=agent["headers"], json=value)
             else:
                 value = {**value, **prepared.values}
                 response = await client.request(
