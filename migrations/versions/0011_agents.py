@@ -1,6 +1,6 @@
 """agents: agents, their usage counters, device codes and actions (issue 15)
 
-Revision ID: 0007_agents
+Revision ID: 0011_agents
 Revises: 0010_cards
 Create Date: 2026-11-26 02:25:36.407953
 """
@@ -13,7 +13,7 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0007_agents'
+revision: str = '0011_agents'
 down_revision: str | None = '0010_cards'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
