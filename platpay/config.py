@@ -181,6 +181,16 @@ class Settings(BaseSettings):
         "after the payment arrived) the platform has to approve or reject it before it is auto-rejected",
     )
 
+    # Agents
+    agent_device_code_ttl_seconds: float = Field(
+        default=86_400.0, gt=0, description="how long an agent's device code can be redeemed"
+    )
+    agent_approval_ttl_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="how long an agent action waits for approval before it fails and releases its reservation",
+    )
+
     # FX, quotes and their sandbox lifecycle (every delay a setting, so tests can compress it)
     fx_rate_cache_seconds: float = Field(
         default=300.0, ge=0, description="how long GET /exchange-rates and lookups reuse a fetched rate"

@@ -141,8 +141,8 @@ class EdgeMiddleware:
                 log_request(
                     request_id,
                     method=method,
-                    # a path holding a secret (a KYC link's token) is logged as its route
-                    path=template if "{token}" in template else scope["path"],
+                    # a path holding a secret (a KYC link's token, an agent's device code) is logged as its route
+                    path=template if "{token}" in template or "{code}" in template else scope["path"],
                     route=template,
                     status=status,
                     duration_ms=round(elapsed * 1000, 2),

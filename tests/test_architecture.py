@@ -31,6 +31,7 @@ LAYERS = (
     ("cards",),
     ("onboarding",),
     ("invitations",),
+    ("agents",),
     ("platforms",),
     ("sandbox",),
     ("app", "cli", "middleware", "domains", "testing"),
@@ -206,6 +207,7 @@ LEAN_MODULES = {
     "customers/repository.py",  # the owner's columns and row in the transfer path's one read
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
+    "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
     "cards/repository.py",  # an authorization's card read (FOR UPDATE, with its sources) and its INSERT
 }
 

@@ -182,9 +182,15 @@ def test_http_basic_security_scheme_guards_every_api_operation(served):
     schemes = served.document["components"]["securitySchemes"]
     basic = [name for name, s in schemes.items() if s["type"] == "http" and s["scheme"].lower() == "basic"]
     assert len(basic) == 1, schemes
+    bearer = [name for name, s in schemes.items() if s["type"] == "http" and s["scheme"].lower() == "bearer"]
+    assert bearer == ["AgentAuth"], schemes
     for method, path, operation in served.operations():
         requirement = [name for entry in operation.get("security", []) for name in entry]
-        if path.startswith(f"{BASE_PATH}/"):
+        if path.startswith(f"{BASE_PATH}/agents/me"):
+            assert requirement == bearer, f"{method} {path}: agent operations take the agent's token"
+        elif path == f"{BASE_PATH}/agents/device-codes/{{code}}/redeem":
+            assert not requirement, f"{method} {path}: the device code is the proof"
+        elif path.startswith(f"{BASE_PATH}/"):
             assert requirement == basic, f"{method} {path}: {operation.get('security')}"
         else:
             assert not requirement, f"{method} {path} is public yet documents {requirement}"

@@ -45,6 +45,13 @@ from tests.wallets.support import (
 
 # Sent last: it may change what the others need (an endpoint awaiting replies, the supported currencies).
 LAST = ("advanceSandboxClock", "updatePlatformConfig")  # the clock moved: quotes made before expire
+# The agent whose token sends the agent operations' examples (operationIds starting with "agent").
+AGENT_POLICY: dict[str, Any] = {
+    "permissions": ["CREATE_TRANSFERS", "CREATE_QUOTES", "EXECUTE_QUOTES", "MANAGE_EXTERNAL_ACCOUNTS"],
+    "defaultExecutionMode": "AUTO",
+    "spendingLimits": {"currency": "USD", "perTransactionLimit": 1_000_000, "dailyLimit": 10_000_000},
+    "approvalThresholds": {"currency": "USD", "amount": 100_000},
+}
 BUSINESS = {
     "customerType": "BUSINESS",
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
@@ -217,6 +224,32 @@ class Sandbox:
         )
         return {"transactionId": payment["id"]}
 
+    async def agent(self) -> dict[str, Any]:
+        """A connected agent of the sandbox's customer: its id and the headers carrying its token."""
+        created = await self.post(
+            "/agents",
+            {"name": "Examples", "customerId": self.ids[ExampleIds.CUSTOMER], "policy": AGENT_POLICY},
+        )
+        redeemed = await self.client.post(f"/agents/device-codes/{created['deviceCode']['code']}/redeem")
+        assert redeemed.status_code == 200, redeemed.text
+        token = redeemed.json()["accessToken"]
+        return {"agentId": created["agent"]["id"], "headers": {"Authorization": f"Bearer {token}"}}
+
+    async def fresh_agent(self, _example: Any) -> dict[str, str]:
+        return {"agentId": (await self.agent())["agentId"]}
+
+    async def pending_agent_action(self, _example: Any) -> dict[str, str]:
+        """An agent transfer above its approval threshold, waiting for the platform."""
+        agent = await self.agent()
+        body = {
+            "source": {"accountId": self.ids[ExampleIds.INTERNAL_ACCOUNT]},
+            "destination": {"accountId": self.ids[ExampleIds.EXTERNAL_ACCOUNT]},
+            "amount": AGENT_POLICY["approvalThresholds"]["amount"] + 1,
+        }
+        response = await self.client.post("/agents/me/transfer-out", headers=agent["headers"], json=body)
+        assert response.status_code == 201 and response.json()["status"] == "PENDING_APPROVAL", response.text
+        return {"agentId": agent["agentId"], "actionId": response.json()["id"]}
+
     async def card(self, state: str = "ACTIVE") -> str:
         """A card of the examples' customer funded by its USD account, provisioned, in `state`."""
         body = {
@@ -360,6 +393,9 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
     "updateCustomerById": Sandbox.customer_of_the_examples_type,
+    "updateAgent": Sandbox.fresh_agent,
+    "updateAgentPolicy": Sandbox.fresh_agent,
+    "rejectAgentAction": Sandbox.pending_agent_action,
     "updateCardById": Sandbox.card_to_change,
     "sandboxSimulateCardAuthorization": Sandbox.active_card,
     "sandboxSimulateCardClearing": Sandbox.card_transaction,
@@ -412,6 +448,7 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
     bodies = _bodies(document)
     assert len(bodies) >= 18
     failures = []
+    agent: dict[str, Any] | None = None
     for operation_id, method, path, media_type, media in bodies:
         examples = media.get("examples", {})
         if not examples:
@@ -432,6 +469,9 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 response = await client.request(
                     method.upper(), url, auth=sandbox.auth, files=files, data=data
                 )
+            elif operation_id.startswith("agent"):
+                agent = agent or await sandbox.agent()
+                response = await client.request(method.upper(), url, headers=agent["headers"], json=value)
             else:
                 value = {**value, **prepared.values}
                 response = await client.request(

@@ -9,7 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPBasic
 
 from platpay.auth import service as auth_service
-from platpay.auth.principal import Principal
+from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.schemas import Permission
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
@@ -109,6 +109,11 @@ class TokenAuth(HTTPBasic):
 
     async def __call__(self, request: Request) -> Principal:  # type: ignore[override]
         principal = await authenticate(request)
+        if principal.kind != PrincipalKind.PLATFORM_TOKEN:
+            raise Forbidden(
+                "this operation takes the platform's credentials (HTTP Basic), not an agent's token",
+                details={"principalKind": principal.kind.value},
+            )
         if not principal.allows(self.permission):
             raise Forbidden(
                 f"this token lacks the {self.permission.value} permission",

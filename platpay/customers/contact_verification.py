@@ -197,7 +197,7 @@ async def confirm_code(
     row.verified_contacts = {**(row.verified_contacts or {}), channel: destination}
     row.updated_at = now
     await session.flush()
-    return Confirmation(customer=customers_service.to_schema(row))
+    return Confirmation(customer=await customers_service.render(session, row))
 
 
 def _refused(reason: str) -> ContactCodeRefused:

@@ -146,7 +146,8 @@ async def list_customers(
             uma_address=uma_address,
             include_deleted=include_deleted,
         )
-    return page.envelope([customers_service.to_schema(row).to_api() for row in page.items])
+        customers = await customers_service.render_many(session, page.items)
+    return page.envelope([customer.to_api() for customer in customers])
 
 
 @router.get("/customers/{customerId}", operation_id="getCustomerById", response_model=CustomerOneOf)

@@ -1,5 +1,6 @@
 """Hook points of the customers domain: what domains above it do when customers are created or deleted
-(accounts) or change their email (wallets), called by customers.service inside the caller's transaction.
+(accounts) or change their email (wallets), and what they add to a customer shown (onboarding: a business's
+beneficial owners), called by customers.service inside the caller's transaction.
 A subscriber registers at import of its own module; customers never imports it (docs/architecture.md,
 Layers)."""
 
@@ -10,6 +11,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.customers.schemas import BeneficialOwner
 from platpay.kit.hooks import HookPoint
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 from platpay.tenants.context import TenantContext
@@ -75,4 +77,19 @@ on_kyc_decided: HookPoint[KycDecided] = HookPoint(
     "customers.hooks.on_kyc_decided",
     required="end the customer's verification still under review",
     subscriber_module="platpay.onboarding.verifications",
+)
+
+
+class BusinessOwners(Protocol):
+    async def __call__(
+        self, session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+    ) -> dict[str, list[BeneficialOwner]]:
+        """The beneficial owners of the tenant's business customers `customer_ids`, by customer id (oldest
+        first; a business without owners may be absent), in one query for them all."""
+
+
+business_owners: HookPoint[BusinessOwners] = HookPoint(
+    "customers.hooks.business_owners",
+    required="show business customers' beneficial owners",
+    subscriber_module="platpay.onboarding.owners",
 )

@@ -257,6 +257,44 @@ class CustomerUpdateRequestOneOf(_CustomerFields):
     )
 
 
+# ---- beneficial owners: owned by onboarding (platpay/onboarding/owners.py), shown on business customers
+
+BeneficialOwnerRole = TypeAliasType(
+    "BeneficialOwnerRole",
+    Literal["UBO", "DIRECTOR", "COMPANY_OFFICER", "CONTROL_PERSON", "TRUSTEE", "GENERAL_PARTNER"],
+)
+IdentificationType = TypeAliasType("IdentificationType", Literal["SSN", "ITIN", "EIN", "NON_US_TAX_ID"])
+E164 = r"^\+[1-9]\d{1,14}$"
+IsoDate = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")]
+
+
+class BeneficialOwnerPersonalInfo(ApiRequest):
+    """An owner's identity (the same object in requests and responses)."""
+
+    first_name: Str200
+    middle_name: Str200 | None = None
+    last_name: Str200
+    birth_date: IsoDate
+    nationality: CountryCode
+    email: str | None = Field(default=None, min_length=3, max_length=254)
+    phone_number: str | None = Field(default=None, pattern=E164, description="E.164, e.g. +14155550192")
+    address: Address
+    id_type: IdentificationType
+    identifier: str = Field(min_length=1, max_length=64)
+    country_of_issuance: CountryCode | None = None
+
+
+class BeneficialOwner(ApiModel):
+    id: str = Field(examples=["BeneficialOwner:019542f5-b3e7-1d02-0000-000000000001"])
+    customer_id: str
+    roles: list[BeneficialOwnerRole]  # type: ignore[valid-type]
+    ownership_percentage: int
+    personal_info: BeneficialOwnerPersonalInfo
+    kyc_status: KycStatus
+    created_at: datetime
+    updated_at: datetime | None = None
+
+
 class Customer(ApiModel):
     """What every customer has; `customerType` says which of IndividualCustomer and BusinessCustomer it is
     (CustomerOneOf), and that one adds its type's fields."""
@@ -290,6 +328,10 @@ class IndividualCustomer(Customer):
 class BusinessCustomer(Customer):
     customer_type: Literal["BUSINESS"]
     business_info: BusinessInfoResponse | None = None
+    beneficial_owners: list[BeneficialOwner] = Field(
+        default_factory=list,
+        description="the business's beneficial owners (POST /beneficial-owners), oldest first; empty when none",
+    )
 
 
 CustomerOneOf = TypeAliasType(

@@ -29,6 +29,7 @@ from platpay.customers.errors import (
 from platpay.customers.models import CustomerRow
 from platpay.customers.schemas import (
     Address,
+    BeneficialOwner,
     BusinessCustomer,
     BusinessInfoResponse,
     Customer,
@@ -429,12 +430,39 @@ async def create_customer(session: AsyncSession, *, tenant: TenantContext, draft
 
 
 def to_schema_from_values(row: dict[str, Any]) -> Customer:
-    return to_schema(CustomerRow(**row))
+    """A customer just created, as the API shows it (a new business has no beneficial owners yet)."""
+    return to_schema(CustomerRow(**row), beneficial_owners=[])
 
 
-def to_schema(row: CustomerRow) -> Customer:
+async def render(session: AsyncSession, row: CustomerRow) -> Customer:
+    """The customer as the API (and its webhooks) show it, with what domains above add (a business's
+    beneficial owners, hooks.business_owners)."""
+    [customer] = await render_many(session, [row])
+    return customer
+
+
+async def render_many(session: AsyncSession, rows: Sequence[CustomerRow]) -> list[Customer]:
+    """`render` for a page of customers: one beneficial-owner query per tenant (a page has one), not one
+    per customer."""
+    businesses: dict[str, list[str]] = {}
+    for row in rows:
+        if row.customer_type == "BUSINESS":
+            businesses.setdefault(row.tenant_id, []).append(row.id)
+    owners: dict[str, list[BeneficialOwner]] = {}
+    if businesses:
+        subscribers = hooks.business_owners.subscribers()
+        for tenant_id, customer_ids in businesses.items():
+            for business_owners in subscribers:
+                found = await business_owners(session, tenant_id=tenant_id, customer_ids=customer_ids)
+                for customer_id, listed in found.items():
+                    owners.setdefault(customer_id, []).extend(listed)
+    return [to_schema(row, beneficial_owners=owners.get(row.id, [])) for row in rows]
+
+
+def to_schema(row: CustomerRow, *, beneficial_owners: list[BeneficialOwner] | None = None) -> Customer:
     """The row as the API shows it: an IndividualCustomer or a BusinessCustomer, by its type (the other
-    type's fields are never stored: creates and updates refuse them)."""
+    type's fields are never stored: creates and updates refuse them). A business's `beneficial_owners`
+    come from onboarding: `render` fetches them; None leaves them out (internal reads only)."""
     common: dict[str, Any] = {
         "id": row.id,
         "platform_customer_id": row.platform_customer_id,
@@ -454,7 +482,10 @@ def to_schema(row: CustomerRow) -> Customer:
     if row.customer_type == "BUSINESS":
         info = row.business_info
         return BusinessCustomer(
-            customer_type="BUSINESS", business_info=BusinessInfoResponse(**info) if info else None, **common
+            customer_type="BUSINESS",
+            business_info=BusinessInfoResponse(**info) if info else None,
+            **({} if beneficial_owners is None else {"beneficial_owners": beneficial_owners}),
+            **common,
         )
     return IndividualCustomer(
         customer_type="INDIVIDUAL",
@@ -496,7 +527,7 @@ async def find_active(session: AsyncSession, *, tenant_id: str, customer_id: str
 
 
 async def get_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
-    return to_schema(await load(session, tenant_id=tenant_id, customer_id=customer_id))
+    return await render(session, await load(session, tenant_id=tenant_id, customer_id=customer_id))
 
 
 async def list_customers(
@@ -582,7 +613,7 @@ async def update_customer(
             await session.flush()
     except IntegrityError as error:
         raise _duplicate_error(error) from None
-    return to_schema(row)
+    return await render(session, row)
 
 
 async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Customer:
@@ -596,7 +627,7 @@ async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id:
     row.deleted_at = now
     row.updated_at = now
     await session.flush()
-    return to_schema(row)
+    return await render(session, row)
 
 
 async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: str, status: str) -> Customer:
@@ -608,7 +639,7 @@ async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: 
         raise InvalidInput(f"kycStatus must be one of {', '.join(KYC_EVENT_STATUSES)}")
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
     if row.kyc_status == status and status != KycStatus.PENDING:
-        return to_schema(row)
+        return await render(session, row)
     decided_hooks = hooks.on_kyc_decided.subscribers()
     if not KYC.can_move(row.kyc_status, status):
         await _move_kyc(session, row, KycStatus.PENDING)
@@ -632,7 +663,7 @@ async def _move_kyc(session: AsyncSession, row: CustomerRow, status: KycStatus) 
     row.kyc_status = KYC.move(row.kyc_status, status, subject=row.id)
     row.updated_at = clock.now()
     await session.flush()
-    customer = to_schema(row)
+    customer = await render(session, row)
     family = "KYB" if row.customer_type == "BUSINESS" else "KYC"
     await events_service.emit(
         session, tenant_id=row.tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer

@@ -186,8 +186,10 @@ async def record_attempt(
     result: AttemptResult,
     at: datetime,
     settings: Settings,
+    tenant_clock: clock.TenantClock | None = None,
 ) -> datetime | None:
-    """Store the attempt and move the delivery on; returns when to try again, or None."""
+    """Store the attempt and move the delivery on; returns when to try again, or None. The event's reply
+    hook (what the answer means for the business: an approval's deadline) runs on `tenant_clock`."""
     session.add(
         WebhookAttemptRow(
             id=new_id("WebhookAttempt"),
@@ -228,7 +230,11 @@ async def record_attempt(
     WEBHOOK_ATTEMPTS.labels(outcome=outcome).inc()
     hook = _reply_hooks.get(event.type)
     if hook is not None:
-        await hook(session, delivery, event, result)
+        token = clock.use(tenant_clock)
+        try:
+            await hook(session, delivery, event, result)
+        finally:
+            clock.restore(token)
     return next_at
 
 
@@ -286,7 +292,13 @@ async def deliver(ctx: JobContext) -> None:
         if locked is None or locked.job_id != ctx.job_id or locked.status != DeliveryStatus.PENDING:
             return
         next_at = await record_attempt(
-            session, delivery=locked, event=event, result=result, at=at, settings=ctx.settings
+            session,
+            delivery=locked,
+            event=event,
+            result=result,
+            at=at,
+            settings=ctx.settings,
+            tenant_clock=ctx.clock,
         )
         attempted = breaker.Attempted(
             delivery=locked,

@@ -406,17 +406,41 @@ async def next_due(
 
 
 async def claim_of_tenant(
-    session: AsyncSession, *, tenant_id: str, now: datetime, lease_until: datetime, token: str, limit: int
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    now: datetime,
+    due_by: datetime,
+    lease_until: datetime,
+    token: str,
+    limit: int,
 ) -> list[JobRow]:
-    """Like `claim`, of one tenant's default-lane jobs only, in the order they are due on its clock."""
-    due = (
+    """Like `claim`, of one tenant's default-lane jobs only, in the order they are due on its clock: its
+    queued jobs due by `due_by` (its clock's now) in due_at order (a range of the (tenant_id, state,
+    due_at) index, read in order: only default-lane jobs have a due_at), then, if that leaves room, its
+    other claimable ones (failed attempts waiting on real time, crashed workers' expired leases)."""
+    by_due = (
         select(JobRow.id)
-        .where(JobRow.tenant_id == tenant_id, JobRow.lane == registry.DEFAULT_LANE, _claimable(now))
-        .order_by(func.coalesce(JobRow.due_at, JobRow.run_at), JobRow.id)
+        .where(JobRow.tenant_id == tenant_id, JobRow.state == QUEUED, JobRow.due_at <= due_by)
+        .order_by(JobRow.due_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    ids = list((await session.scalars(due)).all())
+    ids = list((await session.scalars(by_due)).all())
+    if len(ids) < limit:
+        rest = (
+            select(JobRow.id)
+            .where(
+                JobRow.tenant_id == tenant_id,
+                JobRow.lane == registry.DEFAULT_LANE,
+                _claimable(now),
+                or_(JobRow.due_at.is_(None), JobRow.state == RUNNING),
+            )
+            .order_by(JobRow.run_at)
+            .limit(limit - len(ids))
+            .with_for_update(skip_locked=True)
+        )
+        ids += list((await session.scalars(rest)).all())
     rows = await _lease(session, ids, now=now, lease_until=lease_until, token=token)
     order = {job_id: index for index, job_id in enumerate(ids)}
     return sorted(rows, key=lambda row: order[row.id])

@@ -171,10 +171,15 @@ class JobRunner:
         return timedelta(seconds=self.settings.job_lease_seconds)
 
     async def claim(
-        self, limit: int, *, lane: str = registry.DEFAULT_LANE, tenant_id: str | None = None
+        self,
+        limit: int,
+        *,
+        lane: str = registry.DEFAULT_LANE,
+        tenant_id: str | None = None,
+        due_by: datetime | None = None,
     ) -> list[tuple[dict[str, Any], str]]:
         """Lease up to `limit` due jobs of `lane` to this runner (with `tenant_id`: of that tenant's default
-        lane only, in the order they are due on its clock)."""
+        lane only, due by `due_by` on its clock, in the order they are due)."""
         definition = next(candidate for candidate in registry.lanes() if candidate.name == lane)
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
@@ -187,7 +192,13 @@ class JobRunner:
             lease_until = now + self.lease
             if tenant_id is not None:
                 rows = await repository.claim_of_tenant(
-                    session, tenant_id=tenant_id, now=now, lease_until=lease_until, token=token, limit=limit
+                    session,
+                    tenant_id=tenant_id,
+                    now=now,
+                    due_by=due_by or now,
+                    lease_until=lease_until,
+                    token=token,
+                    limit=limit,
                 )
             elif key_cap is None:
                 rows = await repository.claim(
@@ -391,11 +402,12 @@ class JobRunner:
         """Run the tenant's due default-lane jobs (and the due ones they enqueue) here, in the order they are
         due on its clock (reading `state`), until none is due or running anywhere; how many ran here. The
         same claims and leases as every runner: beside other workers, no job runs twice. Jobs due at the
-        same instant run concurrently (up to the lane's concurrency)."""
+        same instant run concurrently on PostgreSQL (up to the lane's concurrency)."""
         deadline = clock.monotonic() + timeout
         ran = 0
         while clock.monotonic() < deadline:
-            claimed = await self.claim(self.settings.job_batch_size, tenant_id=tenant_id)
+            due_by = state.now() if state is not None else clock.real_now()
+            claimed = await self.claim(self.settings.job_batch_size, tenant_id=tenant_id, due_by=due_by)
             if not claimed:
                 async with self.db.read() as session:
                     busy = await repository.tenant_busy(session, tenant_id=tenant_id, now=clock.real_now())
@@ -405,7 +417,8 @@ class JobRunner:
                 continue
             for job, _ in claimed:
                 job["clock"] = state
-            limit = max(1, self.settings.job_concurrency)
+            # SQLite has one writer: jobs run one after the other there (concurrent ones only contend)
+            limit = 1 if self.db.is_sqlite else max(1, self.settings.job_concurrency)
             index = 0
             while index < len(claimed):
                 due = claimed[index][0].get("due_at")

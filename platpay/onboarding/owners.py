@@ -1,7 +1,8 @@
 """Beneficial owners of business customers (SPEC §4.5, INTERFACE-FACTS §3.10): create, read, list, partial
 update. Each owner is reviewed on their own (KYC, by the same provider as verifications) when added and
 whenever their personal information changes; a business's verification counts their outcome
-(verifications.py). The owners of one business hold at most 100 % between them."""
+(verifications.py). The owners of one business hold at most 100 % between them. Business customers show
+their owners (customers.hooks.business_owners)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput
 from platpay.jobs import service as jobs_service
@@ -92,6 +94,17 @@ def info_problems(info: dict[str, Any], *, today: date, field: str = "personalIn
     if email is not None and not _EMAIL.match(email):
         problems.append((f"{field}.email", f"{email!r} is not a valid email address"))
     return problems
+
+
+@customers_hooks.business_owners.subscribe
+async def of_businesses(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+) -> dict[str, list[BeneficialOwner]]:
+    """customers.hooks.business_owners: what a business customer shows as its beneficialOwners."""
+    found: dict[str, list[BeneficialOwner]] = {}
+    for row in await repository.owners_of_many(session, tenant_id=tenant_id, customer_ids=customer_ids):
+        found.setdefault(row.customer_id, []).append(to_schema(row))
+    return found
 
 
 async def _business(session: AsyncSession, *, tenant_id: str, customer_id: str) -> Any:

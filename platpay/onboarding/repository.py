@@ -74,6 +74,18 @@ async def owners_of(
     return list((await session.scalars(stmt)).all())
 
 
+async def owners_of_many(
+    session: AsyncSession, *, tenant_id: str, customer_ids: list[str]
+) -> list[BeneficialOwnerRow]:
+    """The owners of several of the tenant's businesses in one query, by business then oldest first."""
+    stmt = (
+        select(BeneficialOwnerRow)
+        .where(BeneficialOwnerRow.tenant_id == tenant_id, BeneficialOwnerRow.customer_id.in_(customer_ids))
+        .order_by(BeneficialOwnerRow.customer_id, BeneficialOwnerRow.id)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
 def owners_query(*, tenant_id: str, customer_id: str) -> Select[Any]:
     return select(BeneficialOwnerRow).where(
         BeneficialOwnerRow.tenant_id == tenant_id, BeneficialOwnerRow.customer_id == customer_id

@@ -8,7 +8,17 @@ from typing import Annotated, Literal
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from platpay.customers.schemas import Address, CountryCode, KycStatus, Str200
+from platpay.customers.schemas import (  # owners are shown on business customers: customers defines them
+    E164,
+    Address,
+    BeneficialOwner,
+    BeneficialOwnerPersonalInfo,
+    BeneficialOwnerRole,
+    CountryCode,
+    IdentificationType,
+    IsoDate,
+    Str200,
+)
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
@@ -78,14 +88,7 @@ DOCUMENT_TYPES = (
     "OTHER",
 )
 DocumentType = TypeAliasType("DocumentType", Literal[DOCUMENT_TYPES])  # type: ignore[valid-type]
-BeneficialOwnerRole = TypeAliasType(
-    "BeneficialOwnerRole",
-    Literal["UBO", "DIRECTOR", "COMPANY_OFFICER", "CONTROL_PERSON", "TRUSTEE", "GENERAL_PARTNER"],
-)
-IdentificationType = TypeAliasType("IdentificationType", Literal["SSN", "ITIN", "EIN", "NON_US_TAX_ID"])
 KycProvider = TypeAliasType("KycProvider", Literal["SUMSUB"])
-E164 = r"^\+[1-9]\d{1,14}$"
-IsoDate = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")]
 
 
 # ---- verifications
@@ -124,22 +127,6 @@ VERIFICATION_EXAMPLES = request_examples(
 # ---- beneficial owners
 
 
-class BeneficialOwnerPersonalInfo(ApiRequest):
-    """An owner's identity (the same object in requests and responses)."""
-
-    first_name: Str200
-    middle_name: Str200 | None = None
-    last_name: Str200
-    birth_date: IsoDate
-    nationality: CountryCode
-    email: str | None = Field(default=None, min_length=3, max_length=254)
-    phone_number: str | None = Field(default=None, pattern=E164, description="E.164, e.g. +14155550192")
-    address: Address
-    id_type: IdentificationType
-    identifier: str = Field(min_length=1, max_length=64)
-    country_of_issuance: CountryCode | None = None
-
-
 class BeneficialOwnerPersonalInfoUpdate(ApiRequest):
     """A partial update of an owner's identity: the fields given replace the stored ones."""
 
@@ -171,17 +158,6 @@ class BeneficialOwnerUpdateRequest(ApiRequest):
     roles: Roles | None = None
     ownership_percentage: Percentage | None = None
     personal_info: BeneficialOwnerPersonalInfoUpdate | None = None
-
-
-class BeneficialOwner(ApiModel):
-    id: str = Field(examples=["BeneficialOwner:019542f5-b3e7-1d02-0000-000000000001"])
-    customer_id: str
-    roles: list[BeneficialOwnerRole]  # type: ignore[valid-type]
-    ownership_percentage: int
-    personal_info: BeneficialOwnerPersonalInfo
-    kyc_status: KycStatus
-    created_at: datetime
-    updated_at: datetime | None = None
 
 
 class BeneficialOwnerListResponse(Page[BeneficialOwner]):

@@ -19,3 +19,9 @@ class TransactionNotPendingApproval(Conflict):
 
 class AmountOutOfRange(InvalidInput):
     code = "AMOUNT_OUT_OF_RANGE"
+
+
+class AccountNotFound(NotFound):
+    """An account that is not the acting customer's (an agent's transfer): the same answer as a missing one."""
+
+    code = "REFERENCE_NOT_FOUND"

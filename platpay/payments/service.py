@@ -102,6 +102,7 @@ async def create_transaction(
     reference: str | None = None,
     outcome: str | None = None,
     quote_id: str | None = None,
+    agent_id: str | None = None,
     description: str | None = None,
     extra: dict[str, Any] | None = None,
     settled_at: datetime | None = None,
@@ -113,7 +114,8 @@ async def create_transaction(
 ) -> TransactionRow:
     """Record a new transaction (one lean INSERT; created and updated `at`, default now) and return its row,
     attached to the session: later changes flush as UPDATEs. Its first event is the caller's `emit_status`
-    (or `move`). `type` is OUTGOING or INCOMING; amounts are minor units."""
+    (or `move`). `type` is OUTGOING or INCOMING; amounts are minor units; `agent_id`: the agent that
+    initiated it (agents domain), if one did."""
     now = at or clock.now()
     values = dict(
         id=transaction_id or new_id("Transaction"),
@@ -137,6 +139,7 @@ async def create_transaction(
         reference=reference,
         outcome=outcome,
         quote_id=quote_id,
+        agent_id=agent_id,
         description=description,
         extra=extra if extra is not None else {},
         settled_at=settled_at,

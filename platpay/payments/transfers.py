@@ -8,6 +8,7 @@ change, ledger entry and webhook committing together with the job.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -23,7 +24,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
-from platpay.payments.errors import AmountOutOfRange
+from platpay.payments.errors import AccountNotFound, AmountOutOfRange
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import TransactionStatus
@@ -45,12 +46,19 @@ async def _accounts(
     external_id: str,
     internal_field: str,
     external_field: str,
+    customer_id: str | None = None,
 ) -> tuple[InternalAccountRow, ExternalAccountRow, Any]:
     """The transfer's internal and external accounts, checked, and the internal account's owner (None for
-    the platform's), read with them."""
+    the platform's), read with them. `customer_id`: both must be this customer's, another's is a 404 (an
+    agent acting for the customer sees nothing else)."""
     internal, external, owner = await accounts_service.get_internal_with_external(
         session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
     )
+    if customer_id is not None:
+        if internal.customer_id != customer_id:
+            raise AccountNotFound(f"account {internal_id!r} not found", details={"accountId": internal_id})
+        if external is None or external.customer_id != customer_id:
+            raise AccountNotFound(f"account {external_id!r} not found", details={"accountId": external_id})
     if external is None:
         raise invalid_field(external_field, f"no external account {external_id!r}")
     if internal.customer_id != external.customer_id:
@@ -114,6 +122,7 @@ async def _create_transfer(
     rail: str,
     platform_customer_id: str | None,
     description: str | None,
+    agent_id: str | None,
 ) -> TransactionRow:
     """A new PENDING same-currency transfer between an internal and an external account, either way."""
     internal_ref = {"accountId": internal.id, "currency": internal.currency}
@@ -140,12 +149,37 @@ async def _create_transfer(
         outcome=providers.rail_for(tenant).transfer_outcome(
             corridors.primary_identifier(external.account_info)
         ),
+        agent_id=agent_id,
         description=description,
         extra={},
     )
 
 
-async def transfer_out(
+@dataclass(frozen=True, slots=True)
+class TransferPlan:
+    """A transfer recorded PENDING and not started yet (`plan_transfer_out` / `plan_transfer_in`): a
+    transfer-out's amount is already held on its internal account. `start_transfer` sends it to the rail;
+    `cancel_transfer` ends it unsent, releasing the hold. The agents domain puts an approval between the
+    two; the platform's own endpoints start at once."""
+
+    row: TransactionRow
+    internal: InternalAccountRow
+    hold: ledger.Entry | None  # transfer-out: the entry holding its amount
+
+    @property
+    def transaction_id(self) -> str:
+        return self.row.id
+
+    @property
+    def amount(self) -> int:
+        return self.row.received_amount or 0
+
+    @property
+    def currency(self) -> str:
+        return self.internal.currency
+
+
+async def plan_transfer_out(
     session: AsyncSession,
     *,
     tenant: TenantContext,
@@ -154,11 +188,12 @@ async def transfer_out(
     payment_rail: str | None = None,
     amount: int | None = None,
     description: str | None = None,
-    settings: Settings,
-) -> Transaction:
-    """POST /transfer-out: from the internal account `source_account_id` to the same customer's external
-    account `destination_account_id` (over `payment_rail`, default the account's first), `amount` minor units
-    (None: the whole available balance), held until the rail settles. Refusals name the API's fields."""
+    agent_id: str | None = None,
+    customer_id: str | None = None,
+) -> TransferPlan:
+    """The checks of POST /transfer-out, then its PENDING transaction (no webhook yet) with the amount held
+    on the internal account (InsufficientFunds refuses it): see `transfer_out`. `agent_id`: the agent
+    initiating it; `customer_id`: the customer it acts for, whose accounts these must be (else 404)."""
     internal, external, owner = await _accounts(
         session,
         tenant=tenant,
@@ -166,6 +201,7 @@ async def transfer_out(
         external_id=destination_account_id,
         internal_field="source.accountId",
         external_field="destination.accountId",
+        customer_id=customer_id,
     )
     rails = corridors.payment_rails(external.account_type)
     rail = payment_rail or (rails[0] if rails else external.account_type)
@@ -192,6 +228,7 @@ async def transfer_out(
         rail=rail,
         platform_customer_id=platform_customer_id,
         description=description,
+        agent_id=agent_id,
     )
     hold = await ledger.post(
         session,
@@ -203,8 +240,143 @@ async def transfer_out(
             ledger.Leg(internal.id, internal.currency, amount, ledger.HELD),
         ],
     )
+    return TransferPlan(row=row, internal=internal, hold=hold)
+
+
+async def plan_transfer_in(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    source_account_id: str,
+    destination_account_id: str,
+    amount: int,
+    description: str | None = None,
+    agent_id: str | None = None,
+    customer_id: str | None = None,
+) -> TransferPlan:
+    """The checks of POST /transfer-in, then its PENDING transaction (no webhook yet): see `transfer_in`."""
+    internal, external, owner = await _accounts(
+        session,
+        tenant=tenant,
+        internal_id=destination_account_id,
+        external_id=source_account_id,
+        internal_field="destination.accountId",
+        external_field="source.accountId",
+        customer_id=customer_id,
+    )
+    rail = PULL_ACCOUNT_TYPES.get(external.account_type)
+    if rail is None:
+        instructions = (
+            "GET /customers/internal-accounts" if internal.customer_id else "GET /platform/internal-accounts"
+        )
+        raise invalid_field(
+            "source.accountId",
+            f"{external.account_type} accounts cannot be pulled from; deposit into the internal account using its "
+            f"fundingPaymentInstructions ({instructions})",
+        )
+    platform_customer_id = _customer_checks(internal, owner)
+    check_amount(tenant, currency=internal.currency, amount=amount)
+    row = await _create_transfer(
+        session,
+        tenant=tenant,
+        outgoing=False,
+        internal=internal,
+        external=external,
+        amount=amount,
+        rail=rail,
+        platform_customer_id=platform_customer_id,
+        description=description,
+        agent_id=agent_id,
+    )
+    return TransferPlan(row=row, internal=internal, hold=None)
+
+
+async def start_transfer(session: AsyncSession, *, tenant: TenantContext, row: TransactionRow) -> Transaction:
+    """Send a planned transfer: its first webhook (`<FAMILY>.PENDING`), then the rail's first step (or, for
+    a sandbox account that fails at once, FAILED with a transfer-out's hold released)."""
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
-    latest = hold
+    if row.outcome in outcomes.IMMEDIATE_FAILURES:
+        if row.kind == "TRANSFER_OUT":
+            released = await _release(session, row)
+            await accounts_service.emit_balance_update(
+                session,
+                account=await accounts_service.get_internal(
+                    session, tenant_id=tenant.id, account_id=row.source["accountId"]
+                ),
+                balance=released.balances[row.source["accountId"]],
+            )
+        return await payments_service.move(
+            session,
+            row,
+            TransactionStatus.FAILED,
+            platform_id=tenant.platform_id,
+            **outcomes.transfer_failure(row),
+        )
+    await jobs_service.enqueue(
+        session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
+    )
+    return transaction
+
+
+async def cancel_transfer(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    transaction_id: str,
+    status: TransactionStatus,
+    failure_details: dict[str, Any],
+) -> Transaction:
+    """End a planned (never started) transfer as FAILED or EXPIRED: a transfer-out's hold goes back to
+    available. `failure_details` ({code, message}) says why (an agent action rejected or expired)."""
+    row = await payments_service.load(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
+    if row.kind == "TRANSFER_OUT":
+        await _release(session, row)
+        await emit_balances(session, tenant_id=tenant.id, account_ids=[row.source["accountId"]])
+    return await payments_service.move(
+        session, row, status, platform_id=tenant.platform_id, failure_details=failure_details
+    )
+
+
+async def load_planned(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str
+) -> TransactionRow:
+    """A planned transfer's row, locked, for `start_transfer`."""
+    return await payments_service.load(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
+
+
+async def transfer_out(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    source_account_id: str,
+    destination_account_id: str,
+    payment_rail: str | None = None,
+    amount: int | None = None,
+    description: str | None = None,
+    settings: Settings,
+    agent_id: str | None = None,
+) -> Transaction:
+    """POST /transfer-out: from the internal account `source_account_id` to the same customer's external
+    account `destination_account_id` (over `payment_rail`, default the account's first), `amount` minor units
+    (None: the whole available balance), held until the rail settles. Refusals name the API's fields."""
+    plan = await plan_transfer_out(
+        session,
+        tenant=tenant,
+        source_account_id=source_account_id,
+        destination_account_id=destination_account_id,
+        payment_rail=payment_rail,
+        amount=amount,
+        description=description,
+        agent_id=agent_id,
+    )
+    row, internal = plan.row, plan.internal
+    assert plan.hold is not None
+    transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
+    latest = plan.hold
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         latest = await _release(session, row)
         transaction = await payments_service.move(
@@ -233,54 +405,20 @@ async def transfer_in(
     amount: int,
     description: str | None = None,
     settings: Settings,
+    agent_id: str | None = None,
 ) -> Transaction:
     """POST /transfer-in: pull `amount` minor units from the external account `source_account_id` (one that
     supports pull) into the same customer's internal account `destination_account_id`."""
-    internal, external, owner = await _accounts(
+    plan = await plan_transfer_in(
         session,
         tenant=tenant,
-        internal_id=destination_account_id,
-        external_id=source_account_id,
-        internal_field="destination.accountId",
-        external_field="source.accountId",
-    )
-    rail = PULL_ACCOUNT_TYPES.get(external.account_type)
-    if rail is None:
-        instructions = (
-            "GET /customers/internal-accounts" if internal.customer_id else "GET /platform/internal-accounts"
-        )
-        raise invalid_field(
-            "source.accountId",
-            f"{external.account_type} accounts cannot be pulled from; deposit into the internal account using its "
-            f"fundingPaymentInstructions ({instructions})",
-        )
-    platform_customer_id = _customer_checks(internal, owner)
-    check_amount(tenant, currency=internal.currency, amount=amount)
-    row = await _create_transfer(
-        session,
-        tenant=tenant,
-        outgoing=False,
-        internal=internal,
-        external=external,
+        source_account_id=source_account_id,
+        destination_account_id=destination_account_id,
         amount=amount,
-        rail=rail,
-        platform_customer_id=platform_customer_id,
         description=description,
+        agent_id=agent_id,
     )
-    transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
-    if row.outcome in outcomes.IMMEDIATE_FAILURES:
-        transaction = await payments_service.move(
-            session,
-            row,
-            TransactionStatus.FAILED,
-            platform_id=tenant.platform_id,
-            **outcomes.transfer_failure(row),
-        )
-    else:
-        await jobs_service.enqueue(
-            session, STEP_JOB, {"transactionId": row.id, "step": "process"}, tenant_id=tenant.id
-        )
-    return transaction
+    return await start_transfer(session, tenant=tenant, row=plan.row)
 
 
 async def _release(session: AsyncSession, row: TransactionRow) -> ledger.Entry:

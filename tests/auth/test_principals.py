@@ -15,20 +15,25 @@ from platpay.auth.principal import Principal, PrincipalKind
 
 @pytest.fixture
 def bearer_scheme():
+    """Registers a stand-in Bearer resolver for the test, putting back the one it replaced (the agents
+    domain's) afterwards."""
+    previous = principals._RESOLVERS.get("bearer")
     yield principals.resolver
     principals._RESOLVERS.pop("bearer", None)
+    if previous is not None:
+        principals._RESOLVERS["bearer"] = previous
 
 
 async def test_an_unregistered_scheme_is_missing_credentials(client, auth) -> None:
-    response = await client.get("/config", headers={"Authorization": "Bearer abc"})
+    response = await client.get("/config", headers={"Authorization": "Digest abc"})
     assert response.status_code == 401
     assert response.json()["code"] == "UNAUTHORIZED"
     assert "missing credentials" in response.json()["message"]
 
 
 async def test_a_registered_resolver_serves_every_endpoint_unchanged(client, auth, db, bearer_scheme) -> None:
-    """A stand-in for the next kind (an agent's bearer token): its resolver maps the bearer value to the
-    platform token's principal with fewer permissions; the endpoints' permission checks apply to it."""
+    """A stand-in kind: its resolver maps the bearer value to the platform token's principal with fewer
+    permissions; the endpoints' permission checks apply to it."""
     async with db.transaction() as session:
         token = await auth_service.authenticate(session, client_id=auth[0], client_secret=auth[1])
     assert token is not None and token.kind is PrincipalKind.PLATFORM_TOKEN

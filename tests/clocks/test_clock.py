@@ -29,6 +29,8 @@ from tests.factories import (
     mxn_account,
     quote,
 )
+from tests.payments.test_incoming import SUCCESS_USD
+from tests.support.jobs import run_jobs_until
 
 START = 1_000_000
 
@@ -180,6 +182,34 @@ class TestJobsFollowTheClock:
         await runner.run_until_idle()
         assert (await client.get(f"/quotes/{their_quote['id']}", auth=other)).json()["status"] == "PENDING"
         assert (await client.get("/sandbox/clock", auth=other)).json()["offsetSeconds"] == 0
+
+
+class TestIncomingApproval:
+    async def test_an_unanswered_202_times_out_on_the_tenants_clock(self, client, auth, runner, receiver):
+        await _advance(client, auth, 3600)  # the clock well ahead before the payment arrives
+        await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+        await run_jobs_until(runner, lambda: len(receiver.of_type("TEST")) == 1)
+        receiver.replies(202)  # the platform answers "I will decide" and never does
+        person = await customer(client, auth)
+        body = {
+            "senderUmaAddress": SUCCESS_USD,
+            "receivingCurrencyCode": "USD",
+            "receivingCurrencyAmount": 1_000,
+        }
+        arrived = await client.post(
+            "/sandbox/uma/receive", auth=auth, json={**body, "customerId": person["id"]}
+        )
+        assert arrived.status_code == 200, arrived.text
+        transaction_id = arrived.json()["id"]
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.PENDING")) == 1)
+        await runner.run_until_idle()
+        await _advance(client, auth, 4)  # the approval window (5 s) is still open on the tenant's clock
+        pending = (await client.get(f"/transactions/{transaction_id}", auth=auth)).json()
+        assert pending["status"] == "PENDING"
+        await _advance(client, auth, 2)
+        final = (await client.get(f"/transactions/{transaction_id}", auth=auth)).json()
+        assert final["status"] == "FAILED" and final["failureReason"] == "PAYMENT_APPROVAL_TIMED_OUT"
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INCOMING_PAYMENT.FAILED")) == 1)
 
 
 def _jobs_of_kind(kind: str) -> Any:

@@ -35,7 +35,7 @@ QUOTES = ["Cross-Currency Transfers"]
 CUSTOMER_DELETED = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
 
 
-def _source(source: QuoteSourceOneOf) -> quote_types.QuoteSource:
+def source_of(source: QuoteSourceOneOf) -> quote_types.QuoteSource:
     if isinstance(source, AccountQuoteSource):
         return quote_types.AccountSource(account_id=source.account_id, customer_id=source.customer_id)
     if isinstance(source, RealtimeFundingQuoteSource):
@@ -45,7 +45,7 @@ def _source(source: QuoteSourceOneOf) -> quote_types.QuoteSource:
     return quote_types.UmaAddressSource(uma_address=source.uma_address, currency=source.currency)
 
 
-def _destination(destination: QuoteDestinationOneOf) -> quote_types.QuoteDestination:
+def destination_of(destination: QuoteDestinationOneOf) -> quote_types.QuoteDestination:
     if isinstance(destination, AccountDestination):
         return quote_types.AccountDestination(
             account_id=destination.account_id, payment_rail=destination.payment_rail
@@ -77,8 +77,8 @@ async def create_quote(
         lambda s: quotes_service.create_quote(
             s,
             tenant=principal.tenant,
-            source=_source(body.source),
-            destination=_destination(body.destination),
+            source=source_of(body.source),
+            destination=destination_of(body.destination),
             locked_currency_side=body.locked_currency_side,
             locked_currency_amount=body.locked_currency_amount,
             lookup_id=body.lookup_id,
@@ -99,7 +99,7 @@ async def get_quote(quoteId: str, request: Request, principal: Principal = Viewe
         return await quotes_service.get_quote(session, tenant=principal.tenant, quote_id=quoteId)
 
 
-async def _wallet_signature(
+async def wallet_signature_header(
     wallet_signature: Annotated[
         str | None,
         Header(
@@ -110,7 +110,8 @@ async def _wallet_signature(
         ),
     ] = None,
 ) -> str | None:
-    # A dependency declared after `Idempotency`, so that the document lists Idempotency-Key first as before.
+    """The Svc-Wallet-Signature header of a quote execution (also the agents' execute). A dependency declared
+    after `Idempotency`, so that the document lists Idempotency-Key first as before."""
     return wallet_signature
 
 
@@ -118,7 +119,7 @@ async def _wallet_signature(
 async def execute_quote(
     quoteId: str,
     idem: Idempotent = Idempotency,
-    wallet_signature: str | None = Depends(_wallet_signature),
+    wallet_signature: str | None = Depends(wallet_signature_header),
     principal: Principal = Transactor,
 ) -> Response:
     """Execute a quote funded from an internal account or a pull source, once and before it expires (else 409);

@@ -11,6 +11,7 @@ Pricing (pricing.py): the locked side is exact; the other side is rounded once i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -112,6 +113,7 @@ async def create_quote(
     purpose_of_payment: str | None = None,
     sender_customer_info: dict[str, Any] | None = None,
     settings: Settings,
+    agent_id: str | None = None,
 ) -> Quote:
     """POST /quotes: lock a price for paying `destination` from `source`, exact on the locked side
     (SENDING or RECEIVING: `locked_currency_amount` minor units of that side's currency). `lookup_id`: the
@@ -247,6 +249,7 @@ async def create_quote(
         else None,
         outcome=payee.outcome,
         quote_id=quote_id,
+        agent_id=agent_id,
         description=description,
         extra=extra,
         at=now,
@@ -262,6 +265,42 @@ async def create_quote(
 
 async def get_quote(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> Quote:
     return to_schema(await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id))
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteFacts:
+    """What a caller deciding on a quote's execution needs (the agents domain: its policy and approval)."""
+
+    quote: Quote
+    customer_id: str | None
+    agent_id: str | None  # the agent that created it, if one did
+    funding: str  # INTERNAL | PULL | REALTIME_FUNDING
+    source_account_id: str | None
+    sending_amount: int  # minor units of sending_currency, fees included
+    sending_currency: str
+
+
+async def quote_facts(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> QuoteFacts:
+    """A quote (404 QUOTE_NOT_FOUND) with who created it and what executing it would take from where."""
+    row = await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id)
+    transaction = await payments_service.load(session, tenant_id=tenant.id, transaction_id=row.transaction_id)
+    return QuoteFacts(
+        quote=to_schema(row),
+        customer_id=row.customer_id,
+        agent_id=transaction.agent_id,
+        funding=row.funding,
+        source_account_id=row.source_account_id,
+        sending_amount=row.sending_amount,
+        sending_currency=row.sending_currency,
+    )
+
+
+async def check_executable(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> None:
+    """409 unless the quote can still be executed (not expired, not executed), 400 for a real-time funded one."""
+    row = await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id)
+    settlement.check_open(row)
+    if row.funding == planning.REALTIME_FUNDING:
+        raise invalid_field("quoteId", "a real-time funded quote executes when its funds arrive")
 
 
 def wallet_payload(quote: QuoteRow) -> str | None:

@@ -1,0 +1,19 @@
+"""Agents as the app discovers them: management, device codes, the Bearer credential (its resolver is
+registered by me_endpoints), agent operations, approvals."""
+
+from platpay.agents import endpoints, jobs, me_endpoints, models
+from platpay.kit.domain_spec import Domain, Mount
+
+DOMAIN = Domain(
+    name="agents",
+    routers=(
+        # /agents/me/... before /agents/{agentId}
+        Mount(me_endpoints.router, order=160),
+        Mount(endpoints.router, order=170),
+    ),
+    models=(models,),
+    jobs=(jobs,),
+    event_types=frozenset(
+        f"AGENT_ACTION.{status}" for status in ("PENDING_APPROVAL", "APPROVED", "REJECTED", "FAILED")
+    ),
+)

@@ -1,0 +1,247 @@
+"""All SQL on the agents domain's tables; every query is tenant-scoped (the token and device-code lookups
+find their tenant through the row they match)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow, DeviceCodeRow
+from platpay.db import lean
+from platpay.db.database import Database
+from platpay.db.lean import Lean
+from platpay.tenants import service as tenants_service
+
+# Bearer authentication runs on every agent request: one read of the live agent holding the token, with
+# its tenant's columns (tenants_service.join_context), never cached: a deleted agent (whose token hash is
+# cleared) stops authenticating at once in every process.
+TOKEN = Lean(
+    tenants_service.join_context(select(AgentRow.id, AgentRow.customer_id), AgentRow.tenant_id).where(
+        AgentRow.token_sha256 == bindparam("token_sha256"), AgentRow.deleted_at.is_(None)
+    )
+)
+
+
+async def by_token(db: Database, token_sha256: str) -> tuple[Any, ...] | None:
+    return await db.fetch_first(TOKEN, {"token_sha256": token_sha256})
+
+
+async def get_agent(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, for_update: bool = False
+) -> AgentRow | None:
+    stmt = select(AgentRow).where(
+        AgentRow.id == agent_id, AgentRow.tenant_id == tenant_id, AgentRow.deleted_at.is_(None)
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+def agents_query(
+    *,
+    tenant_id: str,
+    customer_id: str | None = None,
+    is_paused: bool | None = None,
+    is_connected: bool | None = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+) -> Select[Any]:
+    stmt = select(AgentRow).where(AgentRow.tenant_id == tenant_id, AgentRow.deleted_at.is_(None))
+    for column, value in (
+        (AgentRow.customer_id, customer_id),
+        (AgentRow.is_paused, is_paused),
+        (AgentRow.is_connected, is_connected),
+    ):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    if created_after is not None:
+        stmt = stmt.where(AgentRow.created_at >= created_after)
+    if created_before is not None:
+        stmt = stmt.where(AgentRow.created_at <= created_before)
+    if updated_after is not None:
+        stmt = stmt.where(AgentRow.updated_at >= updated_after)
+    if updated_before is not None:
+        stmt = stmt.where(AgentRow.updated_at <= updated_before)
+    return stmt
+
+
+async def add(session: AsyncSession, *rows: Any) -> None:
+    session.add_all(rows)
+    await session.flush()
+
+
+async def usage(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, for_update: bool = False
+) -> AgentUsageRow | None:
+    """The agent's usage row; `for_update` locks it (PostgreSQL; SQLite has one writer): the agent's money
+    requests take this lock first, so they serialize."""
+    stmt = select(AgentUsageRow).where(
+        AgentUsageRow.agent_id == agent_id, AgentUsageRow.tenant_id == tenant_id
+    )
+    if for_update:
+        stmt = stmt.with_for_update()
+    return await session.scalar(stmt)
+
+
+async def usages(session: AsyncSession, *, agent_ids: list[str]) -> dict[str, AgentUsageRow]:
+    if not agent_ids:
+        return {}
+    rows = await session.scalars(select(AgentUsageRow).where(AgentUsageRow.agent_id.in_(agent_ids)))
+    return {row.agent_id: row for row in rows}
+
+
+async def invalidate_codes(session: AsyncSession, *, tenant_id: str, agent_id: str, now: datetime) -> None:
+    await session.execute(
+        update(DeviceCodeRow)
+        .where(
+            DeviceCodeRow.tenant_id == tenant_id,
+            DeviceCodeRow.agent_id == agent_id,
+            DeviceCodeRow.redeemed_at.is_(None),
+            DeviceCodeRow.invalidated_at.is_(None),
+        )
+        .values(invalidated_at=now)
+    )
+
+
+async def device_code(session: AsyncSession, *, code_sha256: str) -> DeviceCodeRow | None:
+    return await session.scalar(select(DeviceCodeRow).where(DeviceCodeRow.code_sha256 == code_sha256))
+
+
+async def claim_code(session: AsyncSession, *, code_sha256: str, now: datetime) -> str | None:
+    """Mark the code redeemed if it still can be (one statement: of concurrent redeems one wins); the agent
+    id it belongs to, or None."""
+    result = await session.execute(
+        update(DeviceCodeRow)
+        .where(
+            DeviceCodeRow.code_sha256 == code_sha256,
+            DeviceCodeRow.redeemed_at.is_(None),
+            DeviceCodeRow.invalidated_at.is_(None),
+            DeviceCodeRow.expires_at > now,
+        )
+        .values(redeemed_at=now)
+        .returning(DeviceCodeRow.agent_id)
+    )
+    return result.scalar_one_or_none()
+
+
+async def get_action(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    action_id: str,
+    agent_id: str | None = None,
+    for_update: bool = False,
+) -> AgentActionRow | None:
+    stmt = select(AgentActionRow).where(AgentActionRow.id == action_id, AgentActionRow.tenant_id == tenant_id)
+    if agent_id is not None:
+        stmt = stmt.where(AgentActionRow.agent_id == agent_id)
+    if for_update:
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)  # the locked version
+    return await session.scalar(stmt)
+
+
+def actions_query(
+    *,
+    tenant_id: str,
+    agent_id: str | None = None,
+    customer_id: str | None = None,
+    status: str | None = None,
+    start_date: datetime | None = None,
+    end_date: datetime | None = None,
+) -> Select[Any]:
+    stmt = select(AgentActionRow).where(AgentActionRow.tenant_id == tenant_id)
+    if agent_id is not None:
+        stmt = stmt.where(AgentActionRow.agent_id == agent_id)
+    if customer_id is not None:
+        stmt = stmt.where(AgentActionRow.customer_id == customer_id)
+    if status is not None:
+        stmt = stmt.where(AgentActionRow.status == status)
+    if start_date is not None:
+        stmt = stmt.where(AgentActionRow.created_at >= start_date)
+    if end_date is not None:
+        stmt = stmt.where(AgentActionRow.created_at <= end_date)
+    return stmt
+
+
+async def pending_action_ids(session: AsyncSession, *, tenant_id: str, agent_id: str) -> list[str]:
+    return list(
+        await session.scalars(
+            select(AgentActionRow.id).where(
+                AgentActionRow.tenant_id == tenant_id,
+                AgentActionRow.agent_id == agent_id,
+                AgentActionRow.status == "PENDING_APPROVAL",
+            )
+        )
+    )
+
+
+_ACTION_INSERT = Lean(AgentActionRow.__table__.insert())
+
+
+async def insert_action(session: AsyncSession, values: dict[str, Any]) -> AgentActionRow:
+    """Insert a new action leanly (every agent money request writes one) and return its row, attached to the
+    session: later changes flush as UPDATEs."""
+    return await lean.add(session, _ACTION_INSERT, AgentActionRow, values)
+
+
+# Every money request of an agent (and every approval) starts with one read of the agent and its usage row,
+# the usage row locked, and ends with one write of the usage: lean statements, like the transfer path's.
+_AGENT_COLUMNS, _AGENT_KEYS = lean.columns_of(AgentRow)
+_USAGE_COLUMNS, _USAGE_KEYS = lean.columns_of(AgentUsageRow)
+_AGENT_WITH_USAGE = Lean(
+    select(*_AGENT_COLUMNS, *_USAGE_COLUMNS)
+    .join_from(AgentRow, AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
+    .where(
+        AgentRow.id == bindparam("agent_id"),
+        AgentRow.tenant_id == bindparam("tenant_id"),
+        AgentRow.deleted_at.is_(None),
+    )
+    .with_for_update(of=AgentUsageRow)
+)
+_USAGE_WRITE = Lean(
+    update(AgentUsageRow)
+    .where(AgentUsageRow.agent_id == bindparam("usage_agent_id"))
+    .values(
+        day=bindparam("new_day"),
+        daily_spend=bindparam("new_daily_spend"),
+        daily_count=bindparam("new_daily_count"),
+        month=bindparam("new_month"),
+        monthly_spend=bindparam("new_monthly_spend"),
+        updated_at=bindparam("new_updated_at"),
+    )
+    .returning(AgentUsageRow.agent_id)
+)
+
+
+async def agent_with_usage(
+    session: AsyncSession, *, tenant_id: str, agent_id: str
+) -> tuple[AgentRow, AgentUsageRow] | None:
+    """The live agent and its usage row (read-only snapshots: `write_usage` saves the usage), the usage row
+    locked (PostgreSQL `FOR UPDATE OF agent_usage`; SQLite has one writer), or None."""
+    row = await lean.first(session, _AGENT_WITH_USAGE, {"agent_id": agent_id, "tenant_id": tenant_id})
+    if row is None:
+        return None
+    n = len(_AGENT_KEYS)
+    return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
+
+
+async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
+    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction)."""
+    await lean.rows(
+        session,
+        _USAGE_WRITE,
+        {
+            "usage_agent_id": usage.agent_id,
+            "new_day": usage.day,
+            "new_daily_spend": usage.daily_spend,
+            "new_daily_count": usage.daily_count,
+            "new_month": usage.month,
+            "new_monthly_spend": usage.monthly_spend,
+            "new_updated_at": usage.updated_at,
+        },
+    )
