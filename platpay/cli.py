@@ -145,6 +145,35 @@ def serve(
         uvicorn.run(application, **common)
 
 
+@app.command()
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="serve Streamable HTTP instead of stdio")] = False,
+    host: Annotated[str, typer.Option(help="interface to bind with --http")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port with --http", min=MIN_PORT, max=MAX_PORT)] = 8765,
+    poll_seconds: Annotated[
+        float, typer.Option(help="how often to re-read the agent's permissions", min=0.1)
+    ] = 5.0,
+) -> None:
+    """An MCP server for one agent: PLATPAY_AGENT_TOKEN (required) against PLATPAY_API_URL (default
+    http://127.0.0.1:8000/2025-10-13). Logs go to stderr; stdio is the default transport."""
+    import logging
+    import sys
+
+    import anyio
+
+    from platpay.mcp.server import DEFAULT_API_URL, PlatpayMCP
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    token = os.environ.get("PLATPAY_AGENT_TOKEN", "").strip()
+    if not token:
+        typer.echo("PLATPAY_AGENT_TOKEN is not set: the agent access token the server acts with", err=True)
+        raise typer.Exit(code=2)
+    api_url = os.environ.get("PLATPAY_API_URL", "").strip() or DEFAULT_API_URL
+    server = PlatpayMCP(api_url=api_url, token=token, poll_seconds=poll_seconds)
+    anyio.run(lambda: server.serve(http=http, host=host, port=port))
+
+
 def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]) -> None:
     """Run a long-lived process's loop on the event loop `serve` would use (PLATPAY_EVENT_LOOP)."""
     if settings.chosen_event_loop() == "uvloop":

@@ -29,6 +29,7 @@ LAYERS = (
     ("payments",),
     ("agents",),
     ("platforms",),
+    ("mcp",),
     ("app", "cli", "middleware", "domains"),
 )
 FOUNDATION = frozenset(LAYERS[0])
