@@ -11,13 +11,11 @@ we want here. Logs go to stderr (stdout is the stdio transport); the token is ne
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import logging
 import time
 import uuid
-import weakref
 from typing import Annotated, Any
 
 import anyio
@@ -28,6 +26,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import ToolsListChanged
 from mcp.types import CallToolResult, TextContent
 from pydantic_core import to_jsonable_python
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from platpay import BASE_PATH
 from platpay.mcp.tools import SPECS, ToolSpec
@@ -79,7 +79,9 @@ class PlatpayMCP(MCPServer):
         )
         self.poll_seconds = poll_seconds
         self.active: set[str] = set()
-        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        # One ServerSession per connection: the SDK builds a session proxy per request, and the latest one
+        # of a connection reaches the connection's standalone channel. Forgotten when a send fails.
+        self._sessions: dict[int, Any] = {}
         self._refresh_lock = asyncio.Lock()
         self._last_refresh = 0.0
         self._background: set[asyncio.Task[Any]] = set()
@@ -92,12 +94,19 @@ class PlatpayMCP(MCPServer):
             return original(notification_options or NotificationOptions(tools_changed=True), *args, **kw)
 
         lowlevel.create_initialization_options = initialization_options  # type: ignore[method-assign]
+        self.custom_route("/healthz", methods=["GET"])(_healthz)
 
     # --- the tool list -------------------------------------------------------------------------------
 
     def _install(self, spec: ToolSpec) -> None:
         async def call(**arguments: Any) -> CallToolResult:
-            return await self.invoke(spec, arguments)
+            try:
+                return await self.invoke(spec, arguments)
+            except ApiRefused as refused:
+                # The error as is (the SDK would prefix a raised ToolError's text): JSON with the API's
+                # status, code, message and details, also under _meta.error.
+                text = TextContent(type="text", text=json.dumps(refused.error))
+                return CallToolResult(content=[text], is_error=True, meta={"error": refused.error})
 
         returns: Any = Annotated[CallToolResult, spec.output] if spec.output is not None else CallToolResult
         call.__signature__ = inspect.Signature(spec.parameters(), return_annotation=returns)  # type: ignore[attr-defined]
@@ -140,19 +149,18 @@ class PlatpayMCP(MCPServer):
     async def notify_tools_changed(self) -> None:
         """Both paths: the session notification for handshake-era clients, the subscription bus for
         2026-07-28 clients (`subscriptions/listen`)."""
-        for session in list(self._sessions):
+        for key, session in list(self._sessions.items()):
             try:
                 await session.send_tool_list_changed()
-            except Exception as error:  # a closed session: forget it
+            except Exception as error:  # a closed connection: forget it
                 log.info("tools/list_changed not delivered to a session: %s", type(error).__name__)
-                self._sessions.discard(session)
+                self._sessions.pop(key, None)
         await self._subscriptions.publish(ToolsListChanged())
 
     def _remember(self, ctx: Any) -> None:
         session = getattr(ctx, "session", None)
         if session is not None:
-            with contextlib.suppress(TypeError):  # a session type without weak references: not tracked
-                self._sessions.add(session)
+            self._sessions[id(getattr(session, "_connection", session))] = session
 
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         self._remember(ctx)
@@ -260,6 +268,10 @@ class PlatpayMCP(MCPServer):
             finally:
                 tasks.cancel_scope.cancel()
                 await self.http.aclose()
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
 
 
 def _segment(value: Any) -> str:
