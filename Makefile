@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+TEST_WORKERS ?= auto
 STAMP := $(VENV)/.installed
 
 .PHONY: setup run test lint format bench clean
@@ -20,7 +21,7 @@ run: $(STAMP) ## migrate, bootstrap a sandbox platform on first start, serve on 
 	$(BIN)/platpay serve
 
 test: $(STAMP) ## the whole suite (SQLite always; PostgreSQL too when PLATPAY_TEST_DATABASE_URL is set)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -26,6 +26,8 @@ platform_app = typer.Typer(help="Manage platforms", no_args_is_help=True)
 app.add_typer(platform_app, name="platform")
 ledger_app = typer.Typer(help="Inspect the ledger", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
+sandbox_app = typer.Typer(help="Sandbox tenants", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
 
 
 # TCP ports a server can listen on (0 would mean "any free port").
@@ -317,6 +319,45 @@ def ledger_verify(
         for line in report.lines():
             typer.echo(line)
     raise typer.Exit(code=0 if report.ok else 1)
+
+
+@sandbox_app.command("reset")
+def sandbox_reset(
+    platform: Annotated[str, typer.Option("--platform", help="the platform id (Platform:...)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Delete everything of the platform's sandbox tenant but its credentials and configuration (as
+    POST /sandbox/reset does), directly in the database."""
+    from platpay import domains
+    from platpay.db.database import Database
+    from platpay.errors import ApiError
+    from platpay.sandbox import service as sandbox_service
+    from platpay.tenants import service as tenants_service
+    from platpay.tenants.context import SANDBOX
+
+    settings = get_settings()
+    domains.start(settings)
+
+    async def run() -> dict[str, int]:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.transaction() as session:
+                tenant = await tenants_service.load_of_platform(
+                    session, platform_id=platform, environment=SANDBOX
+                )
+                return await sandbox_service.reset(session, tenant=tenant)
+        finally:
+            await db.dispose()
+
+    try:
+        deleted = asyncio.run(run())
+    except ApiError as error:
+        typer.echo(json.dumps(error.body()), err=True)
+        raise typer.Exit(code=2) from None
+    if as_json:
+        typer.echo(json.dumps({"platformId": platform, "deleted": deleted}))
+    else:
+        typer.echo(f"sandbox of {platform} reset: {sum(deleted.values())} rows deleted")
 
 
 def main() -> None:

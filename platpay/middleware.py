@@ -18,6 +18,7 @@ import structlog
 
 from platpay import BASE_PATH
 from platpay.errors import InvalidInput, PayloadTooLarge
+from platpay.kit import clock
 from platpay.logging import log_request
 from platpay.metrics import record_request
 
@@ -111,7 +112,11 @@ class EdgeMiddleware:
                 )
                 await _send_error(send_with_id, error.status, error.body(), drain=receive)
             else:
-                await self.app(scope, limited_receive, send_with_id)
+                clock_token = clock.use(None)  # authentication sets the tenant's clock for this request
+                try:
+                    await self.app(scope, limited_receive, send_with_id)
+                finally:
+                    clock.restore(clock_token)
         finally:
             elapsed = time.perf_counter() - started
             route = scope.get("route")

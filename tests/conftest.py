@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 os.environ.setdefault("PLATPAY_MASTER_KEY", base64.urlsafe_b64encode(b"k" * 32).rstrip(b"=").decode())
 os.environ.setdefault("PLATPAY_LOG_JSON", "true")
@@ -32,12 +33,15 @@ from tests.support.receiver import WebhookReceiver
 from tests.support.smtp import smtp_server  # noqa: F401  (the fixture, for every test module)
 
 PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
+if PG_URL and os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs pytest-xdist: a database per worker
+    _parsed = make_url(PG_URL)
+    PG_URL = _parsed.set(database=f"{_parsed.database}_{os.environ['PYTEST_XDIST_WORKER']}").render_as_string(
+        hide_password=False
+    )
 BACKENDS = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]
 
 
 def _pg_admin_url(url: str) -> tuple[str, str]:
-    from sqlalchemy.engine import make_url
-
     parsed = make_url(url)
     return parsed.set(database="postgres").render_as_string(
         hide_password=False

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "platpay"
 LAYERS = (
     ("kit", "config", "errors", "logging", "metrics", "db"),
     ("jobs",),
+    ("clocks",),
     ("tenants",),
     ("auth",),
     ("events",),
@@ -29,8 +30,9 @@ LAYERS = (
     ("payments",),
     ("agents",),
     ("platforms",),
+    ("sandbox",),
     ("mcp",),
-    ("app", "cli", "middleware", "domains"),
+    ("app", "cli", "middleware", "domains", "testing"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])

@@ -1,7 +1,13 @@
 """Every request body in /openapi.json has an example, and every example works as written: each is sent
 with the ids it names (kit/openapi.py ExampleIds) replaced by real ones from a fresh sandbox, and is
 answered 2xx. Data-driven: an operation added later is sent the moment it is served; one whose path
-names something this sandbox cannot provide yet fails with the name of what to add to PATH_PARAMETERS."""
+names something this sandbox cannot provide yet fails with the name of what to add to PATH_PARAMETERS.
+
+An embedded-wallet example whose value only real cryptography makes (an OIDC token minutes old, a WebAuthn
+attestation or assertion, an OTP sealed to the wallet's HPKE target) is a realistic placeholder in the
+document; its PATH_PARAMETERS provider makes the real value (tests/wallets/support.py: a software
+authenticator, OIDC tokens, session keys) and, where the operation is a signed retry (SPEC §4.12), the test
+stamps the 202's payloadToSign with a key of the wallet and sends the retry, which must succeed too."""
 
 from __future__ import annotations
 
@@ -11,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from platpay import BASE_PATH
+from platpay.kit.crypto import bundles, p256
 from platpay.kit.openapi import ExampleIds
 from tests.factories import (
     account_destination,
@@ -24,9 +32,18 @@ from tests.factories import (
     mxn_account,
     quote,
 )
+from tests.wallets.support import (
+    Authenticator,
+    Wallet,
+    new_key,
+    oidc_token,
+    public_hex,
+    signed_headers,
+    wallet_account,
+)
 
 # Sent last: it may change what the others need (an endpoint awaiting replies, the supported currencies).
-LAST = ("updatePlatformConfig",)
+LAST = ("advanceSandboxClock", "updatePlatformConfig")  # the clock moved: quotes made before expire
 # The agent whose token sends the agent operations' examples (operationIds starting with "agent").
 AGENT_POLICY: dict[str, Any] = {
     "permissions": ["CREATE_TRANSFERS", "CREATE_QUOTES", "EXECUTE_QUOTES", "MANAGE_EXTERNAL_ACCOUNTS"],
@@ -39,15 +56,37 @@ BUSINESS = {
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
     "businessInfo": {"legalName": "Beta LLC", "taxId": "12-3456789", "incorporatedOn": "2015-06-01"},
 }
+OIDC_SUBJECT = "110169484474386276334"  # the OAUTH identity of the examples' wallet
+
+
+@dataclass
+class Prepared:
+    """What an example needs beyond its ids: its path parameters, real values for the document's
+    placeholders (merged into the example, whose other fields are sent as written), headers, and the key
+    that stamps the signed retry when the first call answers 202."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    signer: ec.EllipticCurvePrivateKey | None = None
 
 
 @dataclass
 class Sandbox:
-    """A fresh sandbox platform ("Acme", UMA domain acme.platpay.test) holding what the examples name."""
+    """A fresh sandbox platform ("Acme", UMA domain acme.platpay.test) holding what the examples name, and
+    two embedded wallets: `wallet` (ExampleIds.EMBEDDED_WALLET) with an OAUTH credential, a session of it
+    and a passkey, its bootstrap EMAIL_OTP revoked (so that one can be added back), and `otp_wallet`, a new
+    wallet with only its bootstrap EMAIL_OTP."""
 
     client: httpx.AsyncClient
     auth: tuple[str, str]
     ids: dict[str, str] = field(default_factory=dict)
+    wallet: Wallet | None = None
+    otp_wallet: Wallet | None = None
+    authenticator: Authenticator = field(default_factory=Authenticator)  # the wallet's passkey
+    credential_ids: dict[str, str] = field(default_factory=dict)  # the wallet's OAUTH and PASSKEY
+    session_key: ec.EllipticCurvePrivateKey | None = None  # of its OAUTH session, signing its retries
+    added: int = 0
 
     @classmethod
     async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str]) -> Sandbox:
@@ -72,8 +111,33 @@ class Sandbox:
             ExampleIds.EXTERNAL_ACCOUNT: (await external_account(client, auth, person["id"]))["id"],
             ExampleIds.MXN_EXTERNAL_ACCOUNT: mxn["id"],
             ExampleIds.QUOTE: funded_quote.json()["id"],
+            ExampleIds.EMBEDDED_WALLET: (await sandbox._build_wallets()).id,
         }
         return sandbox
+
+    async def _build_wallets(self) -> Wallet:
+        self.otp_wallet = Wallet(self.client, self.auth, await wallet_account(self.client, self.auth))
+        wallet = self.wallet = Wallet(self.client, self.auth, await wallet_account(self.client, self.auth))
+        [bootstrap] = await self._credentials("EMAIL_OTP")
+        oauth = await self.post(
+            "/auth/credentials",
+            {"type": "OAUTH", "accountId": wallet.id, "oidcToken": oidc_token(client_public_key=None)},
+        )  # the wallet's first verified credential: added at once
+        self.credential_ids["OAUTH"] = oauth["id"]
+        session, self.session_key = await self.oauth_session()
+        wallet.keys[session["id"]] = self.session_key
+        options = await self.post("/auth/credentials/passkey-challenges", {"accountId": wallet.id})
+        passkey = {
+            "type": "PASSKEY",
+            "accountId": wallet.id,
+            "nickname": "Laptop",
+            "challenge": options["challenge"],
+            "attestation": self.authenticator.register(options["challenge"]),
+        }
+        added = await wallet.signed("POST", "/auth/credentials", json_body=passkey, expect=201)
+        self.credential_ids["PASSKEY"] = added.json()["id"]
+        await wallet.signed("DELETE", f"/auth/credentials/{bootstrap['id']}", expect=204)
+        return wallet
 
     def substitute(self, value: Any) -> Any:
         text = json.dumps(value)
@@ -85,6 +149,27 @@ class Sandbox:
         response = await self.client.post(path, auth=self.auth, json=body)
         assert response.status_code in (200, 201), response.text
         return response.json()
+
+    async def _credentials(self, kind: str, wallet: Wallet | None = None) -> list[dict[str, Any]]:
+        wallet = wallet or self.wallet
+        assert wallet is not None
+        response = await self.client.get("/auth/credentials", auth=self.auth, params={"accountId": wallet.id})
+        assert response.status_code == 200, response.text
+        return [credential for credential in response.json()["data"] if credential["type"] == kind]
+
+    async def oauth_session(self) -> tuple[dict[str, Any], ec.EllipticCurvePrivateKey]:
+        """A new session of the wallet's OAUTH credential and its signing key."""
+        key = new_key()
+        session = await self.post(
+            f"/auth/credentials/{self.credential_ids['OAUTH']}/verify",
+            {
+                "type": "OAUTH",
+                "oidcToken": oidc_token(client_public_key=public_hex(key), sub=OIDC_SUBJECT),
+                "clientPublicKey": public_hex(key),
+            },
+        )
+        scalar = bundles.open_credential_bundle(session["encryptedSessionSigningKey"], key)
+        return session, p256.private_key_from_scalar(scalar)
 
     async def pending_incoming_payment(self, _example: Any) -> dict[str, str]:
         """A payment awaiting the platform's decision (no webhook endpoint: it decides through the API)."""
@@ -130,9 +215,74 @@ class Sandbox:
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
         return {"customerId": self.ids[ExampleIds.CUSTOMER]}
 
+    # Embedded wallets
 
-# What fills a path's parameters, by operationId (else by parameter name, from the sandbox's ids).
-PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str]]]] = {
+    async def credential_to_add(self, example: Any) -> Prepared:
+        """POST /auth/credentials on the wallet, signed by its OAUTH session: an EMAIL_OTP (its own was
+        revoked), an OAUTH identity not yet its own, or a passkey registered against a real challenge."""
+        assert self.wallet is not None
+        if example["type"] == "OAUTH":
+            self.added += 1
+            token = oidc_token(client_public_key=None, sub=f"{OIDC_SUBJECT}{self.added}")
+            return Prepared(values={"oidcToken": token}, signer=self.session_key)
+        if example["type"] == "PASSKEY":
+            options = await self.post("/auth/credentials/passkey-challenges", {"accountId": self.wallet.id})
+            attestation = Authenticator().register(options["challenge"])
+            values = {"challenge": options["challenge"], "attestation": attestation}
+            return Prepared(values=values, signer=self.session_key)
+        return Prepared(signer=self.session_key)
+
+    async def credential_to_verify(self, example: Any) -> Prepared:
+        """The proof the example's type takes, made for real: an OTP sealed to a fresh OTP target with a
+        new TEK (whose stamp completes the login), an OIDC token bound to a fresh client key, or a passkey
+        assertion of a fresh challenge (its requestId in Request-Id)."""
+        if example["type"] == "EMAIL_OTP":
+            assert self.otp_wallet is not None
+            [credential] = await self._credentials("EMAIL_OTP", self.otp_wallet)
+            challenge = await self.post(f"/auth/credentials/{credential['id']}/challenge", {})
+            tek = new_key()
+            bundle = bundles.seal_otp_attempt(
+                challenge["otpEncryptionTargetBundle"], otp_code="000000", public_key_hex=public_hex(tek)
+            )
+            return Prepared({"id": credential["id"]}, {"encryptedOtpBundle": bundle}, signer=tek)
+        key = public_hex(new_key())
+        if example["type"] == "OAUTH":
+            token = oidc_token(client_public_key=key, sub=OIDC_SUBJECT)
+            return Prepared(
+                {"id": self.credential_ids["OAUTH"]}, {"oidcToken": token, "clientPublicKey": key}
+            )
+        passkey = self.credential_ids["PASSKEY"]
+        challenge = await self.post(f"/auth/credentials/{passkey}/challenge", {"clientPublicKey": key})
+        return Prepared(
+            {"id": passkey},
+            {"assertion": self.authenticator.assert_(challenge["challenge"])},
+            headers={"Request-Id": challenge["requestId"]},
+        )
+
+    async def credential_to_challenge(self, example: Any) -> Prepared:
+        """A passkey (the example carries a clientPublicKey: a fresh one) or an EMAIL_OTP credential."""
+        if "clientPublicKey" in example:
+            passkey = self.credential_ids["PASSKEY"]
+            return Prepared({"id": passkey}, {"clientPublicKey": public_hex(new_key())})
+        assert self.otp_wallet is not None
+        [credential] = await self._credentials("EMAIL_OTP", self.otp_wallet)
+        return Prepared({"id": credential["id"]})
+
+    async def session_to_refresh(self, _example: Any) -> Prepared:
+        """A new session of the wallet, refreshed to a fresh client key, the retry stamped by that session."""
+        session, key = await self.oauth_session()
+        return Prepared({"id": session["id"]}, {"clientPublicKey": public_hex(new_key())}, signer=key)
+
+    async def the_wallet(self, example: Any) -> Prepared:
+        """PATCH and export of the wallet, stamped by its session (an export's client key is fresh)."""
+        assert self.wallet is not None
+        values = {"clientPublicKey": public_hex(new_key())} if "clientPublicKey" in example else {}
+        return Prepared({"id": self.wallet.id}, values, signer=self.session_key)
+
+
+# What fills a path's parameters (and an example's placeholders), by operationId; else by parameter name,
+# from the sandbox's ids.
+PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | Prepared]]] = {
     "approvePendingPayment": Sandbox.pending_incoming_payment,
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
@@ -140,16 +290,23 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str]]]] 
     "updateAgent": Sandbox.fresh_agent,
     "updateAgentPolicy": Sandbox.fresh_agent,
     "rejectAgentAction": Sandbox.pending_agent_action,
+    "createAuthCredential": Sandbox.credential_to_add,
+    "verifyAuthCredential": Sandbox.credential_to_verify,
+    "challengeAuthCredential": Sandbox.credential_to_challenge,
+    "refreshAuthSession": Sandbox.session_to_refresh,
+    "updateInternalAccount": Sandbox.the_wallet,
+    "exportInternalAccount": Sandbox.the_wallet,
 }
 BY_NAME = {"customerId": ExampleIds.CUSTOMER, "accountId": ExampleIds.INTERNAL_ACCOUNT}
 
 
-async def _path(sandbox: Sandbox, operation_id: str, path: str, example: Any) -> str:
+async def _prepare(sandbox: Sandbox, operation_id: str, path: str, example: Any) -> tuple[str, Prepared]:
     params = {name: sandbox.ids[example_id] for name, example_id in BY_NAME.items()}
     provider = PATH_PARAMETERS.get(operation_id)
-    if provider is not None:
-        params.update(await provider(sandbox, example))
-    return path.removeprefix(BASE_PATH).format(**params)
+    found = await provider(sandbox, example) if provider is not None else Prepared()
+    prepared = found if isinstance(found, Prepared) else Prepared(params=found)
+    params.update(prepared.params)
+    return path.removeprefix(BASE_PATH).format(**params), prepared
 
 
 def _bodies(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str, Any]]]:
@@ -165,7 +322,7 @@ def _bodies(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str
 
 async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings) -> None:
     created = await create_platform(
-        db, settings, name="Acme", currencies=["USD", "MXN", "USDC", "BTC", "EUR"]
+        db, settings, name="Acme", currencies=["USD", "MXN", "USDC", "BTC", "EUR", "USDB"]
     )
     sandbox = await Sandbox.build(client, created["sandbox"])
     document = (await client.get("http://testserver/openapi.json")).json()
@@ -182,7 +339,7 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
         for name, example in examples.items():
             value = sandbox.substitute(example["value"])
             try:
-                url = await _path(sandbox, operation_id, path, value)
+                url, prepared = await _prepare(sandbox, operation_id, path, value)
             except KeyError as missing:
                 failures.append(f"{operation_id}: add a provider of {missing} to PATH_PARAMETERS")
                 continue
@@ -193,7 +350,17 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 agent = agent or await sandbox.agent()
                 response = await client.request(method.upper(), url, headers=agent["headers"], json=value)
             else:
-                response = await client.request(method.upper(), url, auth=sandbox.auth, json=value)
+                value = {**value, **prepared.values}
+                response = await client.request(
+                    method.upper(), url, auth=sandbox.auth, json=value, headers=prepared.headers
+                )
+                if response.status_code == 202 and prepared.signer is not None:  # a signed retry
+                    headers = {**prepared.headers, **signed_headers(prepared.signer, response.json())}
+                    response = await client.request(
+                        method.upper(), url, auth=sandbox.auth, json=value, headers=headers
+                    )
+                    if response.status_code == 202:
+                        failures.append(f"{operation_id} example {name!r}: its signed retry answered 202")
             if not 200 <= response.status_code < 300:
                 failures.append(
                     f"{operation_id} example {name!r}: {response.status_code} {response.text[:400]}"

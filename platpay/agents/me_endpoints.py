@@ -48,6 +48,8 @@ from platpay.payments.schemas import (
 )
 
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="platpay"'}
+# A bearer token that is no agent's: refused by whichever endpoint it reached, platform or agent: both schemes
+BOTH = {"WWW-Authenticate": 'Basic realm="platpay", Bearer realm="platpay"'}
 
 
 @resolver("Bearer")
@@ -56,7 +58,7 @@ async def _agent_token(request: Request) -> Principal:
     token = request.headers.get("Authorization", "").partition(" ")[2].strip()
     principal = await agents_service.authenticate_bearer(request.app.state.db, token=token)
     if principal is None:
-        raise InvalidAgentToken("invalid or revoked agent access token", headers=CHALLENGE)
+        raise InvalidAgentToken("invalid or revoked agent access token", headers=BOTH)
     return principal
 
 

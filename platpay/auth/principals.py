@@ -3,7 +3,7 @@ by their Authorization scheme, and the permission checks endpoints declare."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPBasic
@@ -13,6 +13,7 @@ from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.schemas import Permission
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
+from platpay.kit import clock
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
@@ -29,6 +30,18 @@ def resolver(scheme: str) -> Callable[[Resolver], Resolver]:
         return resolve
 
     return register
+
+
+# Run once a request is authenticated, before its operation, with its headers (the sandbox's fault
+# injection): may raise.
+AuthenticatedHook = Callable[[Mapping[str, str], Principal], Awaitable[None]]
+_AUTHENTICATED: list[AuthenticatedHook] = []
+
+
+def on_authenticated(hook: AuthenticatedHook) -> AuthenticatedHook:
+    if hook not in _AUTHENTICATED:
+        _AUTHENTICATED.append(hook)
+    return hook
 
 
 def get_db(request: Request) -> Database:
@@ -70,6 +83,9 @@ async def authenticate(request: Request) -> Principal:
     request.state.principal = principal
     request.state.tenant_id = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
+    clock.use(principal.tenant.clock)  # the request's business time (the edge middleware scopes it)
+    for hook in _AUTHENTICATED:
+        await hook(request.headers, principal)
     return principal
 
 

@@ -94,7 +94,7 @@ async def admit(ctx: JobContext, *, delivery: WebhookDeliveryRow, manual: bool) 
         endpoint = await repository.get_endpoint(session, endpoint_id=key, for_update=True)
         if endpoint is None or endpoint.status != EndpointStatus.FAILING:
             return True
-        now = clock.now()
+        now = clock.real_now()
         if endpoint.probe_job_id not in (None, ctx.job_id):
             await ctx.reschedule_in(session, reason="the endpoint is failing; waiting for its probe")
             return False
@@ -126,7 +126,7 @@ async def after_attempt(
         await record_success(session, tenant_id=delivery.tenant_id, url=delivery.url)
         _retry(ctx, attempted)
         return
-    now = clock.now()
+    now = clock.real_now()
     endpoint = await repository.lock_endpoint(
         session,
         endpoint_id=endpoint_id(delivery.tenant_id, delivery.url),
@@ -157,7 +157,7 @@ async def record_success(session: AsyncSession, *, tenant_id: str, url: str) -> 
     """The endpoint answered: its failure count back to zero and, if it was failing, the breaker closed
     and its whole backlog due now. Costs nothing for an endpoint without failures."""
     key = endpoint_id(tenant_id, url)
-    if await repository.clear_endpoint_failures(session, endpoint_id=key, now=clock.now()):
+    if await repository.clear_endpoint_failures(session, endpoint_id=key, now=clock.real_now()):
         await jobs_service.hasten(session, lane=WEBHOOK_LANE, key=key)
 
 
@@ -180,7 +180,7 @@ async def _schedule_probe(
     """The endpoint's next probe, at its backoff interval: this delivery if it is to be tried again,
     else the oldest waiting one (none: the next delivery to arrive becomes the probe)."""
     endpoint.probe_round += 1
-    endpoint.next_probe_at = clock.now() + retry_delay(endpoint.probe_round, settings)
+    endpoint.next_probe_at = clock.real_now() + retry_delay(endpoint.probe_round, settings)
     if attempted.retry_at is not None:
         endpoint.probe_job_id = ctx.job_id
         attempted.delivery.next_attempt_at = endpoint.next_probe_at
@@ -198,7 +198,7 @@ async def _give_up_stale(
 ) -> None:
     """Deliveries waiting past the retry horizon are given up (`sparing`: the probe's own, which its
     attempt's record already decided)."""
-    now = clock.now()
+    now = clock.real_now()
     horizon = now - timedelta(seconds=settings.webhook_retry_max_age_seconds)
     job_ids = await repository.give_up_stale(
         session,
@@ -224,6 +224,6 @@ async def hand_over_probe(ctx: JobContext, *, delivery: WebhookDeliveryRow) -> N
         ):
             return
         endpoint.probe_job_id = await jobs_service.reschedule_oldest(
-            session, lane=WEBHOOK_LANE, key=key, run_at=endpoint.next_probe_at or clock.now()
+            session, lane=WEBHOOK_LANE, key=key, run_at=endpoint.next_probe_at or clock.real_now()
         )
-        endpoint.updated_at = clock.now()
+        endpoint.updated_at = clock.real_now()

@@ -12,6 +12,7 @@ costs seconds, not the whole timeout), the whole exchange by `webhook_timeout_se
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import weakref
 from collections.abc import Awaitable, Callable
@@ -26,16 +27,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
-from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
+from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookSandboxFaultsRow
 from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs.registry import handler
-from platpay.jobs.runner import JobContext
+from platpay.jobs.runner import JobContext, RetryLater
 from platpay.kit import clock
 from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
 from platpay.kit.urls import resolves_to_public
 from platpay.metrics import WEBHOOK_ATTEMPTS
 from platpay.tenants import service as tenants_service
+from platpay.tenants.context import SANDBOX
 
 USER_AGENT = "platpay-webhooks/1"
 DELIVER_JOB = "webhook.deliver"
@@ -239,6 +241,11 @@ async def deliver(ctx: JobContext) -> None:
             return
         event = await repository.get_event(session, delivery.event_id)
         environment = await tenants_service.environment_of(session, tenant_id=delivery.tenant_id)
+        faults = (
+            await repository.sandbox_faults(session, tenant_id=delivery.tenant_id)
+            if environment == SANDBOX
+            else None
+        )
         status, probe_job_id = await repository.endpoint_state(
             session, endpoint_id=breaker.endpoint_id(delivery.tenant_id, delivery.url)
         ) or (EndpointStatus.ACTIVE, None)
@@ -252,8 +259,11 @@ async def deliver(ctx: JobContext) -> None:
     failing = status == EndpointStatus.FAILING
     if failing and not await breaker.admit(ctx, delivery=delivery, manual=bool(ctx.payload.get("manual"))):
         return  # its endpoint is failing: it waits for the endpoint's probe
-    at = clock.now()
-    body = envelope(delivery_id=delivery.id, event_type=event.type, data=event.data, at=at)
+    if faults is not None and delivery.attempt_count == 0 and not ctx.payload.get("manual"):
+        _hold(ctx, delivery, faults)
+    at = clock.now()  # real time: this lane runs on it (jobs.runner), as its retry backoff does
+    # the webhook's timestamp on its tenant's clock
+    body = envelope(delivery_id=delivery.id, event_type=event.type, data=event.data, at=clock.now(ctx.clock))
     result = await sign_and_send(
         ctx.db.read,
         settings=ctx.settings,
@@ -262,6 +272,15 @@ async def deliver(ctx: JobContext) -> None:
         url=delivery.url,
         body=body,
     )
+    if faults is not None and faults.duplicate and result.ok:  # the sandbox's fault: the same envelope again
+        await sign_and_send(
+            ctx.db.read,
+            settings=ctx.settings,
+            tenant_id=delivery.tenant_id,
+            environment=environment or "",
+            url=delivery.url,
+            body=body,
+        )
     async with ctx.transaction() as session:
         locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
         if locked is None or locked.job_id != ctx.job_id or locked.status != DeliveryStatus.PENDING:
@@ -276,3 +295,16 @@ async def deliver(ctx: JobContext) -> None:
             retry_at=next_at,
         )
         await breaker.after_attempt(session, ctx, attempted, settings=ctx.settings)
+
+
+def _hold(ctx: JobContext, delivery: WebhookDeliveryRow, faults: WebhookSandboxFaultsRow) -> None:
+    """A sandbox's delay/reorder fault: a first attempt held back until its delivery's created_at plus the
+    delay plus its own share of the reorder window (a stable function of its id), on the tenant's clock."""
+    share = int.from_bytes(hashlib.sha256(delivery.id.encode()).digest()[:4], "big") % (faults.reorder_ms + 1)
+    hold = timedelta(milliseconds=faults.delay_ms + share)
+    if not hold:
+        return
+    tenant_now = clock.now(ctx.clock)
+    until = delivery.created_at + hold
+    if tenant_now < until:
+        raise RetryLater(clock.real_now() + (until - tenant_now), "held back by the sandbox's webhook faults")

@@ -2,19 +2,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import Depends, Query, Request
+from fastapi import Body, Depends, Query, Request
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.events import service as events_service
 from platpay.events.schemas import (
+    SandboxWebhookFaults,
+    SandboxWebhookFaultsRequest,
     TestWebhookResponse,
     WebhookDelivery,
     WebhookDeliveryDetail,
     WebhookDeliveryListResponse,
     WebhookEndpointListResponse,
 )
+from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import QueryTimestamp, api_router, as_utc
 
@@ -96,3 +99,44 @@ async def send_test_webhook(
         get_db(request), tenant=principal.tenant, settings=request.app.state.settings
     )
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+FAULT_EXAMPLES = request_examples(
+    duplicate=("Send every webhook twice (test your deduplication)", {"duplicate": True}),
+    reorder=("Deliver out of order, within two seconds", {"reorderMs": 2000}),
+    off=("Back to normal delivery", {}),
+)
+
+
+@sandbox_router.get(
+    "/sandbox/webhooks/faults", operation_id="getSandboxWebhookFaults", response_model=SandboxWebhookFaults
+)
+async def get_webhook_faults(
+    request: Request, principal: Principal = Depends(require_sandbox(Permission.VIEW))
+) -> SandboxWebhookFaults:
+    """How this sandbox delivers webhooks: duplicated, delayed, reordered (sandbox only)."""
+    async with get_db(request).read() as session:
+        return await events_service.sandbox_faults(session, tenant_id=principal.tenant.id)
+
+
+@sandbox_router.put(
+    "/sandbox/webhooks/faults",
+    operation_id="setSandboxWebhookFaults",
+    response_model=SandboxWebhookFaults,
+    openapi_extra=FAULT_EXAMPLES,
+)
+async def set_webhook_faults(
+    request: Request,
+    body: SandboxWebhookFaultsRequest = Body(...),
+    principal: Principal = Depends(require_sandbox(Permission.MANAGE)),
+) -> SandboxWebhookFaults:
+    """Duplicate, delay or reorder this sandbox's webhook deliveries, to test a receiver's deduplication
+    and ordering; `{}` turns it all off (sandbox only; a sandbox reset turns it off too)."""
+    async with get_db(request).transaction() as session:
+        return await events_service.set_sandbox_faults(
+            session,
+            tenant_id=principal.tenant.id,
+            duplicate=body.duplicate,
+            delay_ms=body.delay_ms,
+            reorder_ms=body.reorder_ms,
+        )

@@ -87,3 +87,17 @@ class WebhookEndpointRow(Base):
     recovered_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class WebhookSandboxFaultsRow(Base):
+    """A sandbox tenant's webhook delivery faults (PUT /sandbox/webhooks/faults), for testing a receiver's
+    deduplication and ordering: each delivery sent twice, held back, or held back by a per-delivery amount
+    (which reorders them). No row: deliveries as usual. A sandbox reset clears it."""
+
+    __tablename__ = "webhook_sandbox_faults"
+
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"), primary_key=True)
+    duplicate: Mapped[bool]
+    delay_ms: Mapped[int]
+    reorder_ms: Mapped[int]
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

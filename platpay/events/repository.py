@@ -9,7 +9,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
-from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookEndpointRow
+from platpay.events.models import (
+    EventRow,
+    WebhookAttemptRow,
+    WebhookDeliveryRow,
+    WebhookEndpointRow,
+    WebhookSandboxFaultsRow,
+)
 from platpay.events.state import DELIVERY, ENDPOINT, DeliveryStatus, EndpointStatus
 from platpay.tenants import service as tenants_service
 
@@ -234,3 +240,19 @@ async def give_up_stale(
             .execution_options(synchronize_session=False)
         )
     return [job_id for _, job_id in stale if job_id]
+
+
+async def sandbox_faults(session: AsyncSession, *, tenant_id: str) -> WebhookSandboxFaultsRow | None:
+    return await session.get(WebhookSandboxFaultsRow, tenant_id)
+
+
+async def set_sandbox_faults(
+    session: AsyncSession, *, tenant_id: str, duplicate: bool, delay_ms: int, reorder_ms: int, now: datetime
+) -> WebhookSandboxFaultsRow:
+    row = await session.get(WebhookSandboxFaultsRow, tenant_id, with_for_update=True)
+    if row is None:
+        row = WebhookSandboxFaultsRow(tenant_id=tenant_id)
+        session.add(row)
+    row.duplicate, row.delay_ms, row.reorder_ms, row.updated_at = duplicate, delay_ms, reorder_ms, now
+    await session.flush()
+    return row

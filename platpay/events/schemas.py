@@ -5,7 +5,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from platpay.kit.api_model import ApiModel
+from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.pagination import Page
 
 DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
@@ -70,3 +70,27 @@ class TestWebhookResponse(BaseModel):
     url: str
     response_status: int = Field(description="the HTTP status the endpoint answered")
     response_body: str | None = Field(default=None, description="the endpoint's answer, truncated")
+
+
+class SandboxWebhookFaults(ApiModel):
+    """How the sandbox delivers webhooks to its endpoint, for testing a receiver's deduplication and
+    ordering (all off by default)."""
+
+    duplicate: bool = Field(False, description="send every delivery twice (the same envelope, the same id)")
+    delay_ms: int = Field(0, ge=0, le=3_600_000, description="hold every delivery back this long")
+    reorder_ms: int = Field(
+        0,
+        ge=0,
+        le=3_600_000,
+        description="hold each delivery back a further amount of its own, up to this long: they arrive out of order",
+    )
+
+
+class SandboxWebhookFaultsRequest(ApiRequest):
+    """PUT /sandbox/webhooks/faults: the whole setting (omitted fields are off)."""
+
+    duplicate: bool = Field(False, description="send every delivery twice (the same envelope, the same id)")
+    delay_ms: int = Field(0, ge=0, le=3_600_000, description="hold every delivery back this long")
+    reorder_ms: int = Field(
+        0, ge=0, le=3_600_000, description="a further hold of each delivery's own, up to this"
+    )

@@ -15,6 +15,7 @@ from platpay.events import delivery as delivery_mod
 from platpay.events.errors import DeliveryNotFound, WebhookDeliveryError, WebhookEndpointNotSet
 from platpay.events.models import EventRow, WebhookDeliveryRow
 from platpay.events.schemas import (
+    SandboxWebhookFaults,
     TestWebhookResponse,
     WebhookAttempt,
     WebhookDelivery,
@@ -307,3 +308,26 @@ def on_reply(event_type: str) -> Callable[[ReplyHandler], ReplyHandler]:
         return handler
 
     return register
+
+
+async def sandbox_faults(session: AsyncSession, *, tenant_id: str) -> SandboxWebhookFaults:
+    """The sandbox tenant's webhook delivery faults (all off when never set)."""
+    row = await repository.sandbox_faults(session, tenant_id=tenant_id)
+    if row is None:
+        return SandboxWebhookFaults()
+    return SandboxWebhookFaults(duplicate=row.duplicate, delay_ms=row.delay_ms, reorder_ms=row.reorder_ms)
+
+
+async def set_sandbox_faults(
+    session: AsyncSession, *, tenant_id: str, duplicate: bool, delay_ms: int, reorder_ms: int
+) -> SandboxWebhookFaults:
+    """Set them (from the tenant's next delivery on; deliveries already held keep their hold)."""
+    await repository.set_sandbox_faults(
+        session,
+        tenant_id=tenant_id,
+        duplicate=duplicate,
+        delay_ms=delay_ms,
+        reorder_ms=reorder_ms,
+        now=clock.real_now(),
+    )
+    return SandboxWebhookFaults(duplicate=duplicate, delay_ms=delay_ms, reorder_ms=reorder_ms)

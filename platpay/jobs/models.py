@@ -28,6 +28,7 @@ class JobRow(Base):
         Index("ix_jobs_state_lease_until", "state", "lease_until"),
         Index("ix_jobs_lane_state_concurrency_key_run_at", "lane", "state", "concurrency_key", "run_at"),
         Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
+        Index("ix_jobs_tenant_id_state_due_at", "tenant_id", "state", "due_at"),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -37,7 +38,10 @@ class JobRow(Base):
     tenant_id: Mapped[str | None] = mapped_column(IdColumn())
     payload: Mapped[dict[str, Any]] = mapped_column(JsonType)
     state: Mapped[str] = mapped_column(String(16))
-    run_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    run_at: Mapped[datetime] = mapped_column(UtcDateTime())  # on the process clock: what claims compare
+    # A tenant job of the default lane: when it is due on its tenant's clock (kit/clock.py). When a sandbox
+    # tenant's clock moves, run_at is recomputed from it (clocks.service); None: on real time only.
+    due_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     attempts: Mapped[int] = mapped_column(default=0)  # claims so far, crashed ones included
     max_attempts: Mapped[int]
     lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime())

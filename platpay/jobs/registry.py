@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
@@ -88,3 +88,20 @@ def load_plugins(plugins: str = "") -> None:
     own handlers are registered by discovering the domains (`platpay.domains.load_jobs`)."""
     for module in (name.strip() for name in plugins.split(",") if name.strip()):
         importlib.import_module(module)
+
+
+# How the runner learns the clocks of the tenants whose jobs it claimed (the clocks domain registers it at
+# import): {tenant id: kit.clock.TenantClock} for those that have one, read in the claiming transaction.
+ClockLoader = Callable[["AsyncSession", set[str]], Awaitable[dict[str, Any]]]
+_CLOCK_LOADERS: list[ClockLoader] = []
+
+
+def clock_loader(func: ClockLoader) -> ClockLoader:
+    _CLOCK_LOADERS[:] = [func]
+    return func
+
+
+async def load_clocks(session: AsyncSession, tenant_ids: set[str]) -> dict[str, Any]:
+    if not tenant_ids or not _CLOCK_LOADERS:
+        return {}
+    return await _CLOCK_LOADERS[0](session, tenant_ids)

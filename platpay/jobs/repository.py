@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, or_, select, text, update
@@ -25,6 +25,7 @@ from platpay.db.portable import lean_insert_ignore
 from platpay.db.types import UtcDateTime
 from platpay.jobs import registry
 from platpay.jobs.models import JobRow
+from platpay.kit.clock import NEVER
 
 QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
 # Lean inserts (the only way jobs are written): jobs are written on every money movement.
@@ -269,13 +270,15 @@ async def reschedule(
     reset_attempts: bool,
     refund_attempt: bool = False,
     dead: bool = False,
+    due_at: datetime | None = None,
 ) -> bool:
-    """Back to QUEUED at `run_at` (or DEAD), if `token` still holds the lease. `reset_attempts`:
-    the handler asked to run later (a fresh start); `refund_attempt`: this attempt did not count (the
-    database was unavailable)."""
+    """Back to QUEUED at `run_at` (or DEAD), if `token` still holds the lease; `due_at`: when it is due on
+    its tenant's clock, for a job that follows it. `reset_attempts`: the handler asked to run later (a fresh
+    start); `refund_attempt`: this attempt did not count (the database was unavailable)."""
     values: dict[str, Any] = {
         "state": DEAD if dead else QUEUED,
         "run_at": run_at,
+        "due_at": due_at,
         "updated_at": now,
         "lease_token": None,
         "lease_until": None,
@@ -328,3 +331,106 @@ async def purge_finished(session: AsyncSession, *, before: datetime) -> int:
         JobRow.__table__.delete().where(JobRow.state == DONE, JobRow.finished_at < before)
     )
     return result.rowcount or 0
+
+
+# Jobs following their tenant's clock (jobs.service.follow_clock, clocks.service).
+
+
+def _follows_clock(tenant_id: str) -> tuple[Any, ...]:
+    return (
+        JobRow.tenant_id == tenant_id,
+        JobRow.state == QUEUED,
+        JobRow.lane == registry.DEFAULT_LANE,
+        JobRow.due_at.is_not(None),
+    )
+
+
+_SET_RUN_AT = (
+    JobRow.__table__.update()
+    .where(JobRow.__table__.c.id == bindparam("b_id"))
+    .values(run_at=bindparam("b_run_at", type_=UtcDateTime()))
+)
+
+
+async def follow_clock(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    tenant_now: datetime,
+    real_now: datetime,
+    frozen: bool,
+    offset: timedelta | None,
+) -> None:
+    """run_at of the tenant's queued clock-following jobs recomputed for its clock reading `tenant_now`:
+    those due by then run now; later ones never while frozen, else when real time reaches due_at - offset."""
+    await session.execute(
+        update(JobRow)
+        .where(*_follows_clock(tenant_id), JobRow.due_at <= tenant_now, JobRow.run_at > real_now)
+        .values(run_at=real_now)
+        .execution_options(synchronize_session=False)
+    )
+    if frozen:
+        await session.execute(
+            update(JobRow)
+            .where(*_follows_clock(tenant_id), JobRow.due_at > tenant_now, JobRow.run_at < NEVER)
+            .values(run_at=NEVER)
+            .execution_options(synchronize_session=False)
+        )
+        return
+    later = await session.execute(
+        select(JobRow.id, JobRow.due_at, JobRow.run_at).where(
+            *_follows_clock(tenant_id), JobRow.due_at > tenant_now
+        )
+    )
+    shift = offset or timedelta(0)
+    changes = [
+        {"b_id": job_id, "b_run_at": due_at - shift}
+        for job_id, due_at, run_at in later.all()
+        if run_at != due_at - shift
+    ]
+    if changes:
+        await session.execute(_SET_RUN_AT, changes)
+
+
+async def next_due(
+    session: AsyncSession, *, tenant_id: str, after: datetime, until: datetime
+) -> datetime | None:
+    found = await session.scalar(
+        select(func.min(JobRow.due_at)).where(
+            *_follows_clock(tenant_id), JobRow.due_at > after, JobRow.due_at <= until
+        )
+    )
+    if found is not None and found.tzinfo is None:
+        found = found.replace(tzinfo=after.tzinfo)
+    return found
+
+
+async def claim_of_tenant(
+    session: AsyncSession, *, tenant_id: str, now: datetime, lease_until: datetime, token: str, limit: int
+) -> list[JobRow]:
+    """Like `claim`, of one tenant's default-lane jobs only, in the order they are due on its clock."""
+    due = (
+        select(JobRow.id)
+        .where(JobRow.tenant_id == tenant_id, JobRow.lane == registry.DEFAULT_LANE, _claimable(now))
+        .order_by(func.coalesce(JobRow.due_at, JobRow.run_at), JobRow.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    ids = list((await session.scalars(due)).all())
+    rows = await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+    order = {job_id: index for index, job_id in enumerate(ids)}
+    return sorted(rows, key=lambda row: order[row.id])
+
+
+async def tenant_busy(session: AsyncSession, *, tenant_id: str, now: datetime) -> bool:
+    """Whether a default-lane job of the tenant is due or running (another worker's, under its lease)."""
+    found = await session.scalar(
+        select(JobRow.id)
+        .where(
+            JobRow.tenant_id == tenant_id,
+            JobRow.lane == registry.DEFAULT_LANE,
+            or_(JobRow.state == RUNNING, and_(JobRow.state == QUEUED, JobRow.run_at <= now)),
+        )
+        .limit(1)
+    )
+    return found is not None

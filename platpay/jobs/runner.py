@@ -31,7 +31,7 @@ from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
 from platpay.jobs import registry, repository
-from platpay.jobs.service import ENQUEUED_FLAG
+from platpay.jobs.service import ENQUEUED_FLAG, placement
 from platpay.kit import clock, idempotency, rate_limits
 from platpay.metrics import JOB_RUNS
 
@@ -68,6 +68,8 @@ class JobContext:
     _retry_at: datetime | None = None
     _retry_reason: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    lane: str = registry.DEFAULT_LANE
+    clock: clock.TenantClock | None = None  # its tenant's clock, when the tenant has one (kit/clock.py)
 
     def retry_at(self, when: datetime, reason: str = "") -> None:
         """Inside `transaction()`: reschedule this job instead of finishing it."""
@@ -80,14 +82,16 @@ class JobContext:
         """Run this job again at `run_at` (now) as part of the caller's own transaction `session`, instead
         of finishing it: for a handler that decides not to do its work yet while holding a lock that
         decision depends on. Nothing else may finish the job afterwards."""
+        real_run_at, due_at = placement(run_at, lane=self.lane, tenant_id=self.tenant_id)
         ok = await repository.reschedule(
             session,
             job_id=self.job_id,
             token=self._token,
-            now=clock.now(),
-            run_at=run_at or clock.now(),
+            now=clock.real_now(),
+            run_at=real_run_at,
             error=reason,
             reset_attempts=True,
+            due_at=due_at,
         )
         if not ok:
             raise LeaseLost(self.job_id)
@@ -100,16 +104,18 @@ class JobContext:
             raise RuntimeError("job already finished in an earlier transaction")
         async with self.db.transaction() as session:
             yield session
-            now = clock.now()
+            now = clock.real_now()
             if self._retry_at is not None:
+                run_at, due_at = placement(self._retry_at, lane=self.lane, tenant_id=self.tenant_id)
                 ok = await repository.reschedule(
                     session,
                     job_id=self.job_id,
                     token=self._token,
                     now=now,
-                    run_at=self._retry_at,
+                    run_at=run_at,
                     error=self._retry_reason,
                     reset_attempts=True,
+                    due_at=due_at,
                 )
             else:
                 ok = await repository.finish(session, job_id=self.job_id, token=self._token, now=now)
@@ -119,7 +125,9 @@ class JobContext:
 
 
 class JobRunner:
-    def __init__(self, db: Database, settings: Settings, *, name: str | None = None) -> None:
+    def __init__(
+        self, db: Database, settings: Settings, *, name: str | None = None, listen: bool = True
+    ) -> None:
         self.db = db
         self.settings = settings
         self.name = name or f"runner-{uuid.uuid4().hex[:8]}"
@@ -132,7 +140,8 @@ class JobRunner:
         self._maybe_due: set[str] = set()
         self._last_maintenance = 0.0
         self.processed = 0
-        db.on_commit(self._on_commit)
+        if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
+            db.on_commit(self._on_commit)
 
     def _on_commit(self, session: AsyncSession) -> None:
         lanes = session.info.pop(ENQUEUED_FLAG, None)
@@ -162,20 +171,25 @@ class JobRunner:
         return timedelta(seconds=self.settings.job_lease_seconds)
 
     async def claim(
-        self, limit: int, *, lane: str = registry.DEFAULT_LANE
+        self, limit: int, *, lane: str = registry.DEFAULT_LANE, tenant_id: str | None = None
     ) -> list[tuple[dict[str, Any], str]]:
-        """Lease up to `limit` due jobs of `lane` to this runner."""
+        """Lease up to `limit` due jobs of `lane` to this runner (with `tenant_id`: of that tenant's default
+        lane only, in the order they are due on its clock)."""
         definition = next(candidate for candidate in registry.lanes() if candidate.name == lane)
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
-            now = clock.now()
+            now = clock.real_now()
             if lane == registry.DEFAULT_LANE:
                 buried = await repository.bury_exhausted(session, now=now)
                 if buried:
                     log.warning("jobs.buried", count=buried)
             lease_until = now + self.lease
-            if key_cap is None:
+            if tenant_id is not None:
+                rows = await repository.claim_of_tenant(
+                    session, tenant_id=tenant_id, now=now, lease_until=lease_until, token=token, limit=limit
+                )
+            elif key_cap is None:
                 rows = await repository.claim(
                     session, lane=lane, now=now, lease_until=lease_until, token=token, limit=limit
                 )
@@ -190,11 +204,15 @@ class JobRunner:
                     key_cap=key_cap,
                     held=await definition.held(session, now) if definition.held is not None else None,
                 )
+            clocks = await registry.load_clocks(session, {row.tenant_id for row in rows if row.tenant_id})
             claimed = [
                 (
                     {
                         "id": row.id,
                         "kind": row.kind,
+                        "lane": row.lane,
+                        "clock": clocks.get(row.tenant_id or ""),
+                        "due_at": row.due_at,
                         "payload": row.payload,
                         "tenant_id": row.tenant_id,
                         "attempts": row.attempts,
@@ -213,7 +231,7 @@ class JobRunner:
             try:
                 async with self.db.transaction() as session:
                     if not await repository.extend_lease(
-                        session, job_id=job_id, token=token, lease_until=clock.now() + self.lease
+                        session, job_id=job_id, token=token, lease_until=clock.real_now() + self.lease
                     ):
                         return
             except Exception as error:
@@ -235,8 +253,14 @@ class JobRunner:
             db=self.db,
             settings=self.settings,
             _token=token,
+            lane=job.get("lane", registry.DEFAULT_LANE),
+            clock=job.get("clock"),
         )
         handler = registry.get(job["kind"])
+        # A default-lane job runs on its tenant's clock (kit/clock.now() in its handler reads it); the other
+        # lanes (webhook deliveries, messages) on real time: their backoff is real (ctx.clock is there for
+        # what must still read the tenant's time, such as a webhook's timestamp).
+        clock_token = clock.use(ctx.clock if ctx.lane == registry.DEFAULT_LANE else None)
         heartbeat = asyncio.create_task(self._heartbeat(job["id"], token))
         try:
             if handler is None:
@@ -251,7 +275,8 @@ class JobRunner:
             log.warning("job.lease_lost", job_id=job["id"], kind=job["kind"])
             JOB_RUNS.labels(job["kind"], "lease_lost").inc()
         except RetryLater as retry:
-            await self._reschedule(job, token, run_at=retry.run_at, error=retry.reason, reset=True)
+            run_at, due_at = placement(retry.run_at, lane=ctx.lane, tenant_id=ctx.tenant_id)
+            await self._reschedule(job, token, run_at=run_at, error=retry.reason, reset=True, due_at=due_at)
             JOB_RUNS.labels(job["kind"], "retry").inc()
         except Exception as error:  # a failing handler must not take the runner down
             if unavailable_reason(error) is not None:
@@ -260,7 +285,7 @@ class JobRunner:
                 await self._reschedule(
                     job,
                     token,
-                    run_at=clock.now() + timedelta(seconds=OUTAGE_RETRY_SECONDS),
+                    run_at=clock.real_now() + timedelta(seconds=OUTAGE_RETRY_SECONDS),
                     error=f"database unavailable: {unavailable_reason(error)}",
                     reset=False,
                     refund_attempt=True,
@@ -279,12 +304,13 @@ class JobRunner:
             await self._reschedule(
                 job,
                 token,
-                run_at=clock.now() + self._failure_delay(job["attempts"]),
+                run_at=clock.real_now() + self._failure_delay(job["attempts"]),
                 error="".join(traceback.format_exception_only(error))[:2000],
                 reset=False,
                 dead=dead,
             )
         finally:
+            clock.restore(clock_token)
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
@@ -299,6 +325,7 @@ class JobRunner:
         reset: bool,
         dead: bool = False,
         refund_attempt: bool = False,
+        due_at: datetime | None = None,
     ) -> None:
         """Put the job back (or bury it); if the database cannot take even that, its lease expires and
         it is claimed again later, as after a crash."""
@@ -308,12 +335,13 @@ class JobRunner:
                     session,
                     job_id=job["id"],
                     token=token,
-                    now=clock.now(),
+                    now=clock.real_now(),
                     run_at=run_at,
                     error=error,
                     reset_attempts=reset,
                     refund_attempt=refund_attempt,
                     dead=dead,
+                    due_at=due_at,
                 )
         except Exception as failure:
             if unavailable_reason(failure) is None:
@@ -357,12 +385,45 @@ class JobRunner:
                 return started
         raise TimeoutError(f"jobs still due after {timeout}s")
 
+    async def run_due_of_tenant(
+        self, tenant_id: str, state: clock.TenantClock | None, *, timeout: float = 120.0
+    ) -> int:
+        """Run the tenant's due default-lane jobs (and the due ones they enqueue) here, in the order they are
+        due on its clock (reading `state`), until none is due or running anywhere; how many ran here. The
+        same claims and leases as every runner: beside other workers, no job runs twice. Jobs due at the
+        same instant run concurrently (up to the lane's concurrency)."""
+        deadline = clock.monotonic() + timeout
+        ran = 0
+        while clock.monotonic() < deadline:
+            claimed = await self.claim(self.settings.job_batch_size, tenant_id=tenant_id)
+            if not claimed:
+                async with self.db.read() as session:
+                    busy = await repository.tenant_busy(session, tenant_id=tenant_id, now=clock.real_now())
+                if not busy:
+                    return ran
+                await asyncio.sleep(0.02)  # another worker holds one of them: wait for it
+                continue
+            for job, _ in claimed:
+                job["clock"] = state
+            limit = max(1, self.settings.job_concurrency)
+            index = 0
+            while index < len(claimed):
+                due = claimed[index][0].get("due_at")
+                group = [claimed[index]]
+                index += 1
+                while index < len(claimed) and len(group) < limit and claimed[index][0].get("due_at") == due:
+                    group.append(claimed[index])
+                    index += 1
+                await asyncio.gather(*(self.execute(job, token) for job, token in group))
+                ran += len(group)
+        return ran
+
     async def _maintenance(self) -> None:
         """Housekeeping every few minutes; safe to run concurrently in every worker."""
         if clock.monotonic() - self._last_maintenance < 300:
             return
         self._last_maintenance = clock.monotonic()
-        now = clock.now()
+        now = clock.real_now()
         async with self.db.transaction() as session:
             await idempotency.purge_expired(session, before=now)
             await rate_limits.purge(session, now=now)

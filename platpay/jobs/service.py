@@ -1,4 +1,11 @@
-"""Enqueue durable jobs inside the caller's business transaction."""
+"""Enqueue durable jobs inside the caller's business transaction.
+
+Time: a job of the default lane with a tenant is due on its tenant's clock (kit/clock.py): `due_at` is
+that instant, `run_at` when the process clock reaches it (what claims compare). When a sandbox tenant's
+clock moves, `follow_clock` recomputes run_at for every queued job of the tenant in one statement (or one
+executemany), so no worker ever polls tenants. Other lanes (webhook deliveries and their retry backoff,
+messages) run on real time: their delays are kept, measured from the tenant's now.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +29,22 @@ def _queued_in(session: AsyncSession, lane: str) -> None:
     session.info.setdefault(ENQUEUED_FLAG, set()).add(lane)
 
 
+def placement(when: datetime | None, *, lane: str, tenant_id: str | None) -> tuple[datetime, datetime | None]:
+    """(run_at, due_at) of a job of `tenant_id` in `lane` wanted at `when` (tenant time; None: now)."""
+    real = clock.real_now()
+    state = clock.current()
+    if state is not None and state.tenant_id != tenant_id:
+        state = None  # work for another tenant: its clock is not known here, real time
+    if state is None:
+        at = when or real
+        return at, (at if lane == DEFAULT_LANE and tenant_id is not None else None)
+    tenant_now = state.now()
+    at = when or tenant_now
+    if lane == DEFAULT_LANE:
+        return state.to_real(at), at
+    return real + (at - tenant_now), None
+
+
 async def enqueue(
     session: AsyncSession,
     kind: str,
@@ -35,8 +58,9 @@ async def enqueue(
     concurrency_key: str | None = None,
 ) -> str:
     """Write a job row in the current transaction; it runs only if that transaction commits. `lane` and
-    `concurrency_key`: see JobRow."""
-    now = clock.now()
+    `concurrency_key`: see JobRow. `run_at` is on the tenant's clock (see the module)."""
+    now = clock.real_now()
+    real_run_at, due_at = placement(run_at, lane=lane, tenant_id=tenant_id)
     job_id = new_id("Task")
     await repository.insert(
         session,
@@ -48,7 +72,8 @@ async def enqueue(
             "tenant_id": tenant_id,
             "payload": payload,
             "state": repository.QUEUED,
-            "run_at": run_at or now,
+            "run_at": real_run_at,
+            "due_at": due_at,
             "attempts": 0,
             "max_attempts": max_attempts or get_settings().job_max_attempts,
             "lease_until": None,
@@ -66,16 +91,39 @@ async def enqueue(
 
 async def hasten(session: AsyncSession, *, lane: str, key: str) -> int:
     """Every queued job of `key` in `lane` due now, however much later it was due; how many."""
-    now = clock.now()
+    now = clock.real_now()
     _queued_in(session, lane)
     return await repository.hasten(session, lane=lane, key=key, now=now, run_at=now)
 
 
 async def reschedule_oldest(session: AsyncSession, *, lane: str, key: str, run_at: datetime) -> str | None:
-    """The oldest queued job of `key` in `lane`, due at `run_at` instead; its id, or None if none."""
-    return await repository.reschedule_oldest(session, lane=lane, key=key, now=clock.now(), run_at=run_at)
+    """The oldest queued job of `key` in `lane`, due at `run_at` (real time) instead; its id, or None."""
+    return await repository.reschedule_oldest(
+        session, lane=lane, key=key, now=clock.real_now(), run_at=run_at
+    )
 
 
 async def give_up(session: AsyncSession, *, job_ids: list[str]) -> int:
     """Finish queued jobs without running them; how many."""
-    return await repository.finish_many(session, job_ids=job_ids, now=clock.now())
+    return await repository.finish_many(session, job_ids=job_ids, now=clock.real_now())
+
+
+async def follow_clock(session: AsyncSession, *, tenant_id: str, state: clock.TenantClock | None) -> None:
+    """The tenant's clock now reads as `state` (None: real time): every queued job of the tenant that
+    follows its clock runs when that clock reaches its due_at (now, if it already has; never while frozen)."""
+    real = clock.real_now()
+    await repository.follow_clock(
+        session,
+        tenant_id=tenant_id,
+        tenant_now=state.now() if state is not None else real,
+        real_now=real,
+        frozen=state is not None and state.frozen,
+        offset=state.offset if state is not None else None,
+    )
+
+
+async def next_due(
+    session: AsyncSession, *, tenant_id: str, after: datetime, until: datetime
+) -> datetime | None:
+    """The earliest due_at of the tenant's queued clock-following jobs in (after, until]."""
+    return await repository.next_due(session, tenant_id=tenant_id, after=after, until=until)

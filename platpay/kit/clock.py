@@ -1,20 +1,103 @@
-"""The only source of time. Tests (and later sandbox tenants) freeze or advance it."""
+"""The only source of time.
+
+Two layers. The process clock (`real_now`) is wall time, which tests freeze or advance process-wide
+(`freeze`, `advance`, `reset`). On top of it each sandbox tenant may have a clock of its own (issue 11): a
+`TenantClock` is an offset from the process clock, or a fixed frozen instant. `now(tenant)` is a tenant's
+business time: the clock of the tenant given (a TenantContext carries its `clock`, loaded with it on every
+request and with every job), else the clock of the tenant the current request or job works for (a context
+variable set by authentication and by the job runner), else the process clock. Production tenants never
+have a TenantClock. Infrastructure (job leases, webhook retry backoff, idempotency retention) reads
+`real_now()`.
+"""
 
 from __future__ import annotations
 
 import time
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 _offset = timedelta(0)
 _frozen: datetime | None = None
 
+# When a job due on a frozen clock runs: not until the clock moves (the clock's move recomputes it).
+NEVER = datetime(2999, 1, 1, tzinfo=UTC)
 
-def now(tenant: object | None = None) -> datetime:
-    """Current time, timezone-aware UTC. Tenant logic passes its tenant (a TenantContext): a sandbox
-    tenant's own clock can be moved (issue 11); until then every tenant reads the process clock."""
+
+def real_now() -> datetime:
+    """The process clock (wall time, unless a test froze or advanced it): for infrastructure, never for a
+    tenant's business logic."""
     if _frozen is not None:
         return _frozen
     return datetime.now(UTC) + _offset
+
+
+@dataclass(frozen=True, slots=True)
+class TenantClock:
+    """A sandbox tenant's clock: `frozen_at` when frozen, else the process clock plus `offset`."""
+
+    tenant_id: str
+    offset: timedelta = timedelta(0)
+    frozen_at: datetime | None = None
+
+    @property
+    def frozen(self) -> bool:
+        return self.frozen_at is not None
+
+    def now(self) -> datetime:
+        return self.frozen_at if self.frozen_at is not None else real_now() + self.offset
+
+    def to_real(self, at: datetime) -> datetime:
+        """When (on the process clock) this clock reads `at`: now if it already does; NEVER for a later
+        instant of a frozen clock."""
+        if self.frozen_at is not None:
+            return real_now() if at <= self.frozen_at else NEVER
+        return at - self.offset
+
+    def moved_to(self, at: datetime) -> TenantClock:
+        """This clock reading `at` now (still frozen, or running from `at`)."""
+        if self.frozen_at is not None:
+            return TenantClock(self.tenant_id, timedelta(0), at)
+        return TenantClock(self.tenant_id, at - real_now(), None)
+
+
+_current: ContextVar[TenantClock | None] = ContextVar("platpay_tenant_clock", default=None)
+
+
+def use(state: TenantClock | None) -> Token[TenantClock | None]:
+    """The clock of the tenant the current request or job works for (None: the process clock)."""
+    return _current.set(state)
+
+
+def restore(token: Token[TenantClock | None]) -> None:
+    _current.reset(token)
+
+
+def current() -> TenantClock | None:
+    return _current.get()
+
+
+def of(tenant: object | None) -> TenantClock | None:
+    """The clock of `tenant` (a TenantContext, a TenantClock, a tenant id, or None for the current one)."""
+    if tenant is None:
+        return _current.get()
+    if isinstance(tenant, TenantClock):
+        return tenant
+    state = getattr(tenant, "clock", None)
+    if state is not None:
+        return state
+    running = _current.get()
+    if running is not None and running.tenant_id == getattr(tenant, "id", tenant):
+        return running
+    return None
+
+
+def now(tenant: object | None = None) -> datetime:
+    """Current business time of `tenant` (see the module), timezone-aware UTC."""
+    state = _current.get() if tenant is None else of(tenant)
+    if state is None:
+        return real_now()
+    return state.now()
 
 
 def monotonic() -> float:
@@ -23,19 +106,20 @@ def monotonic() -> float:
 
 
 def freeze(at: datetime | None = None) -> datetime:
+    """Freeze the process clock (tests)."""
     global _frozen
-    _frozen = (at or now()).astimezone(UTC)
+    _frozen = (at or real_now()).astimezone(UTC)
     return _frozen
 
 
 def advance(delta: timedelta) -> datetime:
-    """Move time forward; works frozen or running."""
+    """Move the process clock forward (tests); works frozen or running."""
     global _frozen, _offset
     if _frozen is not None:
         _frozen = _frozen + delta
     else:
         _offset = _offset + delta
-    return now()
+    return real_now()
 
 
 def reset() -> None:

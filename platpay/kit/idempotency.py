@@ -251,7 +251,7 @@ async def _claim(
     if not stored or stored[0] is None:
         return None
     stored_fingerprint, response_status, response_body, expires_at = stored
-    if expires_at <= clock.now():
+    if expires_at <= clock.real_now():
         await lean.rows(session, _DELETE, {"tenant_id": tenant_id, "key": key})
         return None
     if stored_fingerprint != fingerprint:
@@ -267,7 +267,7 @@ async def _claim(
 async def _store(
     session: AsyncSession, *, tenant_id: str, key: str, fingerprint: str, status: int, body: bytes
 ) -> None:
-    now = clock.now()
+    now = clock.real_now()
     try:
         await lean.rows(
             session,

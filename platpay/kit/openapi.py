@@ -27,7 +27,9 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
+from pydantic import BaseModel, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from platpay import API_VERSION
 from platpay.kit.api_model import EXTENDS, ApiRequest
@@ -274,6 +276,7 @@ class ExampleIds:
     MXN_EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000013"
     CRYPTO_INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000012"
     QUOTE = "Quote:019542f5-b3e7-1d02-0000-000000000006"
+    EMBEDDED_WALLET = "InternalAccount:019542f5-b3e7-1d02-0000-000000000022"
 
 
 def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
@@ -282,3 +285,40 @@ def request_examples(*, media_type: str = "application/json", **examples: tuple[
     ids in them are ExampleIds."""
     named = {name: {"summary": summary, "value": value} for name, (summary, value) in examples.items()}
     return {"requestBody": {"content": {media_type: {"examples": named}}}}
+
+
+class DocumentedOneOf:
+    """Annotation documenting a union of response models as the reference does, `oneOf` with a
+    `discriminator` mapping, where pydantic cannot discriminate it (a member's discriminating property is
+    not one literal: AuthMethodResponse's `type` is any AuthMethodType). Only the document changes; the
+    union validates and serializes as before. Use it inside a TypeAliasType, which names the component:
+    `TypeAliasType("XOneOf", Annotated[A | B, DocumentedOneOf("type", {"X": A, "Y": B})])`."""
+
+    __slots__ = ("mapping", "property_name")
+
+    def __init__(self, property_name: str, mapping: Mapping[str, type[BaseModel]]) -> None:
+        self.property_name = property_name
+        self.mapping = dict(mapping)
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        members = handler(core_schema)["anyOf"]  # the union's members as `$ref`s, in its order
+        choices = [choice[0] if isinstance(choice, tuple) else choice for choice in core_schema["choices"]]
+        by_model = {
+            _core_ref(choice): member["$ref"] for choice, member in zip(choices, members, strict=True)
+        }
+        refs = {
+            tag: by_model[_core_ref(model.__pydantic_core_schema__)] for tag, model in self.mapping.items()
+        }
+        return {
+            "oneOf": [{"$ref": ref} for ref in dict.fromkeys(refs.values())],
+            "discriminator": {"propertyName": self.property_name, "mapping": refs},
+        }
+
+
+def _core_ref(schema: Any) -> str:
+    """The reference a model's core schema has (`ref`), or that a reference to it names (`schema_ref`)."""
+    if schema.get("type") == "definitions":
+        schema = schema["schema"]
+    return schema.get("schema_ref") or schema["ref"]

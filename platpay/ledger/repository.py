@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -228,3 +228,25 @@ async def counts(session: AsyncSession) -> dict[str, int]:
     entries = await session.scalar(select(func.count()).select_from(JournalEntryRow))
     postings = await session.scalar(select(func.count()).select_from(PostingRow))
     return {"accounts": int(accounts or 0), "entries": int(entries or 0), "postings": int(postings or 0)}
+
+
+async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) -> dict[str, int]:
+    """Every posting and journal entry of the tenant deleted, its internal accounts' ledger accounts
+    deleted and its system accounts kept at zero (processes cache their ids); rows affected by table."""
+    postings = await session.execute(delete(PostingRow).where(PostingRow.tenant_id == tenant_id))
+    entries = await session.execute(delete(JournalEntryRow).where(JournalEntryRow.tenant_id == tenant_id))
+    internal = await session.execute(
+        delete(LedgerAccountRow).where(
+            LedgerAccountRow.tenant_id == tenant_id, LedgerAccountRow.kind == "INTERNAL"
+        )
+    )
+    await session.execute(
+        update(LedgerAccountRow)
+        .where(LedgerAccountRow.tenant_id == tenant_id)
+        .values(available=0, held=0, updated_at=now)
+    )
+    return {
+        "postings": max(postings.rowcount or 0, 0),
+        "journal_entries": max(entries.rowcount or 0, 0),
+        "ledger_accounts": max(internal.rowcount or 0, 0),
+    }

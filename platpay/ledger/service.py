@@ -368,3 +368,10 @@ async def verify(session: AsyncSession) -> VerifyReport:
         ],
         trial_balances=trial,
     )
+
+
+async def clear_tenant(session: AsyncSession, *, tenant_id: str) -> dict[str, int]:
+    """A sandbox reset's part in the ledger: the tenant's postings and entries gone, its internal accounts'
+    ledger accounts gone (their internal accounts go with them), its system accounts back at zero (kept:
+    every process caches their ids). Rows deleted by table."""
+    return await repository.clear_tenant(session, tenant_id=tenant_id, now=clock.now())

@@ -7,16 +7,16 @@ from fastapi import Depends, Query, Request
 from platpay.auth.principal import Principal
 from platpay.auth.principals import get_db, require_sandbox
 from platpay.auth.schemas import Permission
-from platpay.kit.pagination import Page, PageParams, page_params
+from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import api_router
 from platpay.messages import service
-from platpay.messages.schemas import MailboxMessage
+from platpay.messages.schemas import MailboxMessageListResponse
 
 sandbox_router = api_router(tags=["Sandbox"])
 
 
 @sandbox_router.get(
-    "/sandbox/mailbox", response_model=Page[MailboxMessage], operation_id="sandboxListMailbox"
+    "/sandbox/mailbox", response_model=MailboxMessageListResponse, operation_id="sandboxListMailbox"
 )
 async def list_mailbox(
     request: Request,

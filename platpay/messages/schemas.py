@@ -6,6 +6,7 @@ from typing import Literal
 from pydantic import Field
 
 from platpay.kit.api_model import ApiModel
+from platpay.kit.pagination import Page
 
 
 class MailboxMessage(ApiModel):
@@ -23,3 +24,7 @@ class MailboxMessage(ApiModel):
     )
     created_at: datetime
     sent_at: datetime | None = None
+
+
+class MailboxMessageListResponse(Page[MailboxMessage]):
+    """GET /sandbox/mailbox."""

@@ -245,7 +245,7 @@ async def record_attempt(
         if permanent or row.attempts >= settings.message_max_attempts:
             row.status = MESSAGE.move(row.status, MessageStatus.FAILED, subject=row.id)
         else:
-            retry_at = now + _retry_delay(row.attempts, settings)
+            retry_at = clock.real_now() + _retry_delay(row.attempts, settings)  # real time, as its lane runs
     if row.status != MessageStatus.QUEUED and not row.kept:
         row.content = None  # a production body is needed only until the message is sent
     await session.flush()

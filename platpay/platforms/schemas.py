@@ -71,30 +71,31 @@ class PlatformCurrencyConfig(ApiModel):
     )
 
 
-class EmbeddedWalletConfig(ApiModel):
-    """Branding and OTP behaviour of the emails sent to EMAIL_OTP credentials (fields never set are absent)."""
+class EmbeddedWalletConfig(ApiRequest):
+    """Branding and OTP behaviour of the emails sent to EMAIL_OTP credentials: one model in PATCH /config
+    (partial: omitted fields keep their values) and in PlatformConfig (the fields set; the others absent),
+    as the reference has it. A response carries what a request stored, so it meets the same constraints."""
 
-    app_name: str | None = Field(default=None, description="shown in the OTP email")
-    otp_length: int | None = Field(default=None, description="OTP characters; 6 when not set")
+    app_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="shown in the OTP email",
+        examples=["Acme Wallet"],
+    )
+    otp_length: int | None = Field(
+        default=None, ge=4, le=12, description="OTP characters; 6 when not set", examples=[6]
+    )
     alphanumeric: bool | None = Field(default=None, description="letters too; digits only when not set")
-    expiration_seconds: int | None = Field(default=None, description="OTP validity; 300 when not set")
-    send_from_email_address: str | None = None
-    send_from_email_sender_name: str | None = Field(default=None, description='"Notifications" when not set')
-    reply_to_email_address: str | None = None
-    logo_url: str | None = None
-
-
-class EmbeddedWalletConfigIn(ApiRequest):
-    """Partial: omitted fields keep their values."""
-
-    app_name: str | None = Field(default=None, min_length=1, max_length=255, examples=["Acme Wallet"])
-    otp_length: int | None = Field(default=None, ge=4, le=12, examples=[6])
-    alphanumeric: bool | None = None
-    expiration_seconds: int | None = Field(default=None, ge=1, le=86400, examples=[300])
+    expiration_seconds: int | None = Field(
+        default=None, ge=1, le=86400, description="OTP validity; 300 when not set", examples=[300]
+    )
     send_from_email_address: str | None = Field(
         default=None, max_length=255, pattern=EMAIL_PATTERN, examples=["noreply@acme.com"]
     )
-    send_from_email_sender_name: str | None = Field(default=None, min_length=1, max_length=255)
+    send_from_email_sender_name: str | None = Field(
+        default=None, min_length=1, max_length=255, description='"Notifications" when not set'
+    )
     reply_to_email_address: str | None = Field(default=None, max_length=255, pattern=EMAIL_PATTERN)
     logo_url: str | None = Field(default=None, max_length=512, pattern=r"^https?://\S+$")
 
@@ -123,7 +124,7 @@ class PlatformConfigUpdateRequest(ApiRequest):
     supported_currencies: list[PlatformCurrencyConfigIn] | None = Field(
         default=None, min_length=1, max_length=50
     )
-    embedded_wallet_config: EmbeddedWalletConfigIn | None = Field(
+    embedded_wallet_config: EmbeddedWalletConfig | None = Field(
         default=None, description="partial: omitted nested fields keep their values"
     )
 

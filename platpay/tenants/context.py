@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from platpay.kit.clock import TenantClock
+
 SANDBOX = "sandbox"
 PRODUCTION = "production"
 
@@ -25,6 +27,8 @@ class TenantContext:
     updated_at: datetime
     # PlatformConfig.embeddedWalletConfig's fields as configured (camelCase keys), None when never set
     embedded_wallet_config: dict[str, Any] | None = None
+    # A sandbox tenant's own clock (kit/clock.py) when it was ever moved; None: the process clock
+    clock: TenantClock | None = None
     # Every stored value this context was built from, hashable (authentication sets it from the row it
     # read): two contexts with the same version describe the same configuration. None when not known.
     version: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)

@@ -9,10 +9,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import ScalarSelect
 
+from platpay.clocks import service as clocks_service
 from platpay.tenants.models import PlatformRow, TenantRow
 
 # What a TenantContext is built from, in the order of its fields (service.context_from_columns). The
-# currencies come as their JSON text: decoded only for a tenant configuration not seen yet.
+# currencies come as their JSON text: decoded only for a tenant configuration not seen yet. The tenant's clock
+# columns (clocks_service.join_clock) follow them.
 CONTEXT_COLUMNS = (
     TenantRow.id,
     TenantRow.platform_id,
@@ -31,11 +33,12 @@ CONTEXT_COLUMNS = (
 
 def join_context(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
     """`stmt` joined to the tenant `tenant_id` names and its platform, CONTEXT_COLUMNS appended."""
-    return (
+    joined = (
         stmt.join(TenantRow, TenantRow.id == tenant_id)
         .join(PlatformRow, PlatformRow.id == TenantRow.platform_id)
         .add_columns(*CONTEXT_COLUMNS)
     )
+    return clocks_service.join_clock(joined, TenantRow.id)
 
 
 async def get_tenant(session: AsyncSession, tenant_id: str, *, for_update: bool = False) -> TenantRow | None:
@@ -74,3 +77,9 @@ async def public_key_and_sealed_private(session: AsyncSession, tenant_id: str) -
 
 async def list_tenants(session: AsyncSession) -> list[TenantRow]:
     return list((await session.scalars(select(TenantRow).order_by(TenantRow.id))).all())
+
+
+async def tenant_of_platform(session: AsyncSession, platform_id: str, environment: str) -> TenantRow | None:
+    return await session.scalar(
+        select(TenantRow).where(TenantRow.platform_id == platform_id, TenantRow.environment == environment)
+    )

@@ -4,6 +4,7 @@ orchestrates (creating a platform, applying a configuration update)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import ScalarSelect
 
+from platpay.clocks import service as clocks_service
 from platpay.config import Settings
 from platpay.errors import invalid_field
 from platpay.kit import clock, currencies
@@ -182,7 +184,9 @@ async def load(session: AsyncSession, *, tenant_id: str) -> TenantContext:
     platform = await repository.get_platform(session, row.platform_id) if row is not None else None
     if row is None or platform is None:
         raise TenantNotFound(f"tenant {tenant_id} not found")
-    return tenant_context(row, is_regulated=platform.is_regulated)
+    context = tenant_context(row, is_regulated=platform.is_regulated)
+    state = await clocks_service.state_of(session, tenant_id=tenant_id)
+    return dataclasses.replace(context, clock=state) if state is not None else context
 
 
 def join_context(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
@@ -216,6 +220,8 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             created_at,
             updated_at,
             embedded_wallet_config_json,
+            clock_offset_us,
+            clock_frozen_at,
         ) = columns
         tenant = TenantContext(
             id=tenant_id,
@@ -232,6 +238,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             embedded_wallet_config=json.loads(embedded_wallet_config_json)
             if embedded_wallet_config_json is not None
             else None,
+            clock=clocks_service.from_columns(tenant_id, clock_offset_us, clock_frozen_at),
             version=columns,
         )
         if len(_CONTEXTS) >= _CONTEXTS_MAX:
@@ -291,3 +298,11 @@ async def platform_of(session: AsyncSession, *, tenant_id: str) -> str:
             raise TenantNotFound(f"tenant {tenant_id} not found")
         platform_id = _platform_of[tenant_id] = row.platform_id
     return platform_id
+
+
+async def load_of_platform(session: AsyncSession, *, platform_id: str, environment: str) -> TenantContext:
+    """The platform's tenant of `environment` (sandbox, production), as `load` reads it."""
+    row = await repository.tenant_of_platform(session, platform_id, environment)
+    if row is None:
+        raise TenantNotFound(f"platform {platform_id} has no {environment} tenant")
+    return await load(session, tenant_id=row.id)

@@ -10,6 +10,7 @@ from fastapi import Body, Depends, Query, Request, Response
 from platpay.accounts.schemas import InternalAccount
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
+from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.routing import api_router
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
 from platpay.wallets import accounts as wallet_accounts
@@ -18,6 +19,7 @@ from platpay.wallets.schemas import (
     AuthCredentialChallengeRequest,
     AuthCredentialCreateRequestOneOf,
     AuthCredentialListResponse,
+    AuthCredentialResponseOneOf,
     AuthCredentialVerifyRequestOneOf,
     AuthMethodResponse,
     AuthSession,
@@ -51,7 +53,7 @@ from platpay.wallets.types import (
 )
 
 router = api_router(tags=["Embedded Wallet Auth"])
-_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"
+_ACCOUNT = ExampleIds.EMBEDDED_WALLET
 _CLIENT_KEY = (
     "04f45f2a22c908b9ce09a7150e514afd24627c401c38a4afc164e1ea783adaaa31d4245acfb88c2ebd42b47628d63ecabf345484f0a"
     "9f665b63c54c897d5578be2"
@@ -173,9 +175,7 @@ def _proof(body: AuthCredentialVerifyRequestOneOf) -> Proof:
     operation_id="createAuthCredential",
 )
 async def create_auth_credential(
-    body: Annotated[
-        AuthCredentialCreateRequestOneOf, Body(discriminator="type", openapi_examples=CREATE_EXAMPLES)
-    ],
+    body: Annotated[AuthCredentialCreateRequestOneOf, Body(openapi_examples=CREATE_EXAMPLES)],
     request: Request,
     principal: Principal = Manager,
     signature: WalletSignature = Depends(wallet_signature_headers),
@@ -207,6 +207,9 @@ async def list_auth_credentials(
     status_code=201,
     response_model=PasskeyRegistrationChallenge,
     operation_id="createPasskeyRegistrationChallenge",
+    openapi_extra=request_examples(
+        wallet=("Register a passkey on an EMBEDDED_WALLET account", {"accountId": _ACCOUNT})
+    ),
 )
 async def create_passkey_registration_challenge(
     body: PasskeyRegistrationChallengeRequest, request: Request, principal: Principal = Manager
@@ -243,9 +246,7 @@ async def revoke_auth_credential(
 )
 async def verify_auth_credential(
     id: str,
-    body: Annotated[
-        AuthCredentialVerifyRequestOneOf, Body(discriminator="type", openapi_examples=VERIFY_EXAMPLES)
-    ],
+    body: Annotated[AuthCredentialVerifyRequestOneOf, Body(openapi_examples=VERIFY_EXAMPLES)],
     request: Request,
     principal: Principal = Manager,
     signature: WalletSignature = Depends(wallet_signature_headers),
@@ -263,7 +264,7 @@ async def verify_auth_credential(
 
 @router.post(
     "/auth/credentials/{id}/challenge",
-    response_model=AuthMethodResponse | PasskeyAuthChallenge,
+    response_model=AuthCredentialResponseOneOf,
     operation_id="challengeAuthCredential",
 )
 async def challenge_auth_credential(
@@ -314,6 +315,12 @@ async def revoke_auth_session(
     response_model=AuthSession,
     responses=SIGNED_CHALLENGE,
     operation_id="refreshAuthSession",
+    openapi_extra=request_examples(
+        refresh=(
+            "A fresh client key (both calls; the retry adds Svc-Wallet-Signature and Request-Id)",
+            {"clientPublicKey": _CLIENT_KEY},
+        )
+    ),
 )
 async def refresh_auth_session(
     id: str, body: AuthSessionRefreshRequest, signed: SignedRetry = Signed, principal: Principal = Manager
@@ -335,6 +342,12 @@ async def refresh_auth_session(
     response_model=InternalAccount,
     responses=SIGNED_CHALLENGE,
     operation_id="updateInternalAccount",
+    openapi_extra=request_examples(
+        private=(
+            "Make the wallet private (both calls; the retry adds Svc-Wallet-Signature and Request-Id)",
+            {"privateEnabled": True},
+        )
+    ),
 )
 async def update_internal_account(
     id: str,
@@ -359,6 +372,12 @@ async def update_internal_account(
     response_model=InternalAccountExportResponse,
     responses=SIGNED_CHALLENGE,
     operation_id="exportInternalAccount",
+    openapi_extra=request_examples(
+        export=(
+            "A fresh client key for this export only (the retry adds Svc-Wallet-Signature, Request-Id)",
+            {"clientPublicKey": _CLIENT_KEY},
+        )
+    ),
 )
 async def export_internal_account(
     id: str,

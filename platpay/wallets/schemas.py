@@ -7,8 +7,10 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
+from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.openapi import DocumentedOneOf
 
 AuthMethodType = Literal["OAUTH", "EMAIL_OTP", "PASSKEY"]
 CLIENT_PUBLIC_KEY = r"^04[0-9a-fA-F]{128}$"
@@ -49,6 +51,17 @@ class PasskeyAuthChallenge(AuthMethod):
     challenge: str = Field(description="lowercase hex SHA-256; its UTF-8 bytes are the WebAuthn challenge")
     request_id: str = Field(description="send as Request-Id on POST /auth/credentials/{id}/verify")
     expires_at: datetime
+
+
+AuthCredentialResponseOneOf = TypeAliasType(
+    "AuthCredentialResponseOneOf",
+    Annotated[
+        AuthMethodResponse | PasskeyAuthChallenge,
+        DocumentedOneOf("type", {"EMAIL_OTP": AuthMethodResponse, "PASSKEY": PasskeyAuthChallenge}),
+    ],
+)
+"""POST /auth/credentials/{id}/challenge's answer: a new OTP's target (EMAIL_OTP) or a passkey login
+challenge (PASSKEY), documented as the reference's oneOf by `type`."""
 
 
 class AuthCredentialListResponse(ApiModel):
@@ -118,9 +131,14 @@ class PasskeyCredentialCreateRequest(ApiRequest):
     attestation: PasskeyAttestation
 
 
-AuthCredentialCreateRequestOneOf = (
-    EmailOtpCredentialCreateRequest | OauthCredentialCreateRequest | PasskeyCredentialCreateRequest
+AuthCredentialCreateRequestOneOf = TypeAliasType(
+    "AuthCredentialCreateRequestOneOf",
+    Annotated[
+        EmailOtpCredentialCreateRequest | OauthCredentialCreateRequest | PasskeyCredentialCreateRequest,
+        Field(discriminator="type"),
+    ],
 )
+"""POST /auth/credentials' body by `type`: the reference's oneOf of this name."""
 
 
 class PasskeyAssertion(ApiRequest):
@@ -149,9 +167,14 @@ class PasskeyCredentialVerifyRequest(ApiRequest):
     assertion: PasskeyAssertion
 
 
-AuthCredentialVerifyRequestOneOf = (
-    EmailOtpCredentialVerifyRequest | OauthCredentialVerifyRequest | PasskeyCredentialVerifyRequest
+AuthCredentialVerifyRequestOneOf = TypeAliasType(
+    "AuthCredentialVerifyRequestOneOf",
+    Annotated[
+        EmailOtpCredentialVerifyRequest | OauthCredentialVerifyRequest | PasskeyCredentialVerifyRequest,
+        Field(discriminator="type"),
+    ],
 )
+"""POST /auth/credentials/{id}/verify's body by `type`: the reference's oneOf of this name."""
 
 
 class AuthCredentialChallengeRequest(ApiRequest):
