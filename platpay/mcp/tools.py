@@ -22,6 +22,7 @@ from platpay.accounts.schemas import (
     InternalAccountListResponse,
     InternalAccountType,
 )
+from platpay.agents.dry_run_endpoints import AgentPolicyEvaluateRequest, AgentPolicyEvaluation
 from platpay.agents.schemas import Agent, AgentAction, AgentActionListResponse, AgentActionStatus
 from platpay.payments.quotes.schemas import Quote, QuoteRequest
 from platpay.payments.schemas import (
@@ -287,6 +288,19 @@ SPECS: tuple[ToolSpec, ...] = (
         "/agents/me/actions/{actionId}",
         "read",
         output=AgentAction,
+    ),
+    ToolSpec(
+        "check_policy",
+        "Check the policy (dry-run)",
+        "Ask what the policy would decide for a money request now, changing nothing: ALLOW, NEEDS_APPROVAL or "
+        "DENY, the rule that decided, why, and the headroom left on each limit (policy currency; null: no "
+        "limit). type is TRANSFER_OUT or TRANSFER_IN (with source, destination, amount) or EXECUTE_QUOTE "
+        "(with quoteId).",
+        "POST",
+        "/agents/me/policy/evaluate",
+        "read",
+        output=AgentPolicyEvaluation,
+        body=AgentPolicyEvaluateRequest,
     ),
     ToolSpec(
         "wait_for_action",

@@ -131,7 +131,11 @@ async def walk(
         waited = await session.call_tool("wait_for_action", {"actionId": action["id"], "timeoutSeconds": 20})
         assert waited.structured_content["status"] == "APPROVED", waited
 
+        check = await session.call_tool("check_policy", {"type": "TRANSFER_OUT", **transfer, "amount": DAILY})
+        assert not check.is_error, check
+        assert check.structured_content["decision"] == "DENY"
         refused = error_of(await session.call_tool("transfer_out", {**transfer, "amount": DAILY}))
+        assert refused["details"]["rule"] == check.structured_content["rule"]
         assert refused["status"] == 403 and refused["details"]["rule"] == "spendingLimits.dailyLimit", refused
 
         # A platform grants a permission: the client hears of it and sees the new tools, no restart.
