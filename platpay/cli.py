@@ -26,6 +26,10 @@ platform_app = typer.Typer(help="Manage platforms", no_args_is_help=True)
 app.add_typer(platform_app, name="platform")
 ledger_app = typer.Typer(help="Inspect the ledger", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
+agents_app = typer.Typer(help="Agents", no_args_is_help=True)
+app.add_typer(agents_app, name="agents")
+agents_audit_app = typer.Typer(help="The agents' audit trail", no_args_is_help=True)
+agents_app.add_typer(agents_audit_app, name="audit")
 sandbox_app = typer.Typer(help="Sandbox tenants", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
 
@@ -319,6 +323,61 @@ def ledger_verify(
         for line in report.lines():
             typer.echo(line)
     raise typer.Exit(code=0 if report.ok else 1)
+
+
+@agents_audit_app.command("export")
+def agents_audit_export(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
+    ] = None,
+) -> None:
+    """Print the audit trail as JSON Lines, one record a line, chain by chain in sequence order."""
+    from platpay.agents import audit
+    from platpay.db.database import Database
+
+    settings = get_settings()
+
+    async def run() -> list[dict[str, Any]]:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.read() as session:
+                return await audit.export(session, agent_id=agent)
+        finally:
+            await db.dispose()
+
+    for record in asyncio.run(run()):
+        typer.echo(json.dumps(record, sort_keys=True))
+
+
+@agents_audit_app.command("verify")
+def agents_audit_verify(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
+    ] = None,
+) -> None:
+    """Check every agent's hash chain; exit 1 naming the first bad record of each broken chain."""
+    from platpay.agents import audit
+    from platpay.db.database import Database
+
+    settings = get_settings()
+
+    async def run() -> list[audit.Problem]:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.read() as session:
+                return await audit.verify(session, agent_id=agent)
+        finally:
+            await db.dispose()
+
+    problems = asyncio.run(run())
+    for problem in problems:
+        typer.echo(
+            f"BROKEN agent {problem.agent_id} at sequence {problem.sequence} (record {problem.record_id}): "
+            f"{problem.message}"
+        )
+    if not problems:
+        typer.echo("OK: every agent's audit chain verifies")
+    raise typer.Exit(code=1 if problems else 0)
 
 
 @sandbox_app.command("reset")
