@@ -42,7 +42,9 @@ async def _lifecycle(client, auth):
 
 
 async def _records(client, auth, agent_id, **params):
-    response = await client.get(f"/agents/{agent_id}/audit", auth=auth, params={"limit": 100, "sortOrder": "asc", **params})
+    response = await client.get(
+        f"/agents/{agent_id}/audit", auth=auth, params={"limit": 100, "sortOrder": "asc", **params}
+    )
     assert response.status_code == 200, response.text
     return response.json()["data"]
 
