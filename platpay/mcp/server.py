@@ -262,7 +262,9 @@ class PlatpayMCP(MCPServer):
             tasks.start_soon(self.poll)
             try:
                 if http:
-                    await self.run_streamable_http_async(host=host, port=port)
+                    # Plain JSON answers to POSTs (no SSE stream per call); notifications such as
+                    # tools/list_changed still reach the client on its standalone GET stream.
+                    await self.run_streamable_http_async(host=host, port=port, json_response=True)
                 else:
                     await self.run_stdio_async()
             finally:
