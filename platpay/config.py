@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
     uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
+    card_issuer: str = Field(default="simulated", description="production tenants' card issuer")
+    sandbox_card_issuer: str = Field(default="sandbox", description="sandbox tenants' card issuer")
 
     # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
     email_sender: str | None = Field(
@@ -89,6 +91,22 @@ class Settings(BaseSettings):
         "is set, else `none`",
     )
     sms_sender: str = Field(default="none", description="`none` (records only) or package.module:factory")
+
+    # Onboarding
+    kyc_provider: str = Field(
+        default="manual",
+        description="KYC/KYB reviews of production tenants: `manual` (every review waits for a person) or "
+        "package.module:factory",
+    )
+    sandbox_kyc_provider: str = Field(
+        default="sandbox", description="KYC/KYB reviews of sandbox tenants: `sandbox` (the magic suffixes)"
+    )
+    document_store: str = Field(
+        default="local",
+        description="where documents' files live: `local` (<var_dir>/documents) or package.module:factory",
+    )
+    document_max_bytes: int = Field(default=10 * 1024 * 1024, description="largest document file (413 above)")
+    kyc_link_ttl_seconds: int = Field(default=86_400, ge=60, description="how long a KYC link can be used")
     smtp_host: str | None = Field(default=None, description="SMTP server the `smtp` email sender uses")
     smtp_port: int = Field(default=587, ge=1, le=65535)
     smtp_username: str | None = Field(default=None, description="SMTP AUTH user; no AUTH when unset")
@@ -148,6 +166,11 @@ class Settings(BaseSettings):
     sandbox_slow_failure_seconds: float = Field(
         default=30.0,
         description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending",
+    )
+    sandbox_card_delay_seconds: float = Field(
+        default=30.0,
+        description="the sandbox card issuer's slow cases (suffix 005): activation of a card, confirmation of "
+        "an authorization's pull",
     )
 
     # Incoming payments

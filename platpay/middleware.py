@@ -52,7 +52,17 @@ class EdgeMiddleware:
     def __init__(self, app: Any, *, max_body_bytes: int, body_limits: dict[str, int]) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
-        self.body_limits = body_limits
+        # A key ending in `/*` sets the limit of every path below it (`/documents/*`: PUT /documents/{id}).
+        self.body_limits = {path: limit for path, limit in body_limits.items() if not path.endswith("/*")}
+        self.prefix_limits = tuple(
+            (path[:-1], limit) for path, limit in body_limits.items() if path.endswith("/*")
+        )
+
+    def _prefix_limit(self, path: str) -> int:
+        for prefix, limit in self.prefix_limits:
+            if path.startswith(prefix):
+                return limit
+        return self.max_body_bytes
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -71,7 +81,9 @@ class EdgeMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
-        limit = self.body_limits.get(scope["path"], self.max_body_bytes)
+        limit = self.body_limits.get(scope["path"])
+        if limit is None:
+            limit = self._prefix_limit(scope["path"])
         status_holder = [500]
         encoded_id = request_id.encode()
 
@@ -129,8 +141,8 @@ class EdgeMiddleware:
                 log_request(
                     request_id,
                     method=method,
-                    # a path holding a secret (an agent's device code) is logged as its template
-                    path=BASE_PATH + template if "{code}" in template else scope["path"],
+                    # a path holding a secret (a KYC link's token, an agent's device code) is logged as its route
+                    path=template if "{token}" in template or "{code}" in template else scope["path"],
                     route=template,
                     status=status,
                     duration_ms=round(elapsed * 1000, 2),

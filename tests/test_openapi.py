@@ -24,6 +24,9 @@ ERROR_REF = "#/components/schemas/Error{status}"  # the one error shape, per sta
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Served to read the document itself, not part of the API it documents.
 DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/docs/assets"}
+# Pages for people, not API operations: the hosted verification page a KYC link opens and an invitation's
+# page (HTML, README).
+PAGE_ROUTES = {"/kyc/{token}", "/i/{invitationCode}"}
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def test_every_served_route_is_documented_and_nothing_else(served):
     served_operations = {
         (method, context.path_format)
         for context in iter_route_contexts(served.app.routes)
-        if context.path_format not in DOCUMENTATION_ROUTES
+        if context.path_format not in DOCUMENTATION_ROUTES | PAGE_ROUTES
         for method in context.methods or ()
         if method != "HEAD"
     }

@@ -20,6 +20,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from platpay import BASE_PATH
+from platpay.jobs.runner import JobRunner
 from platpay.kit.crypto import bundles, p256
 from platpay.kit.openapi import ExampleIds
 from tests.factories import (
@@ -56,6 +57,15 @@ BUSINESS = {
     "address": {"line1": "500 Market St", "postalCode": "94105", "country": "US"},
     "businessInfo": {"legalName": "Beta LLC", "taxId": "12-3456789", "incorporatedOn": "2015-06-01"},
 }
+OWNER_INFO = {
+    "firstName": "Ada",
+    "lastName": "Owner",
+    "birthDate": "1980-02-03",
+    "nationality": "US",
+    "address": {"line1": "2 Oak St", "postalCode": "94105", "country": "US"},
+    "idType": "SSN",
+    "identifier": "123-45-6789",
+}
 OIDC_SUBJECT = "110169484474386276334"  # the OAUTH identity of the examples' wallet
 
 
@@ -71,6 +81,16 @@ class Prepared:
     signer: ec.EllipticCurvePrivateKey | None = None
 
 
+EUROPEAN = {
+    "customerType": "INDIVIDUAL",
+    "fullName": "Marie Curie",
+    "birthDate": "1990-11-07",
+    "nationality": "FR",
+    "address": {"line1": "1 rue de Rivoli", "postalCode": "75001", "country": "FR"},
+    "currencies": ["EUR"],
+}
+
+
 @dataclass
 class Sandbox:
     """A fresh sandbox platform ("Acme", UMA domain acme.platpay.test) holding what the examples name, and
@@ -80,6 +100,7 @@ class Sandbox:
 
     client: httpx.AsyncClient
     auth: tuple[str, str]
+    runner: JobRunner
     ids: dict[str, str] = field(default_factory=dict)
     wallet: Wallet | None = None
     otp_wallet: Wallet | None = None
@@ -89,9 +110,13 @@ class Sandbox:
     added: int = 0
 
     @classmethod
-    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str]) -> Sandbox:
-        sandbox = cls(client, auth)
+    async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str], runner: JobRunner) -> Sandbox:
+        sandbox = cls(client, auth, runner)
         person = await customer(client, auth, currencies=["USD", "MXN", "USDC"])
+        approved = await client.post(
+            f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
+        )
+        assert approved.status_code == 200, approved.text  # a cardholder
         usd = await internal_account(client, auth, person["id"], "USD")
         await fund(client, auth, usd["id"], 1_000_000)
         mxn = await mxn_account(client, auth, person["id"])
@@ -102,8 +127,11 @@ class Sandbox:
             destination=account_destination(mxn["id"]),
         )
         assert funded_quote.status_code == 201, funded_quote.text
+        invitee = await customer(client, auth, fullName="John Roe")
         sandbox.ids = {
             ExampleIds.CUSTOMER: person["id"],
+            ExampleIds.CUSTOMER_UMA: person["umaAddress"],
+            ExampleIds.INVITEE_UMA: invitee["umaAddress"],
             ExampleIds.INTERNAL_ACCOUNT: usd["id"],
             ExampleIds.CRYPTO_INTERNAL_ACCOUNT: (await internal_account(client, auth, person["id"], "USDC"))[
                 "id"
@@ -113,6 +141,18 @@ class Sandbox:
             ExampleIds.QUOTE: funded_quote.json()["id"],
             ExampleIds.EMBEDDED_WALLET: (await sandbox._build_wallets()).id,
         }
+        business = await sandbox.post("/customers", BUSINESS)
+        owner = await sandbox.post(
+            "/beneficial-owners",
+            {
+                "customerId": business["id"],
+                "roles": ["UBO"],
+                "ownershipPercentage": 40,
+                "personalInfo": OWNER_INFO,
+            },
+        )
+        sandbox.ids[ExampleIds.BUSINESS_CUSTOMER] = business["id"]
+        sandbox.ids[ExampleIds.BENEFICIAL_OWNER] = owner["id"]
         return sandbox
 
     async def _build_wallets(self) -> Wallet:
@@ -210,6 +250,72 @@ class Sandbox:
         assert response.status_code == 201 and response.json()["status"] == "PENDING_APPROVAL", response.text
         return {"agentId": agent["agentId"], "actionId": response.json()["id"]}
 
+    async def card(self, state: str = "ACTIVE") -> str:
+        """A card of the examples' customer funded by its USD account, provisioned, in `state`."""
+        body = {
+            "cardholderId": self.ids[ExampleIds.CUSTOMER],
+            "platformCardId": "example-card-100",
+            "form": "VIRTUAL",
+            "fundingSources": [self.ids[ExampleIds.INTERNAL_ACCOUNT]],
+        }
+        card = await self.post("/cards", body)
+        await self.runner.run_until_idle()
+        if state != "ACTIVE":
+            changed = await self.client.patch(f"/cards/{card['id']}", auth=self.auth, json={"state": state})
+            assert changed.status_code == 200, changed.text
+        return card["id"]
+
+    async def card_to_change(self, example: Any) -> dict[str, str]:
+        """A card the example's move applies to (unfreezing needs a frozen one)."""
+        return {"id": await self.card("FROZEN" if example.get("state") == "ACTIVE" else "ACTIVE")}
+
+    async def active_card(self, _example: Any) -> dict[str, str]:
+        return {"id": await self.card()}
+
+    async def card_transaction(self, example: Any, *, settled: bool = False) -> dict[str, str]:
+        """A card with an authorization (settled, for a return) that the example's body is sent against:
+        its cardTransactionId is set in the body."""
+        card_id = await self.card()
+        authorization = await self.post(
+            f"/sandbox/cards/{card_id}/simulate/authorization",
+            {"amount": 1_000, "currency": {"code": "USD"}, "merchant": {"descriptor": "EXAMPLE SHOP"}},
+        )
+        if settled:
+            await self.post(
+                f"/sandbox/cards/{card_id}/simulate/clearing",
+                {"cardTransactionId": authorization["id"], "amount": 1_000},
+            )
+        example["cardTransactionId"] = authorization["id"]
+        return {"id": card_id}
+
+    async def settled_card_transaction(self, example: Any) -> dict[str, str]:
+        return await self.card_transaction(example, settled=True)
+
+    async def document(self, _example: Any) -> dict[str, str]:
+        """A passport of the individual customer, to replace."""
+        response = await self.client.post(
+            "/documents",
+            auth=self.auth,
+            data={
+                "documentHolder": self.ids[ExampleIds.CUSTOMER],
+                "documentType": "PASSPORT",
+                "country": "US",
+            },
+            files={"file": ("passport.pdf", b"%PDF-1.4\n%%EOF\n", "application/pdf")},
+        )
+        assert response.status_code == 201, response.text
+        return {"documentId": response.json()["id"]}
+
+    async def pending_invitation(self, _example: Any) -> dict[str, str]:
+        """An invitation from the sandbox's first customer, waiting to be claimed."""
+        invitation = await self.post("/invitations", {"inviterUma": self.ids[ExampleIds.CUSTOMER_UMA]})
+        return {"invitationCode": invitation["invitationCode"]}
+
+    async def customer_needing_contact_verification(self, _example: Any) -> dict[str, str]:
+        """A customer in EUR, whose sandbox provider requires email and phone verification."""
+        european = {**EUROPEAN, "email": "marie@example.fr"}
+        return {"customerId": (await self.post("/customers", european))["id"]}
+
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
@@ -290,14 +396,27 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "updateAgent": Sandbox.fresh_agent,
     "updateAgentPolicy": Sandbox.fresh_agent,
     "rejectAgentAction": Sandbox.pending_agent_action,
+    "updateCardById": Sandbox.card_to_change,
+    "sandboxSimulateCardAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardClearing": Sandbox.card_transaction,
+    "sandboxSimulateCardReturn": Sandbox.settled_card_transaction,
+    "replaceDocument": Sandbox.document,
     "createAuthCredential": Sandbox.credential_to_add,
     "verifyAuthCredential": Sandbox.credential_to_verify,
     "challengeAuthCredential": Sandbox.credential_to_challenge,
     "refreshAuthSession": Sandbox.session_to_refresh,
     "updateInternalAccount": Sandbox.the_wallet,
     "exportInternalAccount": Sandbox.the_wallet,
+    "claimInvitation": Sandbox.pending_invitation,
+    "sendCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerEmailVerification": Sandbox.customer_needing_contact_verification,
+    "confirmCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
 }
-BY_NAME = {"customerId": ExampleIds.CUSTOMER, "accountId": ExampleIds.INTERNAL_ACCOUNT}
+BY_NAME = {
+    "customerId": ExampleIds.CUSTOMER,
+    "accountId": ExampleIds.INTERNAL_ACCOUNT,
+    "beneficialOwnerId": ExampleIds.BENEFICIAL_OWNER,
+}
 
 
 async def _prepare(sandbox: Sandbox, operation_id: str, path: str, example: Any) -> tuple[str, Prepared]:
@@ -320,11 +439,11 @@ def _bodies(document: dict[str, Any]) -> list[tuple[str, str, str, str, dict[str
     return sorted(found, key=lambda entry: entry[0] in LAST)
 
 
-async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings) -> None:
+async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db, settings, runner) -> None:
     created = await create_platform(
         db, settings, name="Acme", currencies=["USD", "MXN", "USDC", "BTC", "EUR", "USDB"]
     )
-    sandbox = await Sandbox.build(client, created["sandbox"])
+    sandbox = await Sandbox.build(client, created["sandbox"], runner)
     document = (await client.get("http://testserver/openapi.json")).json()
     bodies = _bodies(document)
     assert len(bodies) >= 18
@@ -344,8 +463,12 @@ async def test_every_request_body_has_an_example_that_is_answered_2xx(client, db
                 failures.append(f"{operation_id}: add a provider of {missing} to PATH_PARAMETERS")
                 continue
             if media_type == "multipart/form-data":
-                files = {key: (f"{key}.csv", text.encode(), "text/csv") for key, text in value.items()}
-                response = await client.request(method.upper(), url, auth=sandbox.auth, files=files)
+                # the file part as a file (named .csv: a document's type is judged by its content), the rest as fields
+                files = {"file": ("file.csv", value["file"].encode(), "text/csv")}
+                data = {key: text for key, text in value.items() if key != "file"}
+                response = await client.request(
+                    method.upper(), url, auth=sandbox.auth, files=files, data=data
+                )
             elif operation_id.startswith("agent"):
                 agent = agent or await sandbox.agent()
                 response = await client.request(method.upper(), url, headers=agent["headers"], json=value)

@@ -1,7 +1,7 @@
 """agents: agents, their usage counters, device codes and actions (issue 15)
 
 Revision ID: 0007_agents
-Revises: 0007_clocks
+Revises: 0010_cards
 Create Date: 2026-11-26 02:25:36.407953
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from alembic import op
 import platpay.db.types
 
 revision: str = '0007_agents'
-down_revision: str | None = '0007_clocks'
+down_revision: str | None = '0010_cards'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

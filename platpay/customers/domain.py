@@ -2,7 +2,16 @@
 
 from platpay import BASE_PATH
 from platpay.config import Settings
-from platpay.customers import bulk, bulk_endpoints, bulk_jobs, bulk_models, endpoints, models
+from platpay.customers import (
+    bulk,
+    bulk_endpoints,
+    bulk_jobs,
+    bulk_models,
+    contact_endpoints,
+    contact_models,
+    endpoints,
+    models,
+)
 from platpay.kit.domain_spec import Domain, Mount
 
 
@@ -20,9 +29,10 @@ DOMAIN = Domain(
     routers=(
         Mount(bulk_endpoints.router, order=40),  # /customers/bulk/... before /customers/{customerId}
         Mount(endpoints.router, order=50),
+        Mount(contact_endpoints.router, order=55),
         Mount(endpoints.sandbox_router, order=80),
     ),
-    models=(models, bulk_models),
+    models=(models, bulk_models, contact_models),
     jobs=(bulk_jobs,),
     event_types=frozenset(
         {

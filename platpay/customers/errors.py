@@ -29,3 +29,19 @@ class BulkUploadJobNotFound(NotFound):
 
 class CustomerNotReady(Forbidden):
     code = "USER_NOT_READY"
+
+
+class ContactVerificationNotRequired(Conflict):
+    """verify-email / verify-phone (or confirm) for a channel the customer's providers do not require."""
+
+    code = "CONFLICT"
+
+
+class ContactAlreadyVerified(Conflict):
+    code = "CONFLICT"
+
+
+class ContactCodeRefused(InvalidInput):
+    """A wrong, expired, used or burnt contact verification code."""
+
+    code = "INVALID_INPUT"

@@ -63,3 +63,16 @@ on_email_changing: HookPoint[EmailChanging] = HookPoint(
     required="hold email changes of customers whose wallets log in by EMAIL_OTP to a signed retry",
     subscriber_module="platpay.wallets.email_change",
 )
+
+
+class KycDecided(Protocol):
+    async def __call__(self, session: AsyncSession, *, tenant_id: str, customer_id: str, status: str) -> None:
+        """The customer's KYC was decided (APPROVED or REJECTED) by hand (the sandbox's override), in this
+        transaction: a verification still under review ends with it."""
+
+
+on_kyc_decided: HookPoint[KycDecided] = HookPoint(
+    "customers.hooks.on_kyc_decided",
+    required="end the customer's verification still under review",
+    subscriber_module="platpay.onboarding.verifications",
+)

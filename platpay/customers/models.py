@@ -52,6 +52,9 @@ class CustomerRow(Base):
     nationality: Mapped[str | None] = mapped_column(String(2))
     address: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     business_info: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    # The contacts confirmed by one-time code (customers/contact.py): {"email": the address confirmed,
+    # "phone": the number confirmed}; an email changed since is no longer VERIFIED. None: none confirmed.
+    verified_contacts: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())

@@ -10,13 +10,14 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
 
+from platpay.customers.contact_schemas import ContactVerification
 from platpay.customers.types import CustomerDraft
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
 CustomerType = TypeAliasType("CustomerType", Literal["INDIVIDUAL", "BUSINESS"])
-KycStatus = TypeAliasType("KycStatus", Literal["PENDING", "APPROVED", "REJECTED"])
+KycStatus = TypeAliasType("KycStatus", Literal["UNVERIFIED", "PENDING", "APPROVED", "REJECTED"])
 
 EntityType = TypeAliasType(
     "EntityType",
@@ -272,6 +273,11 @@ class Customer(ApiModel):
     is_deleted: bool
     created_at: datetime
     updated_at: datetime
+    contact_verification: ContactVerification | None = Field(
+        default=None,
+        description="only when the provider of one of the customer's currencies requires contact verification: "
+        "the required channels, each PENDING until confirmed (verify-email, verify-phone)",
+    )
 
 
 class IndividualCustomer(Customer):

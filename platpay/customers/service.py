@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
-from platpay.customers import hooks, repository
+from platpay.customers import contact, hooks, repository
 from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
@@ -36,6 +36,7 @@ from platpay.customers.schemas import (
     CustomerUpdateRequestOneOf,
     IndividualCustomer,
 )
+from platpay.customers.state import KYC, KycStatus, initial_status
 from platpay.customers.types import CustomerDraft
 from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.events import service as events_service
@@ -329,7 +330,9 @@ async def create_many(
             "customer_type": draft["customer_type"],
             "platform_customer_id": values.get("platform_customer_id") or uuid7().hex,
             "uma_address": values.get("uma_address") or _generated_uma(tenant),
-            "kyc_status": "APPROVED" if tenant.is_regulated else "PENDING",
+            "kyc_status": initial_status(
+                is_regulated=tenant.is_regulated, customer_type=draft["customer_type"]
+            ),
             "region": values.get("region"),
             "currencies": values.get("currencies") or list(tenant.currency_codes),
             "email": values.get("email"),
@@ -444,6 +447,9 @@ def to_schema(row: CustomerRow) -> Customer:
         "is_deleted": row.deleted_at is not None,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
+        "contact_verification": contact.view(
+            currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+        ),
     }
     if row.customer_type == "BUSINESS":
         info = row.business_info
@@ -594,21 +600,52 @@ async def delete_customer(session: AsyncSession, *, tenant_id: str, customer_id:
 
 
 async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: str, status: str) -> Customer:
-    """Move kycStatus and emit CUSTOMER.KYC_<STATUS> (KYB_ for businesses). Re-entering PENDING emits too."""
+    """The sandbox's override (POST /sandbox/customers/{id}/kyc): the outcome a review would reach. A
+    customer not under review first enters PENDING, as a submission would (both moves emit); re-entering
+    PENDING emits again; setting the status it already has (other than PENDING) changes nothing. A decision
+    (APPROVED, REJECTED) ends a verification still under review (hooks.on_kyc_decided: onboarding)."""
     if status not in KYC_EVENT_STATUSES:
         raise InvalidInput(f"kycStatus must be one of {', '.join(KYC_EVENT_STATUSES)}")
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
-    if row.kyc_status == status and status != "PENDING":
+    if row.kyc_status == status and status != KycStatus.PENDING:
         return to_schema(row)
-    row.kyc_status = status
+    decided_hooks = hooks.on_kyc_decided.subscribers()
+    if not KYC.can_move(row.kyc_status, status):
+        await _move_kyc(session, row, KycStatus.PENDING)
+    customer = await _move_kyc(session, row, KycStatus(status))
+    if status != KycStatus.PENDING:
+        for on_kyc_decided in decided_hooks:
+            await on_kyc_decided(session, tenant_id=tenant_id, customer_id=customer_id, status=status)
+    return customer
+
+
+async def move_kyc_status(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, status: KycStatus
+) -> Customer:
+    """Move a customer's kycStatus as a verification does (customers/state.py KYC; an illegal move raises
+    IllegalTransition) and emit CUSTOMER.KYC_<STATUS> (KYB_ for businesses) in the same transaction."""
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
+    return await _move_kyc(session, row, status)
+
+
+async def _move_kyc(session: AsyncSession, row: CustomerRow, status: KycStatus) -> Customer:
+    row.kyc_status = KYC.move(row.kyc_status, status, subject=row.id)
     row.updated_at = clock.now()
     await session.flush()
     customer = to_schema(row)
     family = "KYB" if row.customer_type == "BUSINESS" else "KYC"
     await events_service.emit(
-        session, tenant_id=tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer
+        session, tenant_id=row.tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer
     )
     return customer
+
+
+def provider_fields_missing(row: CustomerRow) -> list[str]:
+    """The fields (API names, dot paths: `address`, `businessInfo.taxId`) that the providers of the
+    customer's currencies require (tenants' provider requirements, SPEC §2 rule 1) and it lacks."""
+    return [
+        p.field for p in v.missing_for_currencies(_customer_dict(row), _provider_required(row.currencies))
+    ]
 
 
 async def ensure_ready_for_currency(
@@ -665,11 +702,25 @@ def check_can_move_money(
     """`ensure_can_move_money` on the customer `customer_id` as the caller already read it (`row`; None when
     there is none): for the transfer path, which reads the owner with its account (`with_owner`)."""
     row = _ready(_active(_found(row, customer_id)), currency)
+    _refuse_rejected(row, receiving=receiving)
+    return row
+
+
+def _refuse_rejected(row: CustomerRow, *, receiving: bool) -> None:
     if row.kyc_status == "REJECTED":
         action = "receive payments" if receiving else "move money"
         raise CustomerNotReady(
-            f"customer {customer_id} failed KYC and cannot {action}", details={"customerId": customer_id}
+            f"customer {row.id} failed KYC and cannot {action}", details={"customerId": row.id}
         )
+
+
+async def ensure_kyc_not_rejected(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, receiving: bool = False
+) -> CustomerRow:
+    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED), for a step whose
+    other readiness checks already ran: executing a quote, paying into a customer's internal account."""
+    row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
+    _refuse_rejected(row, receiving=receiving)
     return row
 
 
@@ -695,3 +746,11 @@ async def emails_of(
     if not customer_ids:
         return {}
     return await repository.emails_of(session, tenant_id=tenant_id, customer_ids=customer_ids)
+
+
+def pending_contact_channels(row: CustomerRow) -> list[str]:
+    """The contact channels ("email", "phone") the customer's providers require and it has not confirmed
+    yet: a KYC link is refused (409) while any is (SPEC §4.4)."""
+    return contact.pending_channels(
+        currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+    )

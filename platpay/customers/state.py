@@ -1,4 +1,5 @@
-"""The state machines of customers: a bulk customer import job's status (customers/bulk.py)."""
+"""The state machines of customers: a bulk customer import job's status (customers/bulk.py) and a
+customer's KYC (KYB) status (customers/service.py, driven by onboarding's verifications)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,38 @@ BULK_IMPORT = StateMachine(
     },
     initial={_B.PENDING},
 )
+
+
+# A customer's KYC (KYB for businesses) lifecycle: INTERFACE-FACTS §8 with SPEC §3. UNVERIFIED (nothing submitted
+# yet: new businesses on unregulated platforms) -> PENDING (submitted for review; entering PENDING again
+# re-emits CUSTOMER.KYC_PENDING) -> APPROVED | REJECTED. SPEC lets any state enter PENDING (a resubmission, a
+# manual review requested after a rejection); APPROVED and REJECTED are reached only from PENDING.
+
+
+class KycStatus(StrEnum):
+    UNVERIFIED = "UNVERIFIED"
+    PENDING = "PENDING"
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+
+
+_K = KycStatus
+
+KYC = StateMachine(
+    "customer kyc",
+    KycStatus,
+    {
+        _K.UNVERIFIED: {_K.PENDING},
+        _K.PENDING: {_K.PENDING, _K.APPROVED, _K.REJECTED},
+        _K.APPROVED: {_K.PENDING},
+        _K.REJECTED: {_K.PENDING},
+    },
+    initial={_K.UNVERIFIED, _K.PENDING, _K.APPROVED},
+)
+
+
+def initial_status(*, is_regulated: bool, customer_type: str) -> KycStatus:
+    """Where a new customer starts (SPEC §3 Customer kycStatus; INTERFACE-FACTS §8 for businesses)."""
+    if is_regulated:
+        return KycStatus.APPROVED
+    return KycStatus.UNVERIFIED if customer_type == "BUSINESS" else KycStatus.PENDING

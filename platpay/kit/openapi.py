@@ -70,6 +70,7 @@ def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, 
                     media["schema"] = _without_null(media["schema"])
                 media["schema"].pop("title", None)  # FastAPI's name of the parameter, not of the body
                 _inline_form_body(media, components)
+    _form_components(components)
     components.pop("HTTPValidationError", None)
     components.pop("ValidationError", None)
     used_alone = set(components)
@@ -276,7 +277,13 @@ class ExampleIds:
     MXN_EXTERNAL_ACCOUNT = "ExternalAccount:019542f5-b3e7-1d02-0000-000000000013"
     CRYPTO_INTERNAL_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000012"
     QUOTE = "Quote:019542f5-b3e7-1d02-0000-000000000006"
+    CARD_TRANSACTION = "CardTransaction:019542f5-b3e7-1d02-0000-000000000100"
+    BUSINESS_CUSTOMER = "Customer:019542f5-b3e7-1d02-0000-000000000021"
+    BENEFICIAL_OWNER = "BeneficialOwner:019542f5-b3e7-1d02-0000-000000000023"
     EMBEDDED_WALLET = "InternalAccount:019542f5-b3e7-1d02-0000-000000000022"
+    # UMA addresses of two of the sandbox's customers (an inviter and an invitee)
+    CUSTOMER_UMA = "$jane.doe@acme.platpay.test"
+    INVITEE_UMA = "$john.roe@acme.platpay.test"
 
 
 def request_examples(*, media_type: str = "application/json", **examples: tuple[str, Any]) -> dict[str, Any]:
@@ -285,6 +292,32 @@ def request_examples(*, media_type: str = "application/json", **examples: tuple[
     ids in them are ExampleIds."""
     named = {name: {"summary": summary, "value": value} for name, (summary, value) in examples.items()}
     return {"requestBody": {"content": {media_type: {"examples": named}}}}
+
+
+# Request bodies an endpoint reads itself (a streamed upload), documented by a model FastAPI never sees:
+# document() adds each model (and what it references) to the components.
+FORM_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def form_request(
+    model: type[BaseModel], *, media_type: str = "multipart/form-data", **examples: tuple[str, Any]
+) -> dict[str, Any]:
+    """`openapi_extra=` for a route that parses its own body: the body documented as `model` (a component
+    of that name) with its examples, as `request_examples` writes them."""
+    FORM_MODELS[model.__name__] = model
+    extra = request_examples(media_type=media_type, **examples)
+    media = extra["requestBody"]["content"][media_type]
+    media["schema"] = {"$ref": f"{SCHEMAS}{model.__name__}"}
+    extra["requestBody"]["required"] = True
+    return extra
+
+
+def _form_components(components: dict[str, Any]) -> None:
+    for name, model in FORM_MODELS.items():
+        schema = model.model_json_schema(ref_template=SCHEMAS + "{model}", mode="validation")
+        for def_name, definition in schema.pop("$defs", {}).items():
+            components.setdefault(def_name, definition)
+        components[name] = schema
 
 
 class DocumentedOneOf:

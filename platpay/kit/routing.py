@@ -72,7 +72,8 @@ class ApiRoute(APIRoute):
         kwargs["response_model_exclude_none"] = True
         kwargs["responses"] = _with_error_body(kwargs.get("responses") or {})
         super().__init__(path, endpoint, **kwargs)
-        if self.body_field is None:  # only an operation that takes a body can answer 415
+        # only an operation that takes a body (FastAPI's, or one it reads itself and documents) can answer 415
+        if self.body_field is None and not (self.openapi_extra or {}).get("requestBody"):
             self.responses = {status: doc for status, doc in self.responses.items() if str(status) != "415"}
         self._literal_prefix = self.path_format.split("{", 1)[0]
 

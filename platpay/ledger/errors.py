@@ -15,3 +15,8 @@ class UnbalancedEntry(ValueError):
 
 class LedgerAccountMismatch(ValueError):
     """A programming error: a leg names an account of another tenant or currency, or none at all."""
+
+
+class HoldExhausted(ValueError):
+    """A programming error or a lost race its caller should have ruled out (by locking the hold's owner):
+    taking more from a hold than it still reserves, or from a closed one."""

@@ -55,6 +55,33 @@ class JournalEntryRow(Base):
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
+class LedgerHoldRow(Base):
+    """Money reserved on an internal account for one business object (a card authorization): the HELD
+    bucket's share that belongs to it. Every entry that moves it carries the hold's `reference`, so `verify`
+    recomputes `remaining` from the HELD postings of those entries on the hold's account. A hold is OPEN
+    while anything remains; capture (to the outside world) and release (back to available) take from it
+    until it is CLOSED."""
+
+    __tablename__ = "ledger_holds"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "reference"),
+        Index("ix_ledger_holds_account_id", "account_id"),
+        CheckConstraint("remaining >= 0 AND remaining <= amount", name="remaining_within_amount"),
+        CheckConstraint("status IN ('OPEN', 'CLOSED')", name="known_status"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    account_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("ledger_accounts.id"))
+    currency: Mapped[str] = mapped_column(String(8))
+    amount: Mapped[int] = mapped_column(BigInteger)  # minor units placed, > 0
+    remaining: Mapped[int] = mapped_column(BigInteger)  # minor units still held, 0..amount
+    status: Mapped[str] = mapped_column(String(8))  # OPEN | CLOSED
+    reference: Mapped[str] = mapped_column(String(120))  # the business object, e.g. CardTransaction:<uuid>
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
 class PostingRow(Base):
     __tablename__ = "postings"
     __table_args__ = (

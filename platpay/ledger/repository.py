@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, or_, select, update
+from sqlalchemy import and_, bindparam, case, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
-from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, PostingRow
+from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
 
 _ACCOUNTS = LedgerAccountRow.__table__
 
@@ -129,7 +129,108 @@ async def postings_of(session: AsyncSession, entry_ids: list[str]) -> list[Posti
     return list((await session.scalars(stmt)).all())
 
 
+# Holds
+
+
+async def insert_hold(session: AsyncSession, row: dict[str, Any]) -> None:
+    await session.execute(insert(LedgerHoldRow).values(**row))
+
+
+async def get_hold(session: AsyncSession, *, tenant_id: str, reference: str) -> LedgerHoldRow | None:
+    return (
+        await session.execute(
+            select(LedgerHoldRow)
+            .where(LedgerHoldRow.tenant_id == tenant_id, LedgerHoldRow.reference == reference)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one_or_none()
+
+
+async def take_from_hold(
+    session: AsyncSession, *, tenant_id: str, reference: str, amount: int, now: datetime
+) -> tuple[str, str, str, int] | None:
+    """Take `amount` from an open hold in one conditional statement (never below zero, so two takers can
+    never both take the last of it); its (id, account, currency, remaining after), None if refused."""
+    table = LedgerHoldRow.__table__
+    remaining = table.c.remaining - amount
+    stmt = (
+        update(table)
+        .where(
+            table.c.tenant_id == tenant_id,
+            table.c.reference == reference,
+            table.c.status == "OPEN",
+            table.c.remaining >= amount,
+        )
+        .values(
+            remaining=remaining,
+            status=case((remaining == 0, "CLOSED"), else_="OPEN"),
+            updated_at=now,
+        )
+        .returning(table.c.id, table.c.account_id, table.c.currency, table.c.remaining)
+    )
+    row = (await session.execute(stmt)).first()
+    return (row[0], row[1], row[2], row[3]) if row is not None else None
+
+
 # Verification queries (whole ledger, every tenant)
+
+
+async def hold_mismatches(session: AsyncSession) -> list[Any]:
+    """Holds whose `remaining` differs from the HELD postings of their entries on their account, or whose
+    status disagrees with it (CLOSED with something left, OPEN with nothing)."""
+    posted = (
+        select(
+            LedgerHoldRow.id.label("hold_id"),
+            func.coalesce(func.sum(PostingRow.amount), 0).label("posted"),
+        )
+        .select_from(LedgerHoldRow)
+        .outerjoin(
+            JournalEntryRow,
+            and_(
+                JournalEntryRow.tenant_id == LedgerHoldRow.tenant_id,
+                JournalEntryRow.reference == LedgerHoldRow.reference,
+            ),
+        )
+        .outerjoin(
+            PostingRow,
+            and_(
+                PostingRow.entry_id == JournalEntryRow.id,
+                PostingRow.account_id == LedgerHoldRow.account_id,
+                PostingRow.bucket == "HELD",
+            ),
+        )
+        .group_by(LedgerHoldRow.id)
+        .subquery()
+    )
+    stmt = (
+        select(LedgerHoldRow.id, LedgerHoldRow.remaining, LedgerHoldRow.status, posted.c.posted)
+        .join(posted, posted.c.hold_id == LedgerHoldRow.id)
+        .where(
+            or_(
+                LedgerHoldRow.remaining != posted.c.posted,
+                and_(LedgerHoldRow.status == "CLOSED", LedgerHoldRow.remaining != 0),
+                and_(LedgerHoldRow.status == "OPEN", LedgerHoldRow.remaining == 0),
+            )
+        )
+    )
+    return list((await session.execute(stmt)).all())
+
+
+async def held_below_open_holds(session: AsyncSession) -> list[Any]:
+    """Accounts whose HELD bucket is less than what their open holds reserve (total − available must cover
+    every open hold; other reservations, such as a transfer-out in flight, come on top)."""
+    reserved = (
+        select(LedgerHoldRow.account_id, func.sum(LedgerHoldRow.remaining).label("reserved"))
+        .where(LedgerHoldRow.status == "OPEN")
+        .group_by(LedgerHoldRow.account_id)
+        .subquery()
+    )
+    stmt = (
+        select(LedgerAccountRow.id, LedgerAccountRow.held, reserved.c.reserved)
+        .join(reserved, reserved.c.account_id == LedgerAccountRow.id)
+        .where(LedgerAccountRow.held < reserved.c.reserved)
+    )
+    return list((await session.execute(stmt)).all())
 
 
 async def stored_vs_posted(session: AsyncSession) -> list[Any]:
@@ -231,8 +332,9 @@ async def counts(session: AsyncSession) -> dict[str, int]:
 
 
 async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) -> dict[str, int]:
-    """Every posting and journal entry of the tenant deleted, its internal accounts' ledger accounts
+    """Every hold, posting and journal entry of the tenant deleted, its internal accounts' ledger accounts
     deleted and its system accounts kept at zero (processes cache their ids); rows affected by table."""
+    holds = await session.execute(delete(LedgerHoldRow).where(LedgerHoldRow.tenant_id == tenant_id))
     postings = await session.execute(delete(PostingRow).where(PostingRow.tenant_id == tenant_id))
     entries = await session.execute(delete(JournalEntryRow).where(JournalEntryRow.tenant_id == tenant_id))
     internal = await session.execute(
@@ -246,6 +348,7 @@ async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) 
         .values(available=0, held=0, updated_at=now)
     )
     return {
+        "ledger_holds": max(holds.rowcount or 0, 0),
         "postings": max(postings.rowcount or 0, 0),
         "journal_entries": max(entries.rowcount or 0, 0),
         "ledger_accounts": max(internal.rowcount or 0, 0),

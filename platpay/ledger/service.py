@@ -24,13 +24,16 @@ from platpay.db.database import COMMIT_HOOKS
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.ledger import repository
-from platpay.ledger.errors import InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
+from platpay.ledger.errors import HoldExhausted, InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
 
 INTERNAL = "INTERNAL"
 AVAILABLE, HELD = "AVAILABLE", "HELD"
 # System account kinds: the outside world (clearing per rail), FX trading per currency, fee revenue,
 # and the sandbox's source of simulated deposits. They may go negative.
 CLEARING, FX, FEES, SANDBOX_FUNDING = "CLEARING", "FX", "FEES", "SANDBOX_FUNDING"
+# The operator's losses: what it paid out that no customer's money covered (a card clearing whose post-hoc
+# pull failed). May go negative like the other system accounts.
+LOSS = "LOSS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +271,112 @@ async def reverse(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Money reserved on an account for one business object (`reference`); see models.LedgerHoldRow."""
+
+    id: str
+    account_id: str
+    currency: str
+    amount: int  # minor units placed
+    remaining: int  # minor units still held
+    status: str  # OPEN | CLOSED
+    reference: str
+
+
+async def place_hold(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    account_id: str,
+    currency: str,
+    amount: int,
+    reference: str,
+    kind: str = "HOLD",
+) -> tuple[Hold, Entry]:
+    """Reserve `amount` of an account's available money for `reference` (available ↓, total unchanged):
+    a balanced entry moving it from AVAILABLE to HELD and the hold that owns it, or InsufficientFunds having
+    changed nothing (the conditional UPDATE refuses, so concurrent holds can never overdraw). One hold per
+    reference."""
+    entry = await post(
+        session,
+        tenant_id=tenant_id,
+        kind=kind,
+        reference=reference,
+        legs=[Leg(account_id, currency, -amount, AVAILABLE), Leg(account_id, currency, amount, HELD)],
+    )
+    now = clock.now()
+    hold = Hold(new_id("Hold"), account_id, currency, amount, amount, "OPEN", reference)
+    await repository.insert_hold(
+        session,
+        {
+            "id": hold.id,
+            "tenant_id": tenant_id,
+            "account_id": account_id,
+            "currency": currency,
+            "amount": amount,
+            "remaining": amount,
+            "status": "OPEN",
+            "reference": reference,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    return hold, entry
+
+
+async def hold_of(session: AsyncSession, *, tenant_id: str, reference: str) -> Hold | None:
+    row = await repository.get_hold(session, tenant_id=tenant_id, reference=reference)
+    if row is None:
+        return None
+    return Hold(row.id, row.account_id, row.currency, row.amount, row.remaining, row.status, row.reference)
+
+
+async def _take(session: AsyncSession, *, tenant_id: str, reference: str, amount: int) -> tuple[str, str]:
+    taken = await repository.take_from_hold(
+        session, tenant_id=tenant_id, reference=reference, amount=amount, now=clock.now()
+    )
+    if taken is None:
+        raise HoldExhausted(f"the hold of {reference} is closed or holds less than {amount} (minor units)")
+    return taken[1], taken[2]
+
+
+async def capture_hold(
+    session: AsyncSession, *, tenant_id: str, reference: str, amount: int, to_account_id: str, kind: str
+) -> Entry:
+    """Pay `amount` of the hold out to `to_account_id` (a system account: the card network's clearing):
+    HELD ↓ on the held account, total ↓. HoldExhausted when the hold is closed or holds less."""
+    account_id, currency = await _take(session, tenant_id=tenant_id, reference=reference, amount=amount)
+    return await post(
+        session,
+        tenant_id=tenant_id,
+        kind=kind,
+        reference=reference,
+        legs=[Leg(account_id, currency, -amount, HELD), Leg(to_account_id, currency, amount)],
+    )
+
+
+async def release_hold(session: AsyncSession, *, tenant_id: str, reference: str, kind: str) -> Entry | None:
+    """Give back whatever the hold still reserves (HELD → AVAILABLE) and close it; None when nothing
+    remained (already captured or released: releasing twice moves nothing)."""
+    hold = await hold_of(session, tenant_id=tenant_id, reference=reference)
+    if hold is None or hold.status != "OPEN" or hold.remaining == 0:
+        return None
+    account_id, currency = await _take(
+        session, tenant_id=tenant_id, reference=reference, amount=hold.remaining
+    )
+    return await post(
+        session,
+        tenant_id=tenant_id,
+        kind=kind,
+        reference=reference,
+        legs=[
+            Leg(account_id, currency, -hold.remaining, HELD),
+            Leg(account_id, currency, hold.remaining, AVAILABLE),
+        ],
+    )
+
+
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, Balance]:
     found = await repository.balances(session, account_ids)
     return {account_id: Balance(*found.get(account_id, (0, 0))) for account_id in account_ids}
@@ -302,6 +411,8 @@ class VerifyReport:
     negative_accounts: list[dict[str, Any]]
     foreign_postings: list[dict[str, Any]]
     trial_balances: list[dict[str, Any]]
+    hold_mismatches: list[dict[str, Any]] = field(default_factory=list)
+    held_below_holds: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -312,6 +423,8 @@ class VerifyReport:
             or self.nonzero_trial_balances
             or self.negative_accounts
             or self.foreign_postings
+            or self.hold_mismatches
+            or self.held_below_holds
         )
 
     def lines(self) -> list[str]:
@@ -324,6 +437,8 @@ class VerifyReport:
             ("trial balance is not zero", self.nonzero_trial_balances),
             ("non-negative account below zero", self.negative_accounts),
             ("posting in another currency or tenant than its account", self.foreign_postings),
+            ("hold's remaining differs from its HELD postings", self.hold_mismatches),
+            ("held bucket below the account's open holds", self.held_below_holds),
         ]
         for title, items in problems:
             for item in items[:50]:
@@ -367,6 +482,14 @@ async def verify(session: AsyncSession) -> VerifyReport:
             {"postingId": r.id, "accountId": r.account_id} for r in await repository.foreign_postings(session)
         ],
         trial_balances=trial,
+        hold_mismatches=[
+            {"holdId": r.id, "remaining": r.remaining, "status": r.status, "posted": int(r.posted)}
+            for r in await repository.hold_mismatches(session)
+        ],
+        held_below_holds=[
+            {"accountId": r.id, "held": r.held, "openHolds": int(r.reserved)}
+            for r in await repository.held_below_open_holds(session)
+        ],
     )
 
 

@@ -23,7 +23,7 @@ from platpay.tenants.context import TenantContext
 # The tenant's credentials and configuration: API tokens, its clock, its wallet enclave key.
 KEPT = frozenset({"api_tokens", "sandbox_clocks", "wallet_enclave_keys"})
 # Tables a domain clears itself (its service), before the sweep: the ledger keeps its system accounts.
-CLEARED_BY_DOMAIN = frozenset({"postings", "journal_entries", "ledger_accounts"})
+CLEARED_BY_DOMAIN = frozenset({"ledger_holds", "postings", "journal_entries", "ledger_accounts"})
 # Tables without a tenant_id: the platforms and tenants themselves; rate-limit counters (keyed by text
 # naming the tenant, gone within their window).
 WITHOUT_TENANT = frozenset({"platforms", "tenants", "rate_limit_counters"})

@@ -629,8 +629,11 @@ class TestKycStatus:
         await client.post(
             f"/sandbox/customers/{company['id']}/kyc", auth=auth, json={"kycStatus": "REJECTED"}
         )
-        await run_jobs_until(runner, lambda: len(receiver.received) == 3)
+        # TEST, KYC_APPROVED, and the business (UNVERIFIED: the override enters PENDING first, as a submission
+        # would) KYB_PENDING then KYB_REJECTED
+        await run_jobs_until(runner, lambda: len(receiver.received) == 4)
         events = {r.json["type"]: r.json["data"] for r in receiver.received}
+        assert events["CUSTOMER.KYB_PENDING"]["id"] == company["id"]
         assert events["CUSTOMER.KYC_APPROVED"]["id"] == person["id"]
         assert events["CUSTOMER.KYC_APPROVED"]["kycStatus"] == "APPROVED"
         assert events["CUSTOMER.KYB_REJECTED"]["id"] == company["id"]

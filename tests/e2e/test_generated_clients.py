@@ -96,7 +96,14 @@ def _no_warnings(tool: str, output: str) -> None:
 def test_a_generated_python_client_runs_the_scenario(live_api: LiveApi) -> None:
     package = live_api.work_dir / "python" / "platpay_client"
     config = live_api.work_dir / "openapi-python-client.yml"
-    config.write_text("package_name_override: platpay_client\npost_hooks: []\n", encoding="utf-8")
+    # A document's download answers its own type (PDF, JPEG, PNG): read as bytes, as the README tells users.
+    binary = "".join(
+        f"  {kind}: application/octet-stream\n" for kind in ("application/pdf", "image/jpeg", "image/png")
+    )
+    config.write_text(
+        f"package_name_override: platpay_client\npost_hooks: []\ncontent_type_overrides:\n{binary}",
+        encoding="utf-8",
+    )
     generator = Path(sys.executable).parent / "openapi-python-client"
     output = _run(
         [str(generator), "generate", "--path", str(live_api.document), "--output-path", str(package),

@@ -219,6 +219,10 @@ async def _internal_destination(
         raise _not_found(field, destination.account_id) from None
     if account.status != "ACTIVE":
         raise invalid_field(field, f"internal account is {account.status}")
+    if account.customer_id is not None:
+        await customers_service.ensure_kyc_not_rejected(
+            session, tenant_id=tenant.id, customer_id=account.customer_id, receiving=True
+        )
     if destination.payment_rail is not None:
         raise invalid_field(
             "destination.paymentRail", "internal accounts are credited directly; omit paymentRail"
@@ -298,6 +302,9 @@ async def _account_destination(
 async def _local_uma_account(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str
 ) -> str:
+    await customers_service.ensure_kyc_not_rejected(
+        session, tenant_id=tenant.id, customer_id=customer_id, receiving=True
+    )
     account = await accounts_service.customer_account_in(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )

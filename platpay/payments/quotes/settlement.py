@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.config import Settings
+from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -136,6 +137,10 @@ async def _begin(
 async def execute(session: AsyncSession, *, quote: QuoteRow, tenant: TenantContext) -> None:
     """Execute a quote funded from an internal account (debited now) or by a pull (debited on settlement)."""
     check_open(quote)
+    if quote.customer_id is not None:  # its KYC may have been rejected since the quote was made
+        await customers_service.ensure_kyc_not_rejected(
+            session, tenant_id=quote.tenant_id, customer_id=quote.customer_id
+        )
     if quote.funding == REALTIME_FUNDING:
         raise InvalidInput(
             f"quote {quote.id} is funded in real time: it executes when its paymentInstructions are paid "

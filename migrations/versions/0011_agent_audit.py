@@ -1,6 +1,6 @@
 """agent_audit: the agents' tamper-evident audit trail, chained per agent (issue 20)
 
-Revision ID: 0008_agent_audit
+Revision ID: 0011_agent_audit
 Revises: 0007_agents
 Create Date: 2026-11-26 03:12:31.035380
 """
@@ -13,7 +13,7 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0008_agent_audit'
+revision: str = '0011_agent_audit'
 down_revision: str | None = '0007_agents'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

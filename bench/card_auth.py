@@ -1,0 +1,292 @@
+"""Simulated card authorizations under load on PostgreSQL, next to pgbench running the same SQL.
+
+Requirement measured (issue 14): POST /sandbox/cards/{id}/simulate/authorization — decisioning, the hold on
+the chosen funding source, the CardTransaction and its webhook rows — at 8 and 32 concurrent connections
+against `platpay serve` (one process per core by default: `--workers 2` on these 2-core machines):
+authorizations/s and p50/p99, next to pgbench running the statements one authorization executes, in the
+same run. Target: >= 0.3 of pgbench, p99 < 50 ms at 8 connections. Two scenarios: `spread` (random cards of
+random cardholders, each card on its own funded account) and `hot` (random cards of one cardholder, all
+funded by the same account: every hold updates one balance row). A benchmark, not a test.
+
+What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
+same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE; its funding
+sources; the sources' balances and accounts; the conditional balance UPDATE … RETURNING (the hold); INSERT
+journal entry; INSERT 2 postings; INSERT the ledger hold; INSERT the card transaction; INSERT event
+CARD_TRANSACTION.AUTHORIZED; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the balance the hold's UPDATE
+returned); COMMIT: 14 round trips. No Idempotency-Key (a network message carries
+its own identity), no webhook endpoint.
+
+    .venv/bin/python bench/card_auth.py                          # 10 s per run, 8 and 32 connections
+    .venv/bin/python bench/card_auth.py --duration 5 --warmup 2 --scenarios hot
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable, stop
+from http_config import basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
+from transfer_out import AUTH_COLUMNS, EVENT_RETURNING, PERSON, Rate, _pg_id, run_pgbench, verify
+
+BASE_PATH = "/2025-10-13"
+FUND = 100_000_000_000
+TARGET_RATIO = 0.3
+
+
+async def _seed(base_url: str, credentials: tuple[str, str], holders: int, hot_cards: int) -> dict:
+    import httpx
+
+    limit = asyncio.Semaphore(8)
+    async with httpx.AsyncClient(
+        base_url=base_url + BASE_PATH, auth=credentials, timeout=60, trust_env=False
+    ) as client:
+
+        async def ok(response: httpx.Response) -> dict:
+            if response.status_code >= 300:
+                raise RuntimeError(f"seeding: {response.request.url} {response.status_code}: {response.text}")
+            return response.json()
+
+        async def holder(n: int, cards: int) -> list[tuple[str, str]]:
+            async with limit:
+                person = await ok(
+                    await client.post("/customers", json={**PERSON, "platformCustomerId": f"ch-{n}"})
+                )
+                await ok(
+                    await client.post(
+                        f"/sandbox/customers/{person['id']}/kyc", json={"kycStatus": "APPROVED"}
+                    )
+                )
+                account = (
+                    await ok(
+                        await client.get(
+                            "/customers/internal-accounts",
+                            params={"customerId": person["id"], "currency": "USD"},
+                        )
+                    )
+                )["data"][0]["id"]
+                await ok(
+                    await client.post(f"/sandbox/internal-accounts/{account}/fund", json={"amount": FUND})
+                )
+                made = []
+                for c in range(cards):
+                    card = await ok(
+                        await client.post(
+                            "/cards",
+                            json={
+                                "cardholderId": person["id"],
+                                "form": "VIRTUAL",
+                                "fundingSources": [account],
+                                "platformCardId": f"bench-{n}-{c}-100",
+                            },
+                        )
+                    )
+                    made.append((card["id"], account))
+                return made
+
+        spread = [
+            pair for group in await asyncio.gather(*(holder(n, 1) for n in range(holders))) for pair in group
+        ]
+        hot = await holder(holders, hot_cards)
+        for _ in range(300):  # the embedded runner provisions them
+            listed = await ok(await client.get("/cards", params={"state": "ACTIVE", "limit": 1}))
+            if listed["totalCount"] == len(spread) + len(hot):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise RuntimeError("cards were not provisioned")
+        sample = await ok(
+            await client.post(
+                f"/sandbox/cards/{spread[0][0]}/simulate/authorization",
+                json={"amount": 1, "currency": {"code": "USD"}, "merchant": {"descriptor": "BENCH SAMPLE"}},
+            )
+        )
+        assert sample["status"] == "AUTHORIZED", sample
+    return {"spread": spread, "hot": hot}
+
+
+async def _prepare(dsn: str, cards: dict) -> dict[str, str]:
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE bench_cards (scenario text, n integer, card_id text, account_id text, "
+            "PRIMARY KEY (scenario, n))"
+        )
+        rows = [(s, n, c, a) for s in ("spread", "hot") for n, (c, a) in enumerate(cards[s], 1)]
+        await conn.executemany("INSERT INTO bench_cards VALUES ($1, $2, $3, $4)", rows)
+        samples = {
+            "tenant": await conn.fetchval("SELECT tenant_id FROM cards LIMIT 1"),
+            "event_card": await conn.fetchval(
+                "SELECT data::text FROM events WHERE type = 'CARD_TRANSACTION.AUTHORIZED' ORDER BY id DESC LIMIT 1"
+            ),
+            "event_balance": await conn.fetchval(
+                "SELECT data::text FROM events WHERE type = 'INTERNAL_ACCOUNT.BALANCE_UPDATED' "
+                "ORDER BY id DESC LIMIT 1"
+            ),
+        }
+        await conn.execute("VACUUM ANALYZE")
+    finally:
+        await conn.close()
+    return samples
+
+
+def pgbench_script(scenario: str) -> str:
+    tx = _pg_id("CardTransaction")
+    returning = EVENT_RETURNING.format(tenant=":tenant")
+    lines = [
+        "-- one simulated card authorization, statement for statement (bench/card_auth.py)",
+        r"\set n random(1, :ncards)",
+        r"\set r random(1, 4611686018427387903)",
+        f"SELECT {AUTH_COLUMNS} FROM api_tokens JOIN tenants ON tenants.id = api_tokens.tenant_id "
+        "JOIN platforms ON platforms.id = tenants.platform_id "
+        "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
+        "BEGIN;",
+        f"SELECT c.* , b.account_id AS bench_account FROM cards c JOIN bench_cards b ON b.card_id = c.id "
+        f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant FOR UPDATE OF c \\gset",
+        "SELECT card_id, account_id FROM card_funding_sources WHERE card_id IN (:id) ORDER BY card_id, position;",
+        "SELECT id, available, held FROM ledger_accounts WHERE id IN (:bench_account);",
+        "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",
+        "UPDATE ledger_accounts SET available = available - 1, held = held + 1, updated_at = now() "
+        "WHERE id = :bench_account AND tenant_id = :tenant AND currency = 'USD' "
+        "AND (allow_negative OR (available - 1 >= 0 AND held + 1 >= 0)) RETURNING available, held;",
+        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'CARD_AUTHORIZATION_HOLD', {tx}, NULL, now());",
+        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'AVAILABLE', -1, now()), "
+        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'HELD', 1, now());",
+        "INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, reference, "
+        f"created_at, updated_at) VALUES ({_pg_id('Hold')}, :tenant, :bench_account, 'USD', 1, 1, 'OPEN', {tx}, "
+        "now(), now());",
+        "INSERT INTO card_transactions (id, tenant_id, card_id, status, decline_reason, issuer_transaction_token, "
+        "merchant, currency, account_id, source_ids, authorized_amount, settled_amount, refunded_amount, "
+        "settlement_count, pull_count, pull_amount, pull_pending, loss_amount, outcome, authorized_at, "
+        f"last_event_at, created_at, updated_at) VALUES ({tx}, :tenant, :id, 'AUTHORIZED', NULL, 'sandbox_txn_x', "
+        "'{\"descriptor\": \"BENCH SHOP\"}'::jsonb, 'USD', :bench_account, jsonb_build_array(:bench_account::text), "
+        "1, 0, 0, 0, 1, 1, 0, 0, 'APPROVE', now(), now(), now(), now());",
+        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 1)}, :tenant, 'CARD_TRANSACTION.AUTHORIZED', :event_card::jsonb, now()) {returning};",
+        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now()) "
+        f"{returning};",
+        "COMMIT;",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_wrk_lua(path: Path, credentials: tuple[str, str], card_ids: list[str]) -> None:
+    table = ",\n".join(f'  "{card}"' for card in card_ids)
+    path.write_text(
+        f"""-- POST /sandbox/cards/{{id}}/simulate/authorization on a random card (bench/card_auth.py)
+local cards = {{
+{table}
+}}
+local auth = "{basic(credentials)}"
+local body = '{{"amount":1,"currency":{{"code":"USD"}},"merchant":{{"descriptor":"BENCH SHOP"}}}}'
+
+function init(args)
+  math.randomseed(os.time() + math.random(1, 100000))
+end
+
+function request()
+  local card = cards[math.random(#cards)]
+  return wrk.format("POST", "{BASE_PATH}/sandbox/cards/" .. card .. "/simulate/authorization", {{
+    ["Authorization"] = auth,
+    ["Content-Type"] = "application/json",
+  }}, body)
+end
+""",
+        "utf-8",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=3.0)
+    parser.add_argument("--connections", default="8,32")
+    parser.add_argument("--workers", type=int, default=2, help="platpay server processes (one per core)")
+    parser.add_argument("--holders", type=int, default=100, help="cardholders of the spread scenario")
+    parser.add_argument("--hot-cards", type=int, default=50, help="cards on the hot account")
+    parser.add_argument("--scenarios", default="spread,hot")
+    parser.add_argument("--pg-admin-url", default=DEFAULT_PG_ADMIN)
+    args = parser.parse_args()
+    connections = [int(c) for c in args.connections.split(",")]
+    scenarios = [s for s in args.scenarios.split(",") if s]
+    if (problem := pg_reachable(args.pg_admin_url)) is not None:
+        sys.exit(f"PostgreSQL unreachable: {problem}")
+    wrk = ensure_wrk()
+    print(machine_summary(), flush=True)
+    results = []
+    with (
+        tempfile.TemporaryDirectory(prefix="card-auth-") as tmp,
+        pg_database(args.pg_admin_url, prefix="platpay_bench_cards") as url,
+    ):
+        workdir = Path(tmp)
+        dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
+        target = start_platpay("postgres", url, workdir, {}, workers=args.workers)
+        try:
+            assert target.credentials is not None
+            cards = asyncio.run(
+                _seed(f"http://127.0.0.1:{target.port}", target.credentials, args.holders, args.hot_cards)
+            )
+            samples = asyncio.run(_prepare(dsn, cards))
+            for scenario in scenarios:
+                script = workdir / f"card_auth_{scenario}.sql"
+                script.write_text(pgbench_script(scenario), "utf-8")
+                lua = workdir / f"card_auth_{scenario}_{secrets.token_hex(3)}.lua"
+                write_wrk_lua(lua, target.credentials, [card for card, _ in cards[scenario]])
+                url_ = f"http://127.0.0.1:{target.port}{BASE_PATH}/sandbox/cards/x/simulate/authorization"
+                defines = {
+                    "ncards": str(len(cards[scenario])),
+                    "token_client": target.credentials[0],
+                    "tenant": samples["tenant"],
+                    "event_card": samples["event_card"],
+                    "event_balance": samples["event_balance"],
+                }
+                for n in connections:
+                    if args.warmup > 0:
+                        run_pgbench(
+                            dsn, script, defines, clients=n, seconds=args.warmup, workdir=workdir, log=False
+                        )
+                    base = run_pgbench(
+                        dsn, script, defines, clients=n, seconds=args.duration, workdir=workdir, log=True
+                    )
+                    if args.warmup > 0:
+                        run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.warmup)
+                    out = parse_wrk(run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.duration))
+                    mine = Rate(
+                        out.rps,
+                        out.p50_ms,
+                        out.p99_ms,
+                        out.requests,
+                        out.non_2xx + sum(out.socket_errors.values()),
+                    )
+                    results.append((scenario, n, base, mine))
+                    print(
+                        f"{scenario:6} c={n:<3} pgbench {base.rps:8.0f}/s p50 {base.p50_ms:6.2f} p99 {base.p99_ms:6.2f} ms"
+                        f" | platpay {mine.rps:7.0f}/s p50 {mine.p50_ms:6.2f} p99 {mine.p99_ms:6.2f} ms"
+                        f" errors {mine.errors} | ratio {mine.rps / base.rps:.2f} (target {TARGET_RATIO})",
+                        flush=True,
+                    )
+            verify(url)
+        finally:
+            stop(target.proc)
+    print("\n| scenario | connections | pgbench /s | platpay /s | ratio | platpay p50 ms | platpay p99 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for scenario, n, base, mine in results:
+        print(
+            f"| {scenario} | {n} | {base.rps:.0f} | {mine.rps:.0f} | {mine.rps / base.rps:.2f} | "
+            f"{mine.p50_ms:.1f} | {mine.p99_ms:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

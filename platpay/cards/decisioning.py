@@ -1,0 +1,97 @@
+"""Authorization decisioning: `decide(card, sources, request) -> Decision`, pure (no I/O, no clock).
+
+The service reads a snapshot (the card, its funding sources in priority order with their available
+balances) and asks `decide`; an approval names the source to hold on. The snapshot may be stale by the time
+the hold is placed: the hold is a conditional UPDATE that refuses rather than overdraw, and on refusal the
+service asks again with that source marked as spent (`without`), so a race never approves more than
+the money there is and never declines while a later source could pay.
+
+Order of the checks (the first that applies decides):
+1. the network's own verdict (sandbox descriptor suffixes 002 / 003): declined with its reason;
+2. the card: FROZEN → CARD_PAUSED, CLOSED → CARD_CLOSED, not yet issued → CARD_NOT_ACTIVE;
+3. the currency: not the card's → CURRENCY_MISMATCH;
+4. the sources in order: the first ACTIVE one in the card's currency whose available balance covers the
+   amount; none → INSUFFICIENT_FUNDS (also when the card has no source left).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+
+class DeclineReason(StrEnum):
+    CARD_PAUSED = "CARD_PAUSED"
+    CARD_CLOSED = "CARD_CLOSED"
+    CARD_NOT_ACTIVE = "CARD_NOT_ACTIVE"
+    CURRENCY_MISMATCH = "CURRENCY_MISMATCH"
+    INSUFFICIENT_FUNDS = "INSUFFICIENT_FUNDS"
+
+
+@dataclass(frozen=True, slots=True)
+class CardSnapshot:
+    id: str
+    state: str  # CardState value
+    currency: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSnapshot:
+    account_id: str
+    currency: str
+    status: str  # the internal account's status: only ACTIVE accounts pay
+    available: int  # minor units
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationRequest:
+    amount: int  # minor units, > 0
+    currency: str
+    network_decline: DeclineReason | None = None  # the network declined before asking us
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    approved: bool
+    account_id: str | None = None  # the source to hold on, when approved
+    decline_reason: DeclineReason | None = None
+
+    @classmethod
+    def approve(cls, account_id: str) -> Decision:
+        return cls(True, account_id=account_id)
+
+    @classmethod
+    def decline(cls, reason: DeclineReason) -> Decision:
+        return cls(False, decline_reason=reason)
+
+
+_CARD_DECLINES = {
+    "FROZEN": DeclineReason.CARD_PAUSED,
+    "CLOSED": DeclineReason.CARD_CLOSED,
+    "PENDING_ISSUE": DeclineReason.CARD_NOT_ACTIVE,
+}
+
+
+def decide(
+    card: CardSnapshot, sources: tuple[SourceSnapshot, ...], request: AuthorizationRequest
+) -> Decision:
+    if request.network_decline is not None:
+        return Decision.decline(request.network_decline)
+    card_decline = _CARD_DECLINES.get(card.state)
+    if card_decline is not None:
+        return Decision.decline(card_decline)
+    if request.currency != card.currency:
+        return Decision.decline(DeclineReason.CURRENCY_MISMATCH)
+    for source in sources:
+        if (
+            source.status == "ACTIVE"
+            and source.currency == card.currency
+            and source.available >= request.amount > 0
+        ):
+            return Decision.approve(source.account_id)
+    return Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+
+
+def without(sources: tuple[SourceSnapshot, ...], account_id: str) -> tuple[SourceSnapshot, ...]:
+    """The snapshot after a hold on `account_id` was refused: that source has nothing available."""
+    return tuple(replace(s, available=0) if s.account_id == account_id else s for s in sources)

@@ -1,0 +1,305 @@
+"""Card routes: /cards (issue, list, get, PATCH by signed retry), the card transactions' reads, the sandbox's
+card simulations, and the page behind panEmbedUrl."""
+
+from __future__ import annotations
+
+import html
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import HTMLResponse
+
+from platpay.auth.principal import Principal
+from platpay.auth.principals import Manager, Transactor, Viewer, get_db
+from platpay.cards import service as cards_service
+from platpay.cards import transactions
+from platpay.cards.errors import CardNotFound
+from platpay.cards.schemas import (
+    AUTHORIZATION_EXAMPLES,
+    CARD_CREATE_EXAMPLES,
+    CARD_UPDATE_EXAMPLES,
+    CLEARING_EXAMPLES,
+    RETURN_EXAMPLES,
+    Card,
+    CardCreateRequest,
+    CardListResponse,
+    CardTransaction,
+    CardTransactionListResponse,
+    CardTransactionStatus,
+    CardUpdateRequest,
+    SandboxCardAuthorizationRequest,
+    SandboxCardClearingRequest,
+    SandboxCardReturnRequest,
+)
+from platpay.errors import invalid_field
+from platpay.kit.idempotency import Idempotency, Idempotent
+from platpay.kit.pagination import PageParams, page_params, sorted_page_params
+from platpay.kit.routing import api_router, documented_error
+from platpay.kit.wallet_signature import SignedRequestChallenge
+from platpay.wallets.signed_endpoints import Signed, SignedRetry
+
+router = api_router(tags=["Cards"])
+sandbox_router = api_router(tags=["Sandbox"])
+embed_router = APIRouter(tags=["Cards"])
+SIGNED_CHALLENGE = {202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
+
+# GET /cards?state= documents the reference's values (a generated client sends them); PROCESSING is the
+# reference's name of PENDING_ISSUE, which is accepted too; PENDING_KYC is never a platpay card's state.
+_STATE_FILTER = {
+    "PENDING_ISSUE": "PENDING_ISSUE",
+    "PROCESSING": "PENDING_ISSUE",
+    "PENDING_KYC": "PENDING_KYC",
+    "ACTIVE": "ACTIVE",
+    "FROZEN": "FROZEN",
+    "CLOSED": "CLOSED",
+}
+
+
+@router.post(
+    "/cards",
+    operation_id="createCard",
+    status_code=201,
+    response_model=Card,
+    openapi_extra=CARD_CREATE_EXAMPLES,
+)
+async def create_card(
+    body: CardCreateRequest, idem: Idempotent = Idempotency, principal: Principal = Manager
+) -> Response:
+    """Issue a virtual card (201 PENDING_ISSUE; card.state_change when the issuer has provisioned it)."""
+    return await idem.run(
+        body,
+        lambda s: cards_service.issue_card(
+            s,
+            tenant=principal.tenant,
+            cardholder_id=body.cardholder_id,
+            form=body.form,
+            funding_sources=body.funding_sources,
+            platform_card_id=body.platform_card_id,
+        ),
+        status=201,
+    )
+
+
+@router.get("/cards", operation_id="listCards", response_model=CardListResponse)
+async def list_cards(
+    request: Request,
+    cardholder_id: str | None = Query(None, alias="cardholderId", max_length=64),
+    account_id: str | None = Query(None, alias="accountId", max_length=64, description="cards it funds"),
+    platform_card_id: str | None = Query(None, alias="platformCardId", max_length=255),
+    state: str | None = Query(
+        None,
+        json_schema_extra={"enum": ["PENDING_KYC", "PROCESSING", "ACTIVE", "FROZEN", "CLOSED"]},
+        description="PROCESSING (or PENDING_ISSUE) selects cards being issued",
+    ),
+    params: PageParams = Depends(sorted_page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """List cards (newest first unless sortOrder=asc); filters combine."""
+    if state is not None and state not in _STATE_FILTER:
+        raise invalid_field("state", f"one of {', '.join(_STATE_FILTER)}", location="query")
+    async with get_db(request).read() as session:
+        page, cards = await cards_service.list_cards(
+            session,
+            tenant=principal.tenant,
+            params=params,
+            cardholder_id=cardholder_id,
+            account_id=account_id,
+            platform_card_id=platform_card_id,
+            state=_STATE_FILTER[state] if state is not None else None,
+        )
+    return page.envelope([card.to_api() for card in cards])
+
+
+@router.get("/cards/{id}", operation_id="getCardById", response_model=Card)
+async def get_card(id: str, request: Request, principal: Principal = Viewer) -> Card:
+    """Get one card."""
+    async with get_db(request).read() as session:
+        return await cards_service.get_card(session, tenant=principal.tenant, card_id=id)
+
+
+@router.patch(
+    "/cards/{id}",
+    operation_id="updateCardById",
+    response_model=Card,
+    responses=SIGNED_CHALLENGE,
+    openapi_extra=CARD_UPDATE_EXAMPLES,
+)
+async def update_card(
+    id: str, body: CardUpdateRequest, signed: SignedRetry = Signed, principal: Principal = Manager
+) -> Response:
+    """Freeze, unfreeze, close or re-source a card: 202 then the signed retry (wallet-funded cards), else 200."""
+    state, sources = body.state, body.funding_sources
+    return await signed.run(
+        prepare=lambda s, first: cards_service.update_intent(
+            s, tenant=principal.tenant, card_id=id, state=state, funding_sources=sources
+        ),
+        then=lambda s, proof: cards_service.update_card(
+            s, tenant=principal.tenant, card_id=id, state=state, funding_sources=sources
+        ),
+    )
+
+
+@router.get(
+    "/cards/{id}/transactions",
+    operation_id="listCardTransactions",
+    response_model=CardTransactionListResponse,
+)
+async def list_card_transactions(
+    id: str,
+    request: Request,
+    status: CardTransactionStatus | None = Query(None),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """A card's transactions (authorizations, declines and what followed), newest first."""
+    async with get_db(request).read() as session:
+        page, items = await transactions.list_transactions(
+            session, tenant=principal.tenant, params=params, card_id=id, status=status
+        )
+    return page.envelope([item.to_api() for item in items])
+
+
+@router.get(
+    "/card-transactions",
+    operation_id="listCardTransactionsByAccount",
+    response_model=CardTransactionListResponse,
+)
+async def list_account_card_transactions(
+    request: Request,
+    account_id: str = Query(alias="accountId", max_length=64, description="the funding source charged"),
+    status: CardTransactionStatus | None = Query(None),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """Card transactions charged to an internal account: the account's card history, newest first."""
+    async with get_db(request).read() as session:
+        page, items = await transactions.list_transactions(
+            session, tenant=principal.tenant, params=params, account_id=account_id, status=status
+        )
+    return page.envelope([item.to_api() for item in items])
+
+
+@router.get(
+    "/card-transactions/{cardTransactionId}",
+    operation_id="getCardTransactionById",
+    response_model=CardTransaction,
+)
+async def get_card_transaction(
+    cardTransactionId: str, request: Request, principal: Principal = Viewer
+) -> CardTransaction:
+    """One card transaction with its refunds."""
+    async with get_db(request).read() as session:
+        return await transactions.get_transaction(
+            session, tenant=principal.tenant, transaction_id=cardTransactionId
+        )
+
+
+@sandbox_router.post(
+    "/sandbox/cards/{id}/simulate/authorization",
+    operation_id="sandboxSimulateCardAuthorization",
+    response_model=CardTransaction,
+    openapi_extra=AUTHORIZATION_EXAMPLES,
+)
+async def simulate_authorization(
+    id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """An authorization as the network sends it: decided, held or declined (404 in production)."""
+    merchant = body.merchant.model_dump()
+    return await idem.run(
+        body,
+        lambda s: transactions.authorize(
+            s,
+            tenant=principal.tenant,
+            card_id=id,
+            amount=body.amount,
+            currency=body.currency.code,
+            merchant=merchant,
+        ),
+        status=200,
+    )
+
+
+@sandbox_router.post(
+    "/sandbox/cards/{id}/simulate/clearing",
+    operation_id="sandboxSimulateCardClearing",
+    response_model=CardTransaction,
+    openapi_extra=CLEARING_EXAMPLES,
+)
+async def simulate_clearing(
+    id: str,
+    body: SandboxCardClearingRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A clearing against a card transaction: capture, post-hoc pull of any excess; 0 expires it."""
+    return await idem.run(
+        body,
+        lambda s: transactions.clear(
+            s,
+            tenant=principal.tenant,
+            card_id=id,
+            transaction_id=body.card_transaction_id,
+            amount=body.amount,
+        ),
+        status=200,
+    )
+
+
+@sandbox_router.post(
+    "/sandbox/cards/{id}/simulate/return",
+    operation_id="sandboxSimulateCardReturn",
+    response_model=CardTransaction,
+    openapi_extra=RETURN_EXAMPLES,
+)
+async def simulate_return(
+    id: str,
+    body: SandboxCardReturnRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A merchant RETURN against a settled card transaction: a CardRefund credited to its source."""
+    return await idem.run(
+        body,
+        lambda s: transactions.return_(
+            s,
+            tenant=principal.tenant,
+            card_id=id,
+            transaction_id=body.card_transaction_id,
+            amount=body.amount,
+        ),
+        status=200,
+    )
+
+
+_EMBED_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Card {last4}</title>
+<meta name="robots" content="noindex"></head><body style="font-family:monospace">
+<p>{brand} &middot; sandbox test card</p><p id="pan">{pan}</p><p>EXP <span id="exp">{exp}</span>
+&nbsp; CVV <span id="cvv">{cvv}</span></p></body></html>"""
+
+
+@embed_router.get(
+    "/card-embed/{token}",
+    operation_id="getCardPanEmbedPage",
+    response_class=HTMLResponse,
+    responses={
+        200: {"content": {"text/html": {}}, "description": "the card's number, expiry and CVV"},
+        404: documented_error(404, "no live card has this token"),
+    },
+)
+async def pan_embed(token: str, request: Request) -> HTMLResponse:
+    """The page panEmbedUrl points at: the card's number, expiry and CVV (sandbox test numbers)."""
+    async with get_db(request).read() as session:
+        found = await cards_service.embed_page_card(session, token=token)
+    if found is None:
+        raise CardNotFound("no live card has this embed token")
+    _card, issued = found
+    page = _EMBED_PAGE.format(
+        last4=html.escape(issued.last4),
+        brand=html.escape(issued.brand),
+        pan=" ".join(issued.pan[i : i + 4] for i in range(0, 16, 4)),
+        exp=f"{issued.exp_month:02d}/{issued.exp_year % 100:02d}",
+        cvv=html.escape(issued.cvv),
+    )
+    return HTMLResponse(page, headers={"Cache-Control": "no-store", "X-Frame-Options": "SAMEORIGIN"})

@@ -1,0 +1,106 @@
+"""The cards domain's tables: cards, their ordered funding sources, card transactions and their refunds.
+Money lives in the ledger: a card transaction's hold, captures, pulls and returns are entries whose
+reference is the card transaction's id."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from platpay.db.base import Base
+from platpay.db.types import IdColumn, JsonType, UtcDateTime
+
+
+class CardRow(Base):
+    __tablename__ = "cards"
+    __table_args__ = (
+        Index("ix_cards_tenant_id_id", "tenant_id", "id"),
+        Index("ix_cards_tenant_cardholder", "tenant_id", "cardholder_id"),
+        Index("ix_cards_tenant_platform_card_id", "tenant_id", "platform_card_id"),
+        Index("ix_cards_embed_token", "embed_token"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    cardholder_id: Mapped[str] = mapped_column(IdColumn())  # a customer (customers domain)
+    platform_card_id: Mapped[str] = mapped_column(String(255))
+    state: Mapped[str] = mapped_column(String(16))  # state.CardState
+    state_reason: Mapped[str | None] = mapped_column(String(24))  # ISSUER_REJECTED | CLOSED_BY_PLATFORM
+    form: Mapped[str] = mapped_column(String(12))  # VIRTUAL
+    currency: Mapped[str] = mapped_column(String(8))  # of every funding source
+    brand: Mapped[str | None] = mapped_column(String(12))  # VISA | MASTERCARD, once provisioned
+    last4: Mapped[str | None] = mapped_column(String(4))
+    exp_month: Mapped[int | None] = mapped_column(Integer)
+    exp_year: Mapped[int | None] = mapped_column(Integer)
+    issuer_ref: Mapped[str | None] = mapped_column(String(64))
+    embed_token: Mapped[str | None] = mapped_column(String(64))  # the secret of panEmbedUrl
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class CardFundingSourceRow(Base):
+    """One binding of a card to an internal account; `position` 0 is tried first by decisioning."""
+
+    __tablename__ = "card_funding_sources"
+    __table_args__ = (Index("ix_card_funding_sources_tenant_account", "tenant_id", "account_id"),)
+
+    card_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("cards.id"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn())
+    account_id: Mapped[str] = mapped_column(IdColumn())  # an internal account (accounts domain)
+
+
+class CardTransactionRow(Base):
+    """An authorization and what followed it. Amounts are minor units of `currency`, all ≥ 0."""
+
+    __tablename__ = "card_transactions"
+    __table_args__ = (
+        Index("ix_card_transactions_tenant_card", "tenant_id", "card_id", "id"),
+        Index("ix_card_transactions_tenant_account", "tenant_id", "account_id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    card_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("cards.id"))
+    status: Mapped[str] = mapped_column(String(20))  # state.CardTransactionStatus
+    decline_reason: Mapped[str | None] = mapped_column(String(32))  # DECLINED only
+    issuer_transaction_token: Mapped[str] = mapped_column(String(64))
+    merchant: Mapped[dict[str, Any]] = mapped_column(JsonType)  # {descriptor, mcc?, country?}
+    currency: Mapped[str] = mapped_column(String(8))
+    # the source decisioning chose (null when declined before one was chosen)
+    account_id: Mapped[str | None] = mapped_column(IdColumn())
+    # the card's funding sources, in priority order, when it authorized: where post-hoc pulls go
+    source_ids: Mapped[list[str]] = mapped_column(JsonType)
+    authorized_amount: Mapped[int] = mapped_column(BigInteger)
+    settled_amount: Mapped[int] = mapped_column(BigInteger, default=0)
+    refunded_amount: Mapped[int] = mapped_column(BigInteger, default=0)
+    settlement_count: Mapped[int] = mapped_column(Integer, default=0)
+    pull_count: Mapped[int] = mapped_column(Integer, default=0)
+    pull_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # hold + post-hoc pulls, covered
+    pull_pending: Mapped[int] = mapped_column(Integer, default=0)
+    loss_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # what the operator absorbed
+    outcome: Mapped[str | None] = mapped_column(String(32))  # the issuer's scenario (sandbox suffixes)
+    authorized_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    last_event_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class CardRefundRow(Base):
+    """A merchant RETURN credited back to the funding source (SPEC §2 CardRefund)."""
+
+    __tablename__ = "card_refunds"
+    __table_args__ = (Index("ix_card_refunds_card_transaction", "card_transaction_id", "id"),)
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    card_transaction_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("card_transactions.id"))
+    account_id: Mapped[str] = mapped_column(IdColumn())
+    amount: Mapped[int] = mapped_column(BigInteger)  # minor units, > 0
+    currency: Mapped[str] = mapped_column(String(8))
+    status: Mapped[str] = mapped_column(String(12))  # COMPLETED
+    description: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -1,0 +1,157 @@
+"""All SQL on the cards domain's tables; every query is tenant-scoped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.cards.models import CardFundingSourceRow, CardRefundRow, CardRow, CardTransactionRow
+
+
+async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids: list[str]) -> CardRow:
+    row = CardRow(**values)
+    session.add(row)
+    await session.flush()
+    await replace_sources(session, card=row, account_ids=account_ids)
+    return row
+
+
+async def get_card(
+    session: AsyncSession, *, tenant_id: str, card_id: str, lock: str | None = None
+) -> CardRow | None:
+    """`lock`: "update" (a change of the card, an authorization: after a change commits the next reads the
+    new state) or "share"."""
+    stmt = select(CardRow).where(CardRow.id == card_id, CardRow.tenant_id == tenant_id)
+    if lock == "update":
+        stmt = stmt.with_for_update()
+    elif lock == "share":
+        stmt = stmt.with_for_update(read=True)
+    if lock:
+        stmt = stmt.execution_options(populate_existing=True)
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, list[str]]:
+    """Each card's funding source account ids, in priority order."""
+    if not card_ids:
+        return {}
+    rows = await session.execute(
+        select(CardFundingSourceRow.card_id, CardFundingSourceRow.account_id)
+        .where(CardFundingSourceRow.card_id.in_(card_ids))
+        .order_by(CardFundingSourceRow.card_id, CardFundingSourceRow.position)
+    )
+    found: dict[str, list[str]] = {card_id: [] for card_id in card_ids}
+    for card_id, account_id in rows:
+        found[card_id].append(account_id)
+    return found
+
+
+async def replace_sources(session: AsyncSession, *, card: CardRow, account_ids: list[str]) -> None:
+    await session.execute(delete(CardFundingSourceRow).where(CardFundingSourceRow.card_id == card.id))
+    if account_ids:
+        await session.execute(
+            insert(CardFundingSourceRow),
+            [
+                {"card_id": card.id, "position": index, "tenant_id": card.tenant_id, "account_id": account_id}
+                for index, account_id in enumerate(account_ids)
+            ],
+        )
+
+
+def card_query(
+    *,
+    tenant_id: str,
+    cardholder_id: str | None = None,
+    account_id: str | None = None,
+    platform_card_id: str | None = None,
+    state: str | None = None,
+) -> Select[Any]:
+    stmt = select(CardRow).where(CardRow.tenant_id == tenant_id)
+    if cardholder_id is not None:
+        stmt = stmt.where(CardRow.cardholder_id == cardholder_id)
+    if platform_card_id is not None:
+        stmt = stmt.where(CardRow.platform_card_id == platform_card_id)
+    if state is not None:
+        stmt = stmt.where(CardRow.state == state)
+    if account_id is not None:
+        funded = select(CardFundingSourceRow.card_id).where(
+            CardFundingSourceRow.tenant_id == tenant_id, CardFundingSourceRow.account_id == account_id
+        )
+        stmt = stmt.where(CardRow.id.in_(funded))
+    return stmt
+
+
+async def insert_transaction(session: AsyncSession, values: dict[str, Any]) -> CardTransactionRow:
+    row = CardTransactionRow(**values)
+    session.add(row)
+    await session.flush()
+    return row
+
+
+async def get_transaction(
+    session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
+) -> CardTransactionRow | None:
+    stmt = select(CardTransactionRow).where(
+        CardTransactionRow.id == transaction_id, CardTransactionRow.tenant_id == tenant_id
+    )
+    if for_update:
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+def transaction_query(
+    *, tenant_id: str, card_id: str | None = None, account_id: str | None = None, status: str | None = None
+) -> Select[Any]:
+    stmt = select(CardTransactionRow).where(CardTransactionRow.tenant_id == tenant_id)
+    if card_id is not None:
+        stmt = stmt.where(CardTransactionRow.card_id == card_id)
+    if account_id is not None:
+        stmt = stmt.where(CardTransactionRow.account_id == account_id)
+    if status is not None:
+        stmt = stmt.where(CardTransactionRow.status == status)
+    return stmt
+
+
+async def open_transactions(
+    session: AsyncSession, *, tenant_id: str, card_id: str, statuses: frozenset[str]
+) -> list[CardTransactionRow]:
+    stmt = (
+        select(CardTransactionRow)
+        .where(
+            CardTransactionRow.tenant_id == tenant_id,
+            CardTransactionRow.card_id == card_id,
+            CardTransactionRow.status.in_(statuses),
+        )
+        .order_by(CardTransactionRow.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def insert_refund(session: AsyncSession, values: dict[str, Any]) -> CardRefundRow:
+    row = CardRefundRow(**values)
+    session.add(row)
+    await session.flush()
+    return row
+
+
+async def refunds_of(session: AsyncSession, transaction_ids: list[str]) -> dict[str, list[CardRefundRow]]:
+    if not transaction_ids:
+        return {}
+    rows = await session.scalars(
+        select(CardRefundRow)
+        .where(CardRefundRow.card_transaction_id.in_(transaction_ids))
+        .order_by(CardRefundRow.id)
+    )
+    found: dict[str, list[CardRefundRow]] = {tid: [] for tid in transaction_ids}
+    for row in rows:
+        found[row.card_transaction_id].append(row)
+    return found
+
+
+async def card_by_embed_token(session: AsyncSession, *, token: str) -> CardRow | None:
+    """The card whose panEmbedUrl carries `token` (the token is the credential: a page, not the API)."""
+    return (await session.execute(select(CardRow).where(CardRow.embed_token == token))).scalar_one_or_none()

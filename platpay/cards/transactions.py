@@ -1,0 +1,482 @@
+"""Card transactions: authorization (decisioning + a hold on the chosen source), clearing (capture against
+the hold, post-hoc pull of any excess, release of what is left), expiry, merchant returns, and what a card's
+closing does to its open authorizations. Every step is one transaction: the card transaction's change, its
+balanced ledger entries (all referencing the card transaction's id) and its webhooks commit together.
+
+Money (minor units of the card's currency; N = the card network's clearing account, L = the operator's loss
+account, S = a funding source):
+- authorization a: S available −a, S held +a (a ledger hold owned by the card transaction);
+- clearing x: capture c = min(x, what the hold keeps): S held −c, N +c; the excess x − c is pulled from the
+  sources in priority order (S available −, N +); if none covers it the operator pays it (L −, N +) and the
+  transaction is EXCEPTION — a customer balance never goes negative;
+- the authorization fully cleared (or expired, or its card closed): the rest of the hold goes back to
+  available;
+- return r: N −r, S available +r, and a CardRefund.
+
+Concurrency: an authorization locks its card (FOR UPDATE: a freeze or close waits for the authorizations in
+flight, and those after it see the new state; FOR SHARE would let a stream of authorizations on one card
+starve a freeze, since PostgreSQL grants a new share lock beside held ones ahead of a waiting exclusive one;
+a card's authorizations one at a time cost nothing: the hot row of a card program is its funding account,
+not its cards); clearings, expiries and returns lock the card transaction FOR UPDATE,
+so a clearing racing an expiry is applied one after the other, and the hold is a conditional UPDATE that can
+be taken from only once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.accounts import service as accounts_service
+from platpay.cards import decisioning, providers, repository
+from platpay.cards.decisioning import AuthorizationRequest, CardSnapshot, DeclineReason, SourceSnapshot
+from platpay.cards.errors import CardNotFound, CardTransactionConflict, CardTransactionNotFound
+from platpay.cards.models import CardRefundRow, CardTransactionRow
+from platpay.cards.schemas import (
+    CardPullSummary,
+    CardRefund,
+    CardRefundSummary,
+    CardSettlementSummary,
+    CardTransaction,
+)
+from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
+from platpay.config import get_settings
+from platpay.errors import NotFound, invalid_field
+from platpay.events import service as events_service
+from platpay.jobs import service as jobs_service
+from platpay.kit import clock
+from platpay.kit.ids import new_id
+from platpay.kit.money import currency_amount
+from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.ledger import service as ledger
+from platpay.ledger.errors import InsufficientFunds
+from platpay.tenants.context import TenantContext
+
+CONFIRM_PULL_JOB = "cards.confirm_pull"
+EVENT_FAMILY = "CARD_TRANSACTION"
+UPDATED = "UPDATED"  # a change that keeps the status: a partial return, a pull confirmed
+EVENT_TYPES = frozenset(
+    {f"{EVENT_FAMILY}.{status}" for status in CardTransactionStatus} | {f"{EVENT_FAMILY}.{UPDATED}"}
+)
+_T = CardTransactionStatus
+NETWORK_CLEARING = "CARD_NETWORK"
+_NETWORK_DECLINES = {
+    providers.DECLINE_INSUFFICIENT_FUNDS: DeclineReason.INSUFFICIENT_FUNDS,
+    providers.DECLINE_CARD_PAUSED: DeclineReason.CARD_PAUSED,
+}
+
+
+def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTransaction:
+    ccy = row.currency
+    return CardTransaction(
+        id=row.id,
+        card_id=row.card_id,
+        issuer_transaction_token=row.issuer_transaction_token,
+        status=row.status,  # type: ignore[arg-type]
+        decline_reason=row.decline_reason,
+        merchant=row.merchant,  # type: ignore[arg-type]
+        authorized_amount=currency_amount(row.authorized_amount, ccy),  # type: ignore[arg-type]
+        settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,  # type: ignore[arg-type]
+        refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,  # type: ignore[arg-type]
+        account_id=row.account_id,
+        pull_summary=CardPullSummary(
+            count=row.pull_count, total_amount=row.pull_amount, pending_count=row.pull_pending
+        ),
+        refund_summary=CardRefundSummary(count=len(refunds), total_amount=row.refunded_amount),
+        settlement_summary=CardSettlementSummary(count=row.settlement_count, total_amount=row.settled_amount),
+        refunds=[
+            CardRefund(
+                id=refund.id,
+                card_transaction_id=refund.card_transaction_id,
+                account_id=refund.account_id,
+                amount=currency_amount(refund.amount, refund.currency),  # type: ignore[arg-type]
+                status=refund.status,  # type: ignore[arg-type]
+                created_at=refund.created_at,
+            )
+            for refund in refunds
+        ],
+        authorized_at=row.authorized_at,
+        last_event_at=row.last_event_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+async def _emit(
+    session: AsyncSession, row: CardTransactionRow, event: str | None = None, *, new: bool = False
+) -> CardTransaction:
+    """CARD_TRANSACTION.<STATUS> (or .<event>) with the card transaction as GET returns it. A `new` row is
+    rendered as inserted (its times are the event's, it has no refunds yet)."""
+    if not new:
+        row.updated_at = row.last_event_at = clock.now()
+        await session.flush()
+    refunds = [] if new else (await repository.refunds_of(session, [row.id]))[row.id]
+    rendered = to_schema(row, refunds)
+    await events_service.emit(
+        session, tenant_id=row.tenant_id, type=f"{EVENT_FAMILY}.{event or row.status}", resource=rendered
+    )
+    return rendered
+
+
+def _move(row: CardTransactionRow, status: CardTransactionStatus) -> bool:
+    """Move (through the machine); whether the status changed."""
+    target = CARD_TRANSACTION.move(row.status, status, subject=row.id)
+    changed = target != row.status
+    row.status = target
+    return changed
+
+
+async def _balances_moved(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
+    if account_ids:
+        await accounts_service.emit_balance_updates(
+            session, tenant_id=tenant_id, account_ids=sorted(set(account_ids))
+        )
+
+
+def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
+    # INTERFACE-FACTS §1.3: the card simulations answer 404 in production (their paths do not exist there).
+    if not tenant.is_sandbox:
+        raise CardNotFound(
+            "card simulations exist only in the sandbox environment", details={"cardId": card_id}
+        )
+
+
+async def _snapshot(
+    session: AsyncSession, *, tenant_id: str, account_ids: list[str]
+) -> tuple[tuple[SourceSnapshot, ...], dict[str, Any]]:
+    """The sources as decisioning sees them, and their account rows (for the balance webhook)."""
+    balances = await ledger.balances(session, account_ids)
+    sources, accounts = [], {}
+    for account_id in account_ids:
+        try:
+            account = await accounts_service.get_internal(session, tenant_id=tenant_id, account_id=account_id)
+        except NotFound:
+            continue
+        accounts[account_id] = account
+        sources.append(
+            SourceSnapshot(account_id, account.currency, account.status, balances[account_id].available)
+        )
+    return tuple(sources), accounts
+
+
+async def authorize(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    card_id: str,
+    amount: int,
+    currency: str,
+    merchant: dict[str, Any],
+) -> CardTransaction:
+    """An authorization as the network sends it: decided, and either approved with a hold on the chosen
+    source (same transaction as the CardTransaction) or declined and recorded with its reason."""
+    _sandbox_only(tenant, card_id)
+    card = await repository.get_card(session, tenant_id=tenant.id, card_id=card_id, lock="update")
+    if card is None:
+        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+    source_ids = (await repository.sources_of(session, [card.id]))[card.id]
+    issuer = providers.issuer_for(tenant)
+    outcome = issuer.authorization_outcome(merchant["descriptor"])
+    request = AuthorizationRequest(amount, currency, _NETWORK_DECLINES.get(outcome))
+    snapshot = CardSnapshot(card.id, card.state, card.currency)
+    sources, accounts = await _snapshot(session, tenant_id=tenant.id, account_ids=source_ids)
+    transaction_id = new_id("CardTransaction")
+    held: ledger.Entry | None = None
+    while True:
+        decision = decisioning.decide(snapshot, sources, request)
+        if not decision.approved or outcome == providers.PULL_FAILS:
+            break
+        assert decision.account_id is not None
+        try:
+            _, held = await ledger.place_hold(
+                session,
+                tenant_id=tenant.id,
+                account_id=decision.account_id,
+                currency=card.currency,
+                amount=amount,
+                reference=transaction_id,
+                kind="CARD_AUTHORIZATION_HOLD",
+            )
+            break
+        except InsufficientFunds:  # spent since the snapshot: the next source, if any, may pay
+            sources = decisioning.without(sources, decision.account_id)
+    now = clock.now(tenant)
+    approved = decision.approved
+    if approved and outcome == providers.PULL_FAILS:
+        status = _T.EXCEPTION  # the pull's confirmation reported FAILED: nothing was taken
+    else:
+        status = _T.AUTHORIZED if approved else _T.DECLINED
+    assert status in CARD_TRANSACTION.initial
+    delayed = approved and outcome == providers.DELAYED_PULL
+    row = await repository.insert_transaction(
+        session,
+        {
+            "id": transaction_id,
+            "tenant_id": tenant.id,
+            "card_id": card.id,
+            "status": status,
+            "decline_reason": None if approved else str(decision.decline_reason),
+            "issuer_transaction_token": f"{issuer.name}_txn_{transaction_id[-12:]}",
+            "merchant": {k: v for k, v in merchant.items() if v is not None},
+            "currency": card.currency,
+            "account_id": decision.account_id,
+            "source_ids": source_ids,
+            "authorized_amount": amount,
+            "settled_amount": 0,
+            "refunded_amount": 0,
+            "settlement_count": 0,
+            "pull_count": 1 if approved else 0,
+            "pull_amount": amount if status == _T.AUTHORIZED else 0,
+            "pull_pending": 1 if delayed else 0,
+            "loss_amount": 0,
+            "outcome": outcome,
+            "authorized_at": now,
+            "last_event_at": now,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    if delayed:
+        await jobs_service.enqueue(
+            session,
+            CONFIRM_PULL_JOB,
+            {"cardTransactionId": row.id},
+            tenant_id=tenant.id,
+            run_at=now + issuer.pull_delay(get_settings()),
+        )
+    rendered = await _emit(session, row, new=True)
+    if held is not None and status == _T.AUTHORIZED and row.account_id:
+        await accounts_service.emit_balance_update(
+            session, account=accounts[row.account_id], balance=held.balances[row.account_id]
+        )
+    return rendered
+
+
+async def _load_for_change(
+    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str
+) -> CardTransactionRow:
+    _sandbox_only(tenant, card_id)
+    row = await repository.get_transaction(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
+    if row is None or row.card_id != card_id:
+        if await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
+            raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise invalid_field("cardTransactionId", f"card {card_id} has no card transaction {transaction_id!r}")
+    return row
+
+
+async def _network_account(session: AsyncSession, *, tenant_id: str, currency: str) -> str:
+    return await ledger.system_account(
+        session, tenant_id=tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=NETWORK_CLEARING
+    )
+
+
+async def _release(session: AsyncSession, row: CardTransactionRow) -> list[str]:
+    entry = await ledger.release_hold(
+        session, tenant_id=row.tenant_id, reference=row.id, kind="CARD_AUTHORIZATION_RELEASE"
+    )
+    return list(entry.balances) if entry is not None else []
+
+
+async def _pull(session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str) -> str | None:
+    """A post-hoc pull of `amount` from the first source (priority order) that covers it; the source, or
+    None when none does (then the operator's loss account pays the network)."""
+    for account_id in row.source_ids or ([row.account_id] if row.account_id else []):
+        try:
+            await ledger.post(
+                session,
+                tenant_id=row.tenant_id,
+                kind="CARD_POST_HOC_PULL",
+                reference=row.id,
+                legs=[
+                    ledger.Leg(account_id, row.currency, -amount),
+                    ledger.Leg(network, row.currency, amount),
+                ],
+            )
+            return account_id
+        except InsufficientFunds:
+            continue
+    loss = await ledger.system_account(
+        session, tenant_id=row.tenant_id, kind=ledger.LOSS, currency=row.currency, qualifier="CARD"
+    )
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="CARD_LOSS",
+        reference=row.id,
+        legs=[ledger.Leg(loss, row.currency, -amount), ledger.Leg(network, row.currency, amount)],
+    )
+    return None
+
+
+async def clear(
+    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
+) -> CardTransaction:
+    """A clearing (presentment) of `amount` against the card transaction; 0 is the authorization's expiry."""
+    row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
+    if row.status not in CLEARABLE:
+        raise CardTransactionConflict(
+            f"card transaction {row.id} is {row.status}: it takes no clearing",
+            details={"cardTransactionId": row.id, "status": row.status},
+        )
+    if amount == 0:
+        return await expire(session, row=row)
+    network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
+    moved: list[str] = []
+    hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
+    captured = min(amount, hold.remaining) if hold is not None and hold.status == "OPEN" else 0
+    if captured:
+        await ledger.capture_hold(
+            session,
+            tenant_id=row.tenant_id,
+            reference=row.id,
+            amount=captured,
+            to_account_id=network,
+            kind="CARD_CLEARING_CAPTURE",
+        )
+        moved.append(hold.account_id)  # type: ignore[union-attr]
+    excess = amount - captured
+    failed = False
+    if excess:
+        pulled_from = await _pull(session, row, amount=excess, network=network)
+        row.pull_count += 1
+        if pulled_from is None:
+            failed = True
+            row.loss_amount += excess
+        else:
+            row.pull_amount += excess
+            moved.append(pulled_from)
+    row.settled_amount += amount
+    row.settlement_count += 1
+    if failed:
+        target = _T.EXCEPTION
+    elif row.settled_amount >= row.authorized_amount or row.status in (_T.EXPIRED, _T.EXCEPTION):
+        target = _T.SETTLED
+    else:
+        target = _T.PARTIALLY_SETTLED
+    if target != _T.PARTIALLY_SETTLED:
+        moved += await _release(session, row)
+    _move(row, target)
+    rendered = await _emit(session, row)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=moved)
+    return rendered
+
+
+async def expire(session: AsyncSession, *, row: CardTransactionRow) -> CardTransaction:
+    """The authorization expires (or its card closed): the hold's rest goes back; SETTLED if something was
+    cleared, else EXPIRED. An authorization already reconciled takes no second expiry."""
+    if row.status not in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
+        raise CardTransactionConflict(
+            f"card transaction {row.id} is {row.status}: there is no authorization left to expire",
+            details={"cardTransactionId": row.id, "status": row.status},
+        )
+    moved = await _release(session, row)
+    _move(row, _T.SETTLED if row.settlement_count else _T.EXPIRED)
+    rendered = await _emit(session, row)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=moved)
+    return rendered
+
+
+async def return_(
+    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
+) -> CardTransaction:
+    """A merchant RETURN of `amount` (≤ settled − refunded): credited to the source the money came from,
+    recorded as a CardRefund; REFUNDED once everything settled came back. Returns complete whatever the
+    card's state (refunds in flight at close still complete)."""
+    row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
+    if row.status not in RETURNABLE:
+        raise CardTransactionConflict(
+            f"card transaction {row.id} is {row.status}: only a SETTLED transaction takes a return",
+            details={"cardTransactionId": row.id, "status": row.status},
+        )
+    left = row.settled_amount - row.refunded_amount
+    if amount > left:
+        raise invalid_field("amount", f"at most {left} (settled − refunded, minor units) can be returned")
+    assert row.account_id is not None
+    network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="CARD_RETURN",
+        reference=row.id,
+        legs=[ledger.Leg(network, row.currency, -amount), ledger.Leg(row.account_id, row.currency, amount)],
+    )
+    now = clock.now(tenant)
+    await repository.insert_refund(
+        session,
+        {
+            "id": new_id("CardRefund"),
+            "tenant_id": row.tenant_id,
+            "card_transaction_id": row.id,
+            "account_id": row.account_id,
+            "amount": amount,
+            "currency": row.currency,
+            "status": "COMPLETED",
+            "description": None,
+            "created_at": now,
+        },
+    )
+    row.refunded_amount += amount
+    changed = _move(row, _T.REFUNDED if row.refunded_amount == row.settled_amount else _T.SETTLED)
+    rendered = await _emit(session, row, None if changed else UPDATED)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=[row.account_id])
+    return rendered
+
+
+async def reconcile_on_close(session: AsyncSession, *, tenant: TenantContext, card_id: str) -> None:
+    """A closing card's pending authorizations reach a terminal state: their holds are released (an
+    authorization partly cleared becomes SETTLED, one not cleared at all EXPIRED). Clearings that arrive
+    later are force-posted (post-hoc pull, else the operator's loss)."""
+    for row in await repository.open_transactions(
+        session,
+        tenant_id=tenant.id,
+        card_id=card_id,
+        statuses=frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED}),
+    ):
+        await expire(session, row=row)
+
+
+async def confirm_pull(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> None:
+    """A delayed pull (sandbox descriptor 005) is confirmed: pendingCount back to 0."""
+    row = await repository.get_transaction(
+        session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
+    )
+    if row is None or not row.pull_pending:
+        return
+    row.pull_pending = 0
+    await _emit(session, row, UPDATED)
+
+
+async def get_transaction(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str
+) -> CardTransaction:
+    row = await repository.get_transaction(session, tenant_id=tenant.id, transaction_id=transaction_id)
+    if row is None:
+        raise CardTransactionNotFound(
+            f"card transaction {transaction_id!r} not found", details={"cardTransactionId": transaction_id}
+        )
+    return to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
+
+
+async def list_transactions(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    params: PageParams,
+    card_id: str | None = None,
+    account_id: str | None = None,
+    status: str | None = None,
+) -> tuple[PageResult[CardTransactionRow], list[CardTransaction]]:
+    if (
+        card_id is not None
+        and await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None
+    ):
+        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+    stmt = repository.transaction_query(
+        tenant_id=tenant.id, card_id=card_id, account_id=account_id, status=status
+    )
+    page = await paginate(session, stmt, id_column=CardTransactionRow.id, params=params)
+    refunds = await repository.refunds_of(session, [row.id for row in page.items])
+    return page, [to_schema(row, refunds[row.id]) for row in page.items]

@@ -1,0 +1,13 @@
+"""UMA invitations as the app discovers them: the API, the public invitation page, the expiry job."""
+
+from platpay.invitations import endpoints, jobs, models
+from platpay.invitations.service import CLAIMED_EVENT
+from platpay.kit.domain_spec import Domain, Mount
+
+DOMAIN = Domain(
+    name="invitations",
+    routers=(Mount(endpoints.router, order=160), Mount(endpoints.page_router, order=170)),
+    models=(models,),
+    jobs=(jobs,),
+    event_types=frozenset({CLAIMED_EVENT}),
+)
