@@ -87,6 +87,7 @@ async def to_schema(
         transaction=transaction,
         rejection_reason=row.rejection_reason,
         failure_reason=f"{failure['code']}: {failure['message']}" if failure else None,
+        policy_decision=row.decision,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )

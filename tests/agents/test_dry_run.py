@@ -157,6 +157,15 @@ async def test_the_dry_run_agrees_with_the_real_transfer(client, auth, world, na
         assert real.status_code == 201, real.text
         expected = "APPROVED" if decision == "ALLOW" else "PENDING_APPROVAL"
         assert real.json()["status"] == expected
+        shown = real.json()["policyDecision"]  # the action carries the decision the dry-run explained
+        assert (shown["decision"], shown.get("rule"), shown["reason"]) == (
+            dry["decision"],
+            dry["rule"],
+            dry["reason"],
+        )
+        assert {k: v for k, v in dry["remaining"].items() if v is not None} == {
+            k: v for k, v in shown["remaining"].items() if v is not None
+        }
 
 
 async def test_a_paused_agent_is_denied_by_both(client, auth, world):
