@@ -68,7 +68,15 @@ class ApiRefused(ToolError):
 
 
 class PlatpayMCP(MCPServer):
-    def __init__(self, *, api_url: str, token: str, poll_seconds: float = 5.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        token: str,
+        poll_seconds: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,  # tests: the app in-process
+        **kwargs: Any,
+    ) -> None:
         super().__init__(name="platpay", instructions=INSTRUCTIONS, **kwargs)
         self.api_url = api_url.rstrip("/")
         self.http = httpx.AsyncClient(
@@ -76,6 +84,7 @@ class PlatpayMCP(MCPServer):
             headers={"Authorization": f"Bearer {token}", "User-Agent": "platpay-mcp"},
             timeout=httpx.Timeout(30.0),
             trust_env=False,
+            transport=transport,
         )
         self.poll_seconds = poll_seconds
         self.active: set[str] = set()
