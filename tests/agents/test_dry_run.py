@@ -4,6 +4,7 @@ headroom where the real call shows them) is the same. The dry-run itself changes
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -220,3 +221,38 @@ async def test_a_malformed_dry_run_is_a_400_naming_the_field(client, auth, world
 async def test_platform_credentials_cannot_dry_run(client, auth, world):
     response = await client.post("/agents/me/policy/evaluate", auth=auth, json=_transfer_body(world, 1_000))
     assert response.status_code in (401, 403), response.text
+
+
+async def test_concurrent_dry_runs_and_transfers_near_a_limit_agree(client, auth, world, backend):
+    """20 transfers and 20 dry-runs at once (PostgreSQL: really concurrent): every dry-run saw a state the
+    transfers passed through (its headroom is the limit minus a whole number of executed transfers) and
+    decided by it; exactly the limit executed; a dry-run afterwards says DENY with nothing left."""
+    if backend != "postgresql":
+        pytest.skip("real concurrency needs PostgreSQL (SQLite serializes every write)")
+    agent = await _agent(client, auth, world, {"approvalThresholds": None, **limits(dailyLimit=10_000)})
+    body = _transfer_body(world, 1_000)
+    transfers = [
+        transfer_out(
+            client, agent["headers"], world["account"]["id"], world["bank"]["id"], 1_000, key=f"k{n}"
+        )
+        for n in range(20)
+    ]
+    dry_runs = [
+        client.post("/agents/me/policy/evaluate", headers=agent["headers"], json=body) for _ in range(20)
+    ]
+    answers = await asyncio.gather(*(x for pair in zip(transfers, dry_runs, strict=True) for x in pair))
+    real, dry = answers[0::2], answers[1::2]
+    assert sum(r.status_code == 201 for r in real) == 10, [r.text for r in real]
+    assert all(r.status_code in (201, 403) for r in real)
+    for response in dry:
+        assert response.status_code == 200, response.text
+        seen = response.json()
+        left = seen["remaining"]["daily"]
+        assert left in range(0, 10_001, 1_000), seen
+        assert seen["decision"] == ("ALLOW" if left >= 1_000 else "DENY"), seen
+    after = await _dry_run(client, agent, body)
+    assert (after["decision"], after["rule"], after["remaining"]["daily"]) == (
+        "DENY",
+        "spendingLimits.dailyLimit",
+        0,
+    )
