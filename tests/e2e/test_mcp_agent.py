@@ -8,6 +8,8 @@ without a restart, a deleted agent's token failing with a clear message; the led
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -197,3 +199,23 @@ def test_an_mcp_client_walks_the_agent_scenario_over_stdio_and_streamable_http(
 
         anyio.run(deleted)
     verify_ledger(processes, env)
+
+    # The audit trail: exported as JSON Lines, verified; an edit straight in the database is caught.
+    exported = processes.run([PLATPAY, "agents", "audit", "export", "--agent", agent_id], env=env).stdout
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert records[0]["kind"] == "AGENT_CREATED" and records[-1]["kind"] == "AGENT_DELETED"
+    assert token not in exported and code not in exported
+    assert "OK" in processes.run([PLATPAY, "agents", "audit", "verify"], env=env).stdout
+    with sqlite3.connect(tmp_path / "platpay.db") as db:
+        db.execute(
+            "UPDATE agent_audit_records SET data = '{}' WHERE agent_id = ? AND sequence = 4", (agent_id,)
+        )
+    broken = subprocess.run(
+        [PLATPAY, "agents", "audit", "verify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert broken.returncode == 1 and f"BROKEN agent {agent_id} at sequence 4" in broken.stdout, broken.stdout
