@@ -12,20 +12,24 @@ The actor is the credential of the request that caused the event (`PLATFORM_TOKE
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from fastapi import Request
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
-from platpay.auth.principals import on_authenticated
+from platpay.auth.principals import get_db, on_authenticated
+from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 
@@ -40,6 +44,7 @@ KINDS = (
     "AGENT_RENAMED",
     "POLICY_CHANGED",
     "MONEY_REQUESTED",
+    "MONEY_REFUSED",
     "ACTION_APPROVED",
     "ACTION_REJECTED",
     "ACTION_EXECUTED",
@@ -114,6 +119,22 @@ async def record(
     head.sequence, head.hash = row.sequence, row.hash
     await session.flush()
     return row
+
+
+@contextlib.asynccontextmanager
+async def refusals(
+    request: Request, principal: Principal, operation: str, asked: dict[str, Any]
+) -> AsyncIterator[None]:
+    """Around a money operation: a policy refusal (403) is recorded as MONEY_REFUSED in a transaction of its
+    own (the request's was rolled back with everything else), then raised on."""
+    try:
+        yield
+    except PolicyForbids as refused:
+        async with get_db(request).transaction() as session:
+            await record(session, tenant_id=principal.tenant.id, agent_id=principal.id, kind="MONEY_REFUSED",
+                         now=clock.now(principal.tenant),
+                         data={"type": operation, "request": asked, "decision": refused.details})  # fmt: skip
+        raise
 
 
 def to_api(row: AgentAuditRow) -> dict[str, Any]:

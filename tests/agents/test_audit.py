@@ -22,6 +22,7 @@ async def _lifecycle(client, auth):
     headers = {"Authorization": f"Bearer {token}"}
     source, bank = world["account"]["id"], world["bank"]["id"]
     assert (await transfer_out(client, headers, source, bank, 1_000)).json()["status"] == "APPROVED"
+    assert (await transfer_out(client, headers, source, bank, 20_000)).status_code == 403  # per transaction
     held = (await transfer_out(client, headers, source, bank, 6_000)).json()
     assert (
         await client.post(f"/agents/{agent_id}/actions/{held['id']}/approve", auth=auth)
@@ -57,6 +58,7 @@ async def test_every_event_is_recorded_in_one_chain_without_secrets(client, auth
         "DEVICE_CODE_ISSUED",
         "DEVICE_CODE_REDEEMED",
         "MONEY_REQUESTED",
+        "MONEY_REFUSED",
         "MONEY_REQUESTED",
         "ACTION_APPROVED",
         "MONEY_REQUESTED",
@@ -71,12 +73,17 @@ async def test_every_event_is_recorded_in_one_chain_without_secrets(client, auth
     for record in records:
         assert record["previousHash"] == previous
         previous = record["hash"]
-    requested = records[4]
+    refused = records[4]["data"]
+    assert (
+        refused["decision"]["rule"] == "spendingLimits.perTransactionLimit"
+        and refused["request"]["amount"] == 20_000
+    )
+    requested = records[5]
     assert requested["data"]["status"] == "PENDING_APPROVAL"
     assert requested["data"]["decision"]["rule"] == "approvalThresholds.amount"
-    assert records[5]["data"]["decidedBy"] and records[5]["actor"].startswith("PLATFORM_TOKEN:")
+    assert records[6]["data"]["decidedBy"] and records[6]["actor"].startswith("PLATFORM_TOKEN:")
     assert records[3]["actor"] == f"AGENT_TOKEN:{agent_id}"
-    changed = records[8]["data"]
+    changed = records[9]["data"]
     assert "MANAGE_EXTERNAL_ACCOUNTS" in changed["before"]["permissions"]
     assert changed["after"]["permissions"] == ["CREATE_TRANSFERS"]
     # The trail outlives the agent; filters work.
@@ -122,8 +129,8 @@ async def test_tampering_is_caught(client, auth, db, how):
         )
         expected = 6
     else:
-        problems = await _tamper(db, f"DELETE FROM agent_audit_records WHERE {where}", agent=agent_id, seq=12)
-        expected = 12
+        problems = await _tamper(db, f"DELETE FROM agent_audit_records WHERE {where}", agent=agent_id, seq=13)
+        expected = 13
     assert [(p.agent_id, p.sequence) for p in problems] == [(agent_id, expected)], problems
 
 
