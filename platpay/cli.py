@@ -26,6 +26,10 @@ platform_app = typer.Typer(help="Manage platforms", no_args_is_help=True)
 app.add_typer(platform_app, name="platform")
 ledger_app = typer.Typer(help="Inspect the ledger", no_args_is_help=True)
 app.add_typer(ledger_app, name="ledger")
+agents_app = typer.Typer(help="Agents", no_args_is_help=True)
+app.add_typer(agents_app, name="agents")
+agents_audit_app = typer.Typer(help="The agents' audit trail", no_args_is_help=True)
+agents_app.add_typer(agents_audit_app, name="audit")
 sandbox_app = typer.Typer(help="Sandbox tenants", no_args_is_help=True)
 app.add_typer(sandbox_app, name="sandbox")
 
@@ -145,6 +149,35 @@ def serve(
         application = create_app(settings)
         freeze_startup_objects()
         uvicorn.run(application, **common)
+
+
+@app.command()
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="serve Streamable HTTP instead of stdio")] = False,
+    host: Annotated[str, typer.Option(help="interface to bind with --http")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port with --http", min=MIN_PORT, max=MAX_PORT)] = 8765,
+    poll_seconds: Annotated[
+        float, typer.Option(help="how often to re-read the agent's permissions", min=0.1)
+    ] = 5.0,
+) -> None:
+    """An MCP server for one agent: PLATPAY_AGENT_TOKEN (required) against PLATPAY_API_URL (default
+    http://127.0.0.1:8000/2025-10-13). Logs go to stderr; stdio is the default transport."""
+    import logging
+    import sys
+
+    import anyio
+
+    from platpay.mcp.server import DEFAULT_API_URL, PlatpayMCP
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    token = os.environ.get("PLATPAY_AGENT_TOKEN", "").strip()
+    if not token:
+        typer.echo("PLATPAY_AGENT_TOKEN is not set: the agent access token the server acts with", err=True)
+        raise typer.Exit(code=2)
+    api_url = os.environ.get("PLATPAY_API_URL", "").strip() or DEFAULT_API_URL
+    server = PlatpayMCP(api_url=api_url, token=token, poll_seconds=poll_seconds)
+    anyio.run(lambda: server.serve(http=http, host=host, port=port))
 
 
 def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]) -> None:
@@ -290,6 +323,61 @@ def ledger_verify(
         for line in report.lines():
             typer.echo(line)
     raise typer.Exit(code=0 if report.ok else 1)
+
+
+@agents_audit_app.command("export")
+def agents_audit_export(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
+    ] = None,
+) -> None:
+    """Print the audit trail as JSON Lines, one record a line, chain by chain in sequence order."""
+    from platpay.agents import audit
+    from platpay.db.database import Database
+
+    settings = get_settings()
+
+    async def run() -> list[dict[str, Any]]:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.read() as session:
+                return await audit.export(session, agent_id=agent)
+        finally:
+            await db.dispose()
+
+    for record in asyncio.run(run()):
+        typer.echo(json.dumps(record, sort_keys=True))
+
+
+@agents_audit_app.command("verify")
+def agents_audit_verify(
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
+    ] = None,
+) -> None:
+    """Check every agent's hash chain; exit 1 naming the first bad record of each broken chain."""
+    from platpay.agents import audit
+    from platpay.db.database import Database
+
+    settings = get_settings()
+
+    async def run() -> list[audit.Problem]:
+        db = Database(settings.database_url, null_pool=True)
+        try:
+            async with db.read() as session:
+                return await audit.verify(session, agent_id=agent)
+        finally:
+            await db.dispose()
+
+    problems = asyncio.run(run())
+    for problem in problems:
+        typer.echo(
+            f"BROKEN agent {problem.agent_id} at sequence {problem.sequence} (record {problem.record_id}): "
+            f"{problem.message}"
+        )
+    if not problems:
+        typer.echo("OK: every agent's audit chain verifies")
+    raise typer.Exit(code=1 if problems else 0)
 
 
 @sandbox_app.command("reset")

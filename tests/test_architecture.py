@@ -34,6 +34,7 @@ LAYERS = (
     ("agents",),
     ("platforms",),
     ("sandbox",),
+    ("mcp",),
     ("app", "cli", "middleware", "domains", "testing"),
 )
 FOUNDATION = frozenset(LAYERS[0])

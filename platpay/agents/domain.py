@@ -1,7 +1,7 @@
 """Agents as the app discovers them: management, device codes, the Bearer credential (its resolver is
 registered by me_endpoints), agent operations, approvals."""
 
-from platpay.agents import endpoints, jobs, me_endpoints, models
+from platpay.agents import audit_endpoints, dry_run_endpoints, endpoints, jobs, me_endpoints, models
 from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
@@ -9,7 +9,9 @@ DOMAIN = Domain(
     routers=(
         # /agents/me/... before /agents/{agentId}
         Mount(me_endpoints.router, order=160),
+        Mount(dry_run_endpoints.router, order=161),
         Mount(endpoints.router, order=170),
+        Mount(audit_endpoints.router, order=171),
     ),
     models=(models,),
     jobs=(jobs,),

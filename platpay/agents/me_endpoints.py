@@ -20,7 +20,7 @@ from platpay.accounts.schemas import (
     InternalAccountListResponse,
     InternalAccountType,
 )
-from platpay.agents import me, operations
+from platpay.agents import audit, me, operations
 from platpay.agents import service as agents_service
 from platpay.agents.errors import InvalidAgentToken, NotAnAgent
 from platpay.agents.schemas import (
@@ -232,7 +232,8 @@ async def transfer_out(
 ) -> Response:
     """Send from the customer's internal account to its external account (CREATE_TRANSFERS; approval per policy)."""
     settings = request.app.state.settings
-    async with _queue(principal.id):
+    asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+    async with _queue(principal.id), audit.refusals(request, principal, "TRANSFER_OUT", asked):
         return await idem.run(
             body,
             lambda s: operations.transfer(
@@ -266,7 +267,8 @@ async def transfer_in(
 ) -> Response:
     """Pull from the customer's external account into its internal account (CREATE_TRANSFERS; approval per policy)."""
     settings = request.app.state.settings
-    async with _queue(principal.id):
+    asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
+    async with _queue(principal.id), audit.refusals(request, principal, "TRANSFER_IN", asked):
         return await idem.run(
             body,
             lambda s: operations.transfer(
@@ -339,7 +341,10 @@ async def execute_quote(
 ) -> Response:
     """Execute a quote this agent created (EXECUTE_QUOTES; approval per policy)."""
     settings = request.app.state.settings
-    async with _queue(principal.id):
+    async with (
+        _queue(principal.id),
+        audit.refusals(request, principal, "EXECUTE_QUOTE", {"quoteId": quoteId}),
+    ):
         return await idem.run(
             None,
             lambda s: operations.execute_quote(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base
@@ -116,3 +116,38 @@ class AgentActionRow(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class AgentAuditRow(Base):
+    """One event of an agent's life (agents/audit.py), append-only and chained per agent: `hash` is the
+    SHA-256 of `previous_hash` and the record's canonical content, `sequence` counts from 1. No foreign key
+    to the agent: the trail outlives it."""
+
+    __tablename__ = "agent_audit_records"
+    __table_args__ = (
+        UniqueConstraint("agent_id", "sequence"),
+        Index("ix_agent_audit_records_tenant_agent", "tenant_id", "agent_id", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn())
+    agent_id: Mapped[str] = mapped_column(IdColumn())
+    sequence: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(40))
+    actor: Mapped[str | None] = mapped_column(String(100))  # the credential that caused it (None: the system)
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    data: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    previous_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AgentAuditHeadRow(Base):
+    """The last record of an agent's chain, locked by whoever appends (records of one agent serialize, so
+    the chain never forks) and kept to catch a removed tail."""
+
+    __tablename__ = "agent_audit_heads"
+
+    agent_id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn())
+    sequence: Mapped[int] = mapped_column(BigInteger)
+    hash: Mapped[str] = mapped_column(String(64))

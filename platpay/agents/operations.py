@@ -25,8 +25,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.agents import audit, repository
 from platpay.agents import policy as policies
-from platpay.agents import repository
 from platpay.agents import service as agents_service
 from platpay.agents.errors import ActionNotPending, AgentActionNotFound, AgentNotFound, PolicyForbids
 from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow
@@ -87,6 +87,7 @@ async def to_schema(
         transaction=transaction,
         rejection_reason=row.rejection_reason,
         failure_reason=f"{failure['code']}: {failure['message']}" if failure else None,
+        policy_decision=row.decision,
         created_at=row.created_at,
         updated_at=row.updated_at,
     )
@@ -104,6 +105,7 @@ async def _emit(
     approved at once (`announce` false) is announced by its transaction's own webhook (which names the
     agent): every change of an action's status fires, and its creation when it needs approval."""
     await session.flush()
+    await _audit(session, row)
     action = await to_schema(session, tenant=tenant, row=row, transaction=transaction)
     if not announce:
         return action
@@ -111,6 +113,37 @@ async def _emit(
         session, tenant_id=tenant.id, type=f"AGENT_ACTION.{row.status}", resource=action
     )
     return action
+
+
+async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
+    """The action's change in the agent's audit trail (agents/audit.py), in this transaction."""
+    failure = row.failure or {}
+    if row.status == ActionStatus.PENDING_APPROVAL or (
+        row.status == ActionStatus.APPROVED and not row.decided_by
+    ):
+        kind = "MONEY_REQUESTED"
+    elif row.status == ActionStatus.APPROVED:
+        kind = "ACTION_APPROVED"
+    elif row.status == ActionStatus.REJECTED:
+        kind = "ACTION_REJECTED"
+    else:
+        kind = "ACTION_EXPIRED" if failure.get("code") == "APPROVAL_EXPIRED" else "ACTION_FAILED"
+    data = {
+        "actionId": row.id,
+        "type": row.type,
+        "status": row.status,
+        "amount": row.amount,
+        "currency": row.currency,
+        "accountId": row.account_id,
+        "quoteId": row.quote_id,
+        "transactionId": row.transaction_id if row.started else None,
+        "decision": row.decision,
+        "decidedBy": row.decided_by,
+        "rejectionReason": row.rejection_reason,
+        "failure": row.failure,
+    }
+    await audit.record(session, tenant_id=row.tenant_id, agent_id=row.agent_id, kind=kind, now=row.updated_at,
+                       data=data)  # fmt: skip
 
 
 # ---- usage ------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from typing_extensions import TypeAliasType
@@ -132,6 +132,11 @@ class AgentAction(ApiModel):
     rejection_reason: str | None = None
     failure_reason: str | None = Field(
         default=None, description="FAILED only: why it could not execute (code, then a colon and a message)"
+    )
+    policy_decision: dict[str, Any] | None = Field(
+        default=None,
+        description="the policy's decision on the request, as a refusal's details and the dry-run show it: "
+        "decision (ALLOW | NEEDS_APPROVAL), rule, reason, remaining (headroom before this request), rate",
     )
     created_at: datetime
     updated_at: datetime

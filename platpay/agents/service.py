@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.agents import audit, repository
 from platpay.agents import policy as policies
-from platpay.agents import repository
 from platpay.agents.errors import (
     AccountNotFound,
     AgentAlreadyConnected,
@@ -250,6 +250,8 @@ async def create_agent(
     )
     await repository.add(session, row)
     await repository.add(session, usage)
+    await audit.record(session, tenant_id=tenant.id, agent_id=row.id, kind="AGENT_CREATED", now=now,
+                       data={"name": name, "customerId": customer_id, "policy": stored})  # fmt: skip
     code = await _issue_code(session, tenant=tenant, agent=row, settings=settings, now=now)
     return AgentCreateResponse(agent=to_schema(row, usage, now=now), device_code=code)
 
@@ -279,11 +281,16 @@ async def update_agent(
             "give name or isPaused", details={"fields": [{"field": "name", "message": "name or isPaused"}]}
         )
     row = await load(session, tenant_id=tenant.id, agent_id=agent_id, for_update=True)
-    if name is not None:
+    now = clock.now(tenant)
+    if name is not None and name != row.name:
+        await audit.record(session, tenant_id=tenant.id, agent_id=row.id, kind="AGENT_RENAMED", now=now,
+                           data={"before": row.name, "after": name})  # fmt: skip
         row.name = name
-    if is_paused is not None:
+    if is_paused is not None and is_paused != row.is_paused:
+        kind = "AGENT_PAUSED" if is_paused else "AGENT_UNPAUSED"
+        await audit.record(session, tenant_id=tenant.id, agent_id=row.id, kind=kind, now=now)
         row.is_paused = is_paused
-    row.updated_at = clock.now(tenant)
+    row.updated_at = now
     await session.flush()
     return to_schema(
         row, await repository.usage(session, tenant_id=tenant.id, agent_id=row.id), now=row.updated_at
@@ -335,6 +342,8 @@ async def update_policy(
             setattr(usage, name, converted[0] if converted else 0)
         usage.currency = target
         usage.updated_at = now
+    await audit.record(session, tenant_id=tenant.id, agent_id=row.id, kind="POLICY_CHANGED", now=now,
+                       data={"before": row.policy, "after": stored, "changes": changes})  # fmt: skip
     row.policy = stored
     row.updated_at = now
     await session.flush()
@@ -351,6 +360,7 @@ async def delete_agent(session: AsyncSession, *, tenant: TenantContext, agent_id
     row.updated_at = now
     row.token_sha256 = None
     await repository.invalidate_codes(session, tenant_id=tenant.id, agent_id=row.id, now=now)
+    await audit.record(session, tenant_id=tenant.id, agent_id=row.id, kind="AGENT_DELETED", now=now)
     await session.flush()
     return row
 
@@ -374,6 +384,8 @@ async def _issue_code(
         created_at=now,
     )
     await repository.add(session, row)
+    await audit.record(session, tenant_id=tenant.id, agent_id=agent.id, kind="DEVICE_CODE_ISSUED", now=now,
+                       data={"codePrefix": code[: len(CODE_PREFIX) + 4], "expiresAt": row.expires_at})  # fmt: skip
     return AgentDeviceCode(code=code, agent_id=agent.id, expires_at=row.expires_at, redeemed=False)
 
 
@@ -429,6 +441,8 @@ async def redeem(session: AsyncSession, *, code: str) -> AgentDeviceCodeRedeemRe
     agent.token_prefix = token[:8]
     agent.is_connected = True
     agent.updated_at = now
+    await audit.record(session, tenant_id=agent.tenant_id, agent_id=agent.id, kind="DEVICE_CODE_REDEEMED", now=now,
+                       data={"codePrefix": code[: len(CODE_PREFIX) + 4], "tokenPrefix": agent.token_prefix})  # fmt: skip
     await session.flush()
     return AgentDeviceCodeRedeemResponse(
         agent_id=agent.id,

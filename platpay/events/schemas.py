@@ -89,8 +89,12 @@ class SandboxWebhookFaults(ApiModel):
 class SandboxWebhookFaultsRequest(ApiRequest):
     """PUT /sandbox/webhooks/faults: the whole setting (omitted fields are off)."""
 
-    duplicate: bool = Field(False, description="send every delivery twice (the same envelope, the same id)")
-    delay_ms: int = Field(0, ge=0, le=3_600_000, description="hold every delivery back this long")
+    duplicate: bool = Field(
+        False, strict=True, description="send every delivery twice (the same envelope, the same id)"
+    )
+    delay_ms: int = Field(
+        0, strict=True, ge=0, le=3_600_000, description="hold every delivery back this long"
+    )
     reorder_ms: int = Field(
-        0, ge=0, le=3_600_000, description="a further hold of each delivery's own, up to this"
+        0, strict=True, ge=0, le=3_600_000, description="a further hold of each delivery's own, up to this"
     )

@@ -1,0 +1,289 @@
+"""`platpay mcp`: an MCP server bound to exactly one agent access token, a client of platpay's HTTP API.
+
+It holds no platform credential, so nothing it exposes can approve, reject, change a policy or reach
+another customer: the API is the boundary, the tool list only mirrors it. The tool list follows the agent's
+current permissions (GET /agents/me), re-read on every `tools/list`, after tool calls and on a short poll;
+when it changes the server tells every client, on both notification paths of the protocol.
+
+One agent per server process: `add_tool`/`remove_tool` change the list for every connection, which is what
+we want here. Logs go to stderr (stdout is the stdio transport); the token is never logged."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+import uuid
+from typing import Annotated, Any
+
+import anyio
+import httpx
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import ToolsListChanged
+from mcp.types import CallToolResult, TextContent
+from pydantic_core import to_jsonable_python
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from platpay import BASE_PATH
+from platpay.mcp.tools import SPECS, ToolSpec
+
+log = logging.getLogger("platpay.mcp")
+
+DEFAULT_API_URL = f"http://127.0.0.1:8000{BASE_PATH}"
+SPECS_BY_NAME = {spec.name: spec for spec in SPECS}
+WAIT_POLL_SECONDS = 0.25
+REFRESH_AFTER_CALL_SECONDS = 1.0  # at most one background re-read of /agents/me per second after tool calls
+
+INSTRUCTIONS = (
+    "platpay payment tools for one agent acting for one customer, within the limits of its policy. Amounts "
+    "are integer minor units (cents). Money tools return an AgentAction: APPROVED means done; "
+    "PENDING_APPROVAL means a person must decide (call wait_for_action). A refused request names the rule. "
+    "Pass the same idempotencyKey when retrying a money call so it executes once."
+)
+
+
+class ApiRefused(ToolError):
+    """An API error as an MCP tool error: the message is the API's error body (status, code, message,
+    details) as JSON, so a model and a program can both read it."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        error = {
+            "status": status,
+            "code": body.get("code", "UNKNOWN"),
+            "message": body.get("message", ""),
+            "details": body.get("details") or {},
+        }
+        if status == 401:
+            error["message"] = (
+                "this agent's access token was refused: the agent was deleted or the token revoked "
+                f"({error['message']})"
+            )
+        self.error = error
+        super().__init__(json.dumps(error))
+
+
+class PlatpayMCP(MCPServer):
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        token: str,
+        poll_seconds: float = 5.0,
+        transport: httpx.AsyncBaseTransport | None = None,  # tests: the app in-process
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(name="platpay", instructions=INSTRUCTIONS, **kwargs)
+        self.api_url = api_url.rstrip("/")
+        self.http = httpx.AsyncClient(
+            base_url=self.api_url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "platpay-mcp"},
+            timeout=httpx.Timeout(30.0),
+            trust_env=False,
+            transport=transport,
+        )
+        self.poll_seconds = poll_seconds
+        self.active: set[str] = set()
+        # One ServerSession per connection: the SDK builds a session proxy per request, and the latest one
+        # of a connection reaches the connection's standalone channel. Forgotten when a send fails.
+        self._sessions: dict[int, Any] = {}
+        self._refresh_lock = asyncio.Lock()
+        self._last_refresh = 0.0
+        self._background: set[asyncio.Task[Any]] = set()
+        # Advertise tools.listChanged truly to clients of the handshake era (MCPServer has no switch for it);
+        # clients of 2026-07-28 get it from subscriptions/listen, which MCPServer serves.
+        lowlevel = self._lowlevel_server
+        original = lowlevel.create_initialization_options
+
+        def initialization_options(notification_options: Any = None, *args: Any, **kw: Any) -> Any:
+            return original(notification_options or NotificationOptions(tools_changed=True), *args, **kw)
+
+        lowlevel.create_initialization_options = initialization_options  # type: ignore[method-assign]
+        self.custom_route("/healthz", methods=["GET"])(_healthz)
+
+    # --- the tool list -------------------------------------------------------------------------------
+
+    def _install(self, spec: ToolSpec) -> None:
+        async def call(**arguments: Any) -> CallToolResult:
+            try:
+                return await self.invoke(spec, arguments)
+            except ApiRefused as refused:
+                # The error as is (the SDK would prefix a raised ToolError's text): JSON with the API's
+                # status, code, message and details, also under _meta.error.
+                text = TextContent(type="text", text=json.dumps(refused.error))
+                return CallToolResult(content=[text], is_error=True, meta={"error": refused.error})
+
+        returns: Any = Annotated[CallToolResult, spec.output] if spec.output is not None else CallToolResult
+        call.__signature__ = inspect.Signature(spec.parameters(), return_annotation=returns)  # type: ignore[attr-defined]
+        call.__name__ = spec.name
+        call.__doc__ = spec.description
+        self.add_tool(call, name=spec.name, title=spec.title, description=spec.description,
+                      annotations=spec.annotations)  # fmt: skip
+
+    async def refresh(self) -> bool:
+        """Re-read the agent's permissions; install or remove tools to match. True when the list changed."""
+        async with self._refresh_lock:
+            self._last_refresh = time.monotonic()
+            try:
+                response = await self.http.get("/agents/me")
+            except httpx.HTTPError as error:
+                log.warning("GET /agents/me failed: %s", type(error).__name__)
+                return False
+            if response.status_code == 200:
+                permissions = set(response.json().get("policy", {}).get("permissions") or ())
+            elif response.status_code in (401, 403):
+                permissions = set()  # deleted or revoked: the reads stay listed and fail with a clear error
+            else:
+                log.warning("GET /agents/me answered %s", response.status_code)
+                return False
+            wanted = {s.name for s in SPECS if s.permission is None or s.permission in permissions}
+            if wanted == self.active:
+                return False
+            for name in sorted(self.active - wanted):
+                self.remove_tool(name)
+            for spec in SPECS:
+                if spec.name in wanted - self.active:
+                    self._install(spec)
+            first = not self.active
+            self.active = wanted
+            log.info("tools now: %s", ", ".join(sorted(wanted)))
+        if not first:
+            await self.notify_tools_changed()
+        return True
+
+    async def notify_tools_changed(self) -> None:
+        """Both paths: the session notification for handshake-era clients, the subscription bus for
+        2026-07-28 clients (`subscriptions/listen`)."""
+        for key, session in list(self._sessions.items()):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as error:  # a closed connection: forget it
+                log.info("tools/list_changed not delivered to a session: %s", type(error).__name__)
+                self._sessions.pop(key, None)
+        await self._subscriptions.publish(ToolsListChanged())
+
+    def _remember(self, ctx: Any) -> None:
+        session = getattr(ctx, "session", None)
+        if session is not None:
+            self._sessions[id(getattr(session, "_connection", session))] = session
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        self._remember(ctx)
+        await self.refresh()
+        return await super()._handle_list_tools(ctx, params)
+
+    async def _handle_call_tool(self, ctx: Any, params: Any) -> Any:
+        self._remember(ctx)
+        try:
+            return await super()._handle_call_tool(ctx, params)
+        finally:
+            if time.monotonic() - self._last_refresh >= REFRESH_AFTER_CALL_SECONDS:
+                task = asyncio.get_running_loop().create_task(self.refresh())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+
+    async def poll(self) -> None:
+        while True:
+            await anyio.sleep(self.poll_seconds)
+            await self.refresh()
+
+    # --- calling the API -----------------------------------------------------------------------------
+
+    async def request(self, spec: ToolSpec, arguments: dict[str, Any], key: str | None) -> httpx.Response:
+        path = spec.path
+        for name in spec.path_ids:
+            path = path.replace("{" + name + "}", _segment(arguments[name]))
+        body = None
+        if spec.body is not None:
+            fields = {info.alias or name for name, info in spec.body.model_fields.items()}
+            body = {
+                name: to_jsonable_python(value, by_alias=True, exclude_none=True)
+                for name, value in arguments.items()
+                if name in fields and name not in spec.exclude and value is not None
+            }
+        query = {
+            name: to_jsonable_python(arguments[name])
+            for name in spec.query
+            if arguments.get(name) is not None
+        }
+        headers = {"Idempotency-Key": key} if key else {}
+        try:
+            return await self.http.request(spec.method, path, json=body, params=query, headers=headers)
+        except httpx.HTTPError as error:
+            raise ToolError(
+                json.dumps(
+                    {
+                        "status": 503,
+                        "code": "API_UNREACHABLE",
+                        "message": f"platpay API unreachable: {type(error).__name__}",
+                        "details": {"apiUrl": self.api_url},
+                    }
+                )
+            ) from None
+
+    async def invoke(self, spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:
+        key = None
+        if spec.kind == "money":
+            key = arguments.get("idempotencyKey") or f"mcp-{uuid.uuid4()}"
+        if spec.kind == "wait":
+            response = await self._wait(spec, arguments)
+        else:
+            response = await self.request(spec, arguments, key)
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"code": "HTTP_ERROR", "message": response.text[:500]}
+            raise ApiRefused(response.status_code, body if isinstance(body, dict) else {})
+        if not response.content:
+            return CallToolResult(content=[TextContent(type="text", text=f"done ({response.status_code})")])
+        body = response.json()
+        content = [TextContent(type="text", text=json.dumps(body))]
+        meta = None
+        if key is not None:
+            meta = {"idempotencyKey": key}
+            content.append(
+                TextContent(
+                    type="text", text=f"idempotencyKey: {key} (pass it again to retry this call safely)"
+                )
+            )
+        return CallToolResult(content=content, structured_content=body, meta=meta)
+
+    async def _wait(self, spec: ToolSpec, arguments: dict[str, Any]) -> httpx.Response:
+        deadline = time.monotonic() + float(arguments.get("timeoutSeconds", 30.0))
+        while True:
+            response = await self.request(spec, arguments, None)
+            if response.status_code != 200 or response.json().get("status") != "PENDING_APPROVAL":
+                return response
+            if time.monotonic() >= deadline:
+                return response
+            await anyio.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+
+    # --- running ---------------------------------------------------------------------------------------
+
+    async def serve(self, *, http: bool, host: str, port: int) -> None:
+        await self.refresh()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self.poll)
+            try:
+                if http:
+                    # Plain JSON answers to POSTs (no SSE stream per call); notifications such as
+                    # tools/list_changed still reach the client on its standalone GET stream.
+                    await self.run_streamable_http_async(host=host, port=port, json_response=True)
+                else:
+                    await self.run_stdio_async()
+            finally:
+                tasks.cancel_scope.cancel()
+                await self.http.aclose()
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def _segment(value: Any) -> str:
+    return httpx.URL("/").copy_with(path="/" + str(value)).raw_path.decode()[1:].replace("/", "%2F")

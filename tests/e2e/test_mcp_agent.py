@@ -1,0 +1,221 @@
+"""`platpay mcp` driven by the MCP SDK's own client, over stdio and over Streamable HTTP, against a live
+`platpay serve` (SQLite): tools listed from the agent's permissions, get_me, a transfer under the approval
+threshold (APPROVED with its transaction), one over it (PENDING_APPROVAL) that the platform approves through
+the API while wait_for_action waits, a transfer past the daily limit refused with the rule named, a retry
+with the same idempotency key paying once, a policy change reaching the client as tools/list_changed
+without a restart, a deleted agent's token failing with a clear message; the ledger verifies."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from platpay import BASE_PATH
+from tests.e2e.api_checks import api_client
+from tests.e2e.money import fund, open_holder, verify_ledger
+from tests.e2e.test_server import create_platform, credentials, start_server
+from tests.support.processes import PLATPAY, ProcessManager, free_port, process_env
+
+pytestmark = pytest.mark.e2e
+
+THRESHOLD, DAILY = 5_000, 20_000
+POLICY = {
+    "permissions": ["CREATE_TRANSFERS"],
+    "defaultExecutionMode": "AUTO",
+    "spendingLimits": {"currency": "USD", "perTransactionLimit": 100_000, "dailyLimit": DAILY},
+    "approvalThresholds": {"currency": "USD", "amount": THRESHOLD},
+}
+
+
+class ListChanged:
+    """Counts tools/list_changed notifications the client received."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if getattr(getattr(message, "root", message), "method", None) == "notifications/tools/list_changed":
+            self.count += 1
+            self.event.set()
+
+    async def wait(self) -> None:
+        with anyio.fail_after(20):
+            await self.event.wait()
+        self.event = anyio.Event()
+
+
+@asynccontextmanager
+async def stdio_session(env: dict[str, str], changes: ListChanged) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=PLATPAY, args=["mcp", "--poll-seconds", "0.3"], env=env)
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=changes) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def http_session_factory(processes: ProcessManager, env: dict[str, str]) -> Callable[..., Any]:
+    port = free_port()
+    server = processes.start(
+        "mcp", [PLATPAY, "mcp", "--http", "--port", str(port), "--poll-seconds", "0.3"], env=env
+    )
+    server.wait_http_ready(f"http://127.0.0.1:{port}/healthz", timeout=30)
+
+    @asynccontextmanager
+    async def session_for(_env: dict[str, str], changes: ListChanged) -> AsyncIterator[ClientSession]:
+        async with (
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            ClientSession(read, write, message_handler=changes) as session,
+        ):
+            await session.initialize()
+            yield session
+
+    return session_for
+
+
+def error_of(result: Any) -> dict[str, Any]:
+    assert result.is_error, result
+    return json.loads(result.content[0].text)
+
+
+async def walk(
+    open_session: Callable[..., Any],
+    env: dict[str, str],
+    platform: httpx.Client,
+    agent_id: str,
+    transfer: dict[str, Any],
+    spent_before: int,
+) -> None:
+    changes = ListChanged()
+    async with open_session(env, changes) as session:
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"get_me", "transfer_out", "transfer_in", "wait_for_action", "list_actions"} <= names
+        assert not names & {"add_external_account", "create_quote", "execute_quote"}, names
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert tools["transfer_out"].annotations.destructive_hint is True
+        assert tools["get_me"].annotations.read_only_hint is True
+        assert "idempotencyKey" in tools["transfer_out"].input_schema["properties"]
+        assert tools["transfer_out"].output_schema is not None
+
+        me = await session.call_tool("get_me", {})
+        assert not me.is_error, me
+        assert me.structured_content["id"] == agent_id
+        assert me.structured_content["usage"]["dailySpend"] == spent_before
+
+        small = await session.call_tool("transfer_out", {**transfer, "amount": 1_000})
+        assert not small.is_error, small
+        assert small.structured_content["status"] == "APPROVED"
+        assert small.structured_content["transaction"]["id"]
+        key = small.meta["idempotencyKey"]
+        again = await session.call_tool("transfer_out", {**transfer, "amount": 1_000, "idempotencyKey": key})
+        assert again.structured_content["id"] == small.structured_content["id"]  # paid once
+
+        large = await session.call_tool("transfer_out", {**transfer, "amount": THRESHOLD + 1_000})
+        assert not large.is_error, large
+        action = large.structured_content
+        assert action["status"] == "PENDING_APPROVAL"
+        approved = platform.post(f"/agents/{agent_id}/actions/{action['id']}/approve")
+        assert approved.status_code == 200, approved.text
+        waited = await session.call_tool("wait_for_action", {"actionId": action["id"], "timeoutSeconds": 20})
+        assert waited.structured_content["status"] == "APPROVED", waited
+
+        check = await session.call_tool("check_policy", {"type": "TRANSFER_OUT", **transfer, "amount": DAILY})
+        assert not check.is_error, check
+        assert check.structured_content["decision"] == "DENY"
+        refused = error_of(await session.call_tool("transfer_out", {**transfer, "amount": DAILY}))
+        assert refused["details"]["rule"] == check.structured_content["rule"]
+        assert refused["status"] == 403 and refused["details"]["rule"] == "spendingLimits.dailyLimit", refused
+
+        # A platform grants a permission: the client hears of it and sees the new tools, no restart.
+        patched = platform.patch(
+            f"/agents/{agent_id}/policy",
+            json={"permissions": ["CREATE_TRANSFERS", "MANAGE_EXTERNAL_ACCOUNTS"]},
+        )
+        assert patched.status_code == 200, patched.text
+        await changes.wait()
+        names = {tool.name for tool in (await session.list_tools()).tools}
+        assert {"add_external_account", "list_external_accounts", "remove_external_account"} <= names
+        patched = platform.patch(f"/agents/{agent_id}/policy", json={"permissions": ["CREATE_TRANSFERS"]})
+        assert patched.status_code == 200, patched.text
+        await changes.wait()
+        assert "add_external_account" not in {tool.name for tool in (await session.list_tools()).tools}
+
+
+def test_an_mcp_client_walks_the_agent_scenario_over_stdio_and_streamable_http(
+    processes: ProcessManager, tmp_path: Path, master_key: str
+) -> None:
+    env = process_env(
+        PLATPAY_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'platpay.db'}",
+        PLATPAY_MASTER_KEY=master_key,
+        PLATPAY_VAR_DIR=str(tmp_path / "var"),
+        PLATPAY_JOB_POLL_SECONDS="0.05",
+        PLATPAY_SANDBOX_SETTLEMENT_SECONDS="0.2",
+    )
+    sandbox = credentials(create_platform(processes, env), "sandbox")
+    _server, base_url = start_server(processes, env)
+    with api_client(base_url, sandbox) as platform:
+        holder = open_holder(platform)
+        assert fund(platform, holder.account_id, 1_000_000).status_code == 200
+        created = platform.post(
+            "/agents", json={"name": "mcp", "customerId": holder.customer_id, "policy": POLICY}
+        )
+        assert created.status_code == 201, created.text
+        agent_id = created.json()["agent"]["id"]
+        code = created.json()["deviceCode"]["code"]
+        token = httpx.post(
+            f"{base_url}{BASE_PATH}/agents/device-codes/{code}/redeem", trust_env=False
+        ).json()["accessToken"]
+        mcp_env = process_env(PLATPAY_AGENT_TOKEN=token, PLATPAY_API_URL=base_url + BASE_PATH)
+        bank = next(iter(holder.banks.values()))
+        transfer = {"source": {"accountId": holder.account_id}, "destination": {"accountId": bank}}
+        per_walk = 1_000 + THRESHOLD + 1_000
+
+        anyio.run(walk, stdio_session, mcp_env, platform, agent_id, transfer, 0)
+        anyio.run(
+            walk, http_session_factory(processes, mcp_env), mcp_env, platform, agent_id, transfer, per_walk
+        )
+
+        # A deleted agent: every tool fails, saying why.
+        assert platform.delete(f"/agents/{agent_id}").status_code in (200, 204)
+
+        async def deleted() -> None:
+            async with stdio_session(mcp_env, ListChanged()) as session:
+                error = error_of(await session.call_tool("get_me", {}))
+                assert error["status"] == 401 and "deleted" in error["message"], error
+
+        anyio.run(deleted)
+    verify_ledger(processes, env)
+
+    # The audit trail: exported as JSON Lines, verified; an edit straight in the database is caught.
+    exported = processes.run([PLATPAY, "agents", "audit", "export", "--agent", agent_id], env=env).stdout
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert records[0]["kind"] == "AGENT_CREATED" and records[-1]["kind"] == "AGENT_DELETED"
+    assert token not in exported and code not in exported
+    assert "OK" in processes.run([PLATPAY, "agents", "audit", "verify"], env=env).stdout
+    with sqlite3.connect(tmp_path / "platpay.db") as db:
+        db.execute(
+            "UPDATE agent_audit_records SET data = '{}' WHERE agent_id = ? AND sequence = 4", (agent_id,)
+        )
+    broken = subprocess.run(
+        [PLATPAY, "agents", "audit", "verify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert broken.returncode == 1 and f"BROKEN agent {agent_id} at sequence 4" in broken.stdout, broken.stdout
