@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable, stop
+from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable, stop, tree_cpu_seconds
 from http_config import basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
 from transfer_out import AUTH_COLUMNS, EVENT_RETURNING, PERSON, Rate, _pg_id, run_pgbench, verify
 
@@ -261,7 +261,10 @@ def main() -> None:
                     )
                     if args.warmup > 0:
                         run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.warmup)
+                    cpu_before = tree_cpu_seconds(target.proc.pid) or 0.0
                     out = parse_wrk(run_wrk(wrk, url_, lua, connections=n, threads=1, seconds=args.duration))
+                    cpu = (tree_cpu_seconds(target.proc.pid) or 0.0) - cpu_before
+                    cpu_us = cpu / out.requests * 1e6 if out.requests else 0.0
                     mine = Rate(
                         out.rps,
                         out.p50_ms,
@@ -269,22 +272,26 @@ def main() -> None:
                         out.requests,
                         out.non_2xx + sum(out.socket_errors.values()),
                     )
-                    results.append((scenario, n, base, mine))
+                    results.append((scenario, n, base, mine, cpu_us))
                     print(
                         f"{scenario:6} c={n:<3} pgbench {base.rps:8.0f}/s p50 {base.p50_ms:6.2f} p99 {base.p99_ms:6.2f} ms"
                         f" | platpay {mine.rps:7.0f}/s p50 {mine.p50_ms:6.2f} p99 {mine.p99_ms:6.2f} ms"
-                        f" errors {mine.errors} | ratio {mine.rps / base.rps:.2f} (target {TARGET_RATIO})",
+                        f" errors {mine.errors} | ratio {mine.rps / base.rps:.2f} (target {TARGET_RATIO})"
+                        f" | server CPU {cpu_us:,.0f} µs/authorization",
                         flush=True,
                     )
             verify(url)
         finally:
             stop(target.proc)
-    print("\n| scenario | connections | pgbench /s | platpay /s | ratio | platpay p50 ms | platpay p99 ms |")
-    print("|---|---|---|---|---|---|---|")
-    for scenario, n, base, mine in results:
+    print(
+        "\n| scenario | connections | pgbench /s | platpay /s | ratio | platpay p50 ms | platpay p99 ms "
+        "| server CPU µs/auth |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for scenario, n, base, mine, cpu_us in results:
         print(
             f"| {scenario} | {n} | {base.rps:.0f} | {mine.rps:.0f} | {mine.rps / base.rps:.2f} | "
-            f"{mine.p50_ms:.1f} | {mine.p99_ms:.1f} |"
+            f"{mine.p50_ms:.1f} | {mine.p99_ms:.1f} | {cpu_us:,.0f} |"
         )
 
 

@@ -209,6 +209,7 @@ LEAN_MODULES = {
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
     "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
+    "cards/repository.py",  # an authorization's card read (FOR UPDATE, with its sources) and its INSERT
 }
 
 

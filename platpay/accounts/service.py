@@ -207,6 +207,17 @@ async def get_internal(
     return row
 
 
+async def read_internal(session: AsyncSession, *, tenant_id: str, account_id: str) -> InternalAccountRow:
+    """`get_internal` for reading only (the card authorization path): the row is a snapshot, a change to it
+    is not saved; 404 when missing."""
+    row = await repository.read_internal(session, tenant_id=tenant_id, account_id=account_id)
+    if row is None:
+        raise InternalAccountNotFound(
+            f"internal account {account_id!r} not found", details={"accountId": account_id}
+        )
+    return row
+
+
 async def get_internal_with_external(
     session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow, ExternalAccountRow | None, Any]:

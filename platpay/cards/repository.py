@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, delete, insert, select
+from sqlalchemy import Select, bindparam, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.cards.models import CardFundingSourceRow, CardRefundRow, CardRow, CardTransactionRow
+from platpay.db import lean
+from platpay.db.lean import Lean
 
 
 async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids: list[str]) -> CardRow:
@@ -31,6 +33,32 @@ async def get_card(
     if lock:
         stmt = stmt.execution_options(populate_existing=True)
     return (await session.execute(stmt)).scalar_one_or_none()
+
+
+_CARDS, _SOURCES = CardRow.__table__, CardFundingSourceRow.__table__
+# An authorization's one read (the fast path, bench/README.md "cards"): the card locked FOR UPDATE (only the
+# card: FOR UPDATE OF, the sources are read, not locked) with its funding sources in priority order, one row
+# per source (one row with a NULL source for a card without any).
+_AUTHORIZING = Lean(
+    select(_CARDS.c.id, _CARDS.c.state, _CARDS.c.currency, _SOURCES.c.account_id)
+    .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
+    .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+    .order_by(_SOURCES.c.position)
+    .with_for_update(of=_CARDS)
+)
+
+
+async def card_for_authorization(
+    session: AsyncSession, *, tenant_id: str, card_id: str
+) -> tuple[tuple[str, str, str], list[str]] | None:
+    """The card an authorization decides on, locked FOR UPDATE (as `get_card(lock="update")`): its
+    (id, state, currency) as read under the lock, and its funding source account ids in priority order;
+    None when the tenant has no such card. A read, not an instance: nothing here is saved."""
+    found = await lean.rows(session, _AUTHORIZING, {"card_id": card_id, "tenant_id": tenant_id})
+    if not found:
+        return None
+    card_id_, state, currency, _ = found[0]
+    return (card_id_, state, currency), [row[3] for row in found if row[3] is not None]
 
 
 async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, list[str]]:
@@ -83,11 +111,13 @@ def card_query(
     return stmt
 
 
+_INSERT_TRANSACTION = Lean(CardTransactionRow.__table__.insert())
+
+
 async def insert_transaction(session: AsyncSession, values: dict[str, Any]) -> CardTransactionRow:
-    row = CardTransactionRow(**values)
-    session.add(row)
-    await session.flush()
-    return row
+    """Insert a new card transaction leanly (the only way they are inserted; `values` by attribute name): the
+    row comes back attached to the session as if loaded, so later changes flush as UPDATEs."""
+    return await lean.add(session, _INSERT_TRANSACTION, CardTransactionRow, values)
 
 
 async def get_transaction(

@@ -150,7 +150,9 @@ async def _snapshot(
     sources, accounts = [], {}
     for account_id in account_ids:
         try:
-            account = await accounts_service.get_internal(session, tenant_id=tenant_id, account_id=account_id)
+            account = await accounts_service.read_internal(
+                session, tenant_id=tenant_id, account_id=account_id
+            )
         except NotFound:
             continue
         accounts[account_id] = account
@@ -172,19 +174,18 @@ async def authorize(
     """An authorization as the network sends it: decided, and either approved with a hold on the chosen
     source (same transaction as the CardTransaction) or declined and recorded with its reason."""
     _sandbox_only(tenant, card_id)
-    card = await repository.get_card(session, tenant_id=tenant.id, card_id=card_id, lock="update")
-    if card is None:
+    locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
+    if locked is None:
         raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
-    source_ids = (await repository.sources_of(session, [card.id]))[card.id]
+    card, source_ids = CardSnapshot(*locked[0]), locked[1]
     issuer = providers.issuer_for(tenant)
     outcome = issuer.authorization_outcome(merchant["descriptor"])
     request = AuthorizationRequest(amount, currency, _NETWORK_DECLINES.get(outcome))
-    snapshot = CardSnapshot(card.id, card.state, card.currency)
     sources, accounts = await _snapshot(session, tenant_id=tenant.id, account_ids=source_ids)
     transaction_id = new_id("CardTransaction")
     held: ledger.Entry | None = None
     while True:
-        decision = decisioning.decide(snapshot, sources, request)
+        decision = decisioning.decide(card, sources, request)
         if not decision.approved or outcome == providers.PULL_FAILS:
             break
         assert decision.account_id is not None

@@ -20,7 +20,8 @@ with the same identity-map semantics.
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
 idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
-owner (accounts' repository, the owner's part built by customers'); plus authentication's one read per
+owner (accounts' repository, the owner's part built by customers'); a card authorization's card read and
+card transaction INSERT (cards' repository); plus authentication's one read per
 request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -55,9 +55,18 @@ async def create_account_committed(engine: Any, row: dict[str, Any]) -> None:
         await connection.commit()
 
 
+_BALANCE = Lean(
+    select(_ACCOUNTS.c.available, _ACCOUNTS.c.held).where(_ACCOUNTS.c.id == bindparam("account_id"))
+)
+
+
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, tuple[int, int]]:
     if not account_ids:
         return {}
+    if len(account_ids) == 1:  # the common case (a card's one source, an account's GET): leanly
+        [account_id] = account_ids
+        found = await lean.first(session, _BALANCE, {"account_id": account_id})
+        return {} if found is None else {account_id: (found[0], found[1])}
     rows = await session.execute(
         select(LedgerAccountRow.id, LedgerAccountRow.available, LedgerAccountRow.held).where(
             LedgerAccountRow.id.in_(account_ids)
@@ -132,8 +141,11 @@ async def postings_of(session: AsyncSession, entry_ids: list[str]) -> list[Posti
 # Holds
 
 
+_INSERT_HOLD = Lean(LedgerHoldRow.__table__.insert())
+
+
 async def insert_hold(session: AsyncSession, row: dict[str, Any]) -> None:
-    await session.execute(insert(LedgerHoldRow).values(**row))
+    await lean.rows(session, _INSERT_HOLD, row)
 
 
 async def get_hold(session: AsyncSession, *, tenant_id: str, reference: str) -> LedgerHoldRow | None:
