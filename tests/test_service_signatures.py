@@ -23,6 +23,7 @@ HTTP_MODULES = {
     "platpay.kit.pagination",
     "platpay.kit.idempotency",
     "platpay.auth.principals",
+    "platpay.mcp.server",  # the MCP server's own Starlette app (its /healthz route)
 }
 
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import Request
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
-from platpay.auth.principals import get_db, on_authenticated
+from platpay.auth.principals import on_authenticated
+from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -123,14 +123,14 @@ async def record(
 
 @contextlib.asynccontextmanager
 async def refusals(
-    request: Request, principal: Principal, operation: str, asked: dict[str, Any]
+    db: Database, principal: Principal, operation: str, asked: dict[str, Any]
 ) -> AsyncIterator[None]:
     """Around a money operation: a policy refusal (403) is recorded as MONEY_REFUSED in a transaction of its
     own (the request's was rolled back with everything else), then raised on."""
     try:
         yield
     except PolicyForbids as refused:
-        async with get_db(request).transaction() as session:
+        async with db.transaction() as session:
             await record(session, tenant_id=principal.tenant.id, agent_id=principal.id, kind="MONEY_REFUSED",
                          now=clock.now(principal.tenant),
                          data={"type": operation, "request": asked, "decision": refused.details})  # fmt: skip

@@ -233,7 +233,7 @@ async def transfer_out(
     """Send from the customer's internal account to its external account (CREATE_TRANSFERS; approval per policy)."""
     settings = request.app.state.settings
     asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-    async with _queue(principal.id), audit.refusals(request, principal, "TRANSFER_OUT", asked):
+    async with _queue(principal.id), audit.refusals(get_db(request), principal, "TRANSFER_OUT", asked):
         return await idem.run(
             body,
             lambda s: operations.transfer(
@@ -268,7 +268,7 @@ async def transfer_in(
     """Pull from the customer's external account into its internal account (CREATE_TRANSFERS; approval per policy)."""
     settings = request.app.state.settings
     asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-    async with _queue(principal.id), audit.refusals(request, principal, "TRANSFER_IN", asked):
+    async with _queue(principal.id), audit.refusals(get_db(request), principal, "TRANSFER_IN", asked):
         return await idem.run(
             body,
             lambda s: operations.transfer(
@@ -343,7 +343,7 @@ async def execute_quote(
     settings = request.app.state.settings
     async with (
         _queue(principal.id),
-        audit.refusals(request, principal, "EXECUTE_QUOTE", {"quoteId": quoteId}),
+        audit.refusals(get_db(request), principal, "EXECUTE_QUOTE", {"quoteId": quoteId}),
     ):
         return await idem.run(
             None,
