@@ -43,6 +43,24 @@ async def customer(client, auth, **extra: Any) -> dict[str, Any]:
     return response.json()
 
 
+# INTERFACE-FACTS §7: the sandbox card issuer refuses a funding source whose account id ends `002` or `003`.
+# Account ids are random, so about one customer in 2,000 has such an account by chance.
+CARD_INELIGIBLE_SUFFIXES = ("002", "003")
+
+
+async def card_ready_customer(client, auth, **extra: Any) -> dict[str, Any]:
+    """A customer none of whose internal accounts the sandbox issuer would refuse as a card's funding source
+    (a card test must not fail on the one-in-2,000 random id that is a magic value)."""
+    for _ in range(20):
+        person = await customer(client, auth, **extra)
+        accounts = (
+            await client.get("/customers/internal-accounts", auth=auth, params={"customerId": person["id"]})
+        ).json()["data"]
+        if not any(account["id"].endswith(CARD_INELIGIBLE_SUFFIXES) for account in accounts):
+            return person
+    raise AssertionError("20 customers in a row had an account id the card issuer refuses")
+
+
 async def internal_account(client, auth, customer_id: str, currency: str = "USD") -> dict[str, Any]:
     accounts = (
         await client.get(

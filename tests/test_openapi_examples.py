@@ -25,6 +25,7 @@ from platpay.kit.crypto import bundles, p256
 from platpay.kit.openapi import ExampleIds
 from tests.factories import (
     account_destination,
+    card_ready_customer,
     create_platform,
     customer,
     external_account,
@@ -112,7 +113,7 @@ class Sandbox:
     @classmethod
     async def build(cls, client: httpx.AsyncClient, auth: tuple[str, str], runner: JobRunner) -> Sandbox:
         sandbox = cls(client, auth, runner)
-        person = await customer(client, auth, currencies=["USD", "MXN", "USDC"])
+        person = await card_ready_customer(client, auth, currencies=["USD", "MXN", "USDC"])  # a cardholder
         approved = await client.post(
             f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
         )

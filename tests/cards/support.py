@@ -9,11 +9,11 @@ from sqlalchemy import select
 
 from platpay.events.models import EventRow
 from platpay.ledger.models import LedgerHoldRow
-from tests.factories import customer, fund, internal_account
+from tests.factories import card_ready_customer, fund, internal_account
 
 
 async def approved_cardholder(client, auth, **extra: Any) -> dict[str, Any]:
-    person = await customer(client, auth, **extra)
+    person = await card_ready_customer(client, auth, **extra)
     response = await client.post(
         f"/sandbox/customers/{person['id']}/kyc", auth=auth, json={"kycStatus": "APPROVED"}
     )
