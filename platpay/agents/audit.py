@@ -137,6 +137,16 @@ async def refusals(
         raise
 
 
+async def has_trail(session: AsyncSession, *, tenant_id: str, agent_id: str) -> bool:
+    """Whether the tenant's agent ever had a record (its trail outlives the agent)."""
+    head = await session.scalar(
+        select(AgentAuditHeadRow.agent_id).where(
+            AgentAuditHeadRow.agent_id == agent_id, AgentAuditHeadRow.tenant_id == tenant_id
+        )
+    )
+    return head is not None
+
+
 def to_api(row: AgentAuditRow) -> dict[str, Any]:
     return {**content_of(row), "previousHash": row.previous_hash, "hash": row.hash}
 

@@ -7,11 +7,9 @@ from typing import Any, Literal
 
 from fastapi import Depends, Query, Request
 from pydantic import Field
-from sqlalchemy import select
 
 from platpay.agents import audit
 from platpay.agents.errors import AgentNotFound
-from platpay.agents.models import AgentAuditHeadRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer, get_db
 from platpay.kit.api_model import ApiModel
@@ -57,12 +55,7 @@ async def list_audit_records(
     """The agent's audit trail, newest first (sortOrder=asc: in chain order), also of a deleted agent."""
     tenant_id = principal.tenant.id
     async with get_db(request).read() as session:
-        head = await session.scalar(
-            select(AgentAuditHeadRow).where(
-                AgentAuditHeadRow.agent_id == agentId, AgentAuditHeadRow.tenant_id == tenant_id
-            )
-        )
-        if head is None:
+        if not await audit.has_trail(session, tenant_id=tenant_id, agent_id=agentId):
             raise AgentNotFound(f"agent {agentId!r} not found", details={"agentId": agentId})
         page = await audit.list_records(
             session,
