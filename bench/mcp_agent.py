@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import httpx
-from _support import bench_env, free_port, machine_summary, stop, wait_http
+from _support import bench_env, cpu_seconds, free_port, machine_summary, stop, wait_http
 from agent_transfer import _agents
 from http_config import BIN, start_platpay
 from mcp.client.session import ClientSession
@@ -43,6 +43,12 @@ from transfer_out import BASE_PATH, seed
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _cpu(pids: dict[str, int]) -> dict[str, float]:
+    return {
+        name: (time.process_time() if pid == 0 else cpu_seconds(pid) or 0.0) for name, pid in pids.items()
+    }
 
 
 async def timed(call: Callable[[], Awaitable[Any]], calls: int, warmup: int = 20) -> list[float]:
@@ -56,7 +62,9 @@ async def timed(call: Callable[[], Awaitable[Any]], calls: int, warmup: int = 20
     return samples
 
 
-async def run(api: str, token: str, mcp_url: str, pair: Any, calls: int, rounds: int) -> None:
+async def run(
+    api: str, token: str, mcp_url: str, pair: Any, calls: int, rounds: int, pids: dict[str, int]
+) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     body = {
         "source": {"accountId": pair.internal_id},
@@ -65,6 +73,7 @@ async def run(api: str, token: str, mcp_url: str, pair: Any, calls: int, rounds:
     }
     dry = {"type": "TRANSFER_OUT", **body}
     results: dict[str, list[float]] = {}
+    cpu: dict[str, dict[str, float]] = {}  # run -> process -> CPU seconds spent during it
     async with (
         httpx.AsyncClient(base_url=api, headers=headers, timeout=30, trust_env=False) as http,
         streamable_http_client(mcp_url) as (read, write),
@@ -101,11 +110,24 @@ async def run(api: str, token: str, mcp_url: str, pair: Any, calls: int, rounds:
         }
         for _ in range(rounds):
             for name, call in runs.items():
-                results.setdefault(name, []).extend(await timed(call, calls))
-    print(f"\n{'run':42} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'per s':>8}")
+                for _ in range(20):  # warm-up, outside the CPU accounting
+                    await call()
+                before = _cpu(pids)
+                results.setdefault(name, []).extend(await timed(call, calls, warmup=0))
+                after = _cpu(pids)
+                spent = cpu.setdefault(name, {})
+                for process in pids:
+                    spent[process] = spent.get(process, 0.0) + after[process] - before[process]
+    names = list(pids)
+    cpu_head = " ".join(f"{p + ' us':>10}" for p in names)
+    print(f"\n{'run':42} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'per s':>8}  CPU per call: {cpu_head}")
     for name, samples in results.items():
         p50, p99 = percentiles(samples)
-        print(f"{name:42} {len(samples):6d} {p50:8.2f} {p99:8.2f} {1000 / statistics.mean(samples):8.0f}")
+        per_call = " ".join(f"{cpu[name][p] / len(samples) * 1e6:10.0f}" for p in names)
+        print(
+            f"{name:42} {len(samples):6d} {p50:8.2f} {p99:8.2f} {1000 / statistics.mean(samples):8.0f}"
+            f"                {per_call}"
+        )
     me, mcp_me_ = percentiles(results["direct GET /agents/me"])[0], percentiles(results["MCP get_me"])[0]
     out = percentiles(results["direct POST /agents/me/transfer-out"])[0]
     mcp_out = percentiles(results["MCP transfer_out"])[0]
@@ -147,9 +169,9 @@ def main() -> None:
                 [str(BIN / "platpay"), "mcp", "--http", "--port", str(port)], env=env, stdout=log, stderr=log
             )
             wait_http(f"http://127.0.0.1:{port}/healthz", proc=mcp_proc)
-            asyncio.run(
-                run(base + BASE_PATH, token, f"http://127.0.0.1:{port}/mcp", pair, args.calls, args.rounds)
-            )
+            pids = {"api": target.proc.pid, "mcp": mcp_proc.pid, "client": 0}
+            mcp_url = f"http://127.0.0.1:{port}/mcp"
+            asyncio.run(run(base + BASE_PATH, token, mcp_url, pair, args.calls, args.rounds, pids))
         finally:
             if mcp_proc is not None:
                 stop(mcp_proc)

@@ -17,9 +17,11 @@ import logging
 import time
 import uuid
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import anyio
 import httpx
+import uvicorn
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -30,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from platpay import BASE_PATH
+from platpay.mcp import api
 from platpay.mcp.tools import SPECS, ToolSpec
 
 log = logging.getLogger("platpay.mcp")
@@ -79,13 +82,7 @@ class PlatpayMCP(MCPServer):
     ) -> None:
         super().__init__(name="platpay", instructions=INSTRUCTIONS, **kwargs)
         self.api_url = api_url.rstrip("/")
-        self.http = httpx.AsyncClient(
-            base_url=self.api_url,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": "platpay-mcp"},
-            timeout=httpx.Timeout(30.0),
-            trust_env=False,
-            transport=transport,
-        )
+        self.http = api.connect(self.api_url, token=token, transport=transport)
         self.poll_seconds = poll_seconds
         self.active: set[str] = set()
         # One ServerSession per connection: the SDK builds a session proxy per request, and the latest one
@@ -129,8 +126,8 @@ class PlatpayMCP(MCPServer):
         async with self._refresh_lock:
             self._last_refresh = time.monotonic()
             try:
-                response = await self.http.get("/agents/me")
-            except httpx.HTTPError as error:
+                response = await self.http.request("GET", "/agents/me")
+            except api.ApiUnreachable as error:
                 log.warning("GET /agents/me failed: %s", type(error).__name__)
                 return False
             if response.status_code == 200:
@@ -193,7 +190,7 @@ class PlatpayMCP(MCPServer):
 
     # --- calling the API -----------------------------------------------------------------------------
 
-    async def request(self, spec: ToolSpec, arguments: dict[str, Any], key: str | None) -> httpx.Response:
+    async def request(self, spec: ToolSpec, arguments: dict[str, Any], key: str | None) -> api.ApiResponse:
         path = spec.path
         for name in spec.path_ids:
             path = path.replace("{" + name + "}", _segment(arguments[name]))
@@ -213,13 +210,13 @@ class PlatpayMCP(MCPServer):
         headers = {"Idempotency-Key": key} if key else {}
         try:
             return await self.http.request(spec.method, path, json=body, params=query, headers=headers)
-        except httpx.HTTPError as error:
+        except api.ApiUnreachable as error:
             raise ToolError(
                 json.dumps(
                     {
                         "status": 503,
                         "code": "API_UNREACHABLE",
-                        "message": f"platpay API unreachable: {type(error).__name__}",
+                        "message": f"platpay API unreachable: {error}",
                         "details": {"apiUrl": self.api_url},
                     }
                 )
@@ -253,7 +250,7 @@ class PlatpayMCP(MCPServer):
             )
         return CallToolResult(content=content, structured_content=body, meta=meta)
 
-    async def _wait(self, spec: ToolSpec, arguments: dict[str, Any]) -> httpx.Response:
+    async def _wait(self, spec: ToolSpec, arguments: dict[str, Any]) -> api.ApiResponse:
         deadline = time.monotonic() + float(arguments.get("timeoutSeconds", 30.0))
         while True:
             response = await self.request(spec, arguments, None)
@@ -272,8 +269,13 @@ class PlatpayMCP(MCPServer):
             try:
                 if http:
                     # Plain JSON answers to POSTs (no SSE stream per call); notifications such as
-                    # tools/list_changed still reach the client on its standalone GET stream.
-                    await self.run_streamable_http_async(host=host, port=port, json_response=True)
+                    # tools/list_changed still reach the client on its standalone GET stream. No access
+                    # log: a line per tool call on stderr says less than our own log, at a cost per call.
+                    app = self.streamable_http_app(json_response=True, host=host)
+                    config = uvicorn.Config(
+                        app, host=host, port=port, access_log=False, log_level=self.settings.log_level.lower()
+                    )
+                    await uvicorn.Server(config).serve()
                 else:
                     await self.run_stdio_async()
             finally:
@@ -286,4 +288,4 @@ async def _healthz(request: Request) -> Response:
 
 
 def _segment(value: Any) -> str:
-    return httpx.URL("/").copy_with(path="/" + str(value)).raw_path.decode()[1:].replace("/", "%2F")
+    return quote(str(value), safe=":@!$&'()*+,;=")  # one path segment: "/" and "?" are escaped
