@@ -10,10 +10,10 @@ funded by the same account: every hold updates one balance row). A benchmark, no
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
 same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE; its funding
-sources; the sources' balances and accounts; the conditional balance UPDATE … RETURNING (the hold); INSERT
-journal entry; INSERT 2 postings; INSERT the ledger hold; INSERT the card transaction; INSERT event
-CARD_TRANSACTION.AUTHORIZED; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the balance the hold's UPDATE
-returned); COMMIT: 14 round trips. No Idempotency-Key (a network message carries
+sources; the sources' balances and accounts; INSERT the card transaction; INSERT event
+CARD_TRANSACTION.AUTHORIZED; INSERT the ledger hold; INSERT journal entry; INSERT 2 postings; then the hot
+row last: the conditional balance UPDATE … RETURNING; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the
+balance the UPDATE returned); COMMIT: 14 round trips, the balance row locked for the last three. No Idempotency-Key (a network message carries
 its own identity), no webhook endpoint.
 
     .venv/bin/python bench/card_auth.py                          # 10 s per run, 8 and 32 connections
@@ -154,17 +154,6 @@ def pgbench_script(scenario: str) -> str:
         "SELECT card_id, account_id FROM card_funding_sources WHERE card_id IN (:id) ORDER BY card_id, position;",
         "SELECT id, available, held FROM ledger_accounts WHERE id IN (:bench_account);",
         "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",
-        "UPDATE ledger_accounts SET available = available - 1, held = held + 1, updated_at = now() "
-        "WHERE id = :bench_account AND tenant_id = :tenant AND currency = 'USD' "
-        "AND (allow_negative OR (available - 1 >= 0 AND held + 1 >= 0)) RETURNING available, held;",
-        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
-        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'CARD_AUTHORIZATION_HOLD', {tx}, NULL, now());",
-        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
-        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'AVAILABLE', -1, now()), "
-        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'HELD', 1, now());",
-        "INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, reference, "
-        f"created_at, updated_at) VALUES ({_pg_id('Hold')}, :tenant, :bench_account, 'USD', 1, 1, 'OPEN', {tx}, "
-        "now(), now());",
         "INSERT INTO card_transactions (id, tenant_id, card_id, status, decline_reason, issuer_transaction_token, "
         "merchant, currency, account_id, source_ids, authorized_amount, settled_amount, refunded_amount, "
         "settlement_count, pull_count, pull_amount, pull_pending, loss_amount, outcome, authorized_at, "
@@ -173,6 +162,18 @@ def pgbench_script(scenario: str) -> str:
         "1, 0, 0, 0, 1, 1, 0, 0, 'APPROVE', now(), now(), now(), now());",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
         f"({_pg_id('Event', 1)}, :tenant, 'CARD_TRANSACTION.AUTHORIZED', :event_card::jsonb, now()) {returning};",
+        "INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, reference, "
+        f"created_at, updated_at) VALUES ({_pg_id('Hold')}, :tenant, :bench_account, 'USD', 1, 1, 'OPEN', {tx}, "
+        "now(), now());",
+        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'CARD_AUTHORIZATION_HOLD', {tx}, NULL, now());",
+        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'AVAILABLE', -1, now()), "
+        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'HELD', 1, now());",
+        # the hot row last: its lock is held from this UPDATE to COMMIT
+        "UPDATE ledger_accounts SET available = available - 1, held = held + 1, updated_at = now() "
+        "WHERE id = :bench_account AND tenant_id = :tenant AND currency = 'USD' "
+        "AND (allow_negative OR (available - 1 >= 0 AND held + 1 >= 0)) RETURNING available, held;",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
         f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now()) "
         f"{returning};",

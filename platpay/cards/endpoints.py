@@ -207,18 +207,26 @@ async def simulate_authorization(
 ) -> Response:
     """An authorization as the network sends it: decided, held or declined (404 in production)."""
     merchant = body.merchant.model_dump()
-    return await idem.run(
-        body,
-        lambda s: transactions.authorize(
-            s,
-            tenant=principal.tenant,
-            card_id=id,
-            amount=body.amount,
-            currency=body.currency.code,
-            merchant=merchant,
-        ),
-        status=200,
-    )
+
+    async def run(balance_last: bool) -> Response:
+        return await idem.run(
+            body,
+            lambda s: transactions.authorize(
+                s,
+                tenant=principal.tenant,
+                card_id=id,
+                amount=body.amount,
+                currency=body.currency.code,
+                merchant=merchant,
+                balance_last=balance_last,
+            ),
+            status=200,
+        )
+
+    try:
+        return await run(balance_last=True)
+    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
+        return await run(balance_last=False)
 
 
 @sandbox_router.post(

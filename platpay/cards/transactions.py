@@ -61,6 +61,7 @@ EVENT_TYPES = frozenset(
 )
 _T = CardTransactionStatus
 NETWORK_CLEARING = "CARD_NETWORK"
+HOLD_KIND = "CARD_AUTHORIZATION_HOLD"
 _NETWORK_DECLINES = {
     providers.DECLINE_INSUFFICIENT_FUNDS: DeclineReason.INSUFFICIENT_FUNDS,
     providers.DECLINE_CARD_PAUSED: DeclineReason.CARD_PAUSED,
@@ -162,6 +163,12 @@ async def _snapshot(
     return tuple(sources), accounts
 
 
+class AuthorizationRaced(Exception):
+    """An approval decided on the snapshot found its source spent by a concurrent transaction when the
+    balance moved last. The transaction has writes that must not commit: roll it back and decide again
+    with `balance_last=False`."""
+
+
 async def authorize(
     session: AsyncSession,
     *,
@@ -170,9 +177,17 @@ async def authorize(
     amount: int,
     currency: str,
     merchant: dict[str, Any],
+    balance_last: bool = False,
 ) -> CardTransaction:
     """An authorization as the network sends it: decided, and either approved with a hold on the chosen
-    source (same transaction as the CardTransaction) or declined and recorded with its reason."""
+    source (same transaction as the CardTransaction) or declined and recorded with its reason.
+
+    Two statement orders, one outcome. `balance_last` (the fast path) decides once on the snapshot, writes
+    the CardTransaction, its event and the hold's entry, and moves the source's balance last: the balance
+    row — one per funding account, shared by every card on it — stays locked only from that UPDATE to
+    COMMIT. If a concurrent transaction spent the source meanwhile, AuthorizationRaced: the caller rolls
+    back and runs the default order, which takes each source's balance first and falls through the sources
+    in priority order under their locks."""
     _sandbox_only(tenant, card_id)
     locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
     if locked is None:
@@ -186,7 +201,7 @@ async def authorize(
     held: ledger.Entry | None = None
     while True:
         decision = decisioning.decide(card, sources, request)
-        if not decision.approved or outcome == providers.PULL_FAILS:
+        if balance_last or not decision.approved or outcome == providers.PULL_FAILS:
             break
         assert decision.account_id is not None
         try:
@@ -197,7 +212,7 @@ async def authorize(
                 currency=card.currency,
                 amount=amount,
                 reference=transaction_id,
-                kind="CARD_AUTHORIZATION_HOLD",
+                kind=HOLD_KIND,
             )
             break
         except InsufficientFunds:  # spent since the snapshot: the next source, if any, may pay
@@ -247,6 +262,21 @@ async def authorize(
             run_at=now + issuer.pull_delay(get_settings()),
         )
     rendered = await _emit(session, row, new=True)
+    if balance_last and status == _T.AUTHORIZED:
+        assert row.account_id is not None
+        try:
+            _, held = await ledger.place_hold(
+                session,
+                tenant_id=tenant.id,
+                account_id=row.account_id,
+                currency=card.currency,
+                amount=amount,
+                reference=transaction_id,
+                kind=HOLD_KIND,
+                balance_last=True,
+            )
+        except InsufficientFunds:
+            raise AuthorizationRaced(transaction_id) from None
     if held is not None and status == _T.AUTHORIZED and row.account_id:
         await accounts_service.emit_balance_update(
             session, account=accounts[row.account_id], balance=held.balances[row.account_id]

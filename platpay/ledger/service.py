@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import event
@@ -186,11 +187,36 @@ async def post(
     reference: str | None,
     legs: list[Leg],
     reverses_id: str | None = None,
+    balances_last: bool = False,
 ) -> Entry:
-    """Write one balanced entry and move the balances it touches, or refuse with InsufficientFunds having
-    changed nothing (the caller's transaction is rolled back with it)."""
+    """Write one balanced entry and move the balances it touches, or refuse with InsufficientFunds.
+
+    By default the balances move first, so a refusal has changed nothing. `balances_last` writes the entry
+    first and moves the balances as the last statements: a balance row is a hot row (every movement of the
+    account waits on its lock until COMMIT), and taking its lock last keeps it held for the fewest round
+    trips. A refusal then leaves the entry written: the caller's transaction MUST be rolled back."""
     _check_balanced(legs)
     now = clock.now()
+    if balances_last:
+        entry_id = await _write_entry(
+            session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, reverses_id=reverses_id,
+            now=now,
+        )  # fmt: skip
+        after = await _apply_legs(session, tenant_id=tenant_id, legs=legs, now=now)
+    else:
+        after = await _apply_legs(session, tenant_id=tenant_id, legs=legs, now=now)
+        entry_id = await _write_entry(
+            session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, reverses_id=reverses_id,
+            now=now,
+        )  # fmt: skip
+    return Entry(id=entry_id, legs=legs, balances=after)
+
+
+async def _apply_legs(
+    session: AsyncSession, *, tenant_id: str, legs: list[Leg], now: datetime
+) -> dict[str, Balance]:
+    """Move the balances the legs touch (one conditional UPDATE per account, in id order so concurrent
+    entries lock in one order); InsufficientFunds at the first account that cannot pay."""
     deltas: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for leg in legs:
         delta = deltas[(leg.account_id, leg.currency)]
@@ -214,6 +240,19 @@ async def post(
             )
         else:
             after[account_id] = Balance(*applied)
+    return after
+
+
+async def _write_entry(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    kind: str,
+    reference: str | None,
+    legs: list[Leg],
+    reverses_id: str | None,
+    now: datetime,
+) -> str:
     entry_id = new_id("JournalEntry")
     await repository.insert_entry(
         session,
@@ -239,7 +278,7 @@ async def post(
             for leg in legs
         ],
     )
-    return Entry(id=entry_id, legs=legs, balances=after)
+    return entry_id
 
 
 async def _explain_refusal(
@@ -293,35 +332,36 @@ async def place_hold(
     amount: int,
     reference: str,
     kind: str = "HOLD",
+    balance_last: bool = False,
 ) -> tuple[Hold, Entry]:
     """Reserve `amount` of an account's available money for `reference` (available ↓, total unchanged):
-    a balanced entry moving it from AVAILABLE to HELD and the hold that owns it, or InsufficientFunds having
-    changed nothing (the conditional UPDATE refuses, so concurrent holds can never overdraw). One hold per
-    reference."""
-    entry = await post(
-        session,
-        tenant_id=tenant_id,
-        kind=kind,
-        reference=reference,
-        legs=[Leg(account_id, currency, -amount, AVAILABLE), Leg(account_id, currency, amount, HELD)],
-    )
+    a balanced entry moving it from AVAILABLE to HELD and the hold that owns it, or InsufficientFunds (the
+    conditional UPDATE refuses, so concurrent holds can never overdraw). One hold per reference. By default
+    a refusal has changed nothing; with `balance_last` the entry and the hold are written before the
+    balance moves (its row lock is then held only from the UPDATE to COMMIT) and a refusal leaves them
+    written: the caller's transaction MUST be rolled back."""
     now = clock.now()
     hold = Hold(new_id("Hold"), account_id, currency, amount, amount, "OPEN", reference)
-    await repository.insert_hold(
-        session,
-        {
-            "id": hold.id,
-            "tenant_id": tenant_id,
-            "account_id": account_id,
-            "currency": currency,
-            "amount": amount,
-            "remaining": amount,
-            "status": "OPEN",
-            "reference": reference,
-            "created_at": now,
-            "updated_at": now,
-        },
+    row = {
+        "id": hold.id,
+        "tenant_id": tenant_id,
+        "account_id": account_id,
+        "currency": currency,
+        "amount": amount,
+        "remaining": amount,
+        "status": "OPEN",
+        "reference": reference,
+        "created_at": now,
+        "updated_at": now,
+    }
+    legs = [Leg(account_id, currency, -amount, AVAILABLE), Leg(account_id, currency, amount, HELD)]
+    if balance_last:
+        await repository.insert_hold(session, row)
+    entry = await post(
+        session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, balances_last=balance_last
     )
+    if not balance_last:
+        await repository.insert_hold(session, row)
     return hold, entry
 
 
