@@ -120,6 +120,9 @@ class PlatpayMCP(MCPServer):
         call.__doc__ = spec.description
         self.add_tool(call, name=spec.name, title=spec.title, description=spec.description,
                       annotations=spec.annotations)  # fmt: skip
+        metadata = self._tool_manager.get_tool(spec.name).fn_metadata  # (the SDK reads it live)
+        if metadata.output_schema is not None:
+            metadata.output_schema = any_of_discriminated(metadata.output_schema)
 
     async def refresh(self) -> bool:
         """Re-read the agent's permissions; install or remove tools to match. True when the list changed."""
@@ -281,6 +284,22 @@ class PlatpayMCP(MCPServer):
             finally:
                 tasks.cancel_scope.cancel()
                 await self.http.aclose()
+
+
+def any_of_discriminated(schema: Any) -> Any:
+    """The schema with every discriminated `oneOf` as an `anyOf`: the same instances validate (a
+    discriminator's const values are distinct, so at most one branch can match), but a JSON Schema
+    validator stops at the first matching branch instead of trying every one. Clients validate
+    `structuredContent` against the output schema on every call (the SDK's client with jsonschema: ~0.15 ms
+    of ~0.8 ms for an AgentAction)."""
+    if isinstance(schema, list):
+        return [any_of_discriminated(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: any_of_discriminated(value) for key, value in schema.items()}
+    if "oneOf" in out and "discriminator" in out:
+        out["anyOf"] = out.pop("oneOf")
+    return out
 
 
 async def _healthz(request: Request) -> Response:

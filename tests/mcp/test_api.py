@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
+from jsonschema.validators import validator_for
 
 from platpay.mcp import api
+from platpay.mcp.server import any_of_discriminated
 
 
 @dataclass
@@ -135,3 +137,32 @@ async def test_a_header_with_a_line_break_is_refused_before_sending() -> None:
     client = api.connect("http://127.0.0.1:9/", token="t")
     with pytest.raises(ValueError, match="line break"):
         await client.request("GET", "/x", headers={"Idempotency-Key": "a\r\nX-Evil: 1"})
+
+
+def test_discriminated_unions_validate_alike_as_any_of() -> None:
+    """The output schemas' oneOf → anyOf rewrite accepts and refuses exactly what the original does."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "transaction": {
+                "oneOf": [
+                    {"type": "object", "properties": {"type": {"const": "INCOMING"}, "a": {"type": "integer"}},
+                     "required": ["type", "a"]},
+                    {"type": "object", "properties": {"type": {"const": "OUTGOING"}, "b": {"type": "string"}},
+                     "required": ["type", "b"]},
+                ],
+                "discriminator": {"propertyName": "type"},
+            }
+        },
+    }  # fmt: skip
+    rewritten = any_of_discriminated(schema)
+    assert "anyOf" in rewritten["properties"]["transaction"]
+    original, fast = validator_for(schema)(schema), validator_for(rewritten)(rewritten)
+    for instance in (
+        {"transaction": {"type": "INCOMING", "a": 1}},
+        {"transaction": {"type": "OUTGOING", "b": "x"}},
+        {"transaction": {"type": "OUTGOING", "a": 1}},
+        {"transaction": {"type": "OTHER"}},
+        {"transaction": 3},
+    ):
+        assert original.is_valid(instance) == fast.is_valid(instance), instance
