@@ -5,15 +5,42 @@ running balances chain; pages, filters, 404s and 400s. The conftest verifies the
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import active_card, approved, approved_cardholder, clear, funded_account, give_back
-from tests.factories import balances, create_platform, customer, external_account, fund, internal_account
+from tests.cards.support import (
+    active_card,
+    approved,
+    approved_cardholder,
+    authorize,
+    clear,
+    funded_account,
+    give_back,
+)
+from tests.factories import (
+    account_destination,
+    account_source,
+    balances,
+    create_platform,
+    customer,
+    external_account,
+    fund,
+    internal_account,
+    mxn_account,
+    quote,
+)
+
+# The kinds the README's statement table explains ("| `KIND` | …").
+DOCUMENTED_KINDS = set(
+    re.findall(r"^  \| `([A-Z_]+)` \|", (Path(__file__).parents[2] / "README.md").read_text(), re.M)
+)
 
 
 async def _entries(client, auth, account_id: str, **params: Any) -> dict[str, Any]:
@@ -39,6 +66,7 @@ def _assert_adds_up(entries: list[dict[str, Any]], available: int, total: int) -
     """The whole statement (newest first, from an account opened at zero) sums to the account's balances,
     and the running balances chain: the newest is the balance now, each older one is the next newer one
     less that entry's change, and the oldest is its own change."""
+    assert {e["kind"] for e in entries} <= DOCUMENTED_KINDS
     assert sum(e["availableChange"]["amount"] for e in entries) == available
     assert sum(e["totalChange"]["amount"] for e in entries) == total
     for entry in entries:
@@ -159,6 +187,33 @@ class TestTransferOut:
             "hasMore": False,
             "totalCount": 0,
         }
+
+
+class TestQuotes:
+    async def test_an_execution_and_its_refund_link_the_transaction(self, client, auth, runner) -> None:
+        person = await customer(client, auth)
+        usd = await internal_account(client, auth, person["id"])
+        await fund(client, auth, usd["id"], 50_000)
+        payee = await mxn_account(client, auth, person["id"], suffix="002")  # the execution fails: refunded
+        created = (
+            await quote(
+                client, auth, source=account_source(usd["id"]), destination=account_destination(payee["id"])
+            )
+        ).json()
+        assert (await client.post(f"/quotes/{created['id']}/execute", auth=auth)).status_code == 200
+        clock.advance(timedelta(seconds=1))
+        await runner.run_until_idle()
+        clock.advance(timedelta(seconds=1))
+        await runner.run_until_idle()
+        refunded = (await client.get(f"/transactions/{created['transactionId']}", auth=auth)).json()
+        assert refunded["refund"]["status"] == "COMPLETED"
+        entries = await _all_entries(client, auth, usd["id"])
+        assert [(e["kind"], _changes(e), e.get("transactionId")) for e in entries] == [
+            ("QUOTE_REFUND", (10_000, 0, 10_000), created["transactionId"]),
+            ("QUOTE_EXECUTE", (-10_000, 0, -10_000), created["transactionId"]),
+            ("SANDBOX_FUNDING", (50_000, 0, 50_000), None),
+        ]
+        _assert_adds_up(entries, *await balances(client, auth, person["id"]))
 
 
 class TestPlatformAccount:
@@ -293,3 +348,39 @@ class TestRefusals:
             f"/internal-accounts/{account}/entries", auth=auth, params={"cursor": page["nextCursor"]}
         )
         assert response.status_code == 400 and response.json()["details"]["fields"][0]["field"] == "cursor"
+
+
+class TestConcurrentMovements:
+    @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+    async def test_the_running_balances_follow_the_order_the_ledger_applied_them(
+        self, client, auth, runner, pg_database
+    ) -> None:
+        """Holds and deposits racing on one account (PostgreSQL, parallel transactions): the statement's order
+        is the order they were applied in, so no running balance is ever below zero, though the money was
+        tight enough that another order would show one."""
+        if pg_database is None:
+            pytest.skip("PostgreSQL concurrency: set PLATPAY_TEST_DATABASE_URL")
+        person = await approved_cardholder(client, auth)
+        account = await funded_account(client, auth, person["id"], 300)
+        card = await active_card(client, auth, runner, person["id"], [account["id"]])
+        moves = []
+        for n in range(24):
+            if n % 3 == 2:
+                moves.append(
+                    client.post(
+                        f"/sandbox/internal-accounts/{account['id']}/fund", auth=auth, json={"amount": 100}
+                    )
+                )
+            else:
+                moves.append(authorize(client, auth, card["id"], 100))
+        responses = await asyncio.gather(*moves)
+        assert all(r.status_code == 200 for r in responses), [
+            r.text for r in responses if r.status_code != 200
+        ]
+        entries = await _all_entries(client, auth, account["id"])
+        holds = [e for e in entries if e["kind"] == "CARD_AUTHORIZATION_HOLD"]
+        assert len(entries) == 1 + 8 + len(holds) and len(holds) >= 3
+        for entry in entries:
+            available, total = entry["availableAfter"]["amount"], entry["totalAfter"]["amount"]
+            assert available >= 0 and total - available >= 0, entry
+        _assert_adds_up(entries, *await balances(client, auth, person["id"]))
