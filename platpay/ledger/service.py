@@ -449,23 +449,20 @@ async def account_entries(
     page = await paginate(session, query, id_column=JournalEntryRow.id, params=params)
     if not page.items:
         return PageResult([], page.has_more, page.next_cursor, page.total_count)
-    newest, oldest = page.items[0].id, page.items[-1].id
+    ids = [row.id for row in page.items]
+    newest, oldest = max(ids), min(ids)
     available, held = await repository.balance_after(session, account_id=account_id, entry_id=newest)
     changes = await repository.account_changes(
         session, account_id=account_id, first_id=oldest, last_id=newest
     )
-    listed = {row.id: row for row in page.items}
-    items = []
-    for entry_id in sorted(changes, reverse=True):  # newest first, like the page
-        d_available, d_held = changes[entry_id]
-        row = listed.get(entry_id)
-        if row is not None:
-            items.append(
-                AccountEntry(
-                    row.id, row.kind, row.reference, row.created_at, d_available, d_held, available, held
-                )
-            )
-        available, held = available - d_available, held - d_held
+    after: dict[str, tuple[int, int]] = {}
+    for entry_id in sorted(changes, reverse=True):  # back in time from the newest
+        after[entry_id] = (available, held)
+        available, held = available - changes[entry_id][0], held - changes[entry_id][1]
+    items = [
+        AccountEntry(row.id, row.kind, row.reference, row.created_at, *changes[row.id], *after[row.id])
+        for row in page.items
+    ]
     return PageResult(items, page.has_more, page.next_cursor, page.total_count)
 
 
