@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-from fastapi import Depends, Query, Request, Response
+from fastapi import Depends, Path, Query, Request, Response
 
-from platpay.accounts import discoveries
+from platpay.accounts import discoveries, statement
 from platpay.accounts import external_service as external
 from platpay.accounts import service as internal
 from platpay.accounts.schemas import (
@@ -14,6 +14,7 @@ from platpay.accounts.schemas import (
     ExternalAccount,
     ExternalAccountCreateRequest,
     ExternalAccountListResponse,
+    InternalAccountEntryListResponse,
     InternalAccountListResponse,
     InternalAccountType,
     PlatformExternalAccountCreateRequest,
@@ -23,7 +24,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params
-from platpay.kit.routing import api_router
+from platpay.kit.routing import QueryTimestamp, api_router
 
 router = api_router()
 CurrencyQuery = Query(None, min_length=1, max_length=8)
@@ -74,6 +75,35 @@ async def list_platform_internal_accounts(
             session, tenant_id=principal.tenant.id, currency=currency, account_type=account_type
         )
     return {"data": [a.to_api() for a in accounts]}
+
+
+@router.get(
+    "/internal-accounts/{id}/entries",
+    operation_id="listInternalAccountEntries",
+    response_model=InternalAccountEntryListResponse,
+    tags=["Internal Accounts"],
+)
+async def list_internal_account_entries(
+    request: Request,
+    id: str = Path(description="the internal account (a customer's or the platform's)"),
+    kind: list[str] | None = Query(None, description="only entries of these kinds (repeat for several)"),
+    start_date: QueryTimestamp | None = Query(None, alias="startDate", description="created at or after"),
+    end_date: QueryTimestamp | None = Query(None, alias="endDate", description="created at or before"),
+    params: PageParams = Depends(page_params),
+    principal: Principal = Viewer,
+) -> dict:
+    """An internal account's statement: every movement of its balance, newest first."""
+    async with get_db(request).read() as session:
+        page, entries = await statement.list_entries(
+            session,
+            tenant_id=principal.tenant.id,
+            account_id=id,
+            params=params,
+            kinds=kind,
+            start=start_date,
+            end=end_date,
+        )
+    return page.envelope([entry.to_api() for entry in entries])
 
 
 async def _create_external(

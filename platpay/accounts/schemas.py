@@ -55,6 +55,47 @@ class PlatformInternalAccountListResponse(ApiModel):
     data: list[InternalAccount]
 
 
+class InternalAccountEntry(ApiModel):
+    """One ledger movement of an internal account: a journal entry as that account saw it."""
+
+    id: str = Field(
+        description="the journal entry's id", examples=["JournalEntry:019542f5-b3e7-1d02-0000-000000000300"]
+    )
+    kind: str = Field(
+        description="what moved the money, e.g. SANDBOX_FUNDING, TRANSFER_OUT_HOLD, TRANSFER_OUT_SETTLE, "
+        "CARD_AUTHORIZATION_HOLD, CARD_CLEARING_CAPTURE, CARD_RETURN (every value: README, Internal accounts)",
+        examples=["CARD_AUTHORIZATION_HOLD"],
+    )
+    available_change: CurrencyAmount = Field(
+        description="signed: + money became spendable, − it left or was held"
+    )
+    held_change: CurrencyAmount = Field(description="signed: + money was reserved, − a reservation ended")
+    total_change: CurrencyAmount = Field(
+        description="availableChange + heldChange: 0 when money was only held"
+    )
+    available_after: CurrencyAmount = Field(
+        description="the account's balance once this entry and every earlier one are counted"
+    )
+    total_after: CurrencyAmount = Field(
+        description="the account's totalBalance once this entry and every earlier one are counted"
+    )
+    transaction_id: str | None = Field(
+        default=None, description="the Transaction (GET /transactions/{transactionId}) the entry belongs to"
+    )
+    card_transaction_id: str | None = Field(
+        default=None,
+        description="the CardTransaction (GET /card-transactions/{cardTransactionId}) the entry belongs to",
+    )
+    reference: str | None = Field(
+        default=None, description="the business object the entry belongs to, as the ledger records it"
+    )
+    created_at: datetime
+
+
+class InternalAccountEntryListResponse(Page[InternalAccountEntry]):
+    """GET /internal-accounts/{id}/entries."""
+
+
 class BeneficiaryVerifiedData(ApiModel):
     full_name: str
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, case, delete, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -136,6 +136,78 @@ async def postings_of(session: AsyncSession, entry_ids: list[str]) -> list[Posti
         return []
     stmt = select(PostingRow).where(PostingRow.entry_id.in_(entry_ids)).order_by(PostingRow.id)
     return list((await session.scalars(stmt)).all())
+
+
+# An account's statement
+
+
+def account_entries_query(
+    *,
+    tenant_id: str,
+    account_id: str,
+    kinds: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> Select[Any]:
+    """The tenant's journal entries with a posting on the account, filtered (the page runs it)."""
+    on_account = select(PostingRow.entry_id).where(
+        PostingRow.account_id == account_id, PostingRow.tenant_id == tenant_id
+    )
+    stmt = select(JournalEntryRow).where(
+        JournalEntryRow.tenant_id == tenant_id, JournalEntryRow.id.in_(on_account)
+    )
+    if kinds:
+        stmt = stmt.where(JournalEntryRow.kind.in_(kinds))
+    if start is not None:
+        stmt = stmt.where(JournalEntryRow.created_at >= start)
+    if end is not None:
+        stmt = stmt.where(JournalEntryRow.created_at <= end)
+    return stmt
+
+
+async def account_changes(
+    session: AsyncSession, *, account_id: str, first_id: str, last_id: str
+) -> dict[str, tuple[int, int]]:
+    """What each entry with an id in [first_id, last_id] did to the account: (available, held) changes."""
+    rows = await session.execute(
+        select(PostingRow.entry_id, PostingRow.bucket, func.sum(PostingRow.amount))
+        .where(
+            PostingRow.account_id == account_id,
+            PostingRow.entry_id >= first_id,
+            PostingRow.entry_id <= last_id,
+        )
+        .group_by(PostingRow.entry_id, PostingRow.bucket)
+    )
+    changes: dict[str, list[int]] = {}
+    for entry_id, bucket, amount in rows:
+        changes.setdefault(entry_id, [0, 0])[0 if bucket == "AVAILABLE" else 1] += int(amount)
+    return {entry_id: (available, held) for entry_id, (available, held) in changes.items()}
+
+
+async def balance_after(session: AsyncSession, *, account_id: str, entry_id: str) -> tuple[int, int]:
+    """The account's (available, held) once every entry up to `entry_id` (in id order) is counted: its
+    stored buckets less the postings of later entries, in one statement so that both are read in one
+    snapshot (PostgreSQL's READ COMMITTED gives each statement its own)."""
+
+    def later(bucket: str) -> Any:
+        return (
+            select(func.coalesce(func.sum(PostingRow.amount), 0))
+            .where(
+                PostingRow.account_id == account_id,
+                PostingRow.bucket == bucket,
+                PostingRow.entry_id > entry_id,
+            )
+            .scalar_subquery()
+        )
+
+    row = (
+        await session.execute(
+            select(
+                LedgerAccountRow.available - later("AVAILABLE"), LedgerAccountRow.held - later("HELD")
+            ).where(LedgerAccountRow.id == account_id)
+        )
+    ).one()
+    return int(row[0]), int(row[1])
 
 
 # Holds

@@ -24,8 +24,10 @@ from sqlalchemy.orm import Session, SessionTransaction
 from platpay.db.database import COMMIT_HOOKS
 from platpay.kit import clock
 from platpay.kit.ids import new_id
+from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import repository
 from platpay.ledger.errors import HoldExhausted, InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
+from platpay.ledger.models import JournalEntryRow
 
 INTERNAL = "INTERNAL"
 AVAILABLE, HELD = "AVAILABLE", "HELD"
@@ -439,6 +441,68 @@ async def entries_for(session: AsyncSession, *, tenant_id: str, reference: str) 
         }
         for e in entries
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class AccountEntry:
+    """One journal entry as one account saw it: what it did to the account's buckets (minor units, signed:
+    + money in) and the buckets once it and every earlier entry (in id order) are counted."""
+
+    id: str
+    kind: str
+    reference: str | None
+    created_at: datetime
+    available_change: int
+    held_change: int
+    available_after: int
+    held_after: int
+
+    @property
+    def total_change(self) -> int:
+        return self.available_change + self.held_change
+
+    @property
+    def total_after(self) -> int:
+        return self.available_after + self.held_after
+
+
+async def account_entries(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    account_id: str,
+    params: PageParams,
+    kinds: list[str] | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> PageResult[AccountEntry]:
+    """A page of the entries that moved an account, newest first (an account's statement).
+
+    The running balances are exact sums of postings: the page's newest entry's comes from the account's
+    stored buckets less the postings of later entries (one statement), each older one from the next newer
+    one less that entry's change and the changes of entries the filters left out in between. So every
+    `after` is what the account held once the entries up to it in id order were applied."""
+    query = repository.account_entries_query(
+        tenant_id=tenant_id, account_id=account_id, kinds=kinds, start=start, end=end
+    )
+    page = await paginate(session, query, id_column=JournalEntryRow.id, params=params)
+    if not page.items:
+        return PageResult([], page.has_more, page.next_cursor, page.total_count)
+    ids = [row.id for row in page.items]
+    newest, oldest = max(ids), min(ids)
+    available, held = await repository.balance_after(session, account_id=account_id, entry_id=newest)
+    changes = await repository.account_changes(
+        session, account_id=account_id, first_id=oldest, last_id=newest
+    )
+    after: dict[str, tuple[int, int]] = {}
+    for entry_id in sorted(changes, reverse=True):  # back in time from the newest
+        after[entry_id] = (available, held)
+        available, held = available - changes[entry_id][0], held - changes[entry_id][1]
+    items = [
+        AccountEntry(row.id, row.kind, row.reference, row.created_at, *changes[row.id], *after[row.id])
+        for row in page.items
+    ]
+    return PageResult(items, page.has_more, page.next_cursor, page.total_count)
 
 
 @dataclass
