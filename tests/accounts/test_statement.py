@@ -351,15 +351,19 @@ class TestRefusals:
 
 
 class TestConcurrentMovements:
+    @pytest.fixture
+    def backend(self, request, pg_database):
+        if pg_database is None:
+            pytest.skip("PostgreSQL concurrency: set PLATPAY_TEST_DATABASE_URL")
+        return request.param
+
     @pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
     async def test_the_running_balances_follow_the_order_the_ledger_applied_them(
-        self, client, auth, runner, pg_database
+        self, client, auth, runner
     ) -> None:
         """Holds and deposits racing on one account (PostgreSQL, parallel transactions): the statement's order
         is the order they were applied in, so no running balance is ever below zero, though the money was
         tight enough that another order would show one."""
-        if pg_database is None:
-            pytest.skip("PostgreSQL concurrency: set PLATPAY_TEST_DATABASE_URL")
         person = await approved_cardholder(client, auth)
         account = await funded_account(client, auth, person["id"], 300)
         card = await active_card(client, auth, runner, person["id"], [account["id"]])
