@@ -93,8 +93,10 @@ async def record(
     kind: str,
     now: datetime,
     data: dict[str, Any] | None = None,
+    actor: str | None = None,
 ) -> AgentAuditRow:
-    """Append one record to the agent's chain, in the caller's transaction."""
+    """Append one record to the agent's chain, in the caller's transaction. `actor`: the request's credential
+    unless given (authentication names its principal before the request's is known)."""
     assert kind in KINDS, kind
     head = await session.scalar(
         select(AgentAuditHeadRow).where(AgentAuditHeadRow.agent_id == agent_id).with_for_update()
@@ -108,7 +110,7 @@ async def record(
         agent_id=agent_id,
         sequence=head.sequence + 1,
         kind=kind,
-        actor=_actor.get(),
+        actor=actor or _actor.get(),
         occurred_at=now,
         data=json.loads(json.dumps(data or {}, default=str)),
         previous_hash=head.hash,
