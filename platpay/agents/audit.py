@@ -7,6 +7,10 @@ zeros. Appending locks the agent's chain head (`agent_audit_heads`), so the reco
 and the chain never forks; the head also catches a removed tail. Records hold no secrets: no token, no
 device code (a token's or code's prefix at most).
 
+Two kinds are written in a transaction of their own, because the request's own may roll back or be none:
+MONEY_REFUSED (`refusals`) and TOKEN_FIRST_USED (written by authentication, once per token:
+agents.service.authenticate_bearer).
+
 The actor is the credential of the request that caused the event (`PLATFORM_TOKEN:<id>`,
 `AGENT_TOKEN:<agentId>`), `null` for the system (expiry jobs)."""
 
