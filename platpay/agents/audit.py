@@ -7,6 +7,10 @@ zeros. Appending locks the agent's chain head (`agent_audit_heads`), so the reco
 and the chain never forks; the head also catches a removed tail. Records hold no secrets: no token, no
 device code (a token's or code's prefix at most).
 
+Two kinds are written in a transaction of their own, because the request's own may roll back or be none:
+MONEY_REFUSED (`refusals`) and TOKEN_FIRST_USED (written by authentication, once per token:
+agents.service.authenticate_bearer).
+
 The actor is the credential of the request that caused the event (`PLATFORM_TOKEN:<id>`,
 `AGENT_TOKEN:<agentId>`), `null` for the system (expiry jobs)."""
 
@@ -93,8 +97,10 @@ async def record(
     kind: str,
     now: datetime,
     data: dict[str, Any] | None = None,
+    actor: str | None = None,
 ) -> AgentAuditRow:
-    """Append one record to the agent's chain, in the caller's transaction."""
+    """Append one record to the agent's chain, in the caller's transaction. `actor`: the request's credential
+    unless given (authentication names its principal before the request's is known)."""
     assert kind in KINDS, kind
     head = await session.scalar(
         select(AgentAuditHeadRow).where(AgentAuditHeadRow.agent_id == agent_id).with_for_update()
@@ -108,7 +114,7 @@ async def record(
         agent_id=agent_id,
         sequence=head.sequence + 1,
         kind=kind,
-        actor=_actor.get(),
+        actor=actor or _actor.get(),
         occurred_at=now,
         data=json.loads(json.dumps(data or {}, default=str)),
         previous_hash=head.hash,

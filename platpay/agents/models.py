@@ -34,6 +34,9 @@ class AgentRow(Base):
     policy: Mapped[dict[str, Any]] = mapped_column(JsonType)  # AgentPolicy as the API spells it
     token_sha256: Mapped[str | None] = mapped_column(String(64))
     token_prefix: Mapped[str | None] = mapped_column(String(16))  # the first characters, for recognition
+    # When the current token first authenticated a request (its TOKEN_FIRST_USED audit record's time); null
+    # until then. Authentication reads it with the token, so only a token's first request writes.
+    token_first_used_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     deleted_at: Mapped[datetime | None] = mapped_column(UtcDateTime())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -17,16 +17,40 @@ from platpay.tenants import service as tenants_service
 
 # Bearer authentication runs on every agent request: one read of the live agent holding the token, with
 # its tenant's columns (tenants_service.join_context), never cached: a deleted agent (whose token hash is
-# cleared) stops authenticating at once in every process.
+# cleared) stops authenticating at once in every process. It also reads whether the token was used before,
+# so that only a token's first request writes (its TOKEN_FIRST_USED record).
 TOKEN = Lean(
-    tenants_service.join_context(select(AgentRow.id, AgentRow.customer_id), AgentRow.tenant_id).where(
-        AgentRow.token_sha256 == bindparam("token_sha256"), AgentRow.deleted_at.is_(None)
-    )
+    tenants_service.join_context(
+        select(AgentRow.id, AgentRow.customer_id, AgentRow.token_first_used_at), AgentRow.tenant_id
+    ).where(AgentRow.token_sha256 == bindparam("token_sha256"), AgentRow.deleted_at.is_(None))
 )
 
 
 async def by_token(db: Database, token_sha256: str) -> tuple[Any, ...] | None:
+    """(agent id, customer id, token first used at, *the tenant's context columns), or None."""
     return await db.fetch_first(TOKEN, {"token_sha256": token_sha256})
+
+
+async def claim_first_use(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, token_sha256: str, now: datetime
+) -> str | None:
+    """Mark the agent's token used if no request marked it before (one conditional UPDATE: of concurrent first
+    requests one wins; on PostgreSQL the others wait on the row and then match nothing); the token's prefix
+    when this call won, else None."""
+    result = await session.execute(
+        update(AgentRow)
+        .where(
+            AgentRow.id == agent_id,
+            AgentRow.tenant_id == tenant_id,
+            AgentRow.token_sha256 == token_sha256,
+            AgentRow.token_first_used_at.is_(None),
+            AgentRow.deleted_at.is_(None),
+        )
+        .values(token_first_used_at=now)
+        .returning(AgentRow.token_prefix)
+    )
+    won = result.first()
+    return None if won is None else won[0] or ""
 
 
 async def get_agent(

@@ -439,6 +439,7 @@ async def redeem(session: AsyncSession, *, code: str) -> AgentDeviceCodeRedeemRe
     token = new_access_token()
     agent.token_sha256 = _sha256(token)
     agent.token_prefix = token[:8]
+    agent.token_first_used_at = None  # a new token: its first request is recorded
     agent.is_connected = True
     agent.updated_at = now
     await audit.record(session, tenant_id=agent.tenant_id, agent_id=agent.id, kind="DEVICE_CODE_REDEEMED", now=now,
@@ -453,19 +454,39 @@ async def redeem(session: AsyncSession, *, code: str) -> AgentDeviceCodeRedeemRe
 
 
 async def authenticate_bearer(db: Database, *, token: str) -> Principal | None:
-    """The principal of an agent's access token, or None: one read per request (never cached)."""
+    """The principal of an agent's access token, or None: one read per request (never cached). The token's
+    first request also records TOKEN_FIRST_USED (`_first_use`); the read says whether it is that request."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 128:
         return None
-    row = await repository.by_token(db, _sha256(token))
+    digest = _sha256(token)
+    row = await repository.by_token(db, digest)
     if row is None:
         return None
-    return Principal(
+    principal = Principal(
         kind=PrincipalKind.AGENT_TOKEN,
         id=row[0],
         permissions=frozenset(),
-        tenant=tenants_service.context_from_columns(row[2:]),
+        tenant=tenants_service.context_from_columns(row[3:]),
         customer_id=row[1],
     )
+    if row[2] is None:
+        await _first_use(db, principal=principal, token_sha256=digest)
+    return principal
+
+
+async def _first_use(db: Database, *, principal: Principal, token_sha256: str) -> None:
+    """The token's first request: TOKEN_FIRST_USED in a small transaction of its own (whatever becomes of the
+    request), recorded once however many first requests race (repository.claim_first_use)."""
+    tenant = principal.tenant
+    async with db.transaction() as session:
+        now = clock.now(tenant)
+        prefix = await repository.claim_first_use(
+            session, tenant_id=tenant.id, agent_id=principal.id, token_sha256=token_sha256, now=now
+        )
+        if prefix is not None:
+            await audit.record(session, tenant_id=tenant.id, agent_id=principal.id, kind="TOKEN_FIRST_USED",
+                               now=now, data={"tokenPrefix": prefix},
+                               actor=f"{principal.kind.value}:{principal.id}")  # fmt: skip
 
 
 # ---- what belongs to the agent's customer -------------------------------------------------------------

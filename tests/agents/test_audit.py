@@ -1,6 +1,7 @@
 """The agents' audit trail: every event recorded in order with an unbroken hash chain, no secret in any
 record, and tampering (an edited, a removed, a swapped record, a removed tail) caught by verify, on SQLite
-and PostgreSQL; 50 concurrent money requests of one agent leave one chain (PostgreSQL)."""
+and PostgreSQL; 50 concurrent money requests of one agent leave one chain (PostgreSQL); a token's first use is
+recorded exactly once, however many first requests race."""
 
 from __future__ import annotations
 
@@ -57,6 +58,7 @@ async def test_every_event_is_recorded_in_one_chain_without_secrets(client, auth
         "AGENT_CREATED",
         "DEVICE_CODE_ISSUED",
         "DEVICE_CODE_REDEEMED",
+        "TOKEN_FIRST_USED",
         "MONEY_REQUESTED",
         "MONEY_REFUSED",
         "MONEY_REQUESTED",
@@ -73,17 +75,20 @@ async def test_every_event_is_recorded_in_one_chain_without_secrets(client, auth
     for record in records:
         assert record["previousHash"] == previous
         previous = record["hash"]
-    refused = records[4]["data"]
+    first_use = records[3]
+    assert first_use["actor"] == f"AGENT_TOKEN:{agent_id}"
+    assert first_use["data"] == {"tokenPrefix": token[:8]}
+    refused = records[5]["data"]
     assert (
         refused["decision"]["rule"] == "spendingLimits.perTransactionLimit"
         and refused["request"]["amount"] == 20_000
     )
-    requested = records[5]
+    requested = records[6]
     assert requested["data"]["status"] == "PENDING_APPROVAL"
     assert requested["data"]["decision"]["rule"] == "approvalThresholds.amount"
-    assert records[6]["data"]["decidedBy"] and records[6]["actor"].startswith("PLATFORM_TOKEN:")
-    assert records[3]["actor"] == f"AGENT_TOKEN:{agent_id}"
-    changed = records[9]["data"]
+    assert records[7]["data"]["decidedBy"] and records[7]["actor"].startswith("PLATFORM_TOKEN:")
+    assert records[4]["actor"] == f"AGENT_TOKEN:{agent_id}"
+    changed = records[10]["data"]
     assert "MANAGE_EXTERNAL_ACCOUNTS" in changed["before"]["permissions"]
     assert changed["after"]["permissions"] == ["CREATE_TRANSFERS"]
     # The trail outlives the agent; filters work.
@@ -129,8 +134,8 @@ async def test_tampering_is_caught(client, auth, db, how):
         )
         expected = 6
     else:
-        problems = await _tamper(db, f"DELETE FROM agent_audit_records WHERE {where}", agent=agent_id, seq=13)
-        expected = 13
+        problems = await _tamper(db, f"DELETE FROM agent_audit_records WHERE {where}", agent=agent_id, seq=14)
+        expected = 14
     assert [(p.agent_id, p.sequence) for p in problems] == [(agent_id, expected)], problems
 
 
@@ -159,6 +164,52 @@ async def test_fifty_concurrent_money_requests_leave_one_chain(client, auth, db,
     assert {r.status_code for r in answers} <= {201, 403}
     records = await _records(client, auth, created["agent"]["id"])
     accepted = sum(r.status_code == 201 for r in answers)
-    assert len(records) == 3 + accepted
+    assert len(records) == 4 + accepted  # created, code issued and redeemed, the token's first use
+    assert [r["kind"] for r in records].count("TOKEN_FIRST_USED") == 1
+    async with db.read() as session:
+        assert await audit.verify(session) == []
+
+
+async def _connected(client, auth):
+    world = await funded_customer(client, auth, 0)
+    created = await create_agent(client, auth, world["customer"]["id"])
+    code = created["deviceCode"]["code"]
+    token = (await client.post(f"/agents/device-codes/{code}/redeem")).json()["accessToken"]
+    return created["agent"]["id"], token
+
+
+async def test_a_tokens_first_use_is_recorded_once(client, auth, db):
+    agent_id, token = await _connected(client, auth)
+    headers = {"Authorization": f"Bearer {token}"}
+    assert [r["kind"] for r in await _records(client, auth, agent_id)][-1] == "DEVICE_CODE_REDEEMED"
+    # The first request is refused (an unknown transaction): the token was used all the same.
+    assert (await client.get("/agents/me/transactions/Transaction:none", headers=headers)).status_code == 404
+    records = await _records(client, auth, agent_id)
+    assert [r["kind"] for r in records][-1] == "TOKEN_FIRST_USED"
+    assert records[-1]["actor"] == f"AGENT_TOKEN:{agent_id}"
+    assert records[-1]["data"] == {"tokenPrefix": token[:8]}
+    for _ in range(3):
+        assert (await client.get("/agents/me", headers=headers)).status_code == 200
+    assert await _records(client, auth, agent_id) == records  # later requests write nothing
+    async with db.read() as session:
+        assert await audit.verify(session) == []
+
+
+async def test_an_unknown_token_records_nothing(client, auth, db):
+    agent_id, token = await _connected(client, auth)
+    wrong = token[:-4] + ("0000" if not token.endswith("0000") else "1111")
+    response = await client.get("/agents/me", headers={"Authorization": f"Bearer {wrong}"})
+    assert response.status_code == 401, response.text
+    assert "TOKEN_FIRST_USED" not in [r["kind"] for r in await _records(client, auth, agent_id)]
+
+
+async def test_concurrent_first_requests_record_the_first_use_once(client, auth, db, backend):
+    """20 first requests at once (PostgreSQL: on 20 connections): one TOKEN_FIRST_USED, one unbroken chain."""
+    agent_id, token = await _connected(client, auth)
+    headers = {"Authorization": f"Bearer {token}"}
+    answers = await asyncio.gather(*(client.get("/agents/me", headers=headers) for _ in range(20)))
+    assert [r.status_code for r in answers] == [200] * 20, [r.text for r in answers if r.status_code != 200]
+    kinds = [r["kind"] for r in await _records(client, auth, agent_id)]
+    assert kinds == ["AGENT_CREATED", "DEVICE_CODE_ISSUED", "DEVICE_CODE_REDEEMED", "TOKEN_FIRST_USED"]
     async with db.read() as session:
         assert await audit.verify(session) == []

@@ -3,7 +3,9 @@
 threshold (APPROVED with its transaction), one over it (PENDING_APPROVAL) that the platform approves through
 the API while wait_for_action waits, a transfer past the daily limit refused with the rule named, a retry
 with the same idempotency key paying once, a policy change reaching the client as tools/list_changed
-without a restart, a deleted agent's token failing with a clear message; the ledger verifies."""
+without a restart (on both paths: the session notification of a handshake-era client, and
+`subscriptions/listen` of a 2026-07-28 client), a deleted agent's token failing with a clear message; the
+ledger verifies."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import Subscription, ToolsListChanged
 
 from platpay import BASE_PATH
 from tests.e2e.api_checks import api_client
@@ -57,34 +61,57 @@ class ListChanged:
         self.event = anyio.Event()
 
 
+MODERN = "2026-07-28"  # the protocol era of subscriptions/listen: no initialize, no session
+
+
+def stdio_params(env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(command=PLATPAY, args=["mcp", "--poll-seconds", "0.3"], env=env)
+
+
 @asynccontextmanager
 async def stdio_session(env: dict[str, str], changes: ListChanged) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=PLATPAY, args=["mcp", "--poll-seconds", "0.3"], env=env)
     async with (
-        stdio_client(params) as (read, write),
+        stdio_client(stdio_params(env)) as (read, write),
         ClientSession(read, write, message_handler=changes) as session,
     ):
         await session.initialize()
         yield session
 
 
-def http_session_factory(processes: ProcessManager, env: dict[str, str]) -> Callable[..., Any]:
+@asynccontextmanager
+async def listening(server: Any) -> AsyncIterator[tuple[Client, Subscription]]:
+    """A 2026-07-28 client of `server` (a URL or stdio parameters: a server process of its own) subscribed to
+    tools/list_changed over subscriptions/listen."""
+    async with Client(server, mode=MODERN) as client, client.listen(tools_list_changed=True) as listened:
+        assert client.protocol_version == MODERN
+        assert listened.honored.tools_list_changed is True
+        yield client, listened
+
+
+async def next_change(listened: Subscription) -> None:
+    with anyio.fail_after(20):
+        assert isinstance(await anext(listened), ToolsListChanged)
+
+
+def http_session_factory(processes: ProcessManager, env: dict[str, str]) -> tuple[Callable[..., Any], str]:
+    """The legacy session opener and the URL of one `platpay mcp --http` server."""
     port = free_port()
     server = processes.start(
         "mcp", [PLATPAY, "mcp", "--http", "--port", str(port), "--poll-seconds", "0.3"], env=env
     )
     server.wait_http_ready(f"http://127.0.0.1:{port}/healthz", timeout=30)
+    url = f"http://127.0.0.1:{port}/mcp"
 
     @asynccontextmanager
     async def session_for(_env: dict[str, str], changes: ListChanged) -> AsyncIterator[ClientSession]:
         async with (
-            streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write),
+            streamable_http_client(url) as (read, write),
             ClientSession(read, write, message_handler=changes) as session,
         ):
             await session.initialize()
             yield session
 
-    return session_for
+    return session_for, url
 
 
 def error_of(result: Any) -> dict[str, Any]:
@@ -94,6 +121,7 @@ def error_of(result: Any) -> dict[str, Any]:
 
 async def walk(
     open_session: Callable[..., Any],
+    modern_server: Any,
     env: dict[str, str],
     platform: httpx.Client,
     agent_id: str,
@@ -101,7 +129,7 @@ async def walk(
     spent_before: int,
 ) -> None:
     changes = ListChanged()
-    async with open_session(env, changes) as session:
+    async with open_session(env, changes) as session, listening(modern_server) as (modern, listened):
         names = {tool.name for tool in (await session.list_tools()).tools}
         assert {"get_me", "transfer_out", "transfer_in", "wait_for_action", "list_actions"} <= names
         assert not names & {"add_external_account", "create_quote", "execute_quote"}, names
@@ -140,19 +168,26 @@ async def walk(
         assert refused["details"]["rule"] == check.structured_content["rule"]
         assert refused["status"] == 403 and refused["details"]["rule"] == "spendingLimits.dailyLimit", refused
 
-        # A platform grants a permission: the client hears of it and sees the new tools, no restart.
+        # A platform grants a permission: both clients hear of it (the handshake-era one by its session's
+        # notification, the 2026-07-28 one over its subscriptions/listen stream) and see the new tools, no
+        # restart.
+        external = {"add_external_account", "list_external_accounts", "remove_external_account"}
+        assert not external & {tool.name for tool in (await modern.list_tools()).tools}
         patched = platform.patch(
             f"/agents/{agent_id}/policy",
             json={"permissions": ["CREATE_TRANSFERS", "MANAGE_EXTERNAL_ACCOUNTS"]},
         )
         assert patched.status_code == 200, patched.text
         await changes.wait()
-        names = {tool.name for tool in (await session.list_tools()).tools}
-        assert {"add_external_account", "list_external_accounts", "remove_external_account"} <= names
+        await next_change(listened)
+        assert external <= {tool.name for tool in (await session.list_tools()).tools}
+        assert external <= {tool.name for tool in (await modern.list_tools()).tools}
         patched = platform.patch(f"/agents/{agent_id}/policy", json={"permissions": ["CREATE_TRANSFERS"]})
         assert patched.status_code == 200, patched.text
         await changes.wait()
+        await next_change(listened)
         assert "add_external_account" not in {tool.name for tool in (await session.list_tools()).tools}
+        assert "add_external_account" not in {tool.name for tool in (await modern.list_tools()).tools}
 
 
 def test_an_mcp_client_walks_the_agent_scenario_over_stdio_and_streamable_http(
@@ -184,10 +219,9 @@ def test_an_mcp_client_walks_the_agent_scenario_over_stdio_and_streamable_http(
         transfer = {"source": {"accountId": holder.account_id}, "destination": {"accountId": bank}}
         per_walk = 1_000 + THRESHOLD + 1_000
 
-        anyio.run(walk, stdio_session, mcp_env, platform, agent_id, transfer, 0)
-        anyio.run(
-            walk, http_session_factory(processes, mcp_env), mcp_env, platform, agent_id, transfer, per_walk
-        )
+        anyio.run(walk, stdio_session, stdio_params(mcp_env), mcp_env, platform, agent_id, transfer, 0)
+        http_session, url = http_session_factory(processes, mcp_env)
+        anyio.run(walk, http_session, url, mcp_env, platform, agent_id, transfer, per_walk)
 
         # A deleted agent: every tool fails, saying why.
         assert platform.delete(f"/agents/{agent_id}").status_code in (200, 204)

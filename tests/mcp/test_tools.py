@@ -1,14 +1,18 @@
 """`platpay mcp`'s tools against the real app (in-process): least privilege from the agent's permissions,
-re-read without a restart; arguments and output schemas from the API's models; API errors as tool errors;
-a paused agent's money tools and a deleted agent's every tool fail with the API's answer."""
+re-read without a restart and announced to listening clients of both protocol eras; arguments and output
+schemas from the API's models; API errors as tool errors; a paused agent's money tools and a deleted
+agent's every tool fail with the API's answer."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.subscriptions import ToolsListChanged
 
 from platpay import BASE_PATH
 from platpay.mcp.server import PlatpayMCP
@@ -29,9 +33,12 @@ EXTERNAL = {"list_external_accounts", "add_external_account", "remove_external_a
 QUOTES = {"create_quote", "get_quote"}
 
 
-def server_for(app: Any, token: str) -> PlatpayMCP:
+def server_for(app: Any, token: str, **options: Any) -> PlatpayMCP:
     return PlatpayMCP(
-        api_url=f"http://testserver{BASE_PATH}", token=token, transport=httpx.ASGITransport(app=app)
+        api_url=f"http://testserver{BASE_PATH}",
+        token=token,
+        transport=httpx.ASGITransport(app=app),
+        **options,
     )
 
 
@@ -71,6 +78,42 @@ async def test_a_policy_change_changes_the_list_without_a_restart(app, client, a
     assert await server.refresh() is True  # changed: list_changed goes out
     assert {tool.name for tool in await server.list_tools()} == ALWAYS | QUOTES
     assert await server.refresh() is False
+
+
+async def test_a_policy_change_reaches_listening_clients_of_both_eras(app, client, auth):
+    """The server's own poll notices a platform's PATCH of the policy: a 2026-07-28 client hears it over
+    subscriptions/listen, a handshake-era client by the notification on its session; both then list the new
+    tools. The server is not restarted."""
+    world = await funded_customer(client, auth, 0)
+    agent = await connect(client, auth, world["customer"]["id"], permissions=["CREATE_TRANSFERS"])
+    server = server_for(app, agent["token"], poll_seconds=0.05)
+    await server.refresh()
+    heard = anyio.Event()
+
+    async def legacy_messages(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            heard.set()
+
+    async with (
+        anyio.create_task_group() as tasks,
+        Client(server, mode="legacy", message_handler=legacy_messages) as legacy,
+        Client(server, mode="2026-07-28") as modern,
+        modern.listen(tools_list_changed=True) as listened,
+    ):
+        tasks.start_soon(server.poll)
+        assert legacy.server_capabilities.tools.list_changed is True
+        for era in (legacy, modern):
+            assert {tool.name for tool in (await era.list_tools()).tools} == ALWAYS | TRANSFERS
+        patched = await client.patch(
+            f"/agents/{agent['agent']['id']}/policy", auth=auth, json={"permissions": ["CREATE_QUOTES"]}
+        )
+        assert patched.status_code == 200, patched.text
+        with anyio.fail_after(5):
+            assert isinstance(await anext(listened), ToolsListChanged)
+            await heard.wait()
+        for era in (legacy, modern):
+            assert {tool.name for tool in (await era.list_tools()).tools} == ALWAYS | QUOTES
+        tasks.cancel_scope.cancel()
 
 
 async def test_schemas_come_from_the_api_models(app, client, auth):
