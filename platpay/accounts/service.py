@@ -37,9 +37,8 @@ BACKFILL_PAGE = 500
 
 
 EMBEDDED_WALLET = "EMBEDDED_WALLET"
-WALLET_CURRENCY = (
-    "USDB"  # embedded wallets are provisioned when the platform supports USDB (INTERFACE-FACTS §3.4)
-)
+# embedded wallets are provisioned when the platform supports USDB (INTERFACE-FACTS §3.4)
+WALLET_CURRENCY = "USDB"
 
 
 def holding_type_for(currency: str) -> str:
@@ -60,8 +59,8 @@ async def _open(
     session: AsyncSession, *, tenant_id: str, owners: list[str | None], codes: list[str]
 ) -> list[dict[str, Any]]:
     """Create the missing (owner, currency, type) accounts; existing ones are left alone (safe to repeat).
-    Within an owner and currency the holding account is created first (ids are time-ordered, so it lists
-    first)."""
+    Within an owner and currency the holding account is created first: ids are time-ordered, so it has the
+    smaller id (lists, newest first by default, show the wallet before it)."""
     existing = await repository.existing_accounts(session, tenant_id=tenant_id, customer_ids=owners)
     now = clock.now()
     rows = [
