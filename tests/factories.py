@@ -61,15 +61,29 @@ async def card_ready_customer(client, auth, **extra: Any) -> dict[str, Any]:
     raise AssertionError("20 customers in a row had an account id the card issuer refuses")
 
 
-async def internal_account(client, auth, customer_id: str, currency: str = "USD") -> dict[str, Any]:
+async def internal_account(
+    client, auth, customer_id: str, currency: str = "USD", account_type: str | None = None
+) -> dict[str, Any]:
+    """The customer's account in `currency` of `account_type`; by default the platform-managed holding
+    account (INTERNAL_FIAT / INTERNAL_CRYPTO): a USDB customer also has an EMBEDDED_WALLET (`wallet_account`)."""
     accounts = (
         await client.get(
             "/customers/internal-accounts",
             auth=auth,
             params={"customerId": customer_id, "currency": currency},
         )
-    ).json()
-    return accounts["data"][0]
+    ).json()["data"]
+    [account] = [
+        a
+        for a in accounts
+        if a["type"] == account_type or (account_type is None and a["type"] != "EMBEDDED_WALLET")
+    ]
+    return account
+
+
+async def wallet_account(client, auth, customer_id: str) -> dict[str, Any]:
+    """The customer's embedded wallet (its USDB EMBEDDED_WALLET account)."""
+    return await internal_account(client, auth, customer_id, "USDB", "EMBEDDED_WALLET")
 
 
 async def external_account(
@@ -99,8 +113,10 @@ async def fund(client, auth, account_id: str, amount: int) -> dict[str, Any]:
     return response.json()
 
 
-async def balances(client, auth, customer_id: str, currency: str = "USD") -> tuple[int, int]:
-    account = await internal_account(client, auth, customer_id, currency)
+async def balances(
+    client, auth, customer_id: str, currency: str = "USD", account_type: str | None = None
+) -> tuple[int, int]:
+    account = await internal_account(client, auth, customer_id, currency, account_type)
     return account["balance"]["amount"], account["totalBalance"]["amount"]
 
 

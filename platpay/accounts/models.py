@@ -11,15 +11,24 @@ from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 
 class InternalAccountRow(Base):
-    """Money held for a customer (or the platform when customer_id is null) in one currency. Its balance
-    lives in the ledger account with the same id."""
+    """Money held for a customer (or the platform when customer_id is null) in one currency: a holding
+    account (INTERNAL_FIAT / INTERNAL_CRYPTO) or a customer's embedded wallet (EMBEDDED_WALLET, USDB). Its
+    balance lives in the ledger account with the same id."""
 
     __tablename__ = "internal_accounts"
     __table_args__ = (
         Index("ix_internal_accounts_tenant_id_id", "tenant_id", "id"),
         Index("ix_internal_accounts_customer_id", "customer_id"),
-        # one account per (owner, currency); the platform's own accounts have no customer
-        Index("uq_internal_accounts_customer_currency", "tenant_id", "customer_id", "currency", unique=True),
+        # a customer has one account per (currency, type): the holding account, and in USDB the embedded
+        # wallet too; the platform's own accounts (no customer) are one per currency
+        Index(
+            "uq_internal_accounts_customer_currency_type",
+            "tenant_id",
+            "customer_id",
+            "currency",
+            "type",
+            unique=True,
+        ),
         Index(
             "uq_internal_accounts_platform_currency",
             "tenant_id",

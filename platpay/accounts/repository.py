@@ -19,11 +19,11 @@ async def insert_internal(session: AsyncSession, rows: list[dict[str, Any]]) -> 
     await insert_ignore_many(session, InternalAccountRow.__table__, rows)  # any number of rows
 
 
-async def existing_currencies(
+async def existing_accounts(
     session: AsyncSession, *, tenant_id: str, customer_ids: list[str | None]
-) -> set[tuple[str | None, str]]:
-    """(customer_id, currency) pairs that already have an internal account (None = platform)."""
-    stmt = select(InternalAccountRow.customer_id, InternalAccountRow.currency).where(
+) -> set[tuple[str | None, str, str]]:
+    """(customer_id, currency, type) of the internal accounts these owners already have (None = platform)."""
+    stmt = select(InternalAccountRow.customer_id, InternalAccountRow.currency, InternalAccountRow.type).where(
         InternalAccountRow.tenant_id == tenant_id
     )
     ids = [c for c in customer_ids if c is not None]
@@ -35,7 +35,7 @@ async def existing_currencies(
     if not conditions:
         return set()
     rows = await session.execute(stmt.where(or_(*conditions)))
-    return {(row.customer_id, row.currency) for row in rows}
+    return {(row.customer_id, row.currency, row.type) for row in rows}
 
 
 def internal_query(
@@ -144,20 +144,26 @@ async def internal_with_external(
 
 
 async def customers_without_account(
-    session: AsyncSession, *, tenant_id: str, currency: str, limit: int
+    session: AsyncSession, *, tenant_id: str, currency: str, account_types: tuple[str, ...], limit: int
 ) -> list[str]:
-    """Active customers with no `currency` account yet, in one query: the customers domain's statement of
-    its active customers, narrowed here to those lacking the account. Asked in pages by the backfill job."""
+    """Active customers lacking a `currency` account of one of `account_types`, in one query: the customers
+    domain's statement of its active customers, narrowed here to those lacking an account. Asked in pages
+    by the backfill job."""
     customers = customers_service.active_ids_query(tenant_id=tenant_id)
-    has_account = (
-        select(InternalAccountRow.id)
-        .where(
-            InternalAccountRow.customer_id == customers.selected_columns[0],
-            InternalAccountRow.currency == currency,
+
+    def has(account_type: str) -> Any:
+        return (
+            select(InternalAccountRow.id)
+            .where(
+                InternalAccountRow.customer_id == customers.selected_columns[0],
+                InternalAccountRow.currency == currency,
+                InternalAccountRow.type == account_type,
+            )
+            .exists()
         )
-        .exists()
-    )
-    return list((await session.scalars(customers.where(~has_account).limit(limit))).all())
+
+    lacking = or_(*(~has(account_type) for account_type in account_types))
+    return list((await session.scalars(customers.where(lacking).limit(limit))).all())
 
 
 async def internal_by_ids(

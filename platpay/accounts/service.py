@@ -1,5 +1,12 @@
-"""Internal accounts: one per configured currency for every customer and for the platform, each backed by
-a ledger account with the same id. Balances come from the ledger; deposit details from instructions.py."""
+"""Internal accounts, each backed by a ledger account with the same id. Balances come from the ledger; deposit
+details from instructions.py.
+
+Which accounts exist: the platform has one per configured currency; a customer has the platform-managed
+holding account (INTERNAL_FIAT or INTERNAL_CRYPTO) in every configured currency and, when USDB is configured,
+also an EMBEDDED_WALLET in USDB: the self-custodial wallet provisioned for the customer (INTERFACE-FACTS
+§3.4), in addition to the USDB holding account. So a customer's account is one per (currency, type), and a
+lookup without an id names the type it means: `holding_account_in` for money arriving from outside (UMA
+payments, deposits), `customer_account_in(..., account_type=EMBEDDED_WALLET)` for the wallet."""
 
 from __future__ import annotations
 
@@ -29,18 +36,32 @@ BACKFILL_JOB = "accounts.backfill_currency"
 BACKFILL_PAGE = 500
 
 
-def account_type_for(currency: str, *, customer: bool) -> str:
-    if currency == "USDB" and customer:
-        return "EMBEDDED_WALLET"  # embedded wallets are provisioned for USDB (INTERFACE-FACTS §3.4)
+EMBEDDED_WALLET = "EMBEDDED_WALLET"
+# embedded wallets are provisioned when the platform supports USDB (INTERFACE-FACTS §3.4)
+WALLET_CURRENCY = "USDB"
+
+
+def holding_type_for(currency: str) -> str:
+    """The type of the platform-managed holding account in `currency`."""
     kind = currencies.require(currency).kind
     return "INTERNAL_CRYPTO" if kind == "CRYPTO" else "INTERNAL_FIAT"
+
+
+def account_types_for(currency: str, *, customer: bool) -> tuple[str, ...]:
+    """The accounts an owner gets in `currency`: the holding account, first; a customer's USDB adds the
+    embedded wallet."""
+    if customer and currency == WALLET_CURRENCY:
+        return (holding_type_for(currency), EMBEDDED_WALLET)
+    return (holding_type_for(currency),)
 
 
 async def _open(
     session: AsyncSession, *, tenant_id: str, owners: list[str | None], codes: list[str]
 ) -> list[dict[str, Any]]:
-    """Create the missing (owner, currency) accounts; existing ones are left alone (safe to repeat)."""
-    existing = await repository.existing_currencies(session, tenant_id=tenant_id, customer_ids=owners)
+    """Create the missing (owner, currency, type) accounts; existing ones are left alone (safe to repeat).
+    Within an owner and currency the holding account is created first: ids are time-ordered, so it has the
+    smaller id (lists, newest first by default, show the wallet before it)."""
+    existing = await repository.existing_accounts(session, tenant_id=tenant_id, customer_ids=owners)
     now = clock.now()
     rows = [
         {
@@ -48,15 +69,16 @@ async def _open(
             "tenant_id": tenant_id,
             "customer_id": owner,
             "currency": code,
-            "type": account_type_for(code, customer=owner is not None),
+            "type": kind,
             "status": "ACTIVE",
-            "private_enabled": False if owner is not None and code == "USDB" else None,
+            "private_enabled": False if kind == EMBEDDED_WALLET else None,
             "created_at": now,
             "updated_at": now,
         }
         for owner in owners
         for code in codes
-        if (owner, code) not in existing
+        for kind in account_types_for(code, customer=owner is not None)
+        if (owner, code, kind) not in existing
     ]
     await repository.insert_internal(session, rows)
     await ledger_service.open_internal_accounts(
@@ -93,9 +115,15 @@ async def on_currencies_added(session: AsyncSession, *, tenant_id: str, codes: l
 
 
 async def backfill_page(session: AsyncSession, *, tenant_id: str, currency: str) -> int:
-    """Open `currency` accounts for the next page of active customers lacking one; returns how many."""
+    """Open `currency` accounts for the next page of active customers lacking one of the accounts they get
+    in it (`account_types_for`: a customer with only the USDB wallet, from before customers got a USDB
+    holding account too, gets the holding account); returns how many customers."""
     customer_ids = await repository.customers_without_account(
-        session, tenant_id=tenant_id, currency=currency, limit=BACKFILL_PAGE
+        session,
+        tenant_id=tenant_id,
+        currency=currency,
+        account_types=account_types_for(currency, customer=True),
+        limit=BACKFILL_PAGE,
     )
     if customer_ids:
         await _open(session, tenant_id=tenant_id, owners=list(customer_ids), codes=[currency])
@@ -236,14 +264,33 @@ async def get_internal_with_external(
 
 
 async def customer_account_in(
-    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str, account_type: str
 ) -> InternalAccountRow | None:
-    """The customer's internal account in `currency` (one per owner and currency), if it has one."""
+    """The customer's internal account of `account_type` in `currency` (one per customer, currency and
+    type), if it has one."""
     stmt = repository.internal_query(
-        tenant_id=tenant_id, platform=False, customer_id=customer_id, currency=currency
+        tenant_id=tenant_id,
+        platform=False,
+        customer_id=customer_id,
+        currency=currency,
+        account_type=account_type,
     )
     rows = await repository.all_of(session, stmt)
     return rows[0] if rows else None
+
+
+async def holding_account_in(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, currency: str
+) -> InternalAccountRow | None:
+    """The customer's platform-managed holding account in `currency` (INTERNAL_FIAT / INTERNAL_CRYPTO, never
+    the embedded wallet): where money arriving from outside for "the customer in `currency`" lands."""
+    return await customer_account_in(
+        session,
+        tenant_id=tenant_id,
+        customer_id=customer_id,
+        currency=currency,
+        account_type=holding_type_for(currency),
+    )
 
 
 async def set_private_enabled(

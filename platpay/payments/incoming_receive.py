@@ -86,7 +86,7 @@ async def _destination(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str, field: str
 ) -> tuple[dict[str, Any], str | None]:
     """Where the money lands: the customer's defaultUmaDepositAccount when it is in this currency (returns
-    its payout rail too), else the customer's internal account in the currency."""
+    its payout rail too), else the customer's holding account in the currency (never the embedded wallet)."""
     deposit = await external_service.default_uma_deposit_account(
         session, tenant_id=tenant.id, customer_id=customer_id
     )
@@ -94,7 +94,7 @@ async def _destination(
         rails = corridors.payment_rails(deposit.account_type)
         rail = rails[0] if rails else deposit.account_type
         return {"destinationType": "ACCOUNT", "accountId": deposit.id, "currency": currency}, rail
-    account = await accounts_service.customer_account_in(
+    account = await accounts_service.holding_account_in(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
     if account is None:

@@ -52,7 +52,17 @@ class TestInternalAccounts:
             )
         ).json()
         assert first == second
-        infos = {a["balance"]["currency"]["code"]: a["fundingPaymentInstructions"][0] for a in first["data"]}
+        # one holding account per configured currency, and in USDB the embedded wallet too
+        assert len(first["data"]) == 12
+        assert sorted(a["type"] for a in first["data"] if a["balance"]["currency"]["code"] == "USDB") == [
+            "EMBEDDED_WALLET",
+            "INTERNAL_CRYPTO",
+        ]
+        infos = {
+            a["balance"]["currency"]["code"]: a["fundingPaymentInstructions"][0]
+            for a in first["data"]
+            if a["type"] != "EMBEDDED_WALLET"
+        }
         assert len(infos) == 11
         usd = infos["USD"]["accountOrWalletInfo"]
         assert checksums.validate_aba_routing_number(usd["routingNumber"]) and usd["reference"].startswith(
@@ -79,21 +89,22 @@ class TestInternalAccounts:
         a = await _customer(client, auth)
         await _customer(client, auth)
         all_accounts = (
-            await client.get("/customers/internal-accounts", auth=auth, params={"limit": 4})
+            await client.get("/customers/internal-accounts", auth=auth, params={"limit": 5})
         ).json()
+        # each customer: USD, USDC and USDB holding accounts and the USDB embedded wallet
         assert (
-            all_accounts["totalCount"] == 6
+            all_accounts["totalCount"] == 8
             and all_accounts["hasMore"] is True
-            and len(all_accounts["data"]) == 4
+            and len(all_accounts["data"]) == 5
         )
         rest = (
             await client.get(
                 "/customers/internal-accounts",
                 auth=auth,
-                params={"limit": 4, "cursor": all_accounts["nextCursor"]},
+                params={"limit": 5, "cursor": all_accounts["nextCursor"]},
             )
         ).json()
-        assert len({x["id"] for x in all_accounts["data"] + rest["data"]}) == 6
+        assert rest["hasMore"] is False and len({x["id"] for x in all_accounts["data"] + rest["data"]}) == 8
         usdc = (
             await client.get("/customers/internal-accounts", auth=auth, params={"currency": "USDC"})
         ).json()
@@ -106,6 +117,21 @@ class TestInternalAccounts:
             )
         ).json()
         assert [w["customerId"] for w in wallets_["data"]] == [a["id"]]
+        usdb = (
+            await client.get(
+                "/customers/internal-accounts", auth=auth, params={"currency": "USDB", "customerId": a["id"]}
+            )
+        ).json()
+        assert [x["type"] for x in usdb["data"]] == ["EMBEDDED_WALLET", "INTERNAL_CRYPTO"]  # newest first
+        holding = (
+            await client.get(
+                "/customers/internal-accounts",
+                auth=auth,
+                params={"currency": "USDB", "customerId": a["id"], "type": "INTERNAL_CRYPTO"},
+            )
+        ).json()
+        assert [x["id"] for x in holding["data"]] == [usdb["data"][1]["id"]]
+        assert "privateEnabled" not in holding["data"][0] and usdb["data"][0]["privateEnabled"] is False
         assert (
             await client.get("/customers/internal-accounts", auth=auth, params={"type": "SAVINGS"})
         ).status_code == 400
@@ -152,7 +178,7 @@ class TestInternalAccounts:
         later = await _customer(client, auth)
         assert (
             await client.get("/customers/internal-accounts", auth=auth, params={"customerId": later["id"]})
-        ).json()["totalCount"] == 4
+        ).json()["totalCount"] == 5  # USD, USDC, USDB (holding and wallet), EUR
 
 
 class TestExternalAccounts:

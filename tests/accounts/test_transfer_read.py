@@ -62,7 +62,7 @@ async def parties(db, settings):
     tenant = await _tenant(db, settings)
     async with db.transaction() as session:
         person = await customers_service.create_customer(session, tenant=tenant, draft=DRAFT)
-        usd = await accounts_service.customer_account_in(
+        usd = await accounts_service.holding_account_in(
             session, tenant_id=tenant.id, customer_id=person.id, currency="USD"
         )
         assert usd is not None

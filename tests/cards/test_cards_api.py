@@ -278,7 +278,7 @@ class TestWalletFundedCards:
         self, client, auth, runner
     ) -> None:
         person = await approved_cardholder(client, auth)
-        wallet_account = await internal_account(client, auth, person["id"], "USDB")
+        wallet_account = await internal_account(client, auth, person["id"], "USDB", "EMBEDDED_WALLET")
         wallet = Wallet(client, auth, wallet_account)
         await wallet.email_otp_login()
         card = await active_card(client, auth, runner, person["id"], [wallet.id])

@@ -253,7 +253,8 @@ class TestImport:
         assert one["fullName"] == "Jane O'Doe-Smith" and one["umaAddress"] == f"$user7@{DOMAIN}"
         assert one["kycStatus"] == "PENDING" and one["currencies"] == ["USD", "USDC", "USDB"]
         found = await counts(db)
-        assert found["internal_accounts"] == found["ledger_accounts"] == 3 * 991
+        # USD, USDC, and in USDB the holding account and the embedded wallet
+        assert found["internal_accounts"] == found["ledger_accounts"] == 4 * 991
 
         await run_jobs_until(runner, lambda: len(receiver.of_type("BULK_UPLOAD.COMPLETED")) == 1)
         [delivered] = receiver.of_type("BULK_UPLOAD.COMPLETED")
@@ -569,7 +570,7 @@ class TestCrashes:
         assert done["progress"] == {"total": 300, "processed": 300, "successful": 300, "failed": 0}
         found = await counts(db)
         assert found["customers"] == found["distinct_platform_ids"] == 300
-        assert found["internal_accounts"] == found["ledger_accounts"] == 900
+        assert found["internal_accounts"] == found["ledger_accounts"] == 4 * 300  # USD, USDC, USDB x2
 
     async def test_a_worker_that_lost_its_lease_commits_nothing(self, client, auth, db, settings):
         job_id = (await upload(client, auth, csv_bytes(valid_rows(300)))).json()["jobId"]
@@ -586,7 +587,7 @@ class TestCrashes:
         assert done["progress"]["successful"] == 300
         found = await counts(db)
         assert found["customers"] == found["distinct_platform_ids"] == 300
-        assert found["internal_accounts"] == found["ledger_accounts"] == 900
+        assert found["internal_accounts"] == found["ledger_accounts"] == 4 * 300  # USD, USDC, USDB x2
 
     async def test_an_import_whose_chunk_keeps_failing_ends_failed_with_a_webhook(
         self, client, auth, db, runner, receiver

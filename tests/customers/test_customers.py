@@ -118,15 +118,17 @@ class TestCreate:
         accounts = (
             await client.get("/customers/internal-accounts", auth=auth, params={"customerId": customer["id"]})
         ).json()
-        by_currency = {a["balance"]["currency"]["code"]: a for a in accounts["data"]}
-        assert set(by_currency) == {"USD", "USDC", "USDB"}
-        assert (
-            by_currency["USD"]["type"] == "INTERNAL_FIAT" and by_currency["USDC"]["type"] == "INTERNAL_CRYPTO"
-        )
-        assert (
-            by_currency["USDB"]["type"] == "EMBEDDED_WALLET"
-            and by_currency["USDB"]["privateEnabled"] is False
-        )
+        # a holding account per configured currency, and for USDB the embedded wallet besides it
+        by_kind = {(a["balance"]["currency"]["code"], a["type"]): a for a in accounts["data"]}
+        assert len(accounts["data"]) == 4 and set(by_kind) == {
+            ("USD", "INTERNAL_FIAT"),
+            ("USDC", "INTERNAL_CRYPTO"),
+            ("USDB", "INTERNAL_CRYPTO"),
+            ("USDB", "EMBEDDED_WALLET"),
+        }
+        by_currency = {code: a for (code, kind), a in by_kind.items() if kind != "EMBEDDED_WALLET"}
+        assert by_kind[("USDB", "EMBEDDED_WALLET")]["privateEnabled"] is False
+        assert all("privateEnabled" not in a for a in by_currency.values())
         assert by_currency["USD"]["balance"] == {
             "amount": 0,
             "currency": {"code": "USD", "name": "US Dollar", "symbol": "$", "decimals": 2},
@@ -606,7 +608,8 @@ class TestDelete:
             await client.get("/customers/internal-accounts", auth=auth, params={"customerId": created["id"]})
         ).json()["data"]
         assert {a["status"] for a in accounts} == {"CLOSED"}
-        await run_jobs_until(runner, lambda: len(receiver.of_type("INTERNAL_ACCOUNT.STATUS_UPDATED")) == 3)
+        assert len(accounts) == 4  # USD, USDC, USDB (holding and wallet)
+        await run_jobs_until(runner, lambda: len(receiver.of_type("INTERNAL_ACCOUNT.STATUS_UPDATED")) == 4)
         assert {r.json["data"]["status"] for r in receiver.of_type("INTERNAL_ACCOUNT.STATUS_UPDATED")} == {
             "CLOSED"
         }

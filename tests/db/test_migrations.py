@@ -150,3 +150,41 @@ async def test_the_incoming_approval_moves_from_extra_to_columns_and_back(db, da
         ("Transaction:ach", {"x": 1}),
         ("Transaction:uma", {"payoutRail": None, "approval": {**restored, "arrivalDelaySeconds": 30.0}}),
     ]
+
+
+async def test_0013_queues_the_backfill_that_gives_wallet_only_customers_their_usdb_holding_account(
+    db, database_url, client, auth, runner
+):
+    """Before 0013 a customer's USDB account was its embedded wallet alone. The upgrade queues the accounts
+    backfill job, which opens the missing USDB holding account (and leaves the wallet alone)."""
+    person = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
+    listed = "/customers/internal-accounts"
+    params = {"customerId": person["id"], "currency": "USDB"}
+    before = (await client.get(listed, auth=auth, params=params)).json()["data"]
+    wallet, holding = before  # newest first: the wallet is opened after the holding account
+    assert (holding["type"], wallet["type"]) == ("INTERNAL_CRYPTO", "EMBEDDED_WALLET")
+    await runner.run_until_idle()
+    async with db.transaction() as session:  # the customer as 0012 provisioned it: the wallet only
+        for table in ("internal_accounts", "ledger_accounts"):
+            await session.execute(sa.text(f"DELETE FROM {table} WHERE id = :id"), {"id": holding["id"]})
+    config = migrate.alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0012_agent_audit")
+    await migrate.upgrade_async(database_url)
+    async with db.read() as session:
+        queued = (
+            await session.execute(
+                sa.text("SELECT kind, state, payload FROM jobs WHERE dedupe_key LIKE '%:0013:%'").columns(
+                    payload=JsonType
+                )
+            )
+        ).all()
+    # one job per tenant configured with USDB: the platform's sandbox and production tenants
+    assert (
+        sorted((kind, state, payload["currency"]) for kind, state, payload in queued)
+        == [("accounts.backfill_currency", "QUEUED", "USDB")] * 2
+    )
+    await runner.run_until_idle()
+    after = (await client.get(listed, auth=auth, params=params)).json()["data"]
+    assert [a["type"] for a in after] == ["INTERNAL_CRYPTO", "EMBEDDED_WALLET"]  # the backfilled one is newer
+    assert after[1] == wallet and after[0]["id"] != holding["id"]
+    assert after[0]["balance"]["amount"] == 0 and "privateEnabled" not in after[0]

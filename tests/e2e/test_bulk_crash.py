@@ -132,7 +132,8 @@ def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_created_twice(
     )
     error_rows = pg_probe.fetchval("SELECT count(DISTINCT row_number) FROM customer_import_errors")
     assert customers == distinct == expected_valid
-    assert accounts == ledger == 3 * expected_valid
+    # USD, USDC, and in USDB the holding account and the wallet
+    assert accounts == ledger == 4 * expected_valid
     assert error_rows == ROWS // INVALID_EVERY
 
     [completed] = receiver.wait_for(1, event_type="BULK_UPLOAD.COMPLETED", timeout=30)

@@ -206,6 +206,34 @@ class TestReceive:
         assert other.status_code == 400 and other.json()["code"] == "INVALID_INPUT"
         assert other.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
 
+    async def test_usdb_lands_in_the_usdb_holding_account_never_the_wallet(self, client, auth, db, person):
+        """A USDB customer has two USDB accounts (the INTERNAL_CRYPTO holding account and the EMBEDDED_WALLET):
+        money arriving from outside for "the customer in USDB" goes to the holding account."""
+        holding = await internal_account(client, auth, person["id"], "USDB")
+        wallet = await internal_account(client, auth, person["id"], "USDB", "EMBEDDED_WALLET")
+        assert holding["type"] == "INTERNAL_CRYPTO" and holding["id"] != wallet["id"]
+        tx = await _received(
+            client,
+            auth,
+            person["id"],
+            sender="$success.usdb@sandbox.uma.money",
+            currency="USDB",
+            amount=2_500,
+        )
+        assert tx["destination"] == {
+            "destinationType": "ACCOUNT",
+            "accountId": holding["id"],
+            "currency": "USDB",
+        }
+        approved = await client.post(f"/transactions/{tx['id']}/approve", auth=auth, json={})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["status"] == "COMPLETED"
+        assert await balances(client, auth, person["id"], "USDB") == (2_500, 2_500)
+        assert await balances(client, auth, person["id"], "USDB", "EMBEDDED_WALLET") == (0, 0)
+        [entry] = await _entries(db, tx["id"])
+        postings = {p["accountId"]: p["amount"] for p in entry["postings"]}
+        assert postings.pop(holding["id"]) == 2_500 and list(postings.values()) == [-2_500]
+
 
 class TestWebhookReplies:
     async def test_200_approves_and_credits_exactly_the_amount(

@@ -119,6 +119,38 @@ class TestReceipts:
         assert credited[-1]["balance"]["amount"] == want["receiving"]
         assert await balances(client, auth, recipient_id, "USDC") == (want["receiving"],) * 2
 
+    async def test_usdb_paid_to_a_customers_uma_address_lands_in_its_holding_account_not_its_wallet(
+        self, client, auth, parties, runner
+    ):
+        recipient_id = parties["recipient"]["id"]
+        holding = await internal_account(client, auth, recipient_id, "USDB")
+        wallet = await internal_account(client, auth, recipient_id, "USDB", "EMBEDDED_WALLET")
+        assert holding["type"] == "INTERNAL_CRYPTO"
+        address = parties["recipient"]["umaAddress"]
+        lookup = (
+            await client.get(
+                f"/receiver/uma/{address}", auth=auth, params={"customerId": parties["sender"]["id"]}
+            )
+        ).json()
+        response = await quote(
+            client,
+            auth,
+            source=account_source(parties["usd"]["id"]),
+            destination={"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": "USDB"},
+            lookupId=lookup["lookupId"],
+            immediatelyExecute=True,
+        )
+        assert response.status_code == 201, response.text
+        await _advance(runner)
+        [incoming] = await _transactions(client, auth, customerId=recipient_id)
+        assert incoming["status"] == "COMPLETED"
+        assert incoming["destination"]["accountId"] == holding["id"]
+        received = incoming["receivedAmount"]["amount"]
+        assert received == response.json()["totalReceivingAmount"] > 0
+        assert await balances(client, auth, recipient_id, "USDB") == (received, received)
+        assert await balances(client, auth, recipient_id, "USDB", "EMBEDDED_WALLET") == (0, 0)
+        assert wallet["id"] != holding["id"]
+
     async def test_paying_another_owners_internal_account_gives_it_one_too(
         self, client, auth, parties, runner
     ):

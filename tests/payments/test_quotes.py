@@ -117,7 +117,7 @@ class TestCreateQuote:
 
     async def test_embedded_wallet_sources_cannot_execute_immediately(self, client, auth, sender):
         """A wallet-funded quote executes only with the wallet's stamp (tests/wallets/test_quote_execution.py)."""
-        wallet = await internal_account(client, auth, sender["customer"]["id"], "USDB")
+        wallet = await internal_account(client, auth, sender["customer"]["id"], "USDB", "EMBEDDED_WALLET")
         assert wallet["type"] == "EMBEDDED_WALLET"
         response = await quote(
             client,

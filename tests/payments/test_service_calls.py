@@ -49,7 +49,7 @@ async def accounts(db, tenant):
                 "address": {"line1": "1 Main St", "postal_code": "62701", "country": "US"},
             },
         )
-        usd = await accounts_service.customer_account_in(
+        usd = await accounts_service.holding_account_in(
             session, tenant_id=tenant.id, customer_id=person.id, currency="USD"
         )
         assert usd is not None

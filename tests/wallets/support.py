@@ -55,7 +55,7 @@ async def wallet_account(
 ) -> dict[str, Any]:
     """A new customer's EMBEDDED_WALLET (USDB) account."""
     person = await customer(client, auth, **customer_fields)
-    account = await internal_account(client, auth, person["id"], "USDB")
+    account = await internal_account(client, auth, person["id"], "USDB", "EMBEDDED_WALLET")
     assert account["type"] == "EMBEDDED_WALLET"
     account["customer"] = person
     return account

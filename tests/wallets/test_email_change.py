@@ -140,7 +140,9 @@ class TestEmailChange:
     async def test_a_wallet_without_credentials_gets_one_when_the_email_is_set(self, client, auth) -> None:
         body = {key: value for key, value in FULL_PERSON.items() if key != "email"}
         person = (await client.post("/customers", auth=auth, json=body)).json()
-        wallet = Wallet(client, auth, await internal_account(client, auth, person["id"], "USDB"))
+        wallet = Wallet(
+            client, auth, await internal_account(client, auth, person["id"], "USDB", "EMBEDDED_WALLET")
+        )
         assert await credentials(client, auth, wallet.id) == []
         response = await client.patch(f"/customers/{person['id']}", auth=auth, json=PATCH)
         assert response.status_code == 200, response.text

@@ -64,7 +64,9 @@ class TestWalletFundedQuotes:
         response = await _execute(wallet, body["id"], stamp(wallet.key, payload))
         assert response.status_code == 200, response.text
         assert response.json()["status"] == "PROCESSING"
-        available, _ = await balances(client, auth, wallet.account["customer"]["id"], "USDB")
+        available, _ = await balances(
+            client, auth, wallet.account["customer"]["id"], "USDB", "EMBEDDED_WALLET"
+        )
         assert available == 100_000_000 - body["totalSendingAmount"]
 
     async def test_every_bad_stamp_is_401_and_nothing_moves(self, wallet, client, auth) -> None:
@@ -84,7 +86,7 @@ class TestWalletFundedQuotes:
             assert response.status_code == 401, response.text
             assert response.json()["code"] == code
         assert (await client.get(f"/quotes/{body['id']}", auth=auth)).json()["status"] == "PENDING"
-        assert await balances(client, auth, wallet.account["customer"]["id"], "USDB") == (
+        assert await balances(client, auth, wallet.account["customer"]["id"], "USDB", "EMBEDDED_WALLET") == (
             100_000_000,
             100_000_000,
         )

@@ -305,7 +305,7 @@ async def _local_uma_account(
     await customers_service.ensure_kyc_not_rejected(
         session, tenant_id=tenant.id, customer_id=customer_id, receiving=True
     )
-    account = await accounts_service.customer_account_in(
+    account = await accounts_service.holding_account_in(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
     if account is None or account.status != "ACTIVE":
