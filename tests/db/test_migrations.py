@@ -152,10 +152,10 @@ async def test_the_incoming_approval_moves_from_extra_to_columns_and_back(db, da
     ]
 
 
-async def test_0013_queues_the_backfill_that_gives_wallet_only_customers_their_usdb_holding_account(
+async def test_0014_queues_the_backfill_that_gives_wallet_only_customers_their_usdb_holding_account(
     db, database_url, client, auth, runner
 ):
-    """Before 0013 a customer's USDB account was its embedded wallet alone. The upgrade queues the accounts
+    """Before 0014 a customer's USDB account was its embedded wallet alone. The upgrade queues the accounts
     backfill job, which opens the missing USDB holding account (and leaves the wallet alone)."""
     person = (await client.post("/customers", auth=auth, json={"customerType": "INDIVIDUAL"})).json()
     listed = "/customers/internal-accounts"
@@ -164,16 +164,16 @@ async def test_0013_queues_the_backfill_that_gives_wallet_only_customers_their_u
     wallet, holding = before  # newest first: the wallet is opened after the holding account
     assert (holding["type"], wallet["type"]) == ("INTERNAL_CRYPTO", "EMBEDDED_WALLET")
     await runner.run_until_idle()
-    async with db.transaction() as session:  # the customer as 0012 provisioned it: the wallet only
+    async with db.transaction() as session:  # the customer as 0013 provisioned it: the wallet only
         for table in ("internal_accounts", "ledger_accounts"):
             await session.execute(sa.text(f"DELETE FROM {table} WHERE id = :id"), {"id": holding["id"]})
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0012_agent_audit")
+    await asyncio.to_thread(command.downgrade, config, "0013_agent_token_first_use")
     await migrate.upgrade_async(database_url)
     async with db.read() as session:
         queued = (
             await session.execute(
-                sa.text("SELECT kind, state, payload FROM jobs WHERE dedupe_key LIKE '%:0013:%'").columns(
+                sa.text("SELECT kind, state, payload FROM jobs WHERE dedupe_key LIKE '%:0014:%'").columns(
                     payload=JsonType
                 )
             )

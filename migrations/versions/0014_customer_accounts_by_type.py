@@ -10,8 +10,8 @@ opens each customer's missing USDB holding account, in pages, once a worker runs
 Downgrade restores the one-account-per-(customer, currency) index; it fails while a customer has two
 accounts in one currency (close out and remove the holding accounts first).
 
-Revision ID: 0013_customer_accounts_by_type
-Revises: 0012_agent_audit
+Revision ID: 0014_customer_accounts_by_type
+Revises: 0013_agent_token_first_use
 Create Date: 2026-11-26 06:00:00.000000
 """
 from __future__ import annotations
@@ -25,8 +25,8 @@ from alembic import op
 from platpay.db.types import JsonType, UtcDateTime
 from platpay.kit.ids import new_id
 
-revision: str = '0013_customer_accounts_by_type'
-down_revision: str | None = '0012_agent_audit'
+revision: str = '0014_customer_accounts_by_type'
+down_revision: str | None = '0013_agent_token_first_use'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -73,7 +73,7 @@ def upgrade() -> None:
             "attempts": 0,
             "max_attempts": 25,
             "lease_token": None,
-            "dedupe_key": f"{BACKFILL_JOB}:0013:{tenant_id}",
+            "dedupe_key": f"{BACKFILL_JOB}:0014:{tenant_id}",
             "last_error": None,
         }
         for tenant_id, supported in tenants
