@@ -163,6 +163,29 @@ async def _snapshot(
     return tuple(sources), accounts
 
 
+async def _hold(
+    session: AsyncSession,
+    tenant_id: str,
+    account_id: str,
+    currency: str,
+    amount: int,
+    transaction_id: str,
+    *,
+    balance_last: bool = False,
+) -> ledger.Entry:
+    _, entry = await ledger.place_hold(
+        session,
+        tenant_id=tenant_id,
+        account_id=account_id,
+        currency=currency,
+        amount=amount,
+        reference=transaction_id,
+        kind=HOLD_KIND,
+        balance_last=balance_last,
+    )
+    return entry
+
+
 class AuthorizationRaced(Exception):
     """An approval decided on the snapshot found its source spent by a concurrent transaction when the
     balance moved last. The transaction has writes that must not commit: roll it back and decide again
@@ -205,15 +228,7 @@ async def authorize(
             break
         assert decision.account_id is not None
         try:
-            _, held = await ledger.place_hold(
-                session,
-                tenant_id=tenant.id,
-                account_id=decision.account_id,
-                currency=card.currency,
-                amount=amount,
-                reference=transaction_id,
-                kind=HOLD_KIND,
-            )
+            held = await _hold(session, tenant.id, decision.account_id, card.currency, amount, transaction_id)
             break
         except InsufficientFunds:  # spent since the snapshot: the next source, if any, may pay
             sources = decisioning.without(sources, decision.account_id)
@@ -265,15 +280,8 @@ async def authorize(
     if balance_last and status == _T.AUTHORIZED:
         assert row.account_id is not None
         try:
-            _, held = await ledger.place_hold(
-                session,
-                tenant_id=tenant.id,
-                account_id=row.account_id,
-                currency=card.currency,
-                amount=amount,
-                reference=transaction_id,
-                kind=HOLD_KIND,
-                balance_last=True,
+            held = await _hold(
+                session, tenant.id, row.account_id, card.currency, amount, transaction_id, balance_last=True
             )
         except InsufficientFunds:
             raise AuthorizationRaced(transaction_id) from None
