@@ -30,7 +30,8 @@ class CardAlreadyClosed(Conflict):
 
 
 class CardNotMutable(Conflict):
-    """A change to a card that cannot take it: a closed card, or one still being issued."""
+    """A change to a closed card (INTERFACE-FACTS §1.3); a card still being issued may have its sources
+    changed, and a state move from PENDING_ISSUE is INVALID_STATE_TRANSITION."""
 
     code = "CARD_NOT_MUTABLE"
 

@@ -62,6 +62,7 @@ EVENT_TYPES = frozenset(
 _T = CardTransactionStatus
 NETWORK_CLEARING = "CARD_NETWORK"
 HOLD_KIND = "CARD_AUTHORIZATION_HOLD"
+PAID_KINDS = frozenset({"CARD_CLEARING_CAPTURE", "CARD_POST_HOC_PULL", "CARD_LOSS"})  # network paid by
 _NETWORK_DECLINES = {
     providers.DECLINE_INSUFFICIENT_FUNDS: DeclineReason.INSUFFICIENT_FUNDS,
     providers.DECLINE_CARD_PAUSED: DeclineReason.CARD_PAUSED,
@@ -421,8 +422,8 @@ async def expire(session: AsyncSession, *, row: CardTransactionRow) -> CardTrans
 async def return_(
     session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
 ) -> CardTransaction:
-    """A merchant RETURN of `amount` (≤ settled − refunded): credited to the source the money came from,
-    recorded as a CardRefund; REFUNDED once everything settled came back. Returns complete whatever the
+    """A merchant RETURN of `amount` (≤ settled − refunded): credited back to whoever paid (see `_payers`;
+    split when several did), one CardRefund per account credited; REFUNDED once everything settled came back. Returns complete whatever the
     card's state (refunds in flight at close still complete)."""
     row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
     if row.status not in RETURNABLE:
@@ -435,33 +436,61 @@ async def return_(
         raise invalid_field("amount", f"at most {left} (settled − refunded, minor units) can be returned")
     assert row.account_id is not None
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
+    parts, rest = [], amount
+    for account_id, unreturned in await _payers(session, row):
+        part = min(rest, unreturned)
+        parts.append((account_id, part))
+        rest -= part
+        if not rest:
+            break
+    if rest:  # returns recorded before they were split by payer all went to the authorization's source
+        parts.append((row.account_id, rest))
     await ledger.post(
         session,
         tenant_id=row.tenant_id,
         kind="CARD_RETURN",
         reference=row.id,
-        legs=[ledger.Leg(network, row.currency, -amount), ledger.Leg(row.account_id, row.currency, amount)],
+        legs=[ledger.Leg(network, row.currency, -amount)]
+        + [ledger.Leg(account_id, row.currency, part) for account_id, part in parts],
     )
     now = clock.now(tenant)
-    await repository.insert_refund(
-        session,
-        {
-            "id": new_id("CardRefund"),
-            "tenant_id": row.tenant_id,
-            "card_transaction_id": row.id,
-            "account_id": row.account_id,
-            "amount": amount,
-            "currency": row.currency,
-            "status": "COMPLETED",
-            "description": None,
-            "created_at": now,
-        },
-    )
+    for account_id, part in parts:
+        await repository.insert_refund(
+            session,
+            {
+                "id": new_id("CardRefund"),
+                "tenant_id": row.tenant_id,
+                "card_transaction_id": row.id,
+                "account_id": account_id,
+                "amount": part,
+                "currency": row.currency,
+                "status": "COMPLETED",
+                "description": None,
+                "created_at": now,
+            },
+        )
     row.refunded_amount += amount
     changed = _move(row, _T.REFUNDED if row.refunded_amount == row.settled_amount else _T.SETTLED)
     rendered = await _emit(session, row, None if changed else UPDATED)
-    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=[row.account_id])
+    sources = {row.account_id, *(row.source_ids or ())}  # (not the operator's loss account)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=[a for a, _ in parts if a in sources])
     return rendered
+
+
+async def _payers(session: AsyncSession, row: CardTransactionRow) -> list[tuple[str, int]]:
+    """Who paid the network for this card transaction and how much of it has not come back yet, the last
+    payer first: post-hoc pulls before the authorization's source, and the operator's loss account (which
+    paid what no source could) before any customer account — a return never credits a customer with money
+    the customer did not pay."""
+    paid: dict[str, int] = {}
+    for entry in await ledger.entries_for(session, tenant_id=row.tenant_id, reference=row.id):
+        if entry["kind"] in PAID_KINDS:
+            for posting in entry["postings"]:
+                if posting["amount"] < 0:
+                    paid[posting["accountId"]] = paid.get(posting["accountId"], 0) - posting["amount"]
+    for refund in (await repository.refunds_of(session, [row.id]))[row.id]:
+        paid[refund.account_id] = paid.get(refund.account_id, 0) - refund.amount
+    return [(account_id, left) for account_id, left in reversed(paid.items()) if left > 0]
 
 
 async def reconcile_on_close(session: AsyncSession, *, tenant: TenantContext, card_id: str) -> None:

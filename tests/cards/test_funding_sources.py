@@ -18,6 +18,7 @@ from tests.cards.support import (
     authorize,
     clear,
     events,
+    give_back,
     get_card,
     open_holds,
     patch,
@@ -142,4 +143,52 @@ class TestTwoSources:
         assert over["status"] == "SETTLED" and over["pullSummary"]["totalAmount"] == 1_500
         assert await _balances(client, auth, s) == ((100, 100), (7_500, 7_500))
         assert await open_holds(db, s["holding"]["id"]) == await open_holds(db, s["wallet"]["id"]) == 0
+        await assert_ledger_verifies(db)
+
+
+class TestReturnsGoBackToWhoPaid:
+    async def test_a_return_is_split_between_the_sources_that_paid_the_last_payer_first(
+        self, client, auth, db, two_sources
+    ) -> None:
+        s = two_sources
+        # 1,000 held on the wallet, cleared 1,200: the holding account paid the 200 over
+        paid = await approved(client, auth, s["card"], 1_000, currency="USDB")
+        assert paid["accountId"] == s["wallet"]["id"]
+        await clear(client, auth, s["card"], paid["id"], 1_200)
+        assert await _balances(client, auth, s) == ((100, 100), (9_000, 9_000))
+        # a partial return reverses the last take first: the holding account's pull
+        partial = await give_back(client, auth, s["card"], paid["id"], 150)
+        assert partial.status_code == 200, partial.text
+        assert await _balances(client, auth, s) == ((250, 250), (9_000, 9_000))
+        # the rest: 50 more to the holding account (its 200 is back), 1,000 to the wallet
+        rest = await give_back(client, auth, s["card"], paid["id"], 1_050)
+        assert rest.status_code == 200 and rest.json()["status"] == "REFUNDED", rest.text
+        assert await _balances(client, auth, s) == ((300, 300), (10_000, 10_000))
+        refunds = [(r["accountId"], r["amount"]["amount"]) for r in rest.json()["refunds"]]
+        assert refunds == [(s["holding"]["id"], 150), (s["holding"]["id"], 50), (s["wallet"]["id"], 1_000)]
+        assert rest.json()["refundSummary"]["totalAmount"] == 1_200
+        await assert_ledger_verifies(db)
+
+    async def test_what_the_operator_covered_goes_back_to_the_operator_not_the_customer(
+        self, client, auth, db, two_sources
+    ) -> None:
+        s = two_sources
+        paid = await approved(client, auth, s["card"], 100, currency="USDB")
+        assert paid["accountId"] == s["holding"]["id"]
+        # 20,000 over: no source covers it, the operator's loss account pays the network (EXCEPTION)
+        lost = (await clear(client, auth, s["card"], paid["id"], 20_100)).json()
+        assert lost["status"] == "EXCEPTION"
+        # a later presentment of 10 is pulled from the holding account and settles the transaction
+        settled = (await clear(client, auth, s["card"], paid["id"], 10)).json()
+        assert settled["status"] == "SETTLED" and settled["settledAmount"]["amount"] == 20_110
+        assert await _balances(client, auth, s) == ((190, 190), (10_000, 10_000))
+        # 20,050 back: the operator's 20,000 first, then 50 to the customer (who paid 110)
+        back = await give_back(client, auth, s["card"], paid["id"], 20_050)
+        assert back.status_code == 200, back.text
+        assert await _balances(client, auth, s) == ((240, 240), (10_000, 10_000))
+        credited = {r["accountId"]: r["amount"]["amount"] for r in back.json()["refunds"]}
+        assert credited.pop(s["holding"]["id"]) == 50 and list(credited.values()) == [20_000]
+        rest = await give_back(client, auth, s["card"], paid["id"], 60)
+        assert rest.json()["status"] == "REFUNDED"
+        assert await _balances(client, auth, s) == ((300, 300), (10_000, 10_000))
         await assert_ledger_verifies(db)
