@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.messages.models import MessageRow
+from platpay.messages.state import MessageStatus
 
 # Lean (db/lean.py): the statements of queueing and sending one message, which every EMAIL_OTP login does
 # (an OTP email per challenge; issue 12 wants >= 100 logins/s on one process).
@@ -31,6 +33,22 @@ _RECORD = Lean(
 )
 
 
+_RECORD_SENT = Lean(
+    update(MessageRow)
+    .where(MessageRow.id == bindparam("message_id"), MessageRow.status == bindparam("queued"))
+    .values(
+        attempts=MessageRow.attempts + 1,
+        status=bindparam("new_status", type_=MessageRow.status.type),
+        sent_at=bindparam("now", type_=MessageRow.sent_at.type),
+        updated_at=bindparam("now", type_=MessageRow.updated_at.type),
+        last_error=None,
+        # a production body is needed only until the message is sent; a kept one (mailbox) stays
+        content=case((MessageRow.kept, MessageRow.content), else_=None),
+    )
+    .returning(MessageRow.channel, MessageRow.category, MessageRow.attempts)
+)
+
+
 async def insert(session: AsyncSession, values: dict[str, Any]) -> None:
     """Insert a message row (every column given: a lean INSERT applies no Python-side default)."""
     await lean.rows(session, _INSERT, values)
@@ -46,6 +64,19 @@ async def get_for_update(session: AsyncSession, *, message_id: str) -> MessageRo
     """The message, its row locked until the transaction ends; a read-only snapshot (`record` writes)."""
     found = await lean.first(session, _BY_ID_FOR_UPDATE, {"message_id": message_id})
     return None if found is None else row_of(found)
+
+
+async def record_sent(
+    session: AsyncSession, *, message_id: str, status: str, now: datetime
+) -> tuple[str, str, int] | None:
+    """A QUEUED message's successful attempt, in one statement: (channel, category, attempts), or None when
+    it was no longer QUEUED."""
+    found = await lean.first(
+        session,
+        _RECORD_SENT,
+        {"message_id": message_id, "queued": MessageStatus.QUEUED.value, "new_status": status, "now": now},
+    )
+    return None if found is None else (found[0], found[1], found[2])
 
 
 async def record(session: AsyncSession, row: MessageRow) -> None:

@@ -238,6 +238,23 @@ async def record_attempt(
 ) -> Attempt | None:
     """Record one send attempt (`error` None: it was sent) at `now` on the message's tenant's clock (None:
     read the tenant's clock here); None when the message was no longer QUEUED."""
+    if error is None and now is not None:
+        # Sent, the common case: QUEUED -> SENT in one conditional UPDATE (no read first).
+        status = MESSAGE.move(MessageStatus.QUEUED, MessageStatus.SENT, subject=message_id)
+        sent = await repository.record_sent(session, message_id=message_id, status=status, now=now)
+        if sent is None:
+            return None
+        channel, category, attempts = sent
+        log.info(
+            "message.attempt",
+            message_id=message_id,
+            channel=channel,
+            category=category,
+            attempt=attempts,
+            status=status,
+            retry_at=None,
+        )
+        return Attempt(channel, category, status, None)
     row = await repository.get_for_update(session, message_id=message_id)
     if row is None or row.status != MessageStatus.QUEUED:
         return None

@@ -87,22 +87,6 @@ async def get_credential(
     return row
 
 
-_ACCOUNT_OF_CREDENTIAL = Lean(
-    select(CredentialRow.account_id).where(
-        CredentialRow.tenant_id == bindparam("tenant_id"),
-        CredentialRow.id == bindparam("credential_id"),
-        CredentialRow.revoked_at.is_(None),
-    )
-)
-
-
-async def account_of_credential(session: AsyncSession, *, tenant_id: str, credential_id: str) -> str | None:
-    row = await lean.first(
-        session, _ACCOUNT_OF_CREDENTIAL, {"tenant_id": tenant_id, "credential_id": credential_id}
-    )
-    return None if row is None else row[0]
-
-
 async def credentials_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[CredentialRow]:
     stmt = (
         _live_credentials(tenant_id).where(CredentialRow.account_id == account_id).order_by(CredentialRow.id)
@@ -327,17 +311,22 @@ async def purge_challenges(session: AsyncSession, *, before: datetime) -> int:
 
 _INSERT_OTP = Lean(OtpRow.__table__.insert())
 _OTP_COLUMNS, _OTP_KEYS = lean.columns_of(OtpRow)
-_LATEST_OTP = Lean(
-    select(*_OTP_COLUMNS)
+_NEWEST_OTP_ID = (
+    select(OtpRow.id)
     .where(OtpRow.tenant_id == bindparam("tenant_id"), OtpRow.credential_id == bindparam("credential_id"))
     .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
     .limit(1)
+    .scalar_subquery()
 )
-_USE_OTP = Lean(
+_TAKE_OTP = Lean(
     update(OtpRow)
-    .where(OtpRow.id == bindparam("otp_id"), OtpRow.used_at.is_(None))
+    .where(
+        OtpRow.id == _NEWEST_OTP_ID,
+        OtpRow.used_at.is_(None),
+        OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
+    )
     .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
-    .returning(OtpRow.id)
+    .returning(*_OTP_COLUMNS)
 )
 
 
@@ -345,15 +334,16 @@ async def insert_otp(session: AsyncSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_OTP, row)
 
 
-async def latest_otp(session: AsyncSession, *, tenant_id: str, credential_id: str) -> OtpRow | None:
-    """The credential's newest OTP issuance, a read-only snapshot (`use_otp` marks it used)."""
-    row = await lean.first(session, _LATEST_OTP, {"tenant_id": tenant_id, "credential_id": credential_id})
+async def take_otp(
+    session: AsyncSession, *, tenant_id: str, credential_id: str, now: datetime
+) -> OtpRow | None:
+    """Use the credential's newest OTP issuance if it is pending (not used, not expired) and return it, in
+    one statement (None otherwise: only the newest counts). A transaction that then refuses the attempt
+    rolls the use back; on PostgreSQL a concurrent taker waits for this transaction, then finds it used."""
+    row = await lean.first(
+        session, _TAKE_OTP, {"tenant_id": tenant_id, "credential_id": credential_id, "now": now}
+    )
     return None if row is None else lean.snapshot(OtpRow, _OTP_KEYS, row)
-
-
-async def use_otp(session: AsyncSession, *, otp_id: str, now: datetime) -> bool:
-    """Mark an OTP used; False when another request used it first."""
-    return bool(await lean.rows(session, _USE_OTP, {"otp_id": otp_id, "now": now}))
 
 
 async def retire_otps(session: AsyncSession, *, credential_ids: list[str], now: datetime) -> None:
