@@ -138,6 +138,9 @@ class JobRunner:
         # a commit queueing jobs in a lane, a job of the lane finishing (its key's slot is free) and every
         # poll set it again. A drained lane costs no claim transaction until then.
         self._maybe_due: set[str] = set()
+        # Lanes marked by the periodic poll only (no commit or finished job since): their claim is skipped
+        # when one autocommit read finds nothing claimable in them (an idle lane costs no transaction).
+        self._polled: set[str] = set()
         self._last_maintenance = 0.0
         self.processed = 0
         if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
@@ -147,6 +150,7 @@ class JobRunner:
         lanes = session.info.pop(ENQUEUED_FLAG, None)
         if lanes:
             self._maybe_due.update(lanes)
+            self._polled.difference_update(lanes)
             self._wake.set()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
@@ -372,6 +376,13 @@ class JobRunner:
                 continue
             wanted = min(free, self.settings.job_batch_size)
             self._maybe_due.discard(lane.name)
+            if lane.name in self._polled:
+                self._polled.discard(lane.name)
+                found = await self.db.fetch_first(
+                    repository.CLAIMABLE_IN_LANE, {"lane": lane.name, "now": clock.real_now()}
+                )
+                if found is None:
+                    continue  # nothing to claim there now; a commit queueing a job wakes the lane again
             claimed = await self.claim(wanted, lane=lane.name)
             if len(claimed) == wanted:
                 self._maybe_due.add(lane.name)  # there may be more
@@ -449,7 +460,9 @@ class JobRunner:
         every_lane_at = 0.0  # when every lane is next claimed, due or not (jobs due by time, other processes)
         while not self._stopping.is_set():
             if clock.monotonic() >= every_lane_at:
-                self._maybe_due.update(lane.name for lane in registry.lanes())
+                names = {lane.name for lane in registry.lanes()}
+                self._polled.update(names - self._maybe_due)
+                self._maybe_due.update(names)
                 every_lane_at = clock.monotonic() + self.settings.job_poll_seconds
             self._wake.clear()  # before claiming: a wake-up while claiming is not lost
             try:

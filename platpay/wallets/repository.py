@@ -129,9 +129,14 @@ async def has_verified_credential(session: AsyncSession, *, tenant_id: str, acco
 _INSERT_SESSION = Lean(SessionRow.__table__.insert())
 
 
-async def add_session(session: AsyncSession, values: dict[str, Any]) -> SessionRow:
-    """Insert a session; the persistent instance (as `session.add` and a flush would leave it)."""
-    row: SessionRow = await lean.add(session, _INSERT_SESSION, SessionRow, values)
+_SESSION_KEYS = lean.columns_of(SessionRow)[1]
+
+
+async def insert_session(session: AsyncSession, values: dict[str, Any]) -> SessionRow:
+    """Insert a session (every column given); the row as a read-only snapshot (a session row is never
+    changed but by `revoke_session`'s UPDATE)."""
+    await lean.rows(session, _INSERT_SESSION, values)
+    row: SessionRow = lean.snapshot(SessionRow, _SESSION_KEYS, [values[key] for key in _SESSION_KEYS])
     return row
 
 

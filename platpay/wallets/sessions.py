@@ -51,7 +51,7 @@ async def _insert(
     refreshed_from: str | None,
     actor: str,
 ) -> SessionRow:
-    row = await repository.add_session(
+    row = await repository.insert_session(
         session,
         {
             "id": new_id("Session"),
