@@ -142,6 +142,7 @@ class JobRunner:
         # when one autocommit read finds nothing claimable in them (an idle lane costs no transaction).
         self._polled: set[str] = set()
         self._last_maintenance = 0.0
+        self._tasks_done = 0  # jobs this runner has finished running (run_until_idle: did one end meanwhile?)
         self.processed = 0
         if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
             db.on_commit(self._on_commit)
@@ -154,6 +155,7 @@ class JobRunner:
             self._wake.set()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks_done += 1
         for lane, running in self._running.items():
             if task in running:
                 running.discard(task)
@@ -398,12 +400,15 @@ class JobRunner:
         deadline = clock.monotonic() + timeout
         started = 0
         while clock.monotonic() < deadline:
+            done_before = self._tasks_done
             count = await self.run_once()
             started += count
             running = self._all_running()
             if running:
                 await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            elif count == 0:
+            elif count == 0 and self._tasks_done == done_before:
+                # (a job that ended while run_once was claiming in other lanes freed a slot of a lane
+                # already passed over as full: one more round then)
                 return started
         raise TimeoutError(f"jobs still due after {timeout}s")
 
