@@ -41,7 +41,8 @@ async def insert(session: AsyncSession, values: dict[str, Any]) -> bool:
     return bool(await lean.rows(session, _INSERT_UNLESS_DEDUPED, values))
 
 
-def _claimable(now: datetime) -> Any:
+def _claimable(now: datetime | Any) -> Any:
+    """Due queued jobs and crashed ones whose lease expired, at `now` (a value, or a bind parameter)."""
     return or_(
         and_(JobRow.state == QUEUED, JobRow.run_at <= now),
         and_(JobRow.state == RUNNING, JobRow.lease_until < now),
@@ -75,7 +76,7 @@ _NOW = bindparam("now", type_=UtcDateTime())
 # Lean: a lane's claim runs whenever a commit queues a job there (an OTP email per wallet login challenge).
 _DUE_OF_LANE = Lean(
     select(JobRow.id)
-    .where(JobRow.lane == bindparam("lane"), _claimable(_NOW))  # type: ignore[arg-type]
+    .where(JobRow.lane == bindparam("lane"), _claimable(_NOW))
     .order_by(JobRow.run_at)
     .limit(bindparam("limit", type_=Integer()))
     .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
@@ -85,9 +86,7 @@ _DUE_OF_LANE = Lean(
 # Whether a lane has anything a claim could take (a due job, or a crashed one whose lease expired): run
 # alone in autocommit (Database.fetch_first) before a periodic claim, so that polling an idle lane costs one
 # indexed read instead of a claim transaction.
-CLAIMABLE_IN_LANE = Lean(
-    select(JobRow.id).where(JobRow.lane == bindparam("lane"), _claimable(_NOW)).limit(1)  # type: ignore[arg-type]
-)
+CLAIMABLE_IN_LANE = Lean(select(JobRow.id).where(JobRow.lane == bindparam("lane"), _claimable(_NOW)).limit(1))
 
 
 async def claim(
@@ -216,7 +215,7 @@ def _lease_of(count: int) -> Lean:
             update(JobRow)
             .where(
                 JobRow.id.in_([bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]),
-                _claimable(_NOW),  # type: ignore[arg-type]
+                _claimable(_NOW),
             )
             .values(
                 state=RUNNING,
