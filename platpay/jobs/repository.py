@@ -16,7 +16,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, text, update
+from sqlalchemy import Integer, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -41,38 +41,64 @@ async def insert(session: AsyncSession, values: dict[str, Any]) -> bool:
     return bool(await lean.rows(session, _INSERT_UNLESS_DEDUPED, values))
 
 
-def _claimable(now: datetime) -> Any:
+def _claimable(now: datetime | Any) -> Any:
+    """Due queued jobs and crashed ones whose lease expired, at `now` (a value, or a bind parameter)."""
     return or_(
         and_(JobRow.state == QUEUED, JobRow.run_at <= now),
         and_(JobRow.state == RUNNING, JobRow.lease_until < now),
     )
 
 
-async def bury_exhausted(session: AsyncSession, *, now: datetime) -> int:
-    """Jobs whose worker died on every one of their attempts are given up (DEAD) instead of re-claimed."""
-    result = await session.execute(
-        update(JobRow)
-        .where(JobRow.state == RUNNING, JobRow.lease_until < now, JobRow.attempts >= JobRow.max_attempts)
-        .values(state=DEAD, finished_at=now, updated_at=now, last_error="lease expired on the last attempt")
+_BURY = Lean(
+    update(JobRow)
+    .where(
+        JobRow.state == RUNNING,
+        JobRow.lease_until < bindparam("now", type_=UtcDateTime()),
+        JobRow.attempts >= JobRow.max_attempts,
     )
-    return result.rowcount or 0
+    .values(
+        state=DEAD,
+        finished_at=bindparam("now", type_=UtcDateTime()),
+        updated_at=bindparam("now", type_=UtcDateTime()),
+        last_error="lease expired on the last attempt",
+    )
+    .returning(JobRow.id)
+)
+
+
+async def bury_exhausted(session: AsyncSession, *, now: datetime) -> int:
+    """Jobs whose worker died on every one of their attempts are given up (DEAD) instead of re-claimed
+    (lean: every claim of the default lane runs it first)."""
+    return len(await lean.rows(session, _BURY, {"now": now}))
+
+
+_NOW = bindparam("now", type_=UtcDateTime())
+# Lean: a lane's claim runs whenever a commit queues a job there (an OTP email per wallet login challenge).
+_DUE_OF_LANE = Lean(
+    select(JobRow.id)
+    .where(JobRow.lane == bindparam("lane"), _claimable(_NOW))
+    .order_by(JobRow.run_at)
+    .limit(bindparam("limit", type_=Integer()))
+    .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
+)
+
+
+# Whether a lane has anything a claim could take (a due job, or a crashed one whose lease expired): run
+# alone in autocommit (Database.fetch_first) before a periodic claim, so that polling an idle lane costs one
+# indexed read instead of a claim transaction.
+CLAIMABLE_IN_LANE = Lean(select(JobRow.id).where(JobRow.lane == bindparam("lane"), _claimable(_NOW)).limit(1))
 
 
 async def claim(
     session: AsyncSession, *, lane: str, now: datetime, lease_until: datetime, token: str, limit: int
 ) -> list[JobRow]:
     """The lane's `limit` oldest due jobs (or crashed ones whose lease expired), leased to `token`."""
-    due = (
-        select(JobRow.id)
-        .where(JobRow.lane == lane, _claimable(now))
-        .order_by(JobRow.run_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
-    )
     # Lock the ids first, then update exactly those. As one `UPDATE … WHERE id IN (SELECT … LIMIT n FOR
     # UPDATE SKIP LOCKED)` PostgreSQL may plan a nested-loop semi join that rescans the locking subquery
     # per outer row, claiming the whole queue instead of `limit` jobs.
-    ids = list((await session.scalars(due)).all())
+    ids = [
+        row[0] for row in await lean.rows(session, _DUE_OF_LANE, {"lane": lane, "now": now, "limit": limit})
+    ]
     return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
 
 
@@ -178,25 +204,41 @@ async def claim_keyed(
     return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
 
 
+_JOB_COLUMNS, _JOB_KEYS = lean.columns_of(JobRow)
+_LEASES: dict[int, Lean] = {}  # the lease UPDATE of n ids, per n (at most a batch: a few dozen)
+
+
+def _lease_of(count: int) -> Lean:
+    found = _LEASES.get(count)
+    if found is None:
+        found = _LEASES[count] = Lean(
+            update(JobRow)
+            .where(
+                JobRow.id.in_([bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]),
+                _claimable(_NOW),
+            )
+            .values(
+                state=RUNNING,
+                lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
+                lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
+                attempts=JobRow.attempts + 1,
+                updated_at=_NOW,
+            )
+            .returning(*_JOB_COLUMNS)
+        )
+    return found
+
+
 async def _lease(
     session: AsyncSession, ids: list[str], *, now: datetime, lease_until: datetime, token: str
 ) -> list[JobRow]:
+    """Lease `ids` (those still claimable) to `token`; the leased jobs, as read-only snapshots."""
     if not ids:
         return []
-    result = await session.execute(
-        update(JobRow)
-        .where(JobRow.id.in_(ids), _claimable(now))
-        .values(
-            state=RUNNING,
-            lease_until=lease_until,
-            lease_token=token,
-            attempts=JobRow.attempts + 1,
-            updated_at=now,
-        )
-        .returning(JobRow)
-        .execution_options(synchronize_session=False)
-    )
-    return list(result.scalars().all())
+    params: dict[str, Any] = {f"id_{index}": job_id for index, job_id in enumerate(ids)}
+    params.update(now=now, new_lease_until=lease_until, new_lease_token=token)
+    found = await lean.rows(session, _lease_of(len(ids)), params)
+    return [lean.snapshot(JobRow, _JOB_KEYS, row) for row in found]
 
 
 async def hasten(session: AsyncSession, *, lane: str, key: str, now: datetime, run_at: datetime) -> int:
@@ -250,13 +292,27 @@ async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_
     return bool(result.rowcount)
 
 
-async def finish(session: AsyncSession, *, job_id: str, token: str, now: datetime) -> bool:
-    result = await session.execute(
-        update(JobRow)
-        .where(JobRow.id == job_id, JobRow.lease_token == token, JobRow.state == RUNNING)
-        .values(state=DONE, finished_at=now, updated_at=now, lease_token=None, lease_until=None)
+# Lean: every job finishes once (an OTP email's send job on every EMAIL_OTP login challenge).
+_FINISH = Lean(
+    update(JobRow)
+    .where(
+        JobRow.id == bindparam("job_id"),
+        JobRow.lease_token == bindparam("token"),
+        JobRow.state == RUNNING,
     )
-    return bool(result.rowcount)
+    .values(
+        state=DONE,
+        finished_at=bindparam("now", type_=JobRow.finished_at.type),
+        updated_at=bindparam("now", type_=JobRow.updated_at.type),
+        lease_token=None,
+        lease_until=None,
+    )
+    .returning(JobRow.id)
+)
+
+
+async def finish(session: AsyncSession, *, job_id: str, token: str, now: datetime) -> bool:
+    return bool(await lean.rows(session, _FINISH, {"job_id": job_id, "token": token, "now": now}))
 
 
 async def reschedule(

@@ -138,7 +138,11 @@ class JobRunner:
         # a commit queueing jobs in a lane, a job of the lane finishing (its key's slot is free) and every
         # poll set it again. A drained lane costs no claim transaction until then.
         self._maybe_due: set[str] = set()
+        # Lanes marked by the periodic poll only (no commit or finished job since): their claim is skipped
+        # when one autocommit read finds nothing claimable in them (an idle lane costs no transaction).
+        self._polled: set[str] = set()
         self._last_maintenance = 0.0
+        self._tasks_done = 0  # jobs this runner has finished running (run_until_idle: did one end meanwhile?)
         self.processed = 0
         if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
             db.on_commit(self._on_commit)
@@ -147,9 +151,11 @@ class JobRunner:
         lanes = session.info.pop(ENQUEUED_FLAG, None)
         if lanes:
             self._maybe_due.update(lanes)
+            self._polled.difference_update(lanes)
             self._wake.set()
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks_done += 1
         for lane, running in self._running.items():
             if task in running:
                 running.discard(task)
@@ -372,6 +378,13 @@ class JobRunner:
                 continue
             wanted = min(free, self.settings.job_batch_size)
             self._maybe_due.discard(lane.name)
+            if lane.name in self._polled:
+                self._polled.discard(lane.name)
+                found = await self.db.fetch_first(
+                    repository.CLAIMABLE_IN_LANE, {"lane": lane.name, "now": clock.real_now()}
+                )
+                if found is None:
+                    continue  # nothing to claim there now; a commit queueing a job wakes the lane again
             claimed = await self.claim(wanted, lane=lane.name)
             if len(claimed) == wanted:
                 self._maybe_due.add(lane.name)  # there may be more
@@ -387,12 +400,15 @@ class JobRunner:
         deadline = clock.monotonic() + timeout
         started = 0
         while clock.monotonic() < deadline:
+            done_before = self._tasks_done
             count = await self.run_once()
             started += count
             running = self._all_running()
             if running:
                 await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            elif count == 0:
+            elif count == 0 and self._tasks_done == done_before:
+                # (a job that ended while run_once was claiming in other lanes freed a slot of a lane
+                # already passed over as full: one more round then)
                 return started
         raise TimeoutError(f"jobs still due after {timeout}s")
 
@@ -449,7 +465,9 @@ class JobRunner:
         every_lane_at = 0.0  # when every lane is next claimed, due or not (jobs due by time, other processes)
         while not self._stopping.is_set():
             if clock.monotonic() >= every_lane_at:
-                self._maybe_due.update(lane.name for lane in registry.lanes())
+                names = {lane.name for lane in registry.lanes()}
+                self._polled.update(names - self._maybe_due)
+                self._maybe_due.update(names)
                 every_lane_at = clock.monotonic() + self.settings.job_poll_seconds
             self._wake.clear()  # before claiming: a wake-up while claiming is not lost
             try:

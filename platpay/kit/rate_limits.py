@@ -6,7 +6,8 @@ limit in a transaction of its own (an attempt counts even when the request then 
 on bad OTPs is for) and raises 429 RATE_LIMITED with `Retry-After` (seconds until the fullest window ends)
 once any count passes its maximum; `record` does the counting in a transaction the caller opens (and
 commits) for it. One upsert for all the limits (INSERT … ON CONFLICT DO UPDATE … RETURNING, on SQLite
-and PostgreSQL alike); the job runner's housekeeping deletes ended windows (`purge`).
+and PostgreSQL alike; a lean statement, db/lean.py: wallet logins count on every call); the job runner's
+housekeeping deletes ended windows (`purge`).
 """
 
 from __future__ import annotations
@@ -15,14 +16,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, Integer, String, delete
+from sqlalchemy import BigInteger, Integer, String, bindparam, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
+from platpay.db import lean
 from platpay.db.base import Base
 from platpay.db.database import Database
+from platpay.db.lean import Lean
 from platpay.errors import RateLimited
 
 
@@ -46,13 +50,38 @@ class Limit:
     what: str = "requests"  # for the message: "verification attempts for this credential"
 
 
-def _upsert(dialect: str, rows: list[dict[str, int | str]]):  # type: ignore[no-untyped-def]
-    module = postgresql if dialect == "postgresql" else sqlite
-    statement = module.insert(_COUNTERS).values(rows)
-    return statement.on_conflict_do_update(
-        index_elements=[_COUNTERS.c.key, _COUNTERS.c.window_start],
-        set_={"count": _COUNTERS.c.count + 1},
-    ).returning(_COUNTERS.c.key, _COUNTERS.c.count)
+def _upsert_for(module: Any, count: int) -> Any:
+    rows = [
+        {
+            "key": bindparam(f"key_{index}", type_=_COUNTERS.c.key.type),
+            "window_start": bindparam(f"window_start_{index}", type_=_COUNTERS.c.window_start.type),
+            "window_end": bindparam(f"window_end_{index}", type_=_COUNTERS.c.window_end.type),
+            "count": 1,
+        }
+        for index in range(count)
+    ]
+    return (
+        module.insert(_COUNTERS)
+        .values(rows)
+        .on_conflict_do_update(
+            index_elements=[_COUNTERS.c.key, _COUNTERS.c.window_start],
+            set_={"count": _COUNTERS.c.count + 1},
+        )
+        .returning(_COUNTERS.c.key, _COUNTERS.c.count)
+    )
+
+
+# The upsert of n limits at once (a lean statement: every wallet verify and challenge counts two), per n.
+_UPSERTS: dict[int, Lean] = {}
+
+
+def _upsert(count: int) -> Lean:
+    found = _UPSERTS.get(count)
+    if found is None:
+        found = _UPSERTS[count] = Lean(
+            _upsert_for(postgresql, count), dialects={"sqlite": _upsert_for(sqlite, count)}
+        )
+    return found
 
 
 async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
@@ -62,15 +91,15 @@ async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetim
     if not limits:
         return None
     epoch = now.timestamp()
-    rows, ends = [], {}
-    for limit in limits:
+    params: dict[str, Any] = {}
+    ends = {}
+    for index, limit in enumerate(limits):
         start = int(epoch // limit.window_seconds) * limit.window_seconds
-        rows.append(
-            {"key": limit.key, "window_start": start, "window_end": start + limit.window_seconds, "count": 1}
-        )
+        params[f"key_{index}"] = limit.key
+        params[f"window_start_{index}"] = start
+        params[f"window_end_{index}"] = start + limit.window_seconds
         ends[limit.key] = start + limit.window_seconds
-    dialect = session.bind.dialect.name if session.bind is not None else "sqlite"
-    counts = dict((await session.execute(_upsert(dialect, rows))).all())
+    counts = dict(await lean.rows(session, _upsert(len(limits)), params))
     exceeded = [limit for limit in limits if counts.get(limit.key, 0) > limit.maximum]
     if not exceeded:
         return None

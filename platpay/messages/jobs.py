@@ -6,6 +6,7 @@ import structlog
 
 from platpay.jobs.registry import Lane, handler, lane
 from platpay.jobs.runner import JobContext
+from platpay.kit import clock
 from platpay.messages import providers, service
 from platpay.metrics import MESSAGE_ATTEMPTS
 
@@ -25,8 +26,7 @@ def _describe(error: Exception) -> str:
 @handler(service.SEND_JOB)
 async def send_message(ctx: JobContext) -> None:
     message_id = ctx.payload["messageId"]
-    async with ctx.db.read() as session:
-        message = await service.outbound(session, message_id=message_id)
+    message = await service.outbound(ctx.db, message_id=message_id)
     if message is None:
         return  # already sent or given up
     error, permanent, kind = None, False, ""
@@ -40,7 +40,13 @@ async def send_message(ctx: JobContext) -> None:
         log.warning("message.send_failed", message_id=message_id, permanent=permanent, error=kind)
     async with ctx.transaction() as session:
         attempt = await service.record_attempt(
-            session, message_id=message_id, error=error, permanent=permanent, settings=ctx.settings
+            session,
+            message_id=message_id,
+            error=error,
+            permanent=permanent,
+            settings=ctx.settings,
+            # its tenant's clock, read when the job was claimed (this lane itself runs on real time)
+            now=ctx.clock.now() if ctx.clock is not None else clock.real_now(),
         )
         if attempt is not None and attempt.retry_at is not None:
             ctx.retry_at(attempt.retry_at, reason="send failed; retried")

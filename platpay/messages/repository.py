@@ -2,17 +2,98 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db import lean
+from platpay.db.lean import Lean
 from platpay.messages.models import MessageRow
+from platpay.messages.state import MessageStatus
+
+# Lean (db/lean.py): the statements of queueing and sending one message, which every EMAIL_OTP login does
+# (an OTP email per challenge; issue 12 wants >= 100 logins/s on one process).
+_INSERT = Lean(MessageRow.__table__.insert())
+_COLUMNS, _KEYS = lean.columns_of(MessageRow)
+BY_ID = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")))
+_BY_ID_FOR_UPDATE = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")).with_for_update())
+_RECORD = Lean(
+    update(MessageRow)
+    .where(MessageRow.id == bindparam("message_id"))
+    .values(
+        attempts=bindparam("new_attempts", type_=MessageRow.attempts.type),
+        status=bindparam("new_status", type_=MessageRow.status.type),
+        content=bindparam("new_content", type_=MessageRow.content.type),
+        last_error=bindparam("new_last_error", type_=MessageRow.last_error.type),
+        updated_at=bindparam("new_updated_at", type_=MessageRow.updated_at.type),
+        sent_at=bindparam("new_sent_at", type_=MessageRow.sent_at.type),
+    )
+)
+
+
+_RECORD_SENT = Lean(
+    update(MessageRow)
+    .where(MessageRow.id == bindparam("message_id"), MessageRow.status == bindparam("queued"))
+    .values(
+        attempts=MessageRow.attempts + 1,
+        status=bindparam("new_status", type_=MessageRow.status.type),
+        sent_at=bindparam("now", type_=MessageRow.sent_at.type),
+        updated_at=bindparam("now", type_=MessageRow.updated_at.type),
+        last_error=None,
+        # a production body is needed only until the message is sent; a kept one (mailbox) stays
+        content=case((MessageRow.kept, MessageRow.content), else_=None),
+    )
+    .returning(MessageRow.channel, MessageRow.category, MessageRow.attempts)
+)
 
 
 async def insert(session: AsyncSession, values: dict[str, Any]) -> None:
-    session.add(MessageRow(**values))
-    await session.flush()
+    """Insert a message row (every column given: a lean INSERT applies no Python-side default)."""
+    await lean.rows(session, _INSERT, values)
+
+
+def row_of(values: Any) -> MessageRow:
+    """A read-only MessageRow of a row `BY_ID` read (not attached to any session)."""
+    row: MessageRow = lean.snapshot(MessageRow, _KEYS, values)
+    return row
+
+
+async def get_for_update(session: AsyncSession, *, message_id: str) -> MessageRow | None:
+    """The message, its row locked until the transaction ends; a read-only snapshot (`record` writes)."""
+    found = await lean.first(session, _BY_ID_FOR_UPDATE, {"message_id": message_id})
+    return None if found is None else row_of(found)
+
+
+async def record_sent(
+    session: AsyncSession, *, message_id: str, status: str, now: datetime
+) -> tuple[str, str, int] | None:
+    """A QUEUED message's successful attempt, in one statement: (channel, category, attempts), or None when
+    it was no longer QUEUED."""
+    found = await lean.first(
+        session,
+        _RECORD_SENT,
+        {"message_id": message_id, "queued": MessageStatus.QUEUED.value, "new_status": status, "now": now},
+    )
+    return None if found is None else (found[0], found[1], found[2])
+
+
+async def record(session: AsyncSession, row: MessageRow) -> None:
+    """Write a send attempt's columns of `row` (read by `get_for_update` in this transaction)."""
+    await lean.rows(
+        session,
+        _RECORD,
+        {
+            "message_id": row.id,
+            "new_attempts": row.attempts,
+            "new_status": row.status,
+            "new_content": row.content,
+            "new_last_error": row.last_error,
+            "new_updated_at": row.updated_at,
+            "new_sent_at": row.sent_at,
+        },
+    )
 
 
 async def get(

@@ -24,6 +24,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings, get_settings
+from platpay.db.database import Database
 from platpay.errors import invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -184,9 +185,11 @@ def _content(row: MessageRow) -> dict[str, Any]:
     return json.loads(raw)
 
 
-async def outbound(session: AsyncSession, *, message_id: str) -> Outbound | None:
-    """The message as its sender takes it, or None when it is no longer QUEUED (sent, failed, gone)."""
-    row = await repository.get(session, message_id=message_id)
+async def outbound(db: Database, *, message_id: str) -> Outbound | None:
+    """The message as its sender takes it, or None when it is no longer QUEUED (sent, failed, gone): one
+    autocommit read, no transaction."""
+    found = await db.fetch_first(repository.BY_ID, {"message_id": message_id})
+    row = repository.row_of(found) if found is not None else None
     if row is None or row.status != MessageStatus.QUEUED or row.content is None:
         return None
     content = _content(row)
@@ -225,14 +228,38 @@ class Attempt:
 
 
 async def record_attempt(
-    session: AsyncSession, *, message_id: str, error: str | None, permanent: bool, settings: Settings
+    session: AsyncSession,
+    *,
+    message_id: str,
+    error: str | None,
+    permanent: bool,
+    settings: Settings,
+    now: datetime | None = None,
 ) -> Attempt | None:
-    """Record one send attempt (`error` None: it was sent); None when the message was no longer QUEUED."""
-    row = await repository.get(session, message_id=message_id, for_update=True)
+    """Record one send attempt (`error` None: it was sent) at `now` on the message's tenant's clock (None:
+    read the tenant's clock here); None when the message was no longer QUEUED."""
+    if error is None and now is not None:
+        # Sent, the common case: QUEUED -> SENT in one conditional UPDATE (no read first).
+        status = MESSAGE.move(MessageStatus.QUEUED, MessageStatus.SENT, subject=message_id)
+        sent = await repository.record_sent(session, message_id=message_id, status=status, now=now)
+        if sent is None:
+            return None
+        channel, category, attempts = sent
+        log.info(
+            "message.attempt",
+            message_id=message_id,
+            channel=channel,
+            category=category,
+            attempt=attempts,
+            status=status,
+            retry_at=None,
+        )
+        return Attempt(channel, category, status, None)
+    row = await repository.get_for_update(session, message_id=message_id)
     if row is None or row.status != MessageStatus.QUEUED:
         return None
-    tenant = await tenants_service.load(session, tenant_id=row.tenant_id)
-    now = clock.now(tenant)
+    if now is None:
+        now = clock.now(await tenants_service.load(session, tenant_id=row.tenant_id))
     row.attempts += 1
     row.updated_at = now
     retry_at = None
@@ -248,7 +275,7 @@ async def record_attempt(
             retry_at = clock.real_now() + _retry_delay(row.attempts, settings)  # real time, as its lane runs
     if row.status != MessageStatus.QUEUED and not row.kept:
         row.content = None  # a production body is needed only until the message is sent
-    await session.flush()
+    await repository.record(session, row)
     log.info(
         "message.attempt",
         message_id=row.id,

@@ -5,7 +5,9 @@ processes.
 An attempt that succeeds is counted in the transaction that does its work (no transaction of its own on the
 way to a session); one that fails — a wrong OTP, a bad token, a bad assertion, any 4xx — is counted in a
 transaction of its own once its work has rolled back, so that failing attempts add up. An attempt over a
-limit is refused before any work and not counted again."""
+limit is refused before any work and not counted again. Counting reads the credential (404 for an unknown
+one) with its row locked until the attempt's transaction ends: attempts at one credential run one after the
+other on PostgreSQL, and the work finds the credential in its session without reading it again."""
 
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ class Attempt:
         self.counted = False
 
     async def _record(self, session: AsyncSession) -> RateLimited | None:
-        account_id = await credentials.account_of(
-            session, tenant=self.tenant, credential_id=self.credential_id
+        credential = await credentials.live_credential(
+            session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
         )
+        account_id = credential.account_id
         what = f"{self.kind} attempts for this"
         return await rate_limits.record(
             session,

@@ -108,21 +108,6 @@ async def live_credential(
     return row
 
 
-async def account_of(session: AsyncSession, *, tenant: TenantContext, credential_id: str) -> str:
-    """The wallet of a live credential (404 when there is none such): one column, no entity loaded."""
-    account_id = (
-        await repository.account_of_credential(session, tenant_id=tenant.id, credential_id=credential_id)
-        if is_id(credential_id, "AuthMethod")
-        else None
-    )
-    if account_id is None:
-        raise CredentialNotFound(
-            f"authentication credential {credential_id[:80]!r} not found",
-            details={"credentialId": credential_id[:80]},
-        )
-    return account_id
-
-
 # Registering
 
 

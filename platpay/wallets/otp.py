@@ -96,13 +96,16 @@ async def check_attempt(
     now: datetime,
 ) -> ec.EllipticCurvePublicKey:
     """The TEK of a correct attempt at the credential's current OTP (which is then used up); 401 for a wrong,
-    expired, used or superseded one, or a bundle sealed to another target; 400 for a malformed bundle."""
+    expired, used or superseded one, or a bundle sealed to another target; 400 for a malformed bundle.
+    Raising rolls the caller's transaction back: a refused attempt leaves the OTP pending."""
     try:
         sealed = bundles.parse_sealed(encrypted_otp_bundle)
     except bundles.BundleMalformed as error:
         raise invalid_field("encryptedOtpBundle", str(error)) from None
-    otp = await repository.latest_otp(session, tenant_id=tenant.id, credential_id=credential.id)
-    if otp is None or otp.used_at is not None or otp.expires_at <= now:
+    # Used up first, in one statement: every refusal below (a wrong code, another target, a malformed
+    # attempt) raises, and the transaction's rollback gives the OTP back.
+    otp = await repository.take_otp(session, tenant_id=tenant.id, credential_id=credential.id, now=now)
+    if otp is None:
         raise VerificationFailed(
             "no OTP is pending for this credential (none issued, already used, or expired): request a new one "
             "with POST /auth/credentials/{id}/challenge"
@@ -120,8 +123,6 @@ async def check_attempt(
         raise invalid_field("encryptedOtpBundle", str(error)) from None
     if not hmac.compare_digest(keys.otp_digest(otp.id, attempt.otp_code), otp.code_digest):
         raise VerificationFailed("Invalid OTP code")
-    if not await repository.use_otp(session, otp_id=otp.id, now=now):
-        raise VerificationFailed("this OTP was just used by another request")
     return attempt.public_key
 
 

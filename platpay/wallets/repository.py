@@ -1,4 +1,9 @@
-"""All SQL on the wallets domain's tables, always tenant-scoped."""
+"""All SQL on the wallets domain's tables, always tenant-scoped.
+
+The statements of an EMAIL_OTP login (issue 12: >= 100 logins/s on one process) are lean (db/lean.py): the
+credential and its wallet read on every challenge and verify, the OTP issued, read and used, the signed-retry
+challenge stored and taken, the session and its audit row inserted. The rest go through the ORM.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.db import portable
+from platpay.db import lean, portable
+from platpay.db.lean import Lean
 from platpay.wallets.models import (
     AuditRow,
     ChallengeRow,
@@ -74,20 +80,11 @@ def _live_credentials(tenant_id: str) -> Any:
 async def get_credential(
     session: AsyncSession, *, tenant_id: str, credential_id: str, for_update: bool = False
 ) -> CredentialRow | None:
-    stmt = _live_credentials(tenant_id).where(CredentialRow.id == credential_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
-
-
-async def account_of_credential(session: AsyncSession, *, tenant_id: str, credential_id: str) -> str | None:
-    return await session.scalar(
-        select(CredentialRow.account_id).where(
-            CredentialRow.tenant_id == tenant_id,
-            CredentialRow.id == credential_id,
-            CredentialRow.revoked_at.is_(None),
-        )
+    """The live credential, as a persistent instance of `session` (changes to it flush with the unit of work)."""
+    row: CredentialRow | None = await lean.get(
+        session, CredentialRow, for_update=for_update, id=credential_id, tenant_id=tenant_id, revoked_at=None
     )
+    return row
 
 
 async def credentials_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[CredentialRow]:
@@ -129,8 +126,18 @@ async def has_verified_credential(session: AsyncSession, *, tenant_id: str, acco
 # Sessions
 
 
-async def insert_session(session: AsyncSession, row: dict[str, Any]) -> None:
-    await session.execute(SessionRow.__table__.insert(), [row])
+_INSERT_SESSION = Lean(SessionRow.__table__.insert())
+
+
+_SESSION_KEYS = lean.columns_of(SessionRow)[1]
+
+
+async def insert_session(session: AsyncSession, values: dict[str, Any]) -> SessionRow:
+    """Insert a session (every column given); the row as a read-only snapshot (a session row is never
+    changed but by `revoke_session`'s UPDATE)."""
+    await lean.rows(session, _INSERT_SESSION, values)
+    row: SessionRow = lean.snapshot(SessionRow, _SESSION_KEYS, [values[key] for key in _SESSION_KEYS])
+    return row
 
 
 def _active_sessions(tenant_id: str, now: datetime) -> Any:
@@ -232,8 +239,23 @@ async def revoke_sessions_of_credential(
 # Challenges
 
 
+_INSERT_CHALLENGE = Lean(ChallengeRow.__table__.insert())
+_CHALLENGE_COLUMNS, _CHALLENGE_KEYS = lean.columns_of(ChallengeRow)
+_TAKE_CHALLENGE = Lean(
+    update(ChallengeRow)
+    .where(
+        ChallengeRow.tenant_id == bindparam("tenant_id"),
+        ChallengeRow.id == bindparam("request_id"),
+        ChallengeRow.consumed_at.is_(None),
+        ChallengeRow.expires_at > bindparam("now", type_=ChallengeRow.expires_at.type),
+    )
+    .values(consumed_at=bindparam("now", type_=ChallengeRow.consumed_at.type))
+    .returning(*_CHALLENGE_COLUMNS)
+)
+
+
 async def insert_challenge(session: AsyncSession, row: dict[str, Any]) -> None:
-    await session.execute(ChallengeRow.__table__.insert(), [row])
+    await lean.rows(session, _INSERT_CHALLENGE, row)
 
 
 async def get_challenge(session: AsyncSession, *, tenant_id: str, request_id: str) -> ChallengeRow | None:
@@ -248,18 +270,11 @@ async def take_challenge(
     """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
     `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
     PostgreSQL a concurrent consumer waits for this transaction and then finds the challenge used."""
-    return await session.scalar(
-        update(ChallengeRow)
-        .where(
-            ChallengeRow.tenant_id == tenant_id,
-            ChallengeRow.id == request_id,
-            ChallengeRow.consumed_at.is_(None),
-            ChallengeRow.expires_at > now,
-        )
-        .values(consumed_at=now)
-        .returning(ChallengeRow),
-        execution_options={"synchronize_session": False},
+    row = await lean.first(
+        session, _TAKE_CHALLENGE, {"tenant_id": tenant_id, "request_id": request_id, "now": now}
     )
+    # a read-only snapshot of the consumed row (nothing of it is changed afterwards)
+    return None if row is None else lean.snapshot(ChallengeRow, _CHALLENGE_KEYS, row)
 
 
 async def find_challenge(
@@ -299,24 +314,41 @@ async def purge_challenges(session: AsyncSession, *, before: datetime) -> int:
 # OTPs
 
 
+_INSERT_OTP = Lean(OtpRow.__table__.insert())
+_OTP_COLUMNS, _OTP_KEYS = lean.columns_of(OtpRow)
+_NEWEST_OTP_ID = (
+    select(OtpRow.id)
+    .where(OtpRow.tenant_id == bindparam("tenant_id"), OtpRow.credential_id == bindparam("credential_id"))
+    .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
+    .limit(1)
+    .scalar_subquery()
+)
+_TAKE_OTP = Lean(
+    update(OtpRow)
+    .where(
+        OtpRow.id == _NEWEST_OTP_ID,
+        OtpRow.used_at.is_(None),
+        OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
+    )
+    .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+    .returning(*_OTP_COLUMNS)
+)
+
+
 async def insert_otp(session: AsyncSession, row: dict[str, Any]) -> None:
-    await session.execute(OtpRow.__table__.insert(), [row])
+    await lean.rows(session, _INSERT_OTP, row)
 
 
-async def latest_otp(session: AsyncSession, *, tenant_id: str, credential_id: str) -> OtpRow | None:
-    return await session.scalar(
-        select(OtpRow)
-        .where(OtpRow.tenant_id == tenant_id, OtpRow.credential_id == credential_id)
-        .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
-        .limit(1)
+async def take_otp(
+    session: AsyncSession, *, tenant_id: str, credential_id: str, now: datetime
+) -> OtpRow | None:
+    """Use the credential's newest OTP issuance if it is pending (not used, not expired) and return it, in
+    one statement (None otherwise: only the newest counts). A transaction that then refuses the attempt
+    rolls the use back; on PostgreSQL a concurrent taker waits for this transaction, then finds it used."""
+    row = await lean.first(
+        session, _TAKE_OTP, {"tenant_id": tenant_id, "credential_id": credential_id, "now": now}
     )
-
-
-async def use_otp(session: AsyncSession, *, otp_id: str, now: datetime) -> bool:
-    result = await session.execute(
-        update(OtpRow).where(OtpRow.id == otp_id, OtpRow.used_at.is_(None)).values(used_at=now)
-    )
-    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+    return None if row is None else lean.snapshot(OtpRow, _OTP_KEYS, row)
 
 
 async def retire_otps(session: AsyncSession, *, credential_ids: list[str], now: datetime) -> None:
@@ -347,8 +379,11 @@ async def insert_enclave_key(session: AsyncSession, row: dict[str, Any]) -> None
 # Audit
 
 
+_INSERT_AUDIT = Lean(AuditRow.__table__.insert())
+
+
 async def insert_audit(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    await session.execute(AuditRow.__table__.insert(), rows)
+    await lean.execute_many(session, _INSERT_AUDIT, rows)
 
 
 async def audit_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[AuditRow]:

@@ -51,25 +51,27 @@ async def _insert(
     refreshed_from: str | None,
     actor: str,
 ) -> SessionRow:
-    row = SessionRow(
-        id=new_id("Session"),
-        tenant_id=tenant.id,
-        account_id=credential.account_id,
-        credential_id=credential.id,
-        public_key=p256.compressed_hex(public_key),
-        refreshed_from=refreshed_from,
-        created_at=now,
-        expires_at=now + timedelta(seconds=get_settings().wallet_session_ttl_seconds),
-        revoked_at=None,
+    row = await repository.insert_session(
+        session,
+        {
+            "id": new_id("Session"),
+            "tenant_id": tenant.id,
+            "account_id": credential.account_id,
+            "credential_id": credential.id,
+            "public_key": p256.compressed_hex(public_key),
+            "refreshed_from": refreshed_from,
+            "created_at": now,
+            "expires_at": now + timedelta(seconds=get_settings().wallet_session_ttl_seconds),
+            "revoked_at": None,
+        },
     )
-    session.add(row)
     if credential.status != CredentialStatus.VERIFIED:
         credential.status = CREDENTIAL.move(
             credential.status, CredentialStatus.VERIFIED, subject=credential.id
         )
         credential.verified_at = now
         credential.updated_at = now
-    await session.flush()
+        await session.flush()
     await audit.record(
         session,
         tenant_id=tenant.id,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -40,7 +41,7 @@ class Stamp:
 
 def _b64url_decode(value: str) -> bytes:
     stripped = value.strip().rstrip("=")
-    if not stripped or any(c not in _B64URL for c in stripped):
+    if not _B64URL.fullmatch(stripped):
         raise StampMalformed("the header is not base64url")
     try:
         return base64.urlsafe_b64decode(stripped + "=" * (-len(stripped) % 4))
@@ -48,7 +49,7 @@ def _b64url_decode(value: str) -> bytes:
         raise StampMalformed("the header is not base64url") from None
 
 
-_B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+_B64URL = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def parse(header: str) -> Stamp:
