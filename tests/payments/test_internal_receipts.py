@@ -47,7 +47,7 @@ async def parties(client, auth, receiver):
     return {"sender": sender, "usd": usd, "recipient": recipient, "usdc": usdc}
 
 
-async def _pay_uma(client, auth, parties, **extra):
+async def _pay_uma(client, auth, parties, currency: str = "USDC", **extra):
     address = parties["recipient"]["umaAddress"]
     lookup = (
         await client.get(
@@ -58,7 +58,7 @@ async def _pay_uma(client, auth, parties, **extra):
         client,
         auth,
         source=account_source(parties["usd"]["id"]),
-        destination={"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": "USDC"},
+        destination={"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": currency},
         lookupId=lookup["lookupId"],
         immediatelyExecute=True,
         **extra,
@@ -126,27 +126,13 @@ class TestReceipts:
         holding = await internal_account(client, auth, recipient_id, "USDB")
         wallet = await internal_account(client, auth, recipient_id, "USDB", "EMBEDDED_WALLET")
         assert holding["type"] == "INTERNAL_CRYPTO"
-        address = parties["recipient"]["umaAddress"]
-        lookup = (
-            await client.get(
-                f"/receiver/uma/{address}", auth=auth, params={"customerId": parties["sender"]["id"]}
-            )
-        ).json()
-        response = await quote(
-            client,
-            auth,
-            source=account_source(parties["usd"]["id"]),
-            destination={"destinationType": "UMA_ADDRESS", "umaAddress": address, "currency": "USDB"},
-            lookupId=lookup["lookupId"],
-            immediatelyExecute=True,
-        )
-        assert response.status_code == 201, response.text
+        paid = await _pay_uma(client, auth, parties, currency="USDB")
         await _advance(runner)
         [incoming] = await _transactions(client, auth, customerId=recipient_id)
         assert incoming["status"] == "COMPLETED"
         assert incoming["destination"]["accountId"] == holding["id"]
         received = incoming["receivedAmount"]["amount"]
-        assert received == response.json()["totalReceivingAmount"] > 0
+        assert received == paid["totalReceivingAmount"] > 0
         assert await balances(client, auth, recipient_id, "USDB") == (received, received)
         assert await balances(client, auth, recipient_id, "USDB", "EMBEDDED_WALLET") == (0, 0)
         assert wallet["id"] != holding["id"]
