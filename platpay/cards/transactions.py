@@ -423,8 +423,8 @@ async def return_(
     session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
 ) -> CardTransaction:
     """A merchant RETURN of `amount` (≤ settled − refunded): credited back to whoever paid (see `_payers`;
-    split when several did), one CardRefund per account credited; REFUNDED once everything settled came back. Returns complete whatever the
-    card's state (refunds in flight at close still complete)."""
+    split when several did), one CardRefund per account credited; REFUNDED once everything settled came
+    back. Returns complete whatever the card's state (refunds in flight at close still complete)."""
     row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
     if row.status not in RETURNABLE:
         raise CardTransactionConflict(
