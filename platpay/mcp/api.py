@@ -203,7 +203,7 @@ class KeepAliveApi:
             elif status in (204, 304) or 100 <= status < 200:
                 content = b""
             else:
-                content = await reader.read(MAX_BODY_BYTES)  # delimited by the connection's end
+                content = await _read_to_end(reader)  # delimited by the connection's end
                 close = True
         except asyncio.IncompleteReadError as error:
             connection.close()
@@ -259,6 +259,17 @@ def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool]:
         elif name == "connection":
             close = value.lower() == "close" or (close and value.lower() != "keep-alive")
     return status, length, chunked, close
+
+
+async def _read_to_end(reader: asyncio.StreamReader) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while chunk := await reader.read(64 * 1024):
+        total += len(chunk)
+        if total > MAX_BODY_BYTES:
+            raise ApiUnreachable("response body too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:

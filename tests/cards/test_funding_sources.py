@@ -18,8 +18,8 @@ from tests.cards.support import (
     authorize,
     clear,
     events,
-    give_back,
     get_card,
+    give_back,
     open_holds,
     patch,
 )

@@ -46,6 +46,12 @@ async def _serve(server: Server, behaviour: str) -> asyncio.Server:
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")
                     await writer.drain()
                     break
+                if behaviour == "until-close":  # HTTP/1.0 style: no length, the body ends with the connection
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b'{"big": "' + b"x" * 50_000 + b'"}'
+                    )
+                    await writer.drain()
+                    break
                 if behaviour == "chunked":
                     writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
                     writer.write(b'4\r\n{"a"\r\n3\r\n: 1\r\n1\r\n}\r\n0\r\n\r\n')
@@ -109,6 +115,16 @@ async def test_a_chunked_answer_is_read_whole(started: tuple[Server, api.Api]) -
     _, client = started
     assert (await client.request("GET", "/x")).json() == {"a": 1}
     assert (await client.request("GET", "/x")).json() == {"a": 1}  # and the connection stays usable
+
+
+@pytest.mark.parametrize("started", ["until-close"], indirect=True)
+async def test_a_body_without_length_is_read_to_the_connections_end(started: tuple[Server, api.Api]) -> None:
+    server, client = started
+    for _ in range(2):  # the second on a new connection
+        response = await client.request("GET", "/x")
+        assert len(response.content) == 50_011, (len(response.content), response.content[-20:])
+        assert len(response.json()["big"]) == 50_000
+    assert server.connections == 2
 
 
 @pytest.mark.parametrize("started", ["mid-answer"], indirect=True)
