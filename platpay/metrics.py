@@ -70,6 +70,12 @@ class Metrics:
             ["channel", "category", "outcome"],
             registry=registry,
         )
+        self.card_authorizations_raced = Counter(
+            "platpay_card_authorizations_raced_total",
+            "card authorizations whose funding source was spent by a concurrent one between the decision "
+            "and the balance update (rolled back and decided again under the locks)",
+            registry=registry,
+        )
         self.job_runs = Counter(
             "platpay_job_runs_total",
             "job runs by kind and outcome (done, retry, failed, dead, lease_lost)",
@@ -255,6 +261,9 @@ class _CurrentMetric:
     def labels(self, *label_values: str, **label_kwargs: str) -> Any:
         return getattr(current(), self._attribute).labels(*label_values, **label_kwargs)
 
+    def inc(self, amount: float = 1) -> None:  # a metric without labels
+        getattr(current(), self._attribute).inc(amount)
+
 
 def record_request(method: str, route: str, status: int, seconds: float) -> None:
     current().requests.record(method, route, status, seconds)
@@ -263,6 +272,7 @@ def record_request(method: str, route: str, status: int, seconds: float) -> None
 WEBHOOK_ATTEMPTS = _CurrentMetric("webhook_attempts")
 JOB_RUNS = _CurrentMetric("job_runs")
 MESSAGE_ATTEMPTS = _CurrentMetric("message_attempts")
+CARD_AUTHORIZATIONS_RACED = _CurrentMetric("card_authorizations_raced")
 
 
 # ---- scrape ---------------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
+from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.wallets.signed_endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
@@ -226,6 +227,7 @@ async def simulate_authorization(
     try:
         return await run(balance_last=True)
     except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
+        CARD_AUTHORIZATIONS_RACED.inc()
         return await run(balance_last=False)
 
 
