@@ -48,7 +48,10 @@ async def _serve(server: Server, behaviour: str) -> asyncio.Server:
                     break
                 if behaviour == "until-close":  # HTTP/1.0 style: no length, the body ends with the connection
                     writer.write(
-                        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b'{"big": "' + b"x" * 50_000 + b'"}'
+                        b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"
+                        + b'{"big": "'
+                        + b"x" * 200_000
+                        + b'"}'
                     )
                     await writer.drain()
                     break
@@ -122,8 +125,8 @@ async def test_a_body_without_length_is_read_to_the_connections_end(started: tup
     server, client = started
     for _ in range(2):  # the second on a new connection
         response = await client.request("GET", "/x")
-        assert len(response.content) == 50_011, (len(response.content), response.content[-20:])
-        assert len(response.json()["big"]) == 50_000
+        assert len(response.content) == 200_011, (len(response.content), response.content[-20:])
+        assert len(response.json()["big"]) == 200_000
     assert server.connections == 2
 
 
