@@ -100,9 +100,12 @@ class CardMerchant(ApiModel):
 
 
 class CardPullSummary(ApiModel):
-    count: int
-    total_amount: int
-    pending_count: int | None = None
+    count: int = Field(description="pulls made: the authorization's hold and each post-hoc pull")
+    total_amount: int = Field(
+        description="minor units the funding sources paid or still reserve: the hold less what it released "
+        "(an expired authorization pulled nothing), plus the covered post-hoc pulls"
+    )
+    pending_count: int | None = Field(default=None, description="pulls whose confirmation is still awaited")
 
 
 class CardRefundSummary(ApiModel):

@@ -314,10 +314,15 @@ async def _network_account(session: AsyncSession, *, tenant_id: str, currency: s
 
 
 async def _release(session: AsyncSession, row: CardTransactionRow) -> list[str]:
+    """Give the hold's rest back to its source; what was released is no longer pulled (`pullSummary`'s
+    total is what the funding sources paid or still reserve, never money that went back)."""
     entry = await ledger.release_hold(
         session, tenant_id=row.tenant_id, reference=row.id, kind="CARD_AUTHORIZATION_RELEASE"
     )
-    return list(entry.balances) if entry is not None else []
+    if entry is None:
+        return []
+    row.pull_amount -= sum(leg.amount for leg in entry.legs if leg.bucket == ledger.AVAILABLE)
+    return list(entry.balances)
 
 
 async def _pull(session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str) -> str | None:

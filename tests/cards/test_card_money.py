@@ -139,12 +139,15 @@ class TestClearing:
         await clear(client, auth, setup["card"], transaction["id"], 1_200)
         expired = (await clear(client, auth, setup["card"], transaction["id"], 0)).json()
         assert expired["status"] == "SETTLED" and expired["settledAmount"]["amount"] == 1_200
+        # what went back to the source was never pulled
+        assert expired["pullSummary"] == {"count": 1, "totalAmount": 1_200, "pendingCount": 0}
         assert await balance(client, auth, setup["customer"]) == (8_800, 8_800)
 
     async def test_zero_is_the_authorizations_expiry(self, client, auth, db, setup) -> None:
         transaction = await approved(client, auth, setup["card"], 3_000)
         expired = (await clear(client, auth, setup["card"], transaction["id"], 0)).json()
         assert expired["status"] == "EXPIRED" and "settledAmount" not in expired
+        assert expired["pullSummary"] == {"count": 1, "totalAmount": 0, "pendingCount": 0}
         assert await balance(client, auth, setup["customer"]) == (10_000, 10_000)
         again = await clear(client, auth, setup["card"], transaction["id"], 0)
         assert again.status_code == 409

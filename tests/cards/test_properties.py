@@ -45,6 +45,7 @@ class Tracked:
     status: str
     settled: int = 0
     refunded: int = 0
+    pulled: int = 0  # pullSummary.totalAmount: the hold's rest + what it captured + covered post-hoc pulls
 
 
 class Model:
@@ -55,6 +56,7 @@ class Model:
 
     def _release(self, t: Tracked) -> None:
         self.available += t.hold
+        t.pulled -= t.hold
         self.held -= t.hold
         t.hold = 0
 
@@ -71,7 +73,7 @@ class Model:
                 assert body["status"] == "AUTHORIZED", body
                 self.available -= amount
                 self.held += amount
-                self.transactions.append(Tracked(body["id"], amount, amount, "AUTHORIZED"))
+                self.transactions.append(Tracked(body["id"], amount, amount, "AUTHORIZED", pulled=amount))
             else:
                 assert body["status"] == "DECLINED", body
         elif name == "clear" and self.transactions:
@@ -126,6 +128,7 @@ class Model:
         if excess:
             if self.available >= excess:
                 self.available -= excess
+                t.pulled += excess
             else:
                 failed = True
         was = t.status
@@ -155,6 +158,8 @@ class Model:
         ).json()["data"]
         statuses = {t["id"]: t["status"] for t in listed if t["status"] != "DECLINED"}
         assert statuses == {t.id: t.status for t in self.transactions}
+        pulled = {t["id"]: t["pullSummary"]["totalAmount"] for t in listed if t["status"] != "DECLINED"}
+        assert pulled == {t.id: t.pulled for t in self.transactions}
 
 
 class TestCardMoneyProperties:
