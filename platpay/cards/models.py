@@ -79,7 +79,8 @@ class CardTransactionRow(Base):
     refunded_amount: Mapped[int] = mapped_column(BigInteger, default=0)
     settlement_count: Mapped[int] = mapped_column(Integer, default=0)
     pull_count: Mapped[int] = mapped_column(Integer, default=0)
-    pull_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # the hold (less what it released) + covered post-hoc pulls
+    # the hold (less what it released) + covered post-hoc pulls
+    pull_amount: Mapped[int] = mapped_column(BigInteger, default=0)
     pull_pending: Mapped[int] = mapped_column(Integer, default=0)
     loss_amount: Mapped[int] = mapped_column(BigInteger, default=0)  # what the operator absorbed
     outcome: Mapped[str | None] = mapped_column(String(32))  # the issuer's scenario (sandbox suffixes)
