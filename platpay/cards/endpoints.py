@@ -222,6 +222,7 @@ async def simulate_authorization(
                 balance_last=balance_last,
             ),
             status=200,
+            lean=balance_last,  # the fast path's statements are all lean; the retry's may not be
         )
 
     try:

@@ -17,6 +17,11 @@ Nothing here bypasses the unit of work's guarantees: a lean write commits or rol
 The ORM does not see lean writes; `add` and `get` are the ORM's own insert and lookup of an instance, leanly,
 with the same identity-map semantics.
 
+`LeanTransaction` goes one step further for a path whose every statement is lean (a card authorization):
+a transaction straight on a driver connection (`Database.lean_transaction()`), with no ORM session at all
+(its begin, connection checkout and commit cost several times the statements' own driver calls). Rows it
+inserts or reads are snapshots, never attached; an ORM call on it raises at once.
+
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
 idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
@@ -102,6 +107,23 @@ def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
 Driver = tuple[Any, Any, Dialect, AsyncConnection]
 
 
+class LeanTransaction:
+    """A transaction on an asyncpg connection with no ORM session (`Database.lean_transaction()`): what the
+    lean functions of this module need of a session — its `info`, which also carries what a transaction
+    records for the commit hooks (jobs queued, ids read) — and nothing else. Driver errors come back as the
+    driver raised them (as from `Database.fetch_first`)."""
+
+    __slots__ = ("info",)
+
+    def __init__(self, driver: Any, dialect: Dialect) -> None:
+        self.info: dict[str, Any] = {_DRIVER: (None, driver, dialect, None)}
+
+    def __getattr__(self, name: str) -> Any:
+        raise TypeError(
+            f"a lean transaction has no ORM session: {name!r} is not available (only lean statements run here)"
+        )
+
+
 async def _driver(session: AsyncSession) -> Driver:
     """(adapted DBAPI connection, driver connection, dialect, SQLAlchemy connection) of the session's
     transaction, begun; looked up once per transaction (each lookup is two greenlet round trips into
@@ -145,6 +167,8 @@ async def _failed(known: Driver, sql: str, args: Any, error: Exception) -> Excep
     """The exception to raise for a driver error; a connection the error shows lost is invalidated first
     (SQLAlchemy's own execution path does the same), so the pool discards it instead of handing it out."""
     adapted, driver, dialect, connection = known
+    if connection is None:  # a LeanTransaction: its pool discards a lost connection as the error leaves it
+        return error
     translated = _translated(dialect, adapted, sql, args, error)
     if connection_lost(error, driver):
         if isinstance(translated, exc.DBAPIError):
@@ -241,6 +265,10 @@ def _instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> 
     """The persistent `cls` instance for a row a lean SELECT read (`values` by attribute name): the one
     already in the session's identity map, else a new one attached as if the ORM had loaded it."""
     mapper = sa_inspect(cls)
+    if isinstance(session, LeanTransaction):  # no session: a snapshot
+        row = mapper.class_manager.new_instance()
+        row.__dict__.update(values)
+        return row
     key = mapper.identity_key_from_primary_key([values[c.key] for c in mapper.primary_key])
     existing = session.identity_map.get(key)
     if existing is not None:
@@ -275,7 +303,7 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
             statement = statement.with_for_update()
         found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in attrs))
     statement, keys = found
-    if not for_update:
+    if not for_update and not isinstance(session, LeanTransaction):
         # Like session.get: an instance this session already holds is the answer, without a query (a
         # query would return that same instance, unrefreshed, anyway).
         mapper = sa_inspect(cls)
@@ -307,6 +335,9 @@ def snapshot(cls: type[Any], keys: tuple[str, ...], values: Sequence[Any]) -> An
 
 def _attach(session: AsyncSession, row: Any) -> None:
     """Make an instance inserted by a lean INSERT persistent in `session`, as if loaded: later changes
-    to it flush as UPDATEs with the unit of work."""
+    to it flush as UPDATEs with the unit of work. In a LeanTransaction there is no session: the row stays a
+    snapshot (a change to it is not saved)."""
+    if isinstance(session, LeanTransaction):
+        return
     make_transient_to_detached(row)
     session.add(row)

@@ -1,7 +1,10 @@
-"""A small first-come-first-served pool of asyncpg connections for lean reads (`Database.fetch_first`).
+"""A small first-come-first-served pool of asyncpg connections for lean reads (`Database.fetch_first`) and
+lean transactions (`Database.lean_transaction`, a pool of its own).
 
-Lean reads are single autocommit statements, so a connection carries no session state between uses and
-needs no reset; what matters is the cost per use and fairness under load:
+A lean read is one autocommit statement and a lean transaction ends (COMMIT or ROLLBACK) before its
+connection comes back, so a connection carries no session state between uses and needs no reset (one
+that comes back still inside a transaction is discarded); what matters is the cost per use and fairness
+under load:
 
 - asyncpg's own pool lets a newcomer take a connection handed back before the waiter it was handed to
   wakes; that waiter then queues again at the back, so under saturation some requests wait many turns (a
@@ -122,7 +125,7 @@ class LeanPool:
         return False
 
     def _release(self, connection: Any) -> None:
-        if self._closed or connection.is_closed():
+        if self._closed or connection.is_closed() or connection.is_in_transaction():
             self._discard(connection)
         elif not self._hand_over(connection):
             self._idle.append(connection)

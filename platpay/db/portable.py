@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from sqlalchemy import JSON, any_, bindparam, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
@@ -40,4 +42,15 @@ def lean_insert_ignore(table: Any) -> Lean:
     return Lean(
         sqlite.insert(table).on_conflict_do_nothing().returning(*primary_key),
         dialects={"postgresql": postgresql.insert(table).on_conflict_do_nothing().returning(*primary_key)},
+    )
+
+
+def lean_in(build: Callable[[Any], Any], column: Any, name: str) -> Lean:
+    """A Lean of `build(condition)`, `condition` being `column IN` the list bound as `name`, of any length
+    (a Lean is compiled once: an expanding IN would be compiled anew for every length): PostgreSQL binds
+    the list as an array (`column = ANY(:name)`), SQLite as a JSON array read by json_each."""
+    as_json = func.json_each(bindparam(name, type_=JSON)).table_valued("value")
+    return Lean(
+        build(column.in_(select(as_json.c.value))),
+        dialects={"postgresql": build(column == any_(bindparam(name, type_=postgresql.ARRAY(column.type))))},
     )

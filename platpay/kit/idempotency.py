@@ -152,10 +152,12 @@ async def execute(
     key: str | None,
     request_fingerprint: str,
     operation: Operation,
+    lean: bool = False,
 ) -> Response:
-    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key)."""
+    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key); without a key and
+    `lean`, in `db.lean_transaction()` (an operation whose every statement is lean)."""
     if key is None:
-        async with db.transaction() as session:
+        async with db.lean_transaction() if lean else db.transaction() as session:
             status, body = await operation(session)
         return _response(status, render(body), replayed=False)
     for _ in range(2):
@@ -324,7 +326,10 @@ class Idempotent:
         operation: Callable[[AsyncSession], Awaitable[ApiModel]],
         *,
         status: int = 201,
+        lean: bool = False,
     ) -> Response:
+        """`lean`: the operation runs only lean statements (platpay.db.lean), so a request without an
+        Idempotency-Key runs it in `Database.lean_transaction()`, which has no ORM session."""
         request = self.request
         state = request.state
 
@@ -342,6 +347,7 @@ class Idempotent:
                 caller=getattr(state, "caller", None),
             ),
             operation=run,
+            lean=lean,
         )
 
 

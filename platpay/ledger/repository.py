@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.portable import insert_ignore_many
+from platpay.db.portable import insert_ignore_many, lean_in
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
 
 _ACCOUNTS = LedgerAccountRow.__table__
@@ -60,19 +60,24 @@ _BALANCE = Lean(
 )
 
 
+_BALANCES = lean_in(
+    lambda where: select(_ACCOUNTS.c.id, _ACCOUNTS.c.available, _ACCOUNTS.c.held).where(where),
+    _ACCOUNTS.c.id,
+    "account_ids",
+)
+
+
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, tuple[int, int]]:
+    """(available, held) of each account that exists, leanly (a card authorization reads its sources'
+    balances in a LeanTransaction)."""
     if not account_ids:
         return {}
-    if len(account_ids) == 1:  # the common case (a card's one source, an account's GET): leanly
+    if len(account_ids) == 1:  # the common case (a card's one source, an account's GET)
         [account_id] = account_ids
         found = await lean.first(session, _BALANCE, {"account_id": account_id})
         return {} if found is None else {account_id: (found[0], found[1])}
-    rows = await session.execute(
-        select(LedgerAccountRow.id, LedgerAccountRow.available, LedgerAccountRow.held).where(
-            LedgerAccountRow.id.in_(account_ids)
-        )
-    )
-    return {row.id: (row.available, row.held) for row in rows}
+    rows = await lean.rows(session, _BALANCES, {"account_ids": list(account_ids)})
+    return {account_id: (available, held) for account_id, available, held in rows}
 
 
 async def apply(
@@ -102,11 +107,8 @@ async def apply(
 
 
 async def get_account(session: AsyncSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
-    return await session.scalar(
-        select(LedgerAccountRow).where(
-            LedgerAccountRow.id == account_id, LedgerAccountRow.tenant_id == tenant_id
-        )
-    )
+    """Leanly (a refused card hold explains itself from here, in a LeanTransaction)."""
+    return await lean.get(session, LedgerAccountRow, id=account_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
 
 
 async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str) -> str | None:
