@@ -192,10 +192,7 @@ class Database:
         except Exception as error:
             self._unavailable(error)
             raise
-        if self.outage.down_since is not None:
-            self.outage.succeeded()
-        for callback in (*COMMIT_HOOKS, *self._after_commit):
-            callback(session)
+        self._committed(session)
 
     @contextlib.asynccontextmanager
     async def lean_transaction(self) -> AsyncIterator[AsyncSession | LeanTransaction]:
@@ -239,10 +236,14 @@ class Database:
         except Exception as error:
             self._unavailable(error)
             raise
+        self._committed(lean_tx)  # type: ignore[arg-type]
+
+    def _committed(self, session: AsyncSession) -> None:
+        """After a write transaction committed: the outage (if one was logged) is over; the commit hooks."""
         if self.outage.down_since is not None:
             self.outage.succeeded()
         for callback in (*COMMIT_HOOKS, *self._after_commit):
-            callback(lean_tx)  # type: ignore[arg-type]
+            callback(session)
 
     @contextlib.asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
