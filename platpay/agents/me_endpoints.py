@@ -231,25 +231,16 @@ async def transfer_out(
     principal: Principal = AgentCaller,
 ) -> Response:
     """Send from the customer's internal account to its external account (CREATE_TRANSFERS; approval per policy)."""
-    settings = request.app.state.settings
-    asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-    async with _queue(principal.id), audit.refusals(get_db(request), principal, "TRANSFER_OUT", asked):
-        return await idem.run(
-            body,
-            lambda s: operations.transfer(
-                s,
-                principal_tenant=principal.tenant,
-                agent_id=principal.id,
-                outgoing=True,
-                internal_account_id=body.source.account_id,
-                external_account_id=body.destination.account_id,
-                payment_rail=body.destination.payment_rail,
-                amount=body.amount,
-                description=body.description,
-                settings=settings,
-            ),
-            status=201,
-        )
+    return await _transfer(
+        request,
+        body,
+        idem,
+        principal,
+        outgoing=True,
+        internal_account_id=body.source.account_id,
+        external_account_id=body.destination.account_id,
+        payment_rail=body.destination.payment_rail,
+    )
 
 
 @router.post(
@@ -266,18 +257,44 @@ async def transfer_in(
     principal: Principal = AgentCaller,
 ) -> Response:
     """Pull from the customer's external account into its internal account (CREATE_TRANSFERS; approval per policy)."""
+    return await _transfer(
+        request,
+        body,
+        idem,
+        principal,
+        outgoing=False,
+        internal_account_id=body.destination.account_id,
+        external_account_id=body.source.account_id,
+    )
+
+
+async def _transfer(
+    request: Request,
+    body: TransferOutRequest | TransferInRequest,
+    idem: Idempotent,
+    principal: Principal,
+    *,
+    outgoing: bool,
+    internal_account_id: str,
+    external_account_id: str,
+    payment_rail: str | None = None,
+) -> Response:
+    """Both transfer endpoints: one at a time per agent, refusals audited, the policy deciding in
+    `operations.transfer`."""
     settings = request.app.state.settings
     asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
-    async with _queue(principal.id), audit.refusals(get_db(request), principal, "TRANSFER_IN", asked):
+    kind = "TRANSFER_OUT" if outgoing else "TRANSFER_IN"
+    async with _queue(principal.id), audit.refusals(get_db(request), principal, kind, asked):
         return await idem.run(
             body,
             lambda s: operations.transfer(
                 s,
                 principal_tenant=principal.tenant,
                 agent_id=principal.id,
-                outgoing=False,
-                internal_account_id=body.destination.account_id,
-                external_account_id=body.source.account_id,
+                outgoing=outgoing,
+                internal_account_id=internal_account_id,
+                external_account_id=external_account_id,
+                payment_rail=payment_rail,
                 amount=body.amount,
                 description=body.description,
                 settings=settings,
