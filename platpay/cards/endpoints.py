@@ -4,6 +4,7 @@ card simulations, and the page behind panEmbedUrl."""
 from __future__ import annotations
 
 import html
+from collections.abc import Awaitable, Callable
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import HTMLResponse
@@ -245,17 +246,7 @@ async def simulate_clearing(
     principal: Principal = Transactor,
 ) -> Response:
     """A clearing against a card transaction: capture, post-hoc pull of any excess; 0 expires it."""
-    return await idem.run(
-        body,
-        lambda s: transactions.clear(
-            s,
-            tenant=principal.tenant,
-            card_id=id,
-            transaction_id=body.card_transaction_id,
-            amount=body.amount,
-        ),
-        status=200,
-    )
+    return await _network_message(transactions.clear, id, body, idem, principal)
 
 
 @sandbox_router.post(
@@ -271,12 +262,23 @@ async def simulate_return(
     principal: Principal = Transactor,
 ) -> Response:
     """A merchant RETURN against a settled card transaction: a CardRefund credited to its source."""
+    return await _network_message(transactions.return_, id, body, idem, principal)
+
+
+async def _network_message(
+    apply: Callable[..., Awaitable[CardTransaction]],
+    card_id: str,
+    body: SandboxCardClearingRequest | SandboxCardReturnRequest,
+    idem: Idempotent,
+    principal: Principal,
+) -> Response:
+    """A clearing or a return: `apply` to the card transaction the body names, idempotently."""
     return await idem.run(
         body,
-        lambda s: transactions.return_(
+        lambda s: apply(
             s,
             tenant=principal.tenant,
-            card_id=id,
+            card_id=card_id,
             transaction_id=body.card_transaction_id,
             amount=body.amount,
         ),
