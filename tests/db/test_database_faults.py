@@ -33,6 +33,14 @@ from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.payments.models import TransactionRow
+from tests.cards.support import (
+    active_card,
+    approved_cardholder,
+    authorize,
+    balance,
+    funded_account,
+    open_holds,
+)
 from tests.factories import customer, external_account, fund, internal_account
 from tests.support.tcp_proxy import TcpProxy
 
@@ -247,6 +255,48 @@ class TestPostgresUnreachable:
         assert 500 not in statuses, statuses
         assert len(created) == 30
         assert {row.id for row in await _transactions(db)} == created  # each acknowledged once
+
+
+class TestCardAuthorizationsThroughCuts:
+    """A card authorization runs in a lean transaction (its own asyncpg pool, no ORM session): the same
+    promises through a restart — 200 or 503, never 500, nothing half-written, and served again after."""
+
+    async def test_every_connection_cut_twice_under_authorizations(
+        self, behind_proxy: _Apps, proxy: TcpProxy, client: Any, auth: Any, runner: Any, db: Database
+    ) -> None:
+        holder = await approved_cardholder(client, auth)
+        account = await funded_account(client, auth, holder["id"], 1_000_000)
+        card = await active_card(client, auth, runner, holder["id"], [account["id"]])
+        api = behind_proxy.api
+        statuses: Counter[int] = Counter()
+        acknowledged: set[str] = set()
+
+        async def one() -> None:
+            response = await authorize(api, auth, card["id"], 100)
+            statuses[response.status_code] += 1
+            if response.status_code == 503:  # outcome unknown when the cut came at COMMIT
+                assert_unavailable(response)
+                return
+            assert response.status_code == 200, response.text
+            assert response.json()["status"] == "AUTHORIZED", response.text
+            acknowledged.add(response.json()["id"])
+
+        await asyncio.gather(*(one() for _ in range(20)))
+        for cut_after in (0.0, 0.005, 0.02):  # between requests, then with authorizations in flight
+            in_flight = asyncio.gather(*(one() for _ in range(20)))
+            await asyncio.sleep(cut_after)
+            proxy.cut_all()  # a restart: every connection dies, idle and busy alike
+            await in_flight
+        await one()  # served again once the database is back
+        assert 500 not in statuses and statuses[200] >= 21, statuses
+        listed = (
+            await client.get(f"/cards/{card['id']}/transactions", auth=auth, params={"limit": 100})
+        ).json()["data"]
+        recorded = {t["id"] for t in listed}
+        assert acknowledged <= recorded and all(t["status"] == "AUTHORIZED" for t in listed)
+        # each recorded authorization holds its 100 exactly once; nothing else moved
+        assert await open_holds(db, account["id"]) == 100 * len(recorded)
+        assert await balance(client, auth, holder["id"]) == (1_000_000 - 100 * len(recorded), 1_000_000)
 
 
 class TestCommitOutcomeUnknown:
