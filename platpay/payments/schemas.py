@@ -12,9 +12,22 @@ from platpay.kit.money import CurrencyAmount, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
 
+# The reference's enumeration (its filter and its answers); platpay's flows set only payments/state.py's
+# values. PENDING_AUTHORIZATION belongs to strong customer authentication, outside SPEC's scope: a filter
+# for it is accepted and matches nothing.
 TransactionStatus = TypeAliasType(
     "TransactionStatus",
-    Literal["CREATED", "PENDING", "PROCESSING", "COMPLETED", "REJECTED", "FAILED", "REFUNDED", "EXPIRED"],
+    Literal[
+        "CREATED",
+        "PENDING",
+        "PENDING_AUTHORIZATION",
+        "PROCESSING",
+        "COMPLETED",
+        "REJECTED",
+        "FAILED",
+        "REFUNDED",
+        "EXPIRED",
+    ],
 )
 TransactionType = TypeAliasType("TransactionType", Literal["INCOMING", "OUTGOING"])
 MAX_AMOUNT = 9_000_000_000_000_000

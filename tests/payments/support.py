@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The reference's enums (reference-openapi.yaml: OutgoingTransactionFailureReason,
+# The reference's enums (its OpenAPI document: OutgoingTransactionFailureReason,
 # IncomingTransactionFailureReason), written out here so a drift in platpay cannot move them too.
 OUTGOING_FAILURE_REASONS = frozenset({
     "QUOTE_EXPIRED", "QUOTE_EXECUTION_FAILED", "LIGHTNING_PAYMENT_FAILED", "FUNDING_AMOUNT_MISMATCH",
