@@ -158,11 +158,12 @@ def pgbench_script(scenario: str) -> str:
         "SELECT id, available, held FROM ledger_accounts WHERE id IN (:bench_account);",
         "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",
         "INSERT INTO card_transactions (id, tenant_id, card_id, status, decline_reason, issuer_transaction_token, "
-        "merchant, currency, account_id, source_ids, authorized_amount, settled_amount, refunded_amount, "
-        "settlement_count, pull_count, pull_amount, pull_pending, loss_amount, outcome, authorized_at, "
-        f"last_event_at, created_at, updated_at) VALUES ({tx}, :tenant, :id, 'AUTHORIZED', NULL, 'sandbox_txn_x', "
-        "'{\"descriptor\": \"BENCH SHOP\"}'::jsonb, 'USD', :bench_account, jsonb_build_array(:bench_account::text), "
-        "1, 0, 0, 0, 1, 1, 0, 0, 'APPROVE', now(), now(), now(), now());",
+        "merchant, currency, account_id, source_ids, authorized_amount, requested_amount, requested_currency, "
+        "settled_amount, refunded_amount, settlement_count, pull_count, pull_amount, pull_pending, loss_amount, "
+        f"outcome, authorized_at, last_event_at, created_at, updated_at) VALUES ({tx}, :tenant, :id, 'AUTHORIZED', "
+        "NULL, 'sandbox_txn_x', '{\"descriptor\": \"BENCH SHOP\"}'::jsonb, 'USD', :bench_account, "
+        "jsonb_build_array(:bench_account::text), 1, 1, 'USD', 0, 0, 0, 1, 1, 0, 0, 'APPROVE', now(), now(), now(), "
+        "now());",
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
         f"({_pg_id('Event', 1)}, :tenant, 'CARD_TRANSACTION.AUTHORIZED', :event_card::jsonb, now()) {returning};",
         "INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, reference, "

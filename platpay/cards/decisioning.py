@@ -9,15 +9,19 @@ the money there is and never declines while a later source could pay.
 Order of the checks (the first that applies decides):
 1. the network's own verdict (sandbox descriptor suffixes 002 / 003): declined with its reason;
 2. the card: FROZEN → CARD_PAUSED, CLOSED → CARD_CLOSED, not yet issued → CARD_NOT_ACTIVE;
-3. the currency: not the card's → CURRENCY_MISMATCH;
+3. the currency: the card's, or the fiat currency the card's stablecoin tracks (`in_card_currency`); any
+   other → CURRENCY_MISMATCH;
 4. the sources in order: the first ACTIVE one in the card's currency whose available balance covers the
-   amount; none → INSUFFICIENT_FUNDS (also when the card has no source left).
+   amount in the card's currency; none → INSUFFICIENT_FUNDS (also when the card has no source left).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from platpay.kit import currencies
+from platpay.kit.money import rescale
 
 
 class DeclineReason(StrEnum):
@@ -45,7 +49,7 @@ class SourceSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class AuthorizationRequest:
-    amount: int  # minor units, > 0
+    amount: int  # minor units of `currency` (as the network sent it), > 0
     currency: str
     network_decline: DeclineReason | None = None  # the network declined before asking us
 
@@ -72,6 +76,23 @@ _CARD_DECLINES = {
 }
 
 
+def in_card_currency(card_currency: str, amount: int, currency: str) -> int | None:
+    """`amount` minor units of `currency`, as the network sends them (an authorization, and its clearings and
+    returns), in minor units of the card's currency: the card's own currency as is; the fiat currency the
+    card's stablecoin tracks (USD on a USDB card, kit/currencies) one for one, scaled to the card currency's
+    decimals (USD 2 → USDB 6: ×10^4) and rounded up where they are fewer (a hold never covers less than the
+    network asked for); None for any other currency (CURRENCY_MISMATCH)."""
+    if currency == card_currency:
+        return amount
+    if currencies.tracked_fiat(card_currency) != currency:
+        return None
+    return rescale(
+        amount,
+        from_decimals=currencies.require(currency).decimals,
+        to_decimals=currencies.require(card_currency).decimals,
+    )
+
+
 def decide(
     card: CardSnapshot, sources: tuple[SourceSnapshot, ...], request: AuthorizationRequest
 ) -> Decision:
@@ -80,14 +101,11 @@ def decide(
     card_decline = _CARD_DECLINES.get(card.state)
     if card_decline is not None:
         return Decision.decline(card_decline)
-    if request.currency != card.currency:
+    amount = in_card_currency(card.currency, request.amount, request.currency)
+    if amount is None:
         return Decision.decline(DeclineReason.CURRENCY_MISMATCH)
     for source in sources:
-        if (
-            source.status == "ACTIVE"
-            and source.currency == card.currency
-            and source.available >= request.amount > 0
-        ):
+        if source.status == "ACTIVE" and source.currency == card.currency and source.available >= amount > 0:
             return Decision.approve(source.account_id)
     return Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
 

@@ -54,7 +54,9 @@ class CardFundingSourceRow(Base):
 
 
 class CardTransactionRow(Base):
-    """An authorization and what followed it. Amounts are minor units of `currency`, all ≥ 0."""
+    """An authorization and what followed it. Amounts are minor units of `currency` (the card's), all ≥ 0,
+    but `requested_amount`: what the network asked for, in `requested_currency`, the currency its clearings
+    and returns are sent in too (decisioning.in_card_currency converts each)."""
 
     __tablename__ = "card_transactions"
     __table_args__ = (
@@ -74,7 +76,10 @@ class CardTransactionRow(Base):
     account_id: Mapped[str | None] = mapped_column(IdColumn())
     # the card's funding sources, in priority order, when it authorized: where post-hoc pulls go
     source_ids: Mapped[list[str]] = mapped_column(JsonType)
+    # the request in `currency` (held when approved); 0 when its currency does not convert (CURRENCY_MISMATCH)
     authorized_amount: Mapped[int] = mapped_column(BigInteger)
+    requested_amount: Mapped[int] = mapped_column(BigInteger)  # minor units of requested_currency, > 0
+    requested_currency: Mapped[str] = mapped_column(String(8))
     settled_amount: Mapped[int] = mapped_column(BigInteger, default=0)
     refunded_amount: Mapped[int] = mapped_column(BigInteger, default=0)
     settlement_count: Mapped[int] = mapped_column(Integer, default=0)

@@ -139,7 +139,14 @@ class CardTransaction(ApiModel):
         default=None, description="DECLINED only: INSUFFICIENT_FUNDS, CARD_PAUSED, CARD_CLOSED, …"
     )
     merchant: CardMerchant
-    authorized_amount: CurrencyAmount
+    authorized_amount: CurrencyAmount = Field(
+        description="in the card's currency: the request converted one for one (held when AUTHORIZED; nothing is "
+        "held on a decline); 0 when the request's currency does not convert (CURRENCY_MISMATCH)"
+    )
+    requested_amount: CurrencyAmount = Field(
+        description="what the network asked to authorize, in the currency it asked in (USD on a USDB card): the "
+        "currency its clearings and returns are sent in too"
+    )
     settled_amount: CurrencyAmount | None = None
     refunded_amount: CurrencyAmount | None = None
     account_id: str | None = Field(default=None, description="the funding source used (none if declined)")
@@ -174,7 +181,12 @@ class CardMerchantIn(ApiRequest):
 
 
 class SandboxCardAuthorizationRequest(ApiRequest):
-    amount: MinorUnits = Field(gt=0, le=MAX_AMOUNT)
+    amount: MinorUnits = Field(
+        gt=0,
+        le=MAX_AMOUNT,
+        description="minor units of `currency`: the card's, or the fiat currency its stablecoin tracks (USD on a "
+        "USDB card), converted one for one; any other declines CURRENCY_MISMATCH",
+    )
     currency: CardCurrencyRef
     merchant: CardMerchantIn
 
@@ -201,7 +213,11 @@ AUTHORIZATION_EXAMPLES = request_examples(
 
 class SandboxCardClearingRequest(ApiRequest):
     card_transaction_id: str = Field(min_length=1, max_length=64)
-    amount: MinorUnits = Field(ge=0, le=MAX_AMOUNT)
+    amount: MinorUnits = Field(
+        ge=0,
+        le=MAX_AMOUNT,
+        description="minor units of the authorization's currency (its requestedAmount.currency); 0 expires it",
+    )
 
 
 CLEARING_EXAMPLES = request_examples(
@@ -218,7 +234,12 @@ CLEARING_EXAMPLES = request_examples(
 
 class SandboxCardReturnRequest(ApiRequest):
     card_transaction_id: str = Field(min_length=1, max_length=64)
-    amount: MinorUnits = Field(gt=0, le=MAX_AMOUNT)
+    amount: MinorUnits = Field(
+        gt=0,
+        le=MAX_AMOUNT,
+        description="minor units of the authorization's currency (its requestedAmount.currency); at most what "
+        "was settled less what was returned",
+    )
 
 
 RETURN_EXAMPLES = request_examples(

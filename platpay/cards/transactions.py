@@ -13,6 +13,11 @@ account, S = a funding source):
   available;
 - return r: N −r, S available +r, and a CardRefund.
 
+The network sends every amount of a card transaction (the authorization, its clearings and returns) in the
+currency the authorization asked in (`requestedAmount.currency`): the card's own, or the fiat currency its
+stablecoin tracks (USD on a USDB card), converted one for one by `decisioning.in_card_currency` (scaled to
+the card currency's decimals, rounded up) before any money moves; another currency declines CURRENCY_MISMATCH.
+
 Concurrency: an authorization locks its card (FOR UPDATE: a freeze or close waits for the authorizations in
 flight, and those after it see the new state; FOR SHARE would let a stream of authorizations on one card
 starve a freeze, since PostgreSQL grants a new share lock beside held ones ahead of a waiting exclusive one;
@@ -34,6 +39,7 @@ from platpay.cards.decisioning import AuthorizationRequest, CardSnapshot, Declin
 from platpay.cards.errors import CardNotFound, CardTransactionConflict, CardTransactionNotFound
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import (
+    MAX_AMOUNT,
     CardPullSummary,
     CardRefund,
     CardRefundSummary,
@@ -45,9 +51,9 @@ from platpay.config import get_settings
 from platpay.errors import NotFound, invalid_field
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
-from platpay.kit import clock
+from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
-from platpay.kit.money import currency_amount
+from platpay.kit.money import currency_amount, rescale
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
@@ -79,6 +85,7 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
         decline_reason=row.decline_reason,
         merchant=row.merchant,  # type: ignore[arg-type]
         authorized_amount=currency_amount(row.authorized_amount, ccy),  # type: ignore[arg-type]
+        requested_amount=currency_amount(row.requested_amount, row.requested_currency),  # type: ignore[arg-type]
         settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,  # type: ignore[arg-type]
         refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,  # type: ignore[arg-type]
         account_id=row.account_id,
@@ -134,6 +141,31 @@ async def _balances_moved(session: AsyncSession, *, tenant_id: str, account_ids:
         await accounts_service.emit_balance_updates(
             session, tenant_id=tenant_id, account_ids=sorted(set(account_ids))
         )
+
+
+def _card_units(amount: int, *, currency: str, card_currency: str, field: str = "amount") -> int | None:
+    """A network amount in the card's currency (`decisioning.in_card_currency`; None: it does not convert),
+    refused (400, changing nothing) beyond what a card transaction's amounts can hold."""
+    converted = decisioning.in_card_currency(card_currency, amount, currency)
+    if converted is not None and converted > MAX_AMOUNT:
+        raise invalid_field(
+            field,
+            f"{amount} {currency} minor units are {converted} {card_currency} minor units, more than a card "
+            f"transaction can hold ({MAX_AMOUNT})",
+        )
+    return converted
+
+
+def _network_amount(row: CardTransactionRow, amount: int) -> int:
+    """A clearing's or a return's amount, sent in the authorization's currency, in the card's currency."""
+    converted = _card_units(amount, currency=row.requested_currency, card_currency=row.currency)
+    if converted is None:  # only approved authorizations take clearings and returns, and theirs converted
+        raise CardTransactionConflict(
+            f"card transaction {row.id} was asked in {row.requested_currency}, which {row.currency} does not "
+            "convert",
+            details={"cardTransactionId": row.id, "status": row.status},
+        )
+    return converted
 
 
 def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
@@ -213,10 +245,13 @@ async def authorize(
     back and runs the default order, which takes each source's balance first and falls through the sources
     in priority order under their locks."""
     _sandbox_only(tenant, card_id)
+    currencies.require(currency, field="currency.code")
     locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
     if locked is None:
         raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
     card, source_ids = CardSnapshot(*locked[0]), locked[1]
+    # what is held when approved; None: the request's currency does not convert (decide declines it)
+    held_amount = _card_units(amount, currency=currency, card_currency=card.currency) or 0
     issuer = providers.issuer_for(tenant)
     outcome = issuer.authorization_outcome(merchant["descriptor"])
     request = AuthorizationRequest(amount, currency, _NETWORK_DECLINES.get(outcome))
@@ -229,7 +264,9 @@ async def authorize(
             break
         assert decision.account_id is not None
         try:
-            held = await _hold(session, tenant.id, decision.account_id, card.currency, amount, transaction_id)
+            held = await _hold(
+                session, tenant.id, decision.account_id, card.currency, held_amount, transaction_id
+            )
             break
         except InsufficientFunds:  # spent since the snapshot: the next source, if any, may pay
             sources = decisioning.without(sources, decision.account_id)
@@ -254,12 +291,14 @@ async def authorize(
             "currency": card.currency,
             "account_id": decision.account_id,
             "source_ids": source_ids,
-            "authorized_amount": amount,
+            "authorized_amount": held_amount,
+            "requested_amount": amount,
+            "requested_currency": currency,
             "settled_amount": 0,
             "refunded_amount": 0,
             "settlement_count": 0,
             "pull_count": 1 if approved else 0,
-            "pull_amount": amount if status == _T.AUTHORIZED else 0,
+            "pull_amount": held_amount if status == _T.AUTHORIZED else 0,
             "pull_pending": 1 if delayed else 0,
             "loss_amount": 0,
             "outcome": outcome,
@@ -282,7 +321,13 @@ async def authorize(
         assert row.account_id is not None
         try:
             held = await _hold(
-                session, tenant.id, row.account_id, card.currency, amount, transaction_id, balance_last=True
+                session,
+                tenant.id,
+                row.account_id,
+                card.currency,
+                held_amount,
+                transaction_id,
+                balance_last=True,
             )
         except InsufficientFunds:
             raise AuthorizationRaced(transaction_id) from None
@@ -359,7 +404,8 @@ async def _pull(session: AsyncSession, row: CardTransactionRow, *, amount: int, 
 async def clear(
     session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
 ) -> CardTransaction:
-    """A clearing (presentment) of `amount` against the card transaction; 0 is the authorization's expiry."""
+    """A clearing (presentment) of `amount` (minor units of the authorization's currency) against the card
+    transaction; 0 is the authorization's expiry."""
     row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
     if row.status not in CLEARABLE:
         raise CardTransactionConflict(
@@ -368,6 +414,7 @@ async def clear(
         )
     if amount == 0:
         return await expire(session, row=row)
+    amount = _network_amount(row, amount)
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
     moved: list[str] = []
     hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
@@ -427,7 +474,8 @@ async def expire(session: AsyncSession, *, row: CardTransactionRow) -> CardTrans
 async def return_(
     session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
 ) -> CardTransaction:
-    """A merchant RETURN of `amount` (≤ settled − refunded): credited back to whoever paid (see `_payers`;
+    """A merchant RETURN of `amount` (minor units of the authorization's currency; in the card's ≤ settled −
+    refunded): credited back to whoever paid (see `_payers`;
     split when several did), one CardRefund per account credited; REFUNDED once everything settled came
     back. Returns complete whatever the card's state (refunds in flight at close still complete)."""
     row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
@@ -437,8 +485,20 @@ async def return_(
             details={"cardTransactionId": row.id, "status": row.status},
         )
     left = row.settled_amount - row.refunded_amount
+    asked = amount
+    amount = _network_amount(row, asked)
     if amount > left:
-        raise invalid_field("amount", f"at most {left} (settled − refunded, minor units) can be returned")
+        most = rescale(
+            left,
+            from_decimals=currencies.require(row.currency).decimals,
+            to_decimals=currencies.require(row.requested_currency).decimals,
+            round_up=False,
+        )
+        raise invalid_field(
+            "amount",
+            f"at most {most} {row.requested_currency} minor units (settled − refunded: {left} {row.currency} "
+            "minor units) can be returned",
+        )
     assert row.account_id is not None
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
     parts, rest = [], amount

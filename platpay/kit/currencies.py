@@ -31,6 +31,16 @@ def catalog() -> dict[str, Currency]:
     return {item["code"]: Currency(**item) for item in raw["currencies"]}
 
 
+# Stablecoins and the fiat currency each tracks one for one (a unit of the coin for a unit of the fiat): the one
+# place that says so. A card funded in one of them takes authorizations in that fiat currency (cards/decisioning.py).
+_TRACKS = {"USDB": "USD", "USDC": "USD", "USDT": "USD"}
+
+
+def tracked_fiat(code: str) -> str | None:
+    """The fiat currency the stablecoin `code` tracks one for one; None for any other currency."""
+    return _TRACKS.get(code)
+
+
 def get(code: str) -> Currency | None:
     return catalog().get(code)
 

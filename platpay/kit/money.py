@@ -39,6 +39,16 @@ class Money:
         return currency_amount(self.minor, self.currency)
 
 
+def rescale(minor: int, *, from_decimals: int, to_decimals: int, round_up: bool = True) -> int:
+    """`minor` units of a currency with `from_decimals` decimals as units of one with `to_decimals`, value for
+    value (USD 12.50 = 1250 at 2 decimals = 12_500_000 at 6): exact when the target has as many decimals or
+    more; else rounded up (`round_up`, the default) or down, never to the nearest."""
+    if to_decimals >= from_decimals:
+        return minor * 10 ** (to_decimals - from_decimals)
+    unit = 10 ** (from_decimals - to_decimals)
+    return -(-minor // unit) if round_up else minor // unit
+
+
 def currency_amount(minor: int, code: str) -> dict[str, Any]:
     """The API's CurrencyAmount: {amount, currency: {code, name, symbol, decimals}}."""
     currency = currencies.require(code)

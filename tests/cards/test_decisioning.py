@@ -1,10 +1,14 @@
-"""decide(card, sources, request): every rule, in its order, with no I/O (cards/decisioning.py)."""
+"""decide(card, sources, request): every rule, in its order, with no I/O (cards/decisioning.py); the request's
+currency converted to the card's (in_card_currency, kit/money.rescale) for every pair of the catalog."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from platpay.cards.decisioning import (
     AuthorizationRequest,
@@ -13,8 +17,11 @@ from platpay.cards.decisioning import (
     DeclineReason,
     SourceSnapshot,
     decide,
+    in_card_currency,
     without,
 )
+from platpay.kit import currencies
+from platpay.kit.money import rescale
 
 CARD = CardSnapshot("Card:1", "ACTIVE", "USD")
 
@@ -137,3 +144,100 @@ def test_exhaustively_over_small_worlds() -> None:
             assert decision == expected, (state, currency, network, sources)
             checked += 1
     assert checked == 4 * 2 * 6 * 16 * 16
+
+
+# The rule as this test states it, independently of kit/currencies: a stablecoin card takes its own currency
+# and the fiat currency its coin tracks; nothing else converts.
+TRACKED = {"USDB": "USD", "USDC": "USD", "USDT": "USD"}
+CATALOG = sorted(currencies.catalog())
+
+
+def expected_card_units(card_currency: str, amount: int, currency: str) -> int | None:
+    if currency == card_currency:
+        return amount
+    if TRACKED.get(card_currency) != currency:
+        return None
+    card_decimals = currencies.catalog()[card_currency].decimals
+    request_decimals = currencies.catalog()[currency].decimals
+    scale = 10 ** abs(card_decimals - request_decimals)
+    if card_decimals >= request_decimals:
+        return amount * scale
+    return (amount + scale - 1) // scale  # rounded up: a hold never covers less than was asked
+
+
+class TestTheRequestsCurrency:
+    def test_a_usd_authorization_on_a_usdb_card_is_held_one_for_one_at_six_decimals(self) -> None:
+        usdb = CardSnapshot("Card:1", "ACTIVE", "USDB")
+        assert in_card_currency("USDB", 1_250, "USD") == 12_500_000  # USD 12.50 = 12.500000 USDB
+        assert decide(usdb, (source("A", 12_500_000, currency="USDB"),), request(1_250)) == Decision.approve(
+            "A"
+        )
+        short = (source("A", 12_499_999, currency="USDB"),)
+        assert decide(usdb, short, request(1_250)).decline_reason == DeclineReason.INSUFFICIENT_FUNDS
+
+    def test_a_usd_card_takes_no_stablecoin_and_a_usdb_card_no_other_fiat(self) -> None:
+        usd = CardSnapshot("Card:1", "ACTIVE", "USD")
+        usdb = CardSnapshot("Card:1", "ACTIVE", "USDB")
+        rich = (source("A", 10**15, currency="USD"), source("B", 10**15, currency="USDB"))
+        for card, currency in [(usd, "USDB"), (usd, "USDC"), (usdb, "EUR"), (usdb, "USDC")]:
+            decision = decide(card, rich, request(100, currency))
+            assert decision == Decision.decline(DeclineReason.CURRENCY_MISMATCH), (card, currency)
+
+    def test_the_catalog_knows_every_tracked_pair(self) -> None:
+        for coin, fiat in TRACKED.items():
+            assert currencies.tracked_fiat(coin) == fiat
+            assert currencies.catalog()[coin].kind == "CRYPTO" and currencies.catalog()[fiat].kind == "FIAT"
+        assert {code for code in CATALOG if currencies.tracked_fiat(code)} == set(TRACKED)
+
+    @hypothesis_settings(max_examples=400, deadline=None, derandomize=True, database=None)
+    @given(
+        card_currency=st.sampled_from(CATALOG),
+        currency=st.sampled_from(CATALOG),
+        amount=st.integers(1, 9_000_000_000_000_000),
+    )
+    def test_every_card_and_request_currency_converts_exactly_or_not_at_all(
+        self, card_currency, currency, amount
+    ) -> None:
+        assert in_card_currency(card_currency, amount, currency) == expected_card_units(
+            card_currency, amount, currency
+        )
+
+    def test_every_pair_of_the_catalog_is_decided_by_the_rule(self) -> None:
+        for card_currency, currency in itertools.product(CATALOG, repeat=2):
+            card = CardSnapshot("Card:1", "ACTIVE", card_currency)
+            held = expected_card_units(card_currency, 1_234, currency)
+            exact = (source("A", held or 0, currency=card_currency),)
+            decision = decide(card, exact, request(1_234, currency))
+            if held is None:
+                assert decision == Decision.decline(DeclineReason.CURRENCY_MISMATCH)
+            else:
+                assert decision == Decision.approve("A"), (card_currency, currency)
+                short = (source("A", held - 1, currency=card_currency),)
+                assert decide(card, short, request(1_234, currency)).decline_reason == "INSUFFICIENT_FUNDS"
+
+
+class TestRescale:
+    @hypothesis_settings(max_examples=500, deadline=None, derandomize=True, database=None)
+    @given(
+        minor=st.integers(0, 10**20),
+        from_decimals=st.integers(0, 18),
+        to_decimals=st.integers(0, 18),
+        round_up=st.booleans(),
+    )
+    def test_the_value_is_kept_or_rounded_the_way_asked(self, minor, from_decimals, to_decimals, round_up):
+        scaled = rescale(minor, from_decimals=from_decimals, to_decimals=to_decimals, round_up=round_up)
+        # compare values in a common unit: 10^-36
+        value, kept = minor * 10 ** (36 - from_decimals), scaled * 10 ** (36 - to_decimals)
+        unit = 10 ** (36 - to_decimals)
+        if to_decimals >= from_decimals:
+            assert kept == value
+        elif round_up:
+            assert value <= kept < value + unit
+        else:
+            assert value - unit < kept <= value
+
+    def test_scaling_down_rounds_up_a_lost_fraction(self) -> None:
+        assert rescale(1_250_001, from_decimals=6, to_decimals=2) == 126
+        assert rescale(1_250_001, from_decimals=6, to_decimals=2, round_up=False) == 125
+        assert rescale(1_250_000, from_decimals=6, to_decimals=2) == 125
+        assert rescale(1_250, from_decimals=2, to_decimals=6) == 12_500_000
