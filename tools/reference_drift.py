@@ -1095,7 +1095,7 @@ def compare(
         new={"source": sources[1], "version": version(new)},
         counts=counts,
         changes=changes,
-        served=sources[2] if served is not None else None,
+        served=(sources[2] or "the served document") if served is not None else None,
     )
 
 
