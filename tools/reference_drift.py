@@ -2,6 +2,10 @@
 
     .venv/bin/python tools/reference_drift.py OLD.yaml NEW.yaml [--served URL-or-openapi.json] [--json]
 
+e.g. the document platpay follows (kept in tests/data) against a newer one, and what platpay serves of it:
+    .venv/bin/python tools/reference_drift.py tests/data/reference-openapi-2026-08-21.yaml.gz NEW.yaml \
+        --served tests/data/openapi.json
+
 Compares the two documents structurally, never by version label (the reference changed its API in 2026
 without bumping `info.version`):
 
@@ -29,6 +33,7 @@ what is missing; `unknown` means platpay serves nothing under that name (it may 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -165,10 +170,13 @@ class Change:
 
 
 def load_document(source: str) -> dict[str, Any]:
-    """A document from a file (YAML or JSON) or an http(s) URL (a running server's /openapi.json)."""
+    """A document from a file (YAML or JSON, gzip-compressed if it ends `.gz`) or an http(s) URL (a running
+    server's /openapi.json)."""
     if re.match(r"^https?://", source):
         with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310 (http(s) only, above)
             text = response.read().decode("utf-8")
+    elif source.endswith(".gz"):  # the copy tests/data keeps
+        text = gzip.decompress(Path(source).read_bytes()).decode("utf-8")
     else:
         text = Path(source).read_text(encoding="utf-8")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

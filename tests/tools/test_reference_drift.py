@@ -5,6 +5,7 @@ and August documents, where they sit next to the checkout, give DRIFT-2026-08.md
 from __future__ import annotations
 
 import copy
+import gzip
 import importlib.util
 import json
 import subprocess
@@ -609,6 +610,17 @@ class TestServed:
         assert report["counts"]["operations"]["added"] == 2
         assert {c["subject"] for c in report["notServed"]} >= {"POST /cards/{id}/reveal", "Card"}
         assert all(c["served"] == "out-of-scope" for c in report["domains"]["out-of-scope"])
+
+        kept = tmp_path / "old.yaml.gz"  # the form tests/data keeps a document in
+        kept.write_bytes(gzip.compress(old.read_bytes()))
+        from_gzip = subprocess.run(
+            [*command[:2], str(kept), *command[3:], "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        assert json.loads(from_gzip.stdout)["counts"] == report["counts"]
 
         failing = subprocess.run([*command, "--fail-on-missing"], capture_output=True, text=True, timeout=60)
         assert failing.returncode == 1
