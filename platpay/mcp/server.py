@@ -310,11 +310,9 @@ class PlatpayMCP(MCPServer):
             body = response.json()
         elif spec.empty is not None:
             body = spec.empty(arguments)
-        else:  # a tool whose API answers with a body got none: say so rather than break the schema
-            raise ApiRefused(
-                502,
-                {"code": "BAD_GATEWAY", "message": f"the API answered {response.status_code} without a body"},
-            )
+        else:  # the API answered without the body this tool returns: say so rather than break the schema
+            message = f"the API answered {response.status_code} without a body"
+            raise ApiRefused(500, {"code": "INTERNAL_ERROR", "message": message})
         content = [TextContent(type="text", text=json.dumps(body))]
         meta = None
         if key is not None:
