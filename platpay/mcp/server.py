@@ -93,6 +93,18 @@ def invalid_arguments(error: ValidationError) -> ApiRefused:
     )
 
 
+def unknown_arguments(names: list[str], known: frozenset[str]) -> ApiRefused:
+    expected = ", ".join(sorted(known)) or "none"
+    fields = [
+        {"field": name, "location": "arguments", "message": f"unknown argument (this tool takes: {expected})"}
+        for name in names
+    ]
+    summary = "; ".join(f"{f['field']}: unknown argument" for f in fields[:5])
+    return ApiRefused(
+        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
+    )
+
+
 def package_version() -> str:
     """platpay's version from the installed package's metadata (serverInfo.version)."""
     try:
@@ -122,6 +134,7 @@ class PlatpayMCP(MCPServer):
         self._refresh_lock = asyncio.Lock()
         self._last_refresh = 0.0
         self._background: set[asyncio.Task[Any]] = set()
+        self._arguments: dict[str, frozenset[str]] = {}  # each installed tool's argument names
         # Advertise tools.listChanged truly to clients of the handshake era (MCPServer has no switch for it);
         # clients of 2026-07-28 get it from subscriptions/listen, which MCPServer serves.
         lowlevel = self._lowlevel_server
@@ -149,7 +162,12 @@ class PlatpayMCP(MCPServer):
         call.__doc__ = spec.description
         self.add_tool(call, name=spec.name, title=spec.title, description=spec.description,
                       annotations=spec.annotations)  # fmt: skip
-        self._tool_manager.get_tool(spec.name).fn_metadata.output_schema = output_schema(spec)
+        tool = self._tool_manager.get_tool(spec.name)
+        tool.fn_metadata.output_schema = output_schema(spec)
+        # Unknown arguments are refused, as the API refuses unknown body fields: dropped silently, a
+        # misspelt `amount` would make transfer_out send the whole balance.
+        tool.parameters["additionalProperties"] = False
+        self._arguments[spec.name] = frozenset(tool.parameters.get("properties", ()))
 
     async def refresh(self) -> bool:
         """Re-read the agent's permissions; install or remove tools to match. True when the list changed."""
@@ -216,6 +234,9 @@ class PlatpayMCP(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Every failure as a tool error in the one shape (MCPServer's own are text: pydantic's for bad
         arguments, "Unknown tool: …", "Error executing tool …")."""
+        known = self._arguments.get(name)
+        if known is not None and not known.issuperset(arguments):
+            return unknown_arguments(sorted(set(arguments) - known), known).result()
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:

@@ -178,6 +178,24 @@ async def test_bad_arguments_are_400_invalid_input_naming_each_field(app, client
     assert actions.json()["data"] == []  # nothing was asked of the API
 
 
+async def test_an_unknown_argument_is_refused_not_dropped(app, client, auth, world):
+    """Dropped, a misspelt `amount` would have made transfer_out send the whole available balance."""
+    server = server_for(app, world["token"])
+    tools = {tool["name"]: tool for tool in await listed(server)}
+    assert all(tool["inputSchema"]["additionalProperties"] is False for tool in tools.values())
+    before = await balance(client, auth, world["account"]["id"])
+    transfer = {
+        "source": {"accountId": world["account"]["id"]},
+        "destination": {"accountId": world["bank"]["id"]},
+    }
+    error = error_of(await caller(server)("transfer_out", {**transfer, "ammount": 100, "memo": "x"}))
+    assert (error["status"], error["code"]) == (400, "INVALID_INPUT"), error
+    assert [item["field"] for item in error["details"]["fields"]] == ["ammount", "memo"], error
+    assert "amount" in error["details"]["fields"][0]["message"], error  # says what the tool takes
+    assert await balance(client, auth, world["account"]["id"]) == before
+    assert (await client.get("/agents/me/actions", headers=world["headers"])).json()["data"] == []
+
+
 async def test_unknown_and_unpermitted_tools_answer_in_the_shape(app, client, auth):
     world = await funded_customer(client, auth, 0)
     agent = await connect(client, auth, world["customer"]["id"], permissions=[])
