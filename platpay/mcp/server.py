@@ -11,12 +11,13 @@ we want here. Logs go to stderr (stdout is the stdio transport); the token is ne
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import inspect
 import json
 import logging
 import time
 import uuid
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import quote
 
 import anyio
@@ -24,9 +25,10 @@ import httpx
 import uvicorn
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.subscriptions import ToolsListChanged
 from mcp.types import CallToolResult, TextContent
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -51,8 +53,9 @@ INSTRUCTIONS = (
 
 
 class ApiRefused(ToolError):
-    """An API error as an MCP tool error: the message is the API's error body (status, code, message,
-    details) as JSON, so a model and a program can both read it."""
+    """A tool error in platpay's one shape, `{status, code, message, details}`: the API's error body, or the
+    MCP layer's own (the API unreachable, bad arguments, an unknown tool), so a model and a program can both
+    read it."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:
         error = {
@@ -69,6 +72,46 @@ class ApiRefused(ToolError):
         self.error = error
         super().__init__(json.dumps(error))
 
+    def result(self) -> CallToolResult:
+        """The error as a tool result: the JSON as its text (as is: the SDK would prefix a raised ToolError's
+        text) and under _meta.error."""
+        text = TextContent(type="text", text=json.dumps(self.error))
+        return CallToolResult(content=[text], is_error=True, meta={"error": self.error})
+
+
+def invalid_arguments(error: ValidationError) -> ApiRefused:
+    """Arguments the tool's input schema refuses, as the API answers a body its model refuses: 400
+    INVALID_INPUT, each bad argument named in details.fields."""
+    fields = []
+    for item in error.errors(include_url=False, include_input=False):
+        field = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        fields.append({"field": field, "location": "arguments", "message": message})
+    summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    return ApiRefused(
+        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
+    )
+
+
+def unknown_arguments(names: list[str], known: frozenset[str]) -> ApiRefused:
+    expected = ", ".join(sorted(known)) or "none"
+    fields = [
+        {"field": name, "location": "arguments", "message": f"unknown argument (this tool takes: {expected})"}
+        for name in names
+    ]
+    summary = "; ".join(f"{f['field']}: unknown argument" for f in fields[:5])
+    return ApiRefused(
+        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
+    )
+
+
+def package_version() -> str:
+    """platpay's version from the installed package's metadata (serverInfo.version)."""
+    try:
+        return importlib.metadata.version("platpay")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
 
 class PlatpayMCP(MCPServer):
     def __init__(
@@ -80,7 +123,7 @@ class PlatpayMCP(MCPServer):
         transport: httpx.AsyncBaseTransport | None = None,  # tests: the app in-process
         **kwargs: Any,
     ) -> None:
-        super().__init__(name="platpay", instructions=INSTRUCTIONS, **kwargs)
+        super().__init__(name="platpay", version=package_version(), instructions=INSTRUCTIONS, **kwargs)
         self.api_url = api_url.rstrip("/")
         self.http = api.connect(self.api_url, token=token, transport=transport)
         self.poll_seconds = poll_seconds
@@ -91,6 +134,7 @@ class PlatpayMCP(MCPServer):
         self._refresh_lock = asyncio.Lock()
         self._last_refresh = 0.0
         self._background: set[asyncio.Task[Any]] = set()
+        self._arguments: dict[str, frozenset[str]] = {}  # each installed tool's argument names
         # Advertise tools.listChanged truly to clients of the handshake era (MCPServer has no switch for it);
         # clients of 2026-07-28 get it from subscriptions/listen, which MCPServer serves.
         lowlevel = self._lowlevel_server
@@ -109,20 +153,21 @@ class PlatpayMCP(MCPServer):
             try:
                 return await self.invoke(spec, arguments)
             except ApiRefused as refused:
-                # The error as is (the SDK would prefix a raised ToolError's text): JSON with the API's
-                # status, code, message and details, also under _meta.error.
-                text = TextContent(type="text", text=json.dumps(refused.error))
-                return CallToolResult(content=[text], is_error=True, meta={"error": refused.error})
+                return refused.result()
 
-        returns: Any = Annotated[CallToolResult, spec.output] if spec.output is not None else CallToolResult
-        call.__signature__ = inspect.Signature(spec.parameters(), return_annotation=returns)  # type: ignore[attr-defined]
+        # No output model for the SDK: it would validate every result again (the API already rendered the
+        # body from this model) and answer a mismatch with an opaque error. The schema is set below.
+        call.__signature__ = inspect.Signature(spec.parameters(), return_annotation=CallToolResult)  # type: ignore[attr-defined]
         call.__name__ = spec.name
         call.__doc__ = spec.description
         self.add_tool(call, name=spec.name, title=spec.title, description=spec.description,
                       annotations=spec.annotations)  # fmt: skip
-        metadata = self._tool_manager.get_tool(spec.name).fn_metadata  # (the SDK reads it live)
-        if metadata.output_schema is not None:
-            metadata.output_schema = any_of_discriminated(metadata.output_schema)
+        tool = self._tool_manager.get_tool(spec.name)
+        tool.fn_metadata.output_schema = output_schema(spec)
+        # Unknown arguments are refused, as the API refuses unknown body fields: dropped silently, a
+        # misspelt `amount` would make transfer_out send the whole balance.
+        tool.parameters["additionalProperties"] = False
+        self._arguments[spec.name] = frozenset(tool.parameters.get("properties", ()))
 
     async def refresh(self) -> bool:
         """Re-read the agent's permissions; install or remove tools to match. True when the list changed."""
@@ -186,6 +231,51 @@ class PlatpayMCP(MCPServer):
                 self._background.add(task)
                 task.add_done_callback(self._background.discard)
 
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Every failure as a tool error in the one shape (MCPServer's own are text: pydantic's for bad
+        arguments, "Unknown tool: …", "Error executing tool …")."""
+        known = self._arguments.get(name)
+        if known is not None and not known.issuperset(arguments):
+            return unknown_arguments(sorted(set(arguments) - known), known).result()
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            log.exception("tool %r raised an unexpected exception", name)
+            refused = ApiRefused(500, {"code": "INTERNAL_ERROR", "message": "internal error in platpay mcp"})
+        except ToolError as error:
+            refused = self._refusal(name, error)
+        return refused.result()
+
+    def _refusal(self, name: str, error: ToolError) -> ApiRefused:
+        if isinstance(error.__cause__, ValidationError):
+            refused = invalid_arguments(error.__cause__)
+            log.info(
+                "tool %r refused arguments: %r",
+                name,
+                [f["field"] for f in refused.error["details"]["fields"]],
+            )
+            return refused
+        if isinstance(error.__cause__, ApiRefused):
+            return error.__cause__
+        if self._tool_manager.get_tool(name) is not None:  # a ToolError of the tool itself, not of ours
+            log.info("tool %r failed: %r", name, str(error))
+            return ApiRefused(500, {"code": "INTERNAL_ERROR", "message": str(error)})
+        spec = SPECS_BY_NAME.get(name)
+        if spec is not None and spec.permission is not None:
+            return ApiRefused(
+                403,
+                {
+                    "code": "FORBIDDEN",
+                    "message": f"tool '{name}' needs the {spec.permission} permission, which this agent's "
+                    "policy does not grant (see tools/list)",
+                    "details": {"tool": name, "permission": spec.permission},
+                },
+            )
+        return ApiRefused(
+            404,
+            {"code": "NOT_FOUND", "message": f"no tool '{name}' (see tools/list)", "details": {"tool": name}},
+        )
+
     async def poll(self) -> None:
         while True:
             await anyio.sleep(self.poll_seconds)
@@ -214,15 +304,13 @@ class PlatpayMCP(MCPServer):
         try:
             return await self.http.request(spec.method, path, json=body, params=query, headers=headers)
         except api.ApiUnreachable as error:
-            raise ToolError(
-                json.dumps(
-                    {
-                        "status": 503,
-                        "code": "API_UNREACHABLE",
-                        "message": f"platpay API unreachable: {error}",
-                        "details": {"apiUrl": self.api_url},
-                    }
-                )
+            raise ApiRefused(
+                503,
+                {
+                    "code": "API_UNREACHABLE",
+                    "message": f"platpay API unreachable: {error}",
+                    "details": {"apiUrl": self.api_url},
+                },
             ) from None
 
     async def invoke(self, spec: ToolSpec, arguments: dict[str, Any]) -> CallToolResult:
@@ -239,9 +327,13 @@ class PlatpayMCP(MCPServer):
             except ValueError:
                 body = {"code": "HTTP_ERROR", "message": response.text[:500]}
             raise ApiRefused(response.status_code, body if isinstance(body, dict) else {})
-        if not response.content:
-            return CallToolResult(content=[TextContent(type="text", text=f"done ({response.status_code})")])
-        body = response.json()
+        if response.content:
+            body = response.json()
+        elif spec.empty is not None:
+            body = spec.empty(arguments)
+        else:  # the API answered without the body this tool returns: say so rather than break the schema
+            message = f"the API answered {response.status_code} without a body"
+            raise ApiRefused(500, {"code": "INTERNAL_ERROR", "message": message})
         content = [TextContent(type="text", text=json.dumps(body))]
         meta = None
         if key is not None:
@@ -284,6 +376,60 @@ class PlatpayMCP(MCPServer):
             finally:
                 tasks.cancel_scope.cancel()
                 await self.http.aclose()
+
+
+_OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {}
+
+
+def output_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The tool's outputSchema, which its structuredContent (the API response body, as is) validates
+    against: the JSON Schema of the response model (serialization mode), built once per tool, with
+    - the root `type: object` (MCP requires it): a union of objects (get_transaction's transaction) is the
+      object schema `{type: object, anyOf: [...]}`, returned unwrapped like every other body;
+    - a property whose value may be null not required: responses omit null fields;
+    - no `additionalProperties: false` (request models reused in responses forbid unknown fields): a
+      newer API may add fields, and a client validating results must keep accepting them;
+    - every discriminated `oneOf` an `anyOf` (any_of_discriminated)."""
+    schema = _OUTPUT_SCHEMAS.get(spec.name)
+    if schema is None:
+        schema = TypeAdapter(spec.output).json_schema(mode="serialization", by_alias=True)
+        schema = any_of_discriminated(_open_and_omittable(schema))
+        if schema.get("type") != "object":
+            schema = {"type": "object", **schema}
+        _OUTPUT_SCHEMAS[spec.name] = schema
+    return schema
+
+
+def _open_and_omittable(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_open_and_omittable(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas, not a schema itself
+            out[key] = {name: _open_and_omittable(member) for name, member in value.items()}
+        else:
+            out[key] = _open_and_omittable(value)
+    if out.get("additionalProperties") is False:
+        del out["additionalProperties"]
+    if isinstance(out.get("required"), list) and isinstance(out.get("properties"), dict):
+        properties = out["properties"]
+        out["required"] = [name for name in out["required"] if not _nullable(properties.get(name))]
+        if not out["required"]:
+            del out["required"]
+    return out
+
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def _nullable(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") == "null" or (isinstance(schema.get("type"), list) and "null" in schema["type"]):
+        return True
+    return any(_nullable(member) for member in [*schema.get("anyOf", ()), *schema.get("oneOf", ())])
 
 
 def any_of_discriminated(schema: Any) -> Any:

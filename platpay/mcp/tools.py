@@ -8,12 +8,13 @@ which the tool is not listed (least privilege; the API still enforces everything
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from platpay.accounts.schemas import (
     ExternalAccount,
@@ -53,6 +54,16 @@ WAIT_SECONDS = Annotated[
 ]
 
 
+class ExternalAccountRemoved(BaseModel):
+    """remove_external_account's result: the API's DELETE answers 204 without a body, so the tool says what
+    it removed."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    external_account_id: str = Field(alias="externalAccountId", description="the removed account's id")
+    removed: Literal[True] = Field(description="always true: the account is deleted")
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
@@ -61,11 +72,13 @@ class ToolSpec:
     method: str
     path: str  # under the API base URL; `{name}` placeholders are path ids (tool arguments of that name)
     kind: Kind
-    output: Any = None  # the response body's model (None: no body)
+    output: Any  # the result's model: the API response body's, or `empty`'s for an API answer without one
     body: type[BaseModel] | None = None
     query: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # API name -> (annotation, default)
     permission: str | None = None
     exclude: tuple[str, ...] = ()  # body fields the agent operation infers (not tool arguments)
+    # The result when the API answers without a body (204), from the call's arguments.
+    empty: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     @property
     def path_ids(self) -> list[str]:
@@ -185,7 +198,9 @@ SPECS: tuple[ToolSpec, ...] = (
         "DELETE",
         "/agents/me/external-accounts/{externalAccountId}",
         "delete",
+        output=ExternalAccountRemoved,
         permission="MANAGE_EXTERNAL_ACCOUNTS",
+        empty=lambda arguments: {"externalAccountId": arguments["externalAccountId"], "removed": True},
     ),
     ToolSpec(
         "create_quote",

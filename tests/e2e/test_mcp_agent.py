@@ -5,10 +5,13 @@ the API while wait_for_action waits, a transfer past the daily limit refused wit
 with the same idempotency key paying once, a policy change reaching the client as tools/list_changed
 without a restart (on both paths: the session notification of a handshake-era client, and
 `subscriptions/listen` of a 2026-07-28 client), a deleted agent's token failing with a clear message; the
-ledger verifies."""
+ledger verifies. And every tool on its success path through a hand-written JSON-RPC client (no MCP SDK)
+over both transports, each result valid against the tool's advertised outputSchema."""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.metadata
 import json
 import sqlite3
 import subprocess
@@ -27,9 +30,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription, ToolsListChanged
 
 from platpay import BASE_PATH
+from tests.agents.support import policy as agent_policy
 from tests.e2e.api_checks import api_client
 from tests.e2e.money import fund, open_holder, verify_ledger
 from tests.e2e.test_server import create_platform, credentials, start_server
+from tests.mcp.scenario import exercise_and_check
 from tests.support.processes import PLATPAY, ProcessManager, free_port, process_env
 
 pytestmark = pytest.mark.e2e
@@ -253,3 +258,157 @@ def test_an_mcp_client_walks_the_agent_scenario_over_stdio_and_streamable_http(
         check=False,
     )
     assert broken.returncode == 1 and f"BROKEN agent {agent_id} at sequence 4" in broken.stdout, broken.stdout
+
+
+# --- every tool, over the wire, with a hand-written JSON-RPC client ------------------------------------
+
+HANDSHAKE = "2025-11-25"
+CLIENT_INFO = {"name": "hand-written-json-rpc", "version": "1"}
+
+
+class StdioRpc:
+    """JSON-RPC 2.0 over a `platpay mcp` process's stdin and stdout, one message a line; no MCP SDK."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.env, self.log, self.next_id = env, log, 0
+
+    async def __aenter__(self) -> StdioRpc:
+        self.stderr = self.log.open("wb")
+        self.process = await asyncio.create_subprocess_exec(
+            PLATPAY, "mcp", env=self.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=self.stderr, limit=16 * 1024 * 1024,
+        )  # fmt: skip
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # end of input: the server exits
+        try:
+            await asyncio.wait_for(self.process.wait(), 20)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        self.stderr.close()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        await self.process.stdin.drain()
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        while True:  # notifications (tools/list_changed, logging) may come first
+            line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+            assert line, f"platpay mcp closed stdout: {self.log.read_text()[-2000:]}"
+            message = json.loads(line)
+            if message.get("id") == self.next_id and "method" not in message:
+                assert "error" not in message, message
+                return message["result"]
+
+    async def notify(self, method: str) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method})
+
+
+class HttpRpc:
+    """JSON-RPC 2.0 over Streamable HTTP: one POST per message, the session in Mcp-Session-Id; no MCP SDK."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.next_id, self.session_id = url, 0, None
+
+    async def __aenter__(self) -> HttpRpc:
+        self.http = httpx.AsyncClient(timeout=60, trust_env=False)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self.session_id:
+            await self.http.delete(self.url, headers=self._headers())
+        await self.http.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if self.session_id:
+            headers |= {"Mcp-Session-Id": self.session_id, "MCP-Protocol-Version": HANDSHAKE}
+        return headers
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        response = await self.http.post(self.url, json=message, headers=self._headers())
+        assert response.status_code == 200, response.text
+        self.session_id = self.session_id or response.headers.get("mcp-session-id")
+        if response.headers["content-type"].startswith("text/event-stream"):
+            answers = [
+                json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:")
+            ]
+        else:
+            answers = [response.json()]
+        answer = next(a for a in answers if a.get("id") == self.next_id)
+        assert "error" not in answer, answer
+        return answer["result"]
+
+    async def notify(self, method: str) -> None:
+        response = await self.http.post(
+            self.url, json={"jsonrpc": "2.0", "method": method}, headers=self._headers()
+        )
+        assert response.status_code == 202, response.text
+
+
+async def every_tool_over(rpc: StdioRpc | HttpRpc, accounts: dict[str, str], run: int) -> None:
+    async with rpc:
+        initialized = await rpc.request(
+            "initialize", {"protocolVersion": HANDSHAKE, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        )
+        assert initialized["serverInfo"]["name"] == "platpay"
+        assert initialized["serverInfo"]["version"] == importlib.metadata.version("platpay") != ""
+        await rpc.notify("notifications/initialized")
+        tools = (await rpc.request("tools/list", {}))["tools"]
+
+        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            return await rpc.request("tools/call", {"name": name, "arguments": arguments})
+
+        await exercise_and_check(call, tools, **accounts, run=run)
+
+        # Bad arguments: platpay's error shape, each field named, not the SDK's pydantic text.
+        bad = await call("transfer_out", {"destination": {"accountId": accounts["bank_id"]}, "amount": "-5"})
+        error = json.loads(bad["content"][0]["text"])
+        assert bad["isError"] is True and bad["_meta"]["error"] == error, bad
+        assert (error["status"], error["code"]) == (400, "INVALID_INPUT"), error
+        assert {"source", "amount"} <= {field["field"] for field in error["details"]["fields"]}, error
+
+
+def test_every_tool_answers_what_its_schema_promises_over_stdio_and_streamable_http(
+    processes: ProcessManager, tmp_path: Path, master_key: str
+) -> None:
+    """Issue 27: get_transaction advertised `{result: transaction}` and answered the transaction, so every
+    call failed. Every tool `tools/list` names is called on its success path with real data (a funded
+    customer, quotes, transfers both ways, external accounts added and removed) by a client that is not the
+    MCP SDK, and each structuredContent is checked against the tool's outputSchema with `jsonschema`."""
+    env = process_env(
+        PLATPAY_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'platpay.db'}",
+        PLATPAY_MASTER_KEY=master_key,
+        PLATPAY_VAR_DIR=str(tmp_path / "var"),
+        PLATPAY_JOB_POLL_SECONDS="0.05",
+        PLATPAY_SANDBOX_SETTLEMENT_SECONDS="0.2",
+    )
+    sandbox = credentials(create_platform(processes, env), "sandbox")
+    _server, base_url = start_server(processes, env)
+    with api_client(base_url, sandbox) as platform:
+        holder = open_holder(platform)
+        assert fund(platform, holder.account_id, 100_000).status_code == 200
+        created = platform.post(
+            "/agents", json={"name": "schemas", "customerId": holder.customer_id, "policy": agent_policy()}
+        )
+        assert created.status_code == 201, created.text
+        code = created.json()["deviceCode"]["code"]
+        token = httpx.post(
+            f"{base_url}{BASE_PATH}/agents/device-codes/{code}/redeem", trust_env=False
+        ).json()["accessToken"]
+    mcp_env = process_env(PLATPAY_AGENT_TOKEN=token, PLATPAY_API_URL=base_url + BASE_PATH)
+    accounts = {"account_id": holder.account_id, "bank_id": next(iter(holder.banks.values()))}
+
+    anyio.run(every_tool_over, StdioRpc(mcp_env, tmp_path / "mcp-stdio.log"), accounts, 0)
+    _, url = http_session_factory(processes, mcp_env)
+    anyio.run(every_tool_over, HttpRpc(url), accounts, 1)
+    verify_ledger(processes, env)
