@@ -211,6 +211,11 @@ class TestOfflineVerification:
         assert broken.exit_code == 1 and f"BROKEN agent {agent_id} at sequence 3" in broken.output, (
             broken.output
         )
+        # The API's pages verify the same way (chain order; a null actor, which the API omits, counts as null).
+        assert audit.verify_export([json.dumps(r) for r in records], key=audit.chain_key()) == (
+            [],
+            {agent_id: (len(records), records[-1]["hash"])},
+        )
         path.write_text("not json\n")
         garbage = await asyncio.to_thread(
             CliRunner().invoke, cli.app, ["agents", "audit", "verify", "--file", str(path)]
@@ -305,3 +310,16 @@ def test_an_unknown_algorithm_is_a_break(algorithm):
     record["hash"] = _plain(audit.GENESIS, record)
     problem = audit.check_records("Agent:a", [record], key=audit.chain_key())
     assert problem is not None and problem.message == f"unknown hashAlgorithm {algorithm!r}"
+
+
+def test_a_system_record_verifies_without_its_null_actor():
+    """The API omits null fields: a record of the system (actor null) verifies with or without it."""
+    record = {
+        "id": "AgentAuditRecord:1", "tenantId": "Tenant:t", "agentId": "Agent:a", "sequence": 1,
+        "kind": "ACTION_EXPIRED", "actor": None, "occurredAt": "2026-12-01T00:00:00.000000Z", "data": {},
+        "previousHash": audit.GENESIS, "hashAlgorithm": "HMAC-SHA-256",
+    }  # fmt: skip
+    record["hash"] = _keyed(audit.chain_key())(audit.GENESIS, record)
+    as_the_api_shows_it = {name: value for name, value in record.items() if value is not None}
+    assert audit.verify_export([json.dumps(as_the_api_shows_it)], key=audit.chain_key())[0] == []
+    assert audit.verify_export([json.dumps(record)], key=b"y" * 32)[0] != []
