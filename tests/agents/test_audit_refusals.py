@@ -16,8 +16,8 @@ from sqlalchemy import text
 from platpay import BASE_PATH
 from platpay.agents import audit
 from platpay.mcp.server import PlatpayMCP
-from tests.agents.support import connect, funded_customer, transfer_out
-from tests.factories import account_destination, account_source, mxn_account
+from tests.agents.support import connect, funded_customer, quote_body, transfer_out
+from tests.factories import mxn_account
 
 OVER_LIMIT = 20_000  # past the support policy's perTransactionLimit (10,000)
 
@@ -140,12 +140,7 @@ class TestAPausedAgent:
         quote = await client.post(
             "/agents/me/quotes",
             headers=world["headers"],
-            json={
-                "source": account_source(world["account"]["id"]),
-                "destination": account_destination(payee["id"]),
-                "lockedCurrencySide": "SENDING",
-                "lockedCurrencyAmount": 1_000,
-            },
+            json=quote_body(world["account"]["id"], payee["id"], 1_000),
         )
         assert quote.status_code == 201, quote.text
         await pause(client, auth, world["agent_id"])
@@ -155,9 +150,7 @@ class TestAPausedAgent:
                                                           "destination": {"accountId": bank}, "amount": 100}),
             "TRANSFER_IN": ("/agents/me/transfer-in", {"source": {"accountId": bank},
                                                         "destination": {"accountId": source}, "amount": 100}),
-            "CREATE_QUOTE": ("/agents/me/quotes", {"source": account_source(source),
-                                                   "destination": account_destination(payee["id"]),
-                                                   "lockedCurrencySide": "SENDING", "lockedCurrencyAmount": 500}),
+            "CREATE_QUOTE": ("/agents/me/quotes", quote_body(source, payee["id"], 500)),
             "EXECUTE_QUOTE": (f"/agents/me/quotes/{quote.json()['id']}/execute", None),
         }  # fmt: skip
         for operation, (path, body) in calls.items():
