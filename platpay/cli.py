@@ -331,7 +331,9 @@ def agents_audit_export(
         str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
     ] = None,
 ) -> None:
-    """Print the audit trail as JSON Lines, one record a line, chain by chain in sequence order."""
+    """Print the audit trail as JSON Lines, one record a line, chain by chain in sequence order: each record
+    with its hash and hashAlgorithm, everything a holder of the master key needs to verify it offline
+    (`platpay agents audit verify --file`)."""
     from platpay.agents import audit
     from platpay.db.database import Database
 
@@ -354,27 +356,51 @@ def agents_audit_verify(
     agent: Annotated[
         str | None, typer.Option("--agent", help="one agent's trail (default: every agent's)")
     ] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--file",
+            help="verify an export (JSON Lines; '-' for stdin) offline, with the master key, not the database",
+        ),
+    ] = None,
 ) -> None:
-    """Check every agent's hash chain; exit 1 naming the first bad record of each broken chain."""
+    """Check every agent's keyed hash chain; exit 1 naming the first bad record of each broken chain."""
     from platpay.agents import audit
     from platpay.db.database import Database
 
     settings = get_settings()
-
-    async def run() -> list[audit.Problem]:
-        db = Database(settings.database_url, null_pool=True)
+    ends: dict[str, tuple[int, str]] = {}
+    if file is not None:
+        if file == "-":
+            text = sys.stdin.read()
+        else:
+            with open(file, encoding="utf-8") as exported:
+                text = exported.read()
         try:
-            async with db.read() as session:
-                return await audit.verify(session, agent_id=agent)
-        finally:
-            await db.dispose()
+            problems, ends = audit.verify_export(text.splitlines(), key=audit.chain_key(), agent_id=agent)
+        except ValueError as error:
+            typer.echo(f"not an audit export: {error}", err=True)
+            raise typer.Exit(code=2) from None
+    else:
 
-    problems = asyncio.run(run())
+        async def run() -> list[audit.Problem]:
+            db = Database(settings.database_url, null_pool=True)
+            try:
+                async with db.read() as session:
+                    return await audit.verify(session, agent_id=agent)
+            finally:
+                await db.dispose()
+
+        problems = asyncio.run(run())
     for problem in problems:
         typer.echo(
             f"BROKEN agent {problem.agent_id} at sequence {problem.sequence} (record {problem.record_id}): "
             f"{problem.message}"
         )
+    broken = {problem.agent_id for problem in problems}
+    for agent_id, (sequence, last_hash) in sorted(ends.items()):
+        if agent_id not in broken:  # an export cannot show a removed tail: its end is to compare with a copy
+            typer.echo(f"agent {agent_id} ends at sequence {sequence} with hash {last_hash}")
     if not problems:
         typer.echo("OK: every agent's audit chain verifies")
     raise typer.Exit(code=1 if problems else 0)

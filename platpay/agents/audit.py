@@ -1,30 +1,50 @@
 """The agents' audit trail: every event of an agent's life, appended in the transaction that causes it,
 chained per agent so that an edited, removed or reordered record is detected.
 
-A record's `hash` is SHA-256 over `previousHash` and the record's canonical content (its id, tenant, agent,
-sequence, kind, actor, time and data as sorted, compact JSON); the first record's `previousHash` is 64
-zeros. Appending locks the agent's chain head (`agent_audit_heads`), so the records of one agent serialize
-and the chain never forks; the head also catches a removed tail. Records hold no secrets: no token, no
-device code (a token's or code's prefix at most).
+A record's `hash` is HMAC-SHA-256, under the audit key, of `previousHash` and the record's canonical content
+(its id, tenant, agent, sequence, kind, actor, time and data as sorted, compact JSON); the first record's
+`previousHash` is 64 zeros. The audit key is HKDF-SHA-256 of the master key (no salt, info
+`platpay agent audit chain v1`, 32 bytes), so a record can be rewritten, and the chain re-linked after it,
+only by someone holding the master key: a rewrite re-hashed without it fails verification. Whoever holds it
+(the running server, an operator with PLATPAY_MASTER_KEY or var/master.key) can rewrite any chain, and
+removing a chain's tail while rewinding its head is undetectable without a copy of the head kept elsewhere
+(README, the audit trail: what it proves and what it does not).
 
-Two kinds are written in a transaction of their own, because the request's own may roll back or be none:
-MONEY_REFUSED (`refusals`) and TOKEN_FIRST_USED (written by authentication, once per token:
-agents.service.authenticate_bearer).
+Records written before the chain was keyed (revision 0015) keep their plain SHA-256 `hash`
+(`hashAlgorithm` SHA-256), so what was exported or anchored before stays valid. Revision 0015 sealed each
+such chain at its head: `legacySeal` on its last record is HMAC-SHA-256 under the audit key of
+"legacy-seal", a NUL byte and that record's hash, which vouches for the plain records up to it (each
+hash covers the one before). A plain record that no seal vouches for is a break: without it, relabelling a
+keyed chain as SHA-256 and re-hashing it would pass.
+
+Appending locks the agent's chain head (`agent_audit_heads`), so the records of one agent serialize and the
+chain never forks; the head also catches a removed tail (unless it was rewound too). Records hold no
+secrets: no token, no device code (a token's or code's prefix at most).
+
+Two kinds are written outside the transaction of the request that causes them, because that one rolls
+back or is none: MONEY_REFUSED (`record_refusals`, through the idempotency layer: with the refusal stored as
+the Idempotency-Key's answer, or in a transaction of its own without a key) and TOKEN_FIRST_USED (written
+by authentication, once per token: agents.service.authenticate_bearer).
 
 The actor is the credential of the request that caused the event (`PLATFORM_TOKEN:<id>`,
 `AGENT_TOKEN:<agentId>`), `null` for the system (expiry jobs)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
+import hmac
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -32,12 +52,19 @@ from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
-from platpay.db.database import Database
+from platpay.config import get_settings
+from platpay.errors import ApiError
 from platpay.kit import clock
+from platpay.kit.crypto.sealing import load_master_key
+from platpay.kit.idempotency import OnRefusal
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 
 GENESIS = "0" * 64
+KEYED = "HMAC-SHA-256"  # every record since revision 0015
+PLAIN = "SHA-256"  # records written before it, vouched for by their chain's legacy seal
+KEY_INFO = b"platpay agent audit chain v1"  # HKDF's info: the audit key is for this and nothing else
+_SEAL_LABEL = b"legacy-seal\x00"
 KINDS = (
     "AGENT_CREATED",
     "DEVICE_CODE_ISSUED",
@@ -84,9 +111,35 @@ def content_of(row: AgentAuditRow) -> dict[str, Any]:
     }
 
 
-def hash_of(previous_hash: str, content: dict[str, Any]) -> str:
+def _message(previous_hash: str, content: Mapping[str, Any]) -> bytes:
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256((previous_hash + canonical).encode()).hexdigest()
+    return (previous_hash + canonical).encode()
+
+
+def hash_of(previous_hash: str, content: Mapping[str, Any], *, key: bytes | None) -> str:
+    """The record's hash: keyed (HMAC-SHA-256) under `key`, or, with None, the plain SHA-256 of records
+    written before the chain was keyed."""
+    message = _message(previous_hash, content)
+    if key is None:
+        return hashlib.sha256(message).hexdigest()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def legacy_seal_of(record_hash: str, *, key: bytes) -> str:
+    """The seal revision 0015 put on the last plain (SHA-256) record of each chain."""
+    return hmac.new(key, _SEAL_LABEL + record_hash.encode(), hashlib.sha256).hexdigest()
+
+
+@cache
+def _derived_key(configured_master_key: str | None, var_dir: Path) -> bytes:
+    master = load_master_key(configured_master_key, var_dir)
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_INFO).derive(master)
+
+
+def chain_key() -> bytes:
+    """The audit key: HKDF-SHA-256 of the master key (no salt, info KEY_INFO, 32 bytes)."""
+    settings = get_settings()
+    return _derived_key(settings.master_key, settings.var_dir)
 
 
 async def record(
@@ -119,28 +172,42 @@ async def record(
         data=json.loads(json.dumps(data or {}, default=str)),
         previous_hash=head.hash,
         hash="",
+        hash_algorithm=KEYED,
+        legacy_seal=None,
     )
-    row.hash = hash_of(head.hash, content_of(row))
+    row.hash = hash_of(head.hash, content_of(row), key=chain_key())
     session.add(row)
     head.sequence, head.hash = row.sequence, row.hash
     await session.flush()
     return row
 
 
-@contextlib.asynccontextmanager
-async def refusals(
-    db: Database, principal: Principal, operation: str, asked: dict[str, Any]
-) -> AsyncIterator[None]:
-    """Around a money operation: a policy refusal (403) is recorded as MONEY_REFUSED in a transaction of its
-    own (the request's was rolled back with everything else), then raised on."""
-    try:
-        yield
-    except PolicyForbids as refused:
-        async with db.transaction() as session:
+def record_refusals(
+    principal: Principal, operation: str, request: BaseModel | Mapping[str, Any]
+) -> OnRefusal:
+    """An agent's money request's `on_refusal` (kit/idempotency.py): a policy refusal (403) is recorded as
+    MONEY_REFUSED with the request and the decision's details, exactly once: with an Idempotency-Key in the
+    transaction that stores the refusal as the key's answer (a replay records nothing), without one in a
+    transaction of its own (the request's rolled back with everything else). Any other refusal writes
+    nothing. `request`: the body (serialized only if refused)."""
+
+    def on_refusal(refusal: ApiError) -> Callable[[AsyncSession], Awaitable[None]] | None:
+        if not isinstance(refusal, PolicyForbids):
+            return None
+        asked = (
+            request.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if isinstance(request, BaseModel)
+            else dict(request)
+        )
+
+        async def write(session: AsyncSession) -> None:
             await record(session, tenant_id=principal.tenant.id, agent_id=principal.id, kind="MONEY_REFUSED",
                          now=clock.now(principal.tenant),
-                         data={"type": operation, "request": asked, "decision": refused.details})  # fmt: skip
-        raise
+                         data={"type": operation, "request": asked, "decision": refusal.details})  # fmt: skip
+
+        return write
+
+    return on_refusal
 
 
 async def has_trail(session: AsyncSession, *, tenant_id: str, agent_id: str) -> bool:
@@ -154,7 +221,17 @@ async def has_trail(session: AsyncSession, *, tenant_id: str, agent_id: str) -> 
 
 
 def to_api(row: AgentAuditRow) -> dict[str, Any]:
-    return {**content_of(row), "previousHash": row.previous_hash, "hash": row.hash}
+    """The record as the API, the export and verification see it: what verifying it offline needs."""
+    return {
+        **content_of(row),
+        "previousHash": row.previous_hash,
+        "hash": row.hash,
+        "hashAlgorithm": row.hash_algorithm,
+        "legacySeal": row.legacy_seal,
+    }
+
+
+CONTENT_FIELDS = ("id", "tenantId", "agentId", "sequence", "kind", "actor", "occurredAt", "data")
 
 
 async def list_records(
@@ -196,45 +273,110 @@ class Problem:
 
 
 async def verify(session: AsyncSession, *, agent_id: str | None = None) -> list[Problem]:
-    """The first break of each agent's chain: a record whose hash does not match its content (edited), a
-    sequence gap or a previousHash that is not the hash before it (removed or reordered), a chain that ends
-    before its head (tail removed)."""
+    """The first break of each agent's chain (see `check_records`), or a chain that ends before its head
+    (tail removed)."""
     problems: list[Problem] = []
     heads_stmt = select(AgentAuditHeadRow)
     if agent_id is not None:
         heads_stmt = heads_stmt.where(AgentAuditHeadRow.agent_id == agent_id)
     heads = {head.agent_id: head for head in (await session.scalars(heads_stmt)).all()}
-    chains: dict[str, list[AgentAuditRow]] = {}
+    chains: dict[str, list[dict[str, Any]]] = {}
     records_stmt = select(AgentAuditRow).order_by(AgentAuditRow.agent_id, AgentAuditRow.sequence)
     if agent_id is not None:
         records_stmt = records_stmt.where(AgentAuditRow.agent_id == agent_id)
     for row in (await session.scalars(records_stmt)).all():
-        chains.setdefault(row.agent_id, []).append(row)
+        chains.setdefault(row.agent_id, []).append(to_api(row))
+    key = chain_key()
     for agent in sorted(set(heads) | set(chains)):
-        problem = _check_chain(agent, chains.get(agent, []), heads.get(agent))
+        records = chains.get(agent, [])
+        problem = check_records(agent, records, key=key) or _check_head(agent, records, heads.get(agent))
         if problem is not None:
             problems.append(problem)
     return problems
 
 
-def _check_chain(agent_id: str, rows: list[AgentAuditRow], head: AgentAuditHeadRow | None) -> Problem | None:
+def verify_export(
+    lines: Iterable[str], *, key: bytes, agent_id: str | None = None
+) -> tuple[list[Problem], dict[str, tuple[int, str]]]:
+    """`platpay agents audit export` output (of every agent, or `agent_id`'s) checked offline with the audit
+    key: the first break of each chain, and where each chain ends (its sequence and hash: an export cannot
+    show a removed tail, so compare these with a head kept elsewhere). ValueError: a line that is no
+    record."""
+    chains: dict[str, list[dict[str, Any]]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"line {number} is not JSON ({error})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"line {number} is not a record (a JSON object)")
+        # (the API omits a null actor: the system's records)
+        missing = [n for n in (*CONTENT_FIELDS, "previousHash", "hash") if n not in record and n != "actor"]
+        if missing:
+            raise ValueError(f"line {number} has no {', '.join(missing)}")
+        if agent_id is None or record["agentId"] == agent_id:
+            chains.setdefault(record["agentId"], []).append(record)
+    problems = [
+        problem
+        for agent, records in sorted(chains.items())
+        if (problem := check_records(agent, records, key=key)) is not None
+    ]
+    ends = {agent: (records[-1]["sequence"], records[-1]["hash"]) for agent, records in chains.items()}
+    return problems, ends
+
+
+def check_records(agent_id: str, records: list[dict[str, Any]], *, key: bytes) -> Problem | None:
+    """The first break of one chain, its records as `to_api` renders them in sequence order: a sequence
+    gap or a previousHash that is not the hash before it (removed or reordered), a keyed record whose
+    HMAC does not match (edited, or re-hashed without the key), a plain (SHA-256) record that does not
+    match or that no legacy seal vouches for, a seal that does not verify."""
+    sealed_to = next((r["sequence"] for r in records if r.get("legacySeal") is not None), 0)
     previous = GENESIS
-    for expected, row in enumerate(rows, start=1):
-        if row.sequence != expected:
+    for expected, record in enumerate(records, start=1):
+        sequence, record_id = record["sequence"], record["id"]
+        if sequence != expected:
             return Problem(
-                agent_id, expected, row.id, f"record {expected} is missing (found {row.sequence} next)"
+                agent_id, expected, record_id, f"record {expected} is missing (found {sequence} next)"
             )
-        if row.previous_hash != previous:
+        if record["previousHash"] != previous:
             return Problem(
-                agent_id, row.sequence, row.id, "previousHash is not the hash of the record before it"
+                agent_id, sequence, record_id, "previousHash is not the hash of the record before it"
             )
-        if hash_of(row.previous_hash, content_of(row)) != row.hash:
-            return Problem(agent_id, row.sequence, row.id, "its content does not match its hash (altered)")
-        previous = row.hash
+        content = {name: record.get(name) for name in CONTENT_FIELDS}
+        algorithm, seal = record.get("hashAlgorithm"), record.get("legacySeal")
+        if algorithm == KEYED:
+            if not hmac.compare_digest(hash_of(previous, content, key=key), record["hash"]):
+                return Problem(agent_id, sequence, record_id, "its content does not match its keyed hash "
+                               "(HMAC-SHA-256): altered, or re-hashed without the key")  # fmt: skip
+        elif algorithm == PLAIN:
+            if sequence > sealed_to:
+                return Problem(agent_id, sequence, record_id, "it is hashed without the key (SHA-256) and "
+                               "no legacy seal vouches for it: rewritten without the key")  # fmt: skip
+            if hash_of(previous, content, key=None) != record["hash"]:
+                return Problem(agent_id, sequence, record_id, "its content does not match its hash (altered)")
+        else:
+            return Problem(agent_id, sequence, record_id, f"unknown hashAlgorithm {algorithm!r}")
+        if seal is not None and (
+            algorithm != PLAIN or not hmac.compare_digest(legacy_seal_of(record["hash"], key=key), seal)
+        ):
+            return Problem(agent_id, sequence, record_id, "its legacy seal does not verify (forged or moved)")
+        previous = record["hash"]
+    return None
+
+
+def _check_head(
+    agent_id: str, records: list[dict[str, Any]], head: AgentAuditHeadRow | None
+) -> Problem | None:
     if head is None:
         return Problem(agent_id, None, None, "the chain has no head")
-    if head.sequence != len(rows) or head.hash != previous:
+    last = records[-1]["hash"] if records else GENESIS
+    if head.sequence != len(records) or head.hash != last:
         return Problem(
-            agent_id, len(rows) + 1, None, f"the chain ends at {len(rows)} but its head is at {head.sequence}"
+            agent_id,
+            len(records) + 1,
+            None,
+            f"the chain ends at {len(records)} but its head is at {head.sequence}",
         )
     return None

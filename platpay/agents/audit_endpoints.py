@@ -27,11 +27,22 @@ class AgentAuditRecord(ApiModel):
     agent_id: str
     sequence: int = Field(description="1, 2, 3… per agent")
     kind: str = Field(description=" | ".join(audit.KINDS))
-    actor: str | None = Field(description="the credential that caused it (KIND:id); null: the system")
+    actor: str | None = Field(None, description="the credential that caused it (KIND:id); absent: the system")
     occurred_at: datetime
     data: dict[str, Any]
     previous_hash: str = Field(description="the previous record's hash (64 zeros for the first)")
-    hash: str = Field(description="SHA-256 of previousHash and the record's canonical content")
+    hash: str = Field(
+        description="hashAlgorithm of previousHash and the record's canonical content (hex): HMAC-SHA-256 under "
+        "the audit key (HKDF-SHA-256 of the master key, info 'platpay agent audit chain v1')"
+    )
+    hash_algorithm: Literal[audit.KEYED, audit.PLAIN] = Field(  # type: ignore[valid-type]
+        description="HMAC-SHA-256; SHA-256 for records written before the chain was keyed"
+    )
+    legacy_seal: str | None = Field(
+        None,
+        description="on the last SHA-256 record of a chain keyed later: HMAC-SHA-256 under the audit key of "
+        "'legacy-seal', NUL and its hash, vouching for the SHA-256 records up to it; absent on every other",
+    )
 
 
 class AgentAuditRecordListResponse(Page[AgentAuditRecord]):

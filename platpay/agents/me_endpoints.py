@@ -279,12 +279,11 @@ async def _transfer(
     external_account_id: str,
     payment_rail: str | None = None,
 ) -> Response:
-    """Both transfer endpoints: one at a time per agent, refusals audited, the policy deciding in
-    `operations.transfer`."""
+    """Both transfer endpoints: one at a time per agent, policy refusals audited (MONEY_REFUSED, once per
+    refusal, keyed or not: agents/audit.py `record_refusals`), the policy deciding in `operations.transfer`."""
     settings = request.app.state.settings
-    asked = body.model_dump(mode="json", by_alias=True, exclude_none=True)
     kind = "TRANSFER_OUT" if outgoing else "TRANSFER_IN"
-    async with _queue(principal.id), audit.refusals(get_db(request), principal, kind, asked):
+    async with _queue(principal.id):
         return await idem.run(
             body,
             lambda s: operations.transfer(
@@ -300,6 +299,7 @@ async def _transfer(
                 settings=settings,
             ),
             status=201,
+            on_refusal=audit.record_refusals(principal, kind, body),
         )
 
 
@@ -333,6 +333,7 @@ async def create_quote(
             settings=settings,
         ),
         status=201,
+        on_refusal=audit.record_refusals(principal, "CREATE_QUOTE", body),
     )
 
 
@@ -358,10 +359,7 @@ async def execute_quote(
 ) -> Response:
     """Execute a quote this agent created (EXECUTE_QUOTES; approval per policy)."""
     settings = request.app.state.settings
-    async with (
-        _queue(principal.id),
-        audit.refusals(get_db(request), principal, "EXECUTE_QUOTE", {"quoteId": quoteId}),
-    ):
+    async with _queue(principal.id):
         return await idem.run(
             None,
             lambda s: operations.execute_quote(
@@ -373,6 +371,7 @@ async def execute_quote(
                 settings=settings,
             ),
             status=200,
+            on_refusal=audit.record_refusals(principal, "EXECUTE_QUOTE", {"quoteId": quoteId}),
         )
 
 

@@ -23,6 +23,12 @@ an effect without its key or a key without its effect:
 
 Stored responses are sealed with the master key: a replay must be byte-identical, and some first
 responses carry a secret that must not sit in the database in clear (POST /tokens' clientSecret).
+
+A refusal some domain must record (an agent's money request refused by its policy: agents/audit.py) is
+written by `on_refusal`, given the refusal: with a key, in the transaction that stores the refusal as the
+key's answer (both commit or neither; a replay runs nothing, so records nothing); without one, in a
+transaction of its own after the operation's rolled back. Only endpoints that pass it pay for it, and only
+when they refuse.
 """
 
 from __future__ import annotations
@@ -112,6 +118,8 @@ class _StoredMeanwhile(Exception):
 
 
 Operation = Callable[[AsyncSession], Awaitable[tuple[int, Any]]]
+# Given an operation's refusal: what to write beside it (in the session given), or None for nothing.
+OnRefusal = Callable[[ApiError], Callable[[AsyncSession], Awaitable[None]] | None]
 
 
 def fingerprint(method: str, path: str, body: Any, *, caller: str | None = None) -> str:
@@ -153,12 +161,21 @@ async def execute(
     request_fingerprint: str,
     operation: Operation,
     lean: bool = False,
+    on_refusal: OnRefusal | None = None,
 ) -> Response:
     """Run `operation(session) -> (status, json_body)` at most once per (tenant, key); without a key and
-    `lean`, in `db.lean_transaction()` (an operation whose every statement is lean)."""
+    `lean`, in `db.lean_transaction()` (an operation whose every statement is lean). `on_refusal`: see the
+    module docstring."""
     if key is None:
-        async with db.lean_transaction() if lean else db.transaction() as session:
-            status, body = await operation(session)
+        try:
+            async with db.lean_transaction() if lean else db.transaction() as session:
+                status, body = await operation(session)
+        except ApiError as error:
+            write = on_refusal(error) if on_refusal is not None and _is_answer(error) else None
+            if write is not None:  # the operation's transaction rolled back: the record gets one of its own
+                async with db.transaction() as session:
+                    await write(session)
+            raise
         return _response(status, render(body), replayed=False)
     for _ in range(2):
         try:
@@ -168,6 +185,7 @@ async def execute(
                 key=key,
                 fingerprint=request_fingerprint,
                 operation=operation,
+                on_refusal=on_refusal,
             )
         except _StoredMeanwhile:
             # A duplicate committed its answer just before this request took the key (see _claim): this
@@ -187,6 +205,7 @@ async def _execute_once(
     key: str,
     fingerprint: str,
     operation: Operation,
+    on_refusal: OnRefusal | None,
 ) -> Response:
     try:
         async with db.transaction() as session:
@@ -200,20 +219,20 @@ async def _execute_once(
             )
         return _response(status, rendered, replayed=False)
     except ApiError as error:
-        if (
-            error.status >= 500
-            or error.status == 401
-            or isinstance(error, (IdempotencyKeyInUse, IdempotencyKeyReused))
-        ):
-            raise  # not an answer of the operation: a 401 (a wallet stamp that failed) ran nothing
+        if not _is_answer(error):
+            raise
         refusal = error
     # The operation refused the request (a 4xx: executed and deterministically refused). Its writes were
     # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —
-    # unless a duplicate got the key in between and stored its answer, which is then the key's answer.
+    # unless a duplicate got the key in between and stored its answer, which is then the key's answer —
+    # with whatever `on_refusal` writes beside it (a failed store rolls that back too).
+    write = on_refusal(refusal) if on_refusal is not None else None
     async with db.transaction() as session:
         stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
         if stored is not None:
             return stored
+        if write is not None:
+            await write(session)
         rendered = render(refusal.body())
         await _store(
             session,
@@ -224,6 +243,16 @@ async def _execute_once(
             body=rendered,
         )
     return _response(refusal.status, rendered, replayed=False)
+
+
+def _is_answer(error: ApiError) -> bool:
+    """Whether the operation's error is its answer to the request (stored under the key): a 4xx, but not a
+    401 (a wallet stamp that failed: nothing ran) nor the key's own errors; a 5xx never is."""
+    return (
+        error.status < 500
+        and error.status != 401
+        and not isinstance(error, (IdempotencyKeyInUse, IdempotencyKeyReused))
+    )
 
 
 async def _claim(
@@ -327,9 +356,11 @@ class Idempotent:
         *,
         status: int = 201,
         lean: bool = False,
+        on_refusal: OnRefusal | None = None,
     ) -> Response:
         """`lean`: the operation runs only lean statements (platpay.db.lean), so a request without an
-        Idempotency-Key runs it in `Database.lean_transaction()`, which has no ORM session."""
+        Idempotency-Key runs it in `Database.lean_transaction()`, which has no ORM session. `on_refusal`:
+        what to record beside a refusal (see the module docstring)."""
         request = self.request
         state = request.state
 
@@ -348,6 +379,7 @@ class Idempotent:
             ),
             operation=run,
             lean=lean,
+            on_refusal=on_refusal,
         )
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.factories import customer, external_account, fund, internal_account
+from tests.factories import (
+    account_destination,
+    account_source,
+    customer,
+    external_account,
+    fund,
+    internal_account,
+)
 
 PERMISSIONS = ["CREATE_TRANSFERS", "CREATE_QUOTES", "EXECUTE_QUOTES", "MANAGE_EXTERNAL_ACCOUNTS"]
 
@@ -69,3 +76,13 @@ async def balance(client, auth, account_id: str) -> tuple[int, int]:
         if account["id"] == account_id:
             return account["balance"]["amount"], account["totalBalance"]["amount"]
     raise AssertionError(f"no account {account_id}")
+
+
+def quote_body(source: str, destination: str, amount: int) -> dict[str, Any]:
+    """An agent's quote: `amount` sent from the internal account `source` to the account `destination`."""
+    return {
+        "source": account_source(source),
+        "destination": account_destination(destination),
+        "lockedCurrencySide": "SENDING",
+        "lockedCurrencyAmount": amount,
+    }

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.agents.support import balance, connect, funded_customer, transfer_out
+from tests.agents.support import balance, connect, funded_customer, quote_body, transfer_out
 from tests.factories import (
     account_destination,
     account_source,
@@ -268,12 +268,7 @@ class TestQuotes:
         response = await client.post(
             "/agents/me/quotes",
             headers=world["headers"],
-            json={
-                "source": account_source(world["account"]["id"]),
-                "destination": account_destination(payee["id"]),
-                "lockedCurrencySide": "SENDING",
-                "lockedCurrencyAmount": amount,
-            },
+            json=quote_body(world["account"]["id"], payee["id"], amount),
         )
         assert response.status_code == 201, response.text
         return response.json()
