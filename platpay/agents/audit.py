@@ -10,8 +10,8 @@ only by someone holding the master key: a rewrite re-hashed without it fails ver
 removing a chain's tail while rewinding its head is undetectable without a copy of the head kept elsewhere
 (README, the audit trail: what it proves and what it does not).
 
-Records written before the chain was keyed (revision 0015) keep their plain SHA-256 `hash`
-(`hashAlgorithm` SHA-256), so what was exported or anchored before stays valid. Revision 0015 sealed each
+Records written before the chain was keyed (revision 0016) keep their plain SHA-256 `hash`
+(`hashAlgorithm` SHA-256), so what was exported or anchored before stays valid. Revision 0016 sealed each
 such chain at its head: `legacySeal` on its last record is HMAC-SHA-256 under the audit key of
 "legacy-seal", a NUL byte and that record's hash, which vouches for the plain records up to it (each
 hash covers the one before). A plain record that no seal vouches for is a break: without it, relabelling a
@@ -61,7 +61,7 @@ from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 
 GENESIS = "0" * 64
-KEYED = "HMAC-SHA-256"  # every record since revision 0015
+KEYED = "HMAC-SHA-256"  # every record since revision 0016
 PLAIN = "SHA-256"  # records written before it, vouched for by their chain's legacy seal
 KEY_INFO = b"platpay agent audit chain v1"  # HKDF's info: the audit key is for this and nothing else
 _SEAL_LABEL = b"legacy-seal\x00"
@@ -126,7 +126,7 @@ def hash_of(previous_hash: str, content: Mapping[str, Any], *, key: bytes | None
 
 
 def legacy_seal_of(record_hash: str, *, key: bytes) -> str:
-    """The seal revision 0015 put on the last plain (SHA-256) record of each chain."""
+    """The seal revision 0016 put on the last plain (SHA-256) record of each chain."""
     return hmac.new(key, _SEAL_LABEL + record_hash.encode(), hashlib.sha256).hexdigest()
 
 

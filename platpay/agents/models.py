@@ -123,7 +123,7 @@ class AgentActionRow(Base):
 
 class AgentAuditRow(Base):
     """One event of an agent's life (agents/audit.py), append-only and chained per agent: `hash` is the
-    HMAC-SHA-256 under the audit key (SHA-256 before revision 0015: `hash_algorithm`) of `previous_hash`
+    HMAC-SHA-256 under the audit key (SHA-256 before revision 0016: `hash_algorithm`) of `previous_hash`
     and the record's canonical content, `sequence` counts from 1. No foreign key to the agent: the trail
     outlives it."""
 
@@ -143,8 +143,8 @@ class AgentAuditRow(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JsonType)
     previous_hash: Mapped[str] = mapped_column(String(64))
     hash: Mapped[str] = mapped_column(String(64))
-    hash_algorithm: Mapped[str] = mapped_column(String(16))  # HMAC-SHA-256; SHA-256 (before 0015)
-    # On the last SHA-256 record of a chain keyed by revision 0015: HMAC of its hash (audit.legacy_seal_of)
+    hash_algorithm: Mapped[str] = mapped_column(String(16))  # HMAC-SHA-256; SHA-256 (before 0016)
+    # On the last SHA-256 record of a chain keyed by revision 0016: HMAC of its hash (audit.legacy_seal_of)
     legacy_seal: Mapped[str | None] = mapped_column(String(64))
 
 

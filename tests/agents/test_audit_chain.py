@@ -3,7 +3,7 @@ a record and re-hashing the chain after it without the key fails verification, w
 records' algorithm (plain SHA-256 passed off as the keyed hash) or relabels them as the plain SHA-256 of
 older records (a downgrade). What it does not prove, shown as tests: whoever holds the key can rewrite a chain
 that then verifies, and a tail removed with its head rewound is seen only against a head kept elsewhere.
-Chains written with the plain hash before revision 0015 still verify (sealed at their head by the
+Chains written with the plain hash before revision 0016 still verify (sealed at their head by the
 migration), continue keyed, and a rewrite of their plain part is caught by the seal. Exports verify offline
 (`platpay agents audit verify --file`). SQLite and PostgreSQL."""
 
@@ -35,7 +35,7 @@ _RECORDS = sa.table(
     sa.column("data", JsonType),
 )
 _HEADS = sa.table("agent_audit_heads", sa.column("agent_id"), sa.column("sequence"), sa.column("hash"))
-BEFORE_KEYING = "0014_customer_accounts_by_type"
+BEFORE_KEYING = "0015_cardusd"
 
 
 async def _trail(client, auth) -> tuple[str, list[dict[str, Any]]]:
@@ -224,14 +224,14 @@ class TestOfflineVerification:
 
 
 class TestAChainWrittenBeforeTheKeying:
-    """Revision 0015 on a chain of plain SHA-256 records: they keep their hashes (what was exported or
+    """Revision 0016 on a chain of plain SHA-256 records: they keep their hashes (what was exported or
     anchored stays valid), the head's record is sealed, the chain continues keyed and verifies; a rewrite
     of the plain part, re-hashed plain up to the seal, is caught by the seal."""
 
     async def _written_before_the_keying(self, client, auth, db, database_url) -> tuple[str, list[dict]]:
         agent_id, records = await _trail(client, auth)
         previous = audit.GENESIS
-        for record in records:  # as the code before revision 0015 hashed them
+        for record in records:  # as the code before revision 0016 hashed them
             record["previousHash"], record["hash"] = previous, _plain(previous, record)
             previous = record["hash"]
         config = migrate.alembic_config(database_url)

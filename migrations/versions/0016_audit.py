@@ -18,8 +18,8 @@ Sealing needs the master key (PLATPAY_MASTER_KEY, or var/master.key): it is read
 Downgrade drops both columns: keyed records then fail the older version's verify (it recomputes plain
 SHA-256).
 
-Revision ID: 0015_audit
-Revises: 0014_customer_accounts_by_type
+Revision ID: 0016_audit
+Revises: 0015_cardusd
 Create Date: 2026-12-02 10:00:00.000000
 """
 from __future__ import annotations
@@ -31,8 +31,8 @@ from alembic import op
 
 from platpay.agents.audit import chain_key, legacy_seal_of
 
-revision: str = '0015_audit'
-down_revision: str | None = '0014_customer_accounts_by_type'
+revision: str = '0016_audit'
+down_revision: str | None = '0015_cardusd'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
