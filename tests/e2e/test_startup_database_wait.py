@@ -89,6 +89,16 @@ def assert_one_outage_logged(process: ManagedProcess) -> None:
     assert "Traceback" not in process.stdout() + process.stderr()
 
 
+def send_transfer(base_url: str, auth: tuple[str, str]) -> dict:
+    """A funded customer's transfer out to its bank: the created transaction."""
+    with api_client(base_url, auth) as client:
+        holder = open_holder(client)
+        assert fund(client, holder.account_id, 50_000).status_code == 200
+        sent = client.post("/transfer-out", json=transfer_out_body(holder, 1_250))
+    assert sent.status_code == 201, sent.text
+    return sent.json()
+
+
 def transaction_status(base_url: str, auth: tuple[str, str], transaction_id: str) -> str | None:
     with api_client(base_url, auth) as client:
         try:
@@ -96,6 +106,16 @@ def transaction_status(base_url: str, auth: tuple[str, str], transaction_id: str
         except httpx.TransportError:
             return None
     return response.json()["status"] if response.status_code == 200 else None
+
+
+def wait_completed(
+    base_url: str, auth: tuple[str, str], transaction_id: str, process: ManagedProcess
+) -> None:
+    wait_until(
+        lambda: transaction_status(base_url, auth, transaction_id) == "COMPLETED",
+        timeout=30,
+        message=process.describe,
+    )
 
 
 def assert_failed_with_one_line(result_code: int | None, stderr: str, command_name: str) -> str:
@@ -128,16 +148,7 @@ class TestStartedWhileTheDatabaseIsDown:
         ready = httpx.get(f"{base_url}/readyz", trust_env=False, timeout=10)
         assert ready.status_code == 200 and ready.json()["migration"] == migrate.head_revision(), ready.text
         sandbox = bootstrap_credentials(processes)
-        with api_client(base_url, sandbox) as client:
-            holder = open_holder(client)
-            assert fund(client, holder.account_id, 50_000).status_code == 200
-            sent = client.post("/transfer-out", json=transfer_out_body(holder, 1_250))
-            assert sent.status_code == 201, sent.text
-        wait_until(
-            lambda: transaction_status(base_url, sandbox, sent.json()["id"]) == "COMPLETED",
-            timeout=30,
-            message=server.describe,
-        )
+        wait_completed(base_url, sandbox, send_transfer(base_url, sandbox)["id"], server)
         assert_one_outage_logged(server)
         verify_ledger(processes, env)
 
@@ -152,12 +163,8 @@ class TestStartedWhileTheDatabaseIsDown:
         env = money_env(database, master_key, tmp_path, PLATPAY_DB_STARTUP_TIMEOUT_SECONDS="60")
         sandbox = credentials(create_platform(processes, env), "sandbox")
         _, base_url = start_server(processes, env, "--no-worker")
-        with api_client(base_url, sandbox) as client:
-            holder = open_holder(client)
-            assert fund(client, holder.account_id, 50_000).status_code == 200
-            sent = client.post("/transfer-out", json=transfer_out_body(holder, 1_250))
-            assert sent.status_code == 201, sent.text
-        assert sent.json()["status"] != "COMPLETED"  # no worker yet: its settlement job waits
+        sent = send_transfer(base_url, sandbox)
+        assert sent["status"] != "COMPLETED"  # no worker yet: its settlement job waits
 
         cluster.stop()
         worker = processes.start("worker", [PLATPAY, "worker"], env=env)
@@ -166,11 +173,7 @@ class TestStartedWhileTheDatabaseIsDown:
         cluster.start()
 
         worker.wait_for_output("jobs.runner_started", timeout=60)
-        wait_until(
-            lambda: transaction_status(base_url, sandbox, sent.json()["id"]) == "COMPLETED",
-            timeout=30,
-            message=worker.describe,
-        )
+        wait_completed(base_url, sandbox, sent["id"], worker)
         assert_one_outage_logged(worker)
         verify_ledger(processes, env)
 
