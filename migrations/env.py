@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from alembic import context
 from sqlalchemy import JSON, text
@@ -42,16 +43,30 @@ def _configure(connection: Connection) -> None:
 
 
 def _run(connection: Connection) -> None:
-    if connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+    """On PostgreSQL every pending migration runs in the transaction the advisory lock's statement began:
+    they commit together, or nothing of them does (a failing migration, a connection cut midway: the next
+    run starts from the same revision, never from a half-applied one)."""
+    if connection.dialect.name != "postgresql":
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
     try:
         _configure(connection)
         with context.begin_transaction():
             context.run_migrations()
-    finally:
-        if connection.dialect.name == "postgresql":
+    except BaseException:
+        # Roll back first: an unlock sent into the failed transaction would itself fail and hide the
+        # migration's error, and a commit would keep what ran before the failure. The session's lock
+        # goes when the connection closes, or here when it is still usable.
+        with contextlib.suppress(Exception):
+            connection.rollback()
             connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID})
             connection.commit()
+        raise
+    connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID})
+    connection.commit()
 
 
 async def _run_async() -> None:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
-from collections.abc import Coroutine
-from typing import Annotated, Any
+from collections.abc import Coroutine, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from platpay import BASE_PATH
 from platpay.config import Settings, get_settings
+
+if TYPE_CHECKING:
+    from platpay.db.faults import OutageLog
+    from platpay.db.startup import StartupWait
 
 # Locals are never shown in tracebacks: they can hold secrets.
 app = typer.Typer(
@@ -43,13 +48,42 @@ def _settings(**overrides: object) -> Settings:
     return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
 
 
-async def _bootstrap_if_empty(settings: Settings) -> dict[str, object] | None:
+def _startup_wait(settings: Settings) -> StartupWait:
+    """The command's wait for a database that is down or restarting (platpay.db.startup)."""
+    from platpay.db.startup import StartupWait
+
+    return StartupWait(
+        settings.database_url,
+        timeout_seconds=settings.db_startup_timeout_seconds,
+        connect_timeout_seconds=settings.db_timeout_seconds,
+    )
+
+
+@contextlib.contextmanager
+def _starting(command: str, settings: Settings, *, stdout_is_output: bool = False) -> Iterator[None]:
+    """Around a command's first database steps: logs configured (the wait's `database.unavailable`
+    and `database.recovered` events), and a start that failed ends in one line on stderr and exit 1,
+    without a traceback. `stdout_is_output`: the command prints its result on stdout (--json), so the
+    log lines of its start go to stderr."""
+    from platpay.db.startup import StartupFailed
+    from platpay.logging import configure
+
+    configure(settings.log_level, json_output=settings.log_json)
+    try:
+        with contextlib.redirect_stdout(sys.stderr) if stdout_is_output else contextlib.nullcontext():
+            yield
+    except StartupFailed as failure:
+        typer.echo(f"platpay {command}: {failure}", err=True)
+        raise typer.Exit(code=1) from None
+
+
+async def _bootstrap_if_empty(settings: Settings, *, outage: OutageLog) -> dict[str, object] | None:
     """On a fresh database create one sandbox platform and return its sandbox credentials."""
     from platpay.db.database import Database
     from platpay.platforms import service as platforms_service
     from platpay.tenants import service as tenants_service
 
-    db = Database(settings.database_url, null_pool=True)
+    db = Database(settings.database_url, null_pool=True, outage=outage)
     try:
         async with db.transaction() as session:
             if await tenants_service.any_platform_exists(session):
@@ -90,11 +124,13 @@ def _print_banner(settings: Settings, credentials: dict[str, object] | None) -> 
 
 @app.command()
 def migrate() -> None:
-    """Upgrade the database schema to the latest migration."""
+    """Upgrade the database schema to the latest migration (waiting for a database that is restarting)."""
     from platpay.db import migrate as migrations
 
     settings = get_settings()
-    migrations.upgrade(settings.database_url)
+    wait = _startup_wait(settings)
+    with _starting("migrate", settings):
+        wait.run("migrating the database", lambda: migrations.upgrade(settings.database_url))
     typer.echo(f"database at {migrations.head_revision()}")
 
 
@@ -107,7 +143,8 @@ def serve(
         bool, typer.Option("--no-worker", help="do not run the job runner in-process")
     ] = False,
 ) -> None:
-    """Migrate, bootstrap a sandbox platform on an empty database, and serve the API."""
+    """Migrate, bootstrap a sandbox platform on an empty database, and serve the API (waiting for a database
+    that is restarting)."""
     import uvicorn
 
     from platpay import metrics
@@ -124,8 +161,13 @@ def serve(
     configure(settings.log_level, json_output=settings.log_json)
     # Before any server process exists: it and every worker then add up into one /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=True)
-    migrations.upgrade(settings.database_url)
-    credentials = asyncio.run(_bootstrap_if_empty(settings))
+    wait = _startup_wait(settings)
+    with _starting("serve", settings):
+        wait.run("migrating the database", lambda: migrations.upgrade(settings.database_url))
+        credentials = wait.run(
+            "bootstrapping the sandbox platform",
+            lambda: asyncio.run(_bootstrap_if_empty(settings, outage=wait.outage)),
+        )
     _print_banner(settings, credentials)
     # Our access log is the middleware's; uvicorn's own lines (startup, errors) render as JSON too.
     common = {
@@ -195,14 +237,16 @@ def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]
 def worker(
     concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
 ) -> None:
-    """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process."""
+    """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process
+    (once the database answers: it waits for one that is restarting)."""
     from platpay import domains, metrics
     from platpay.db.database import Database
     from platpay.jobs.runner import JobRunner
-    from platpay.logging import configure
 
     settings = _settings(job_concurrency=concurrency)
-    configure(settings.log_level, json_output=settings.log_json)
+    wait = _startup_wait(settings)
+    with _starting("worker", settings):
+        wait.until_reachable()
     # What this process counts (webhook attempts, job runs) shows in the servers' /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=False)
     domains.start(settings)
@@ -256,11 +300,14 @@ def platform_create(
             "give --regulated or --unregulated, not both", param_hint="'--regulated' / '--unregulated'"
         )
     settings = get_settings()
-    migrations.upgrade(settings.database_url)
+    wait = _startup_wait(settings)
+    with _starting("platform create", settings, stdout_is_output=True):
+        wait.run("migrating the database", lambda: migrations.upgrade(settings.database_url))
     codes = [c.strip().upper() for c in currencies.split(",") if c.strip()] if currencies else None
 
     async def create() -> platforms_service.CreatedPlatform:
-        db = Database(settings.database_url, null_pool=True)
+        # Once, not retried: a creation whose commit was cut off may have happened.
+        db = Database(settings.database_url, null_pool=True, outage=wait.outage)
         try:
             async with db.transaction() as session:
                 return await platforms_service.create_platform(
@@ -305,16 +352,18 @@ def ledger_verify(
     from platpay.ledger import service as ledger_service
 
     settings = get_settings()
+    wait = _startup_wait(settings)
 
     async def run() -> ledger_service.VerifyReport:
-        db = Database(settings.database_url, null_pool=True)
+        db = Database(settings.database_url, null_pool=True, outage=wait.outage)
         try:
             async with db.read() as session:
                 return await ledger_service.verify(session)
         finally:
             await db.dispose()
 
-    report = asyncio.run(run())
+    with _starting("ledger verify", settings, stdout_is_output=True):
+        report = wait.run("reading the ledger", lambda: asyncio.run(run()))  # reads only: safe to retry
     if as_json:
         import dataclasses
 
@@ -338,16 +387,19 @@ def agents_audit_export(
     from platpay.db.database import Database
 
     settings = get_settings()
+    wait = _startup_wait(settings)
 
     async def run() -> list[dict[str, Any]]:
-        db = Database(settings.database_url, null_pool=True)
+        db = Database(settings.database_url, null_pool=True, outage=wait.outage)
         try:
             async with db.read() as session:
                 return await audit.export(session, agent_id=agent)
         finally:
             await db.dispose()
 
-    for record in asyncio.run(run()):
+    with _starting("agents audit export", settings, stdout_is_output=True):
+        records = wait.run("reading the audit trail", lambda: asyncio.run(run()))  # reads only
+    for record in records:
         typer.echo(json.dumps(record, sort_keys=True))
 
 
@@ -382,16 +434,18 @@ def agents_audit_verify(
             typer.echo(f"not an audit export: {error}", err=True)
             raise typer.Exit(code=2) from None
     else:
+        wait = _startup_wait(settings)
 
         async def run() -> list[audit.Problem]:
-            db = Database(settings.database_url, null_pool=True)
+            db = Database(settings.database_url, null_pool=True, outage=wait.outage)
             try:
                 async with db.read() as session:
                     return await audit.verify(session, agent_id=agent)
             finally:
                 await db.dispose()
 
-        problems = asyncio.run(run())
+        with _starting("agents audit verify", settings, stdout_is_output=True):
+            problems = wait.run("reading the audit trail", lambda: asyncio.run(run()))  # reads only
     for problem in problems:
         typer.echo(
             f"BROKEN agent {problem.agent_id} at sequence {problem.sequence} (record {problem.record_id}): "
@@ -422,9 +476,13 @@ def sandbox_reset(
 
     settings = get_settings()
     domains.start(settings)
+    wait = _startup_wait(settings)
+    with _starting("sandbox reset", settings, stdout_is_output=True):
+        wait.until_reachable()
 
     async def run() -> dict[str, int]:
-        db = Database(settings.database_url, null_pool=True)
+        # Once, not retried: a reset whose commit was cut off may have happened.
+        db = Database(settings.database_url, null_pool=True, outage=wait.outage)
         try:
             async with db.transaction() as session:
                 tenant = await tenants_service.load_of_platform(

@@ -65,6 +65,12 @@ class Settings(BaseSettings):
         description="longest wait for the database: connecting, a free pooled connection, SQLite's busy "
         "lock; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
     )
+    db_startup_timeout_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="how long a starting command (serve, worker, migrate, ...) waits for a database that "
+        "is down or restarting, retrying with backoff; past it the command exits 1 with one line",
+    )
 
     # Jobs
     run_embedded_worker: bool = True

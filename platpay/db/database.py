@@ -114,10 +114,12 @@ class Database:
         pool_size: int = 10,
         null_pool: bool = False,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        outage: OutageLog | None = None,
     ) -> None:
         self.url = url
         self.timeout = timeout
-        self.outage = OutageLog()
+        # A starting command shares its own (platpay.db.startup): one event per outage, whatever failed.
+        self.outage = outage or OutageLog()
         self.engine = build_engine(url, pool_size=pool_size, null_pool=null_pool, timeout=timeout)
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
