@@ -15,13 +15,14 @@ from platpay.accounts.schemas import ExternalAccount, InternalAccount
 from platpay.agents import operations, repository
 from platpay.agents import policy as policies
 from platpay.agents import service as agents_service
-from platpay.agents.errors import AccountNotFound, TransactionNotFound
 from platpay.agents.schemas import Agent
 from platpay.config import Settings
+from platpay.customers.errors import CustomerNotFound
 from platpay.errors import NotFound, invalid_field
 from platpay.kit import clock
 from platpay.kit.pagination import MAX_LIMIT, PageParams, PageResult, paginate_items
 from platpay.payments import service as payments_service
+from platpay.payments.errors import TransactionNotFound
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes import types as quote_types
 from platpay.payments.quotes.schemas import Quote
@@ -102,7 +103,7 @@ async def create_external_account(
     agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
     _manage_external(agent)
     if customer_id is not None and customer_id != agent.customer_id:
-        raise AccountNotFound(f"customer {customer_id!r} not found", details={"customerId": customer_id})
+        raise CustomerNotFound(customer_id)
     return await external_service.create_external_account(
         session,
         tenant=tenant,
@@ -251,7 +252,5 @@ async def get_transaction(
     except NotFound:
         transaction = None
     if transaction is None or transaction.customer_id != agent.customer_id:
-        raise TransactionNotFound(
-            f"transaction {transaction_id!r} not found", details={"transactionId": transaction_id}
-        )
+        raise TransactionNotFound(transaction_id)
     return transaction

@@ -31,7 +31,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.cards import decisioning, providers, repository
 from platpay.cards.decisioning import AuthorizationRequest, CardSnapshot, DeclineReason, SourceSnapshot
-from platpay.cards.errors import CardNotFound, CardTransactionConflict, CardTransactionNotFound
+from platpay.cards.errors import (
+    CardNotFound,
+    CardSimulationsUnavailable,
+    CardTransactionConflict,
+    CardTransactionNotFound,
+)
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import (
     CardPullSummary,
@@ -139,7 +144,7 @@ async def _balances_moved(session: AsyncSession, *, tenant_id: str, account_ids:
 def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
     # INTERFACE-FACTS §1.3: the card simulations answer 404 in production (their paths do not exist there).
     if not tenant.is_sandbox:
-        raise CardNotFound(
+        raise CardSimulationsUnavailable(
             "card simulations exist only in the sandbox environment", details={"cardId": card_id}
         )
 
@@ -215,7 +220,7 @@ async def authorize(
     _sandbox_only(tenant, card_id)
     locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
     if locked is None:
-        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise CardNotFound(card_id)
     card, source_ids = CardSnapshot(*locked[0]), locked[1]
     issuer = providers.issuer_for(tenant)
     outcome = issuer.authorization_outcome(merchant["descriptor"])
@@ -302,7 +307,7 @@ async def _load_for_change(
     )
     if row is None or row.card_id != card_id:
         if await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
-            raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+            raise CardNotFound(card_id)
         raise invalid_field("cardTransactionId", f"card {card_id} has no card transaction {transaction_id!r}")
     return row
 
@@ -527,9 +532,7 @@ async def get_transaction(
 ) -> CardTransaction:
     row = await repository.get_transaction(session, tenant_id=tenant.id, transaction_id=transaction_id)
     if row is None:
-        raise CardTransactionNotFound(
-            f"card transaction {transaction_id!r} not found", details={"cardTransactionId": transaction_id}
-        )
+        raise CardTransactionNotFound(transaction_id)
     return to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
 
 
@@ -546,7 +549,7 @@ async def list_transactions(
         card_id is not None
         and await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None
     ):
-        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise CardNotFound(card_id)
     stmt = repository.transaction_query(
         tenant_id=tenant.id, card_id=card_id, account_id=account_id, status=status
     )
