@@ -15,6 +15,7 @@ probed here nor in EXCLUDED (each with its reason) fails the test, so a new endp
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 import string
@@ -22,8 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from sqlalchemy import event
+from sqlalchemy.util import await_only
 
-from platpay import BASE_PATH
+from platpay.db.database import Database
 from platpay.jobs.runner import JobRunner
 from platpay.kit.ids import UUID_RE, uuid7
 from tests.agents.support import connect, policy
@@ -66,6 +69,8 @@ CSV = (
 PDF = b"%PDF-1.4\n%%EOF\n"
 CLIENT_KEY = "04" + "ab" * 64
 DEVICE_CODE_PREFIX = "PLATPAY-AGENT-"
+DEVICE_CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
+INVITATION_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 # Headers that differ between any two answers whatever the id (the request's own id); every other header
 # (content type and length, WWW-Authenticate, Retry-After, caching) must be equal.
 VARYING_HEADERS = {"x-request-id", "date"}
@@ -88,6 +93,8 @@ class Probe:
     # who asks: "platform" (another platform, then the other environment), "other_platform" or
     # "other_environment" alone, or "agent" (the agent of another customer of the same tenant)
     scope: str = "platform"
+    # why "not yours" may cost a statement more than "does not exist" (empty: it may not)
+    costs_more: str = ""
 
 
 P = Probe
@@ -275,7 +282,8 @@ PROBES: dict[str, list[Probe]] = {
         }, scope="agent"),
     ],
     "agentGetQuote": [P("GET", "/agents/me/quotes/{agent_quote}", code="QUOTE_NOT_FOUND", scope="agent"),
-                      P("GET", "/agents/me/quotes/{customer_quote}", code="QUOTE_NOT_FOUND", scope="agent")],
+                      P("GET", "/agents/me/quotes/{customer_quote}", code="QUOTE_NOT_FOUND", scope="agent",
+                        costs_more="a quote of the agent's own customer: who made it is its transaction's, read next")],
     "agentExecuteQuote": [P("POST", "/agents/me/quotes/{agent_quote}/execute", code="QUOTE_NOT_FOUND", scope="agent")],
     "agentGetTransaction": [P("GET", "/agents/me/transactions/{transaction}", code="TRANSACTION_NOT_FOUND", scope="agent")],
     "agentGetAction": [P("GET", "/agents/me/actions/{action}", scope="agent")],
@@ -469,7 +477,9 @@ async def _own_production_resources(client: httpx.AsyncClient, auth: tuple[str, 
 
 
 async def _agent_of(client: httpx.AsyncClient, auth: tuple[str, str], customer_id: str) -> str:
-    created = await client.post("/agents", auth=auth, json={"name": "Own", "customerId": customer_id, "policy": policy()})
+    created = await client.post(
+        "/agents", auth=auth, json={"name": "Own", "customerId": customer_id, "policy": policy()}
+    )
     return (await _ok(created))["agent"]["id"]
 
 
@@ -492,16 +502,25 @@ async def _own_agent(client: httpx.AsyncClient, auth: tuple[str, str]) -> tuple[
 # ---- sending a probe twice -------------------------------------------------------------------------------------
 
 
-def same_shape(value: str) -> str:
-    """A random id shaped like `value`: `Kind:<uuid7>` keeps its kind, a device code its prefix; any other
-    string keeps its punctuation and, character by character, its class (digit, lower, upper)."""
-    kind = re.fullmatch(rf"([A-Za-z]+):{UUID_RE}", value)
-    if kind:
-        return f"{kind.group(1)}:{uuid7()}"
-    if value.startswith(DEVICE_CODE_PREFIX):
-        return DEVICE_CODE_PREFIX + same_shape(value.removeprefix(DEVICE_CODE_PREFIX))
-    pools = (string.digits, string.ascii_lowercase, string.ascii_uppercase)
-    return "".join(next((random.choice(pool) for pool in pools if char in pool), char) for char in value)
+def same_shape(kind: str, value: str) -> str:
+    """A random, well-formed id of the same kind as `value`, that exists nowhere: `Kind:<uuid7>` keeps its
+    kind; an invitation or device code is drawn from its alphabet (its separators kept); a UMA address keeps
+    its domain (so that it is looked up where the real one is)."""
+    typed = re.fullmatch(rf"([A-Za-z]+):{UUID_RE}", value)
+    if typed:
+        return f"{typed.group(1)}:{uuid7()}"
+
+    def drawn(text: str, alphabet: str) -> str:
+        return "".join(random.choice(alphabet) if char in alphabet else char for char in text)
+
+    if kind == "uma_address":
+        user, domain = value.removeprefix("$").split("@")
+        return f"${drawn(user, string.ascii_lowercase + string.digits)}@{domain}"
+    if kind == "invitation":
+        return drawn(value, INVITATION_ALPHABET)
+    if kind == "device_code":
+        return DEVICE_CODE_PREFIX + drawn(value.removeprefix(DEVICE_CODE_PREFIX), DEVICE_CODE_ALPHABET)
+    raise AssertionError(f"no id shape known for {kind} ({value!r}): teach same_shape")
 
 
 def _fill(template: Any, values: dict[str, str]) -> Any:
@@ -519,9 +538,39 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: str
+    statements: (
+        int  # SQL statements the request ran through the ORM (lean ones, like authentication's, aside)
+    )
 
 
-async def _send(client: httpx.AsyncClient, probe: Probe, caller: Caller, ids: dict[str, str]) -> Answer:
+class StatementCounter:
+    """Counts the statements run on the engine's connections, by the driver (so the lean ones too: they bypass
+    SQLAlchemy's events): "not yours" must not cost a query that "does not exist" does not (a timing oracle).
+    Authentication's read runs on connections of its own, the same for both."""
+
+    def __init__(self, db: Database) -> None:
+        self.count = 0
+        engine = db.engine.sync_engine
+        if db.is_sqlite:
+            event.listen(engine, "connect", lambda dbapi, _record: await_only(
+                dbapi.driver_connection.set_trace_callback(self._count)
+            ))  # fmt: skip
+        else:
+            event.listen(engine, "checkout", lambda dbapi, _record, _proxy: (
+                dbapi.driver_connection.add_query_logger(self._count)  # a set: added once per connection
+            ))  # fmt: skip
+        self.engine = db.engine
+
+    async def start(self) -> None:
+        await self.engine.dispose()  # SQLite: every connection from now on is a new one, traced
+
+    def _count(self, _statement: Any) -> None:
+        self.count += 1
+
+
+async def _send(
+    client: httpx.AsyncClient, probe: Probe, caller: Caller, ids: dict[str, str], counter: StatementCounter
+) -> Answer:
     values = {**ids, **{f"own.{kind}": value for kind, value in caller.own.items()}}
     path = _fill(probe.path, values)
     kwargs: dict[str, Any] = {"params": _fill(probe.query, values) if probe.query else None}
@@ -530,14 +579,17 @@ async def _send(client: httpx.AsyncClient, probe: Probe, caller: Caller, ids: di
         kwargs["files"] = {"file": ("passport.pdf", PDF, "application/pdf")}
     elif probe.body is not None:
         kwargs["json"] = _fill(probe.body, values)
+    before = counter.count
     response = await client.request(probe.method, path, auth=caller.auth, headers=caller.headers, **kwargs)
+    await asyncio.sleep(0)  # asyncpg calls its query loggers soon after each query
+    statements = counter.count - before
     body = response.text
     for kind, value in ids.items():  # the id echoed, whichever it is, becomes its kind's placeholder
         body = body.replace(value, f"<{kind}>")
         if kind == "device_code":  # a credential: echoed as its prefix and first characters only
             body = body.replace(value[: len(DEVICE_CODE_PREFIX) + 4], f"<{kind}>")
     headers = {k: v for k, v in response.headers.items() if k.lower() not in VARYING_HEADERS}
-    return Answer(response.status_code, headers, body)
+    return Answer(response.status_code, headers, body, statements)
 
 
 def _kinds(probe: Probe) -> set[str]:
@@ -546,16 +598,19 @@ def _kinds(probe: Probe) -> set[str]:
 
 
 async def _compare(
-    client: httpx.AsyncClient, operation_id: str, probe: Probe, caller: Caller, foreign: dict[str, str]
+    client: httpx.AsyncClient,
+    operation_id: str,
+    probe: Probe,
+    caller: Caller,
+    foreign: dict[str, str],
+    counter: StatementCounter,
 ) -> list[str]:
     kinds = _kinds(probe)
-    theirs = await _send(client, probe, caller, {kind: foreign[kind] for kind in kinds})
-    unknown = await _send(client, probe, caller, {kind: same_shape(foreign[kind]) for kind in kinds})
+    unknown_ids = {kind: same_shape(kind, foreign[kind]) for kind in kinds}
+    await _send(client, probe, caller, unknown_ids, counter)  # first: whatever a first request caches
+    theirs = await _send(client, probe, caller, {kind: foreign[kind] for kind in kinds}, counter)
+    unknown = await _send(client, probe, caller, unknown_ids, counter)
     label = f"{operation_id} {probe.method} {probe.path} {probe.query or ''} by {caller.name}"
-    import os
-
-    if os.environ.get("ORACLE_DUMP"):
-        print("DUMP", label, "|", theirs.status, theirs.body[:250], "|", unknown.status, unknown.body[:250])
     failures = []
     if caller.name == "another platform" or probe.scope == "agent":  # the request reaches the lookup
         if unknown.status != probe.status:
@@ -570,6 +625,10 @@ async def _compare(
         )
     elif theirs.headers != unknown.headers:
         failures.append(f"{label}: headers differ:\n    {theirs.headers}\n    {unknown.headers}")
+    elif theirs.statements != unknown.statements and not probe.costs_more:
+        failures.append(
+            f"{label}: not yours runs {theirs.statements} statements, unknown {unknown.statements}"
+        )
     return failures
 
 
@@ -612,6 +671,8 @@ async def test_not_yours_and_does_not_exist_answer_the_same(client, db, settings
         auth=alpha["production"],
         own=await _own_production_resources(client, alpha["production"]),
     )
+    counter = StatementCounter(db)
+    await counter.start()
     callers = {
         "platform": [other_platform, other_environment],
         "other_platform": [other_platform],
@@ -626,7 +687,7 @@ async def test_not_yours_and_does_not_exist_answer_the_same(client, db, settings
                 if any(f"own.{kind}" not in {f"own.{k}" for k in caller.own} for kind in _own_kinds(probe)):
                     continue  # the caller holds nothing of that kind to send (production has no cards)
                 count += 1
-                failures += await _compare(client, operation_id, probe, caller, foreign)
+                failures += await _compare(client, operation_id, probe, caller, foreign, counter)
     assert count >= 150
     assert not failures, (
         f"{len(failures)} of {count} probes tell a foreign id from an unknown one:\n" + "\n".join(failures)

@@ -227,9 +227,11 @@ async def _customers_account(
 
 
 async def get_quote(session: AsyncSession, *, tenant: TenantContext, agent_id: str, quote_id: str) -> Quote:
-    return (
-        await agents_service.own_quote(session, tenant=tenant, agent_id=agent_id, quote_id=quote_id)
-    ).quote
+    agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
+    facts = await agents_service.own_quote(
+        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
+    )
+    return facts.quote
 
 
 async def list_transactions(

@@ -402,7 +402,9 @@ async def execute_quote(
     quotes is not supported yet."""
     now = clock.now(tenant)
     agent, usage = await _lock(session, tenant=tenant, agent_id=agent_id)
-    facts = await agents_service.own_quote(session, tenant=tenant, agent_id=agent.id, quote_id=quote_id)
+    facts = await agents_service.own_quote(
+        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
+    )
     decision = _judge(
         agent,
         usage,

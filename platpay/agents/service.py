@@ -511,11 +511,14 @@ async def customers_external_account(
 
 
 async def own_quote(
-    session: AsyncSession, *, tenant: TenantContext, agent_id: str, quote_id: str
+    session: AsyncSession, *, tenant: TenantContext, agent_id: str, customer_id: str, quote_id: str
 ) -> quotes_service.QuoteFacts:
-    """A quote this agent created; 404 for any other (another agent's, the platform's, none)."""
+    """A quote this agent created; 404 for any other (another agent's, the platform's, none). Another
+    customer's is refused at the first read, as an unknown id is."""
     try:
-        facts = await quotes_service.quote_facts(session, tenant=tenant, quote_id=quote_id)
+        facts = await quotes_service.quote_facts(
+            session, tenant=tenant, quote_id=quote_id, customer_id=customer_id
+        )
     except NotFound:
         facts = None
     if facts is None or facts.agent_id != agent_id:
