@@ -16,18 +16,24 @@ probed here nor in EXCLUDED (each with its reason) fails the test, so a new endp
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import importlib
+import pkgutil
 import random
 import re
 import string
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import event
 from sqlalchemy.util import await_only
 
+import platpay
 from platpay.db.database import Database
+from platpay.errors import ResourceNotFound
 from platpay.jobs.runner import JobRunner
 from platpay.kit.ids import UUID_RE, uuid7
 from tests.agents.support import connect, policy
@@ -699,3 +705,39 @@ async def test_not_yours_and_does_not_exist_answer_the_same(client, db, settings
 def _own_kinds(probe: Probe) -> set[str]:
     text = repr((probe.path, probe.body, probe.form, probe.query))
     return set(re.findall(r"\{own\.([a-z_]+)\}", text))
+
+
+def _resource_errors() -> list[type[ResourceNotFound]]:
+    for module in pkgutil.walk_packages(platpay.__path__, "platpay."):
+        if module.name.endswith(".errors"):
+            importlib.import_module(module.name)
+    found, pending = [], [ResourceNotFound]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            found.append(sub)
+            pending.append(sub)
+    return found
+
+
+def test_each_resource_kind_has_one_not_found_error_whose_raise_sites_pass_the_id_alone() -> None:
+    errors = _resource_errors()
+    assert len(errors) >= 20
+    kinds = [error.resource for error in errors]
+    assert len(kinds) == len(set(kinds)), f"two not-found errors name one kind: {sorted(kinds)}"
+    for error in errors:
+        body = error("Thing:1").body()
+        assert body == {
+            "status": 404,
+            "code": error.code,
+            "message": f"{error.resource} 'Thing:1' not found",
+            "details": {error.id_key: "Thing:1"},
+        }, error
+    # A raise site wording its own message (or adding details) would fail only when it runs: read them all.
+    names = {error.__name__ for error in errors}
+    wrong = []
+    for path in Path(platpay.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+            if named and (len(node.args) != 1 or node.keywords):
+                wrong.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, "a not-found error takes the id alone:\n" + "\n".join(wrong)
