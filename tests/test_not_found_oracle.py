@@ -189,6 +189,10 @@ PROBES: dict[str, list[Probe]] = {
         P("POST", "/sandbox/uma/receive", {"senderUmaAddress": "$success.usd@sandbox.uma.money", "customerId": "{customer}",
                                            "receivingCurrencyCode": "USD", "receivingCurrencyAmount": 1000},
           code="USER_NOT_FOUND"),
+        P("POST", "/sandbox/uma/receive", {"senderUmaAddress": "$success.usd@sandbox.uma.money",
+                                           "receiverUmaAddress": "{uma_address}",
+                                           "receivingCurrencyCode": "USD", "receivingCurrencyAmount": 1000},
+          code="UMA_NOT_FOUND"),
     ],
     "estimateCryptoWithdrawalFee": [
         P("POST", "/crypto/estimate-withdrawal-fee", {"internalAccountId": "{crypto_account}", "currency": "USDC",
@@ -204,6 +208,15 @@ PROBES: dict[str, list[Probe]] = {
                               "destination": account_destination("{own.external_account}"), **QUOTE}),
         P("POST", "/quotes", {"source": account_source("{own.internal_account}"),
                               "destination": account_destination("{external_account}"), **QUOTE}),
+        P("POST", "/quotes", {"source": {"sourceType": "UMA_ADDRESS", "umaAddress": "{uma_address}", "currency": "USD"},
+                              "destination": account_destination("{own.external_account}"), **QUOTE},
+          code="UMA_NOT_FOUND"),
+        P("POST", "/quotes", {"source": account_source("{own.internal_account}"),
+                              "destination": {"destinationType": "UMA_ADDRESS", "umaAddress": "{uma_address}"}, **QUOTE},
+          code="UMA_NOT_FOUND"),
+        P("POST", "/quotes", {"source": account_source("{own.internal_account}"), "lookupId": "{lookup}",
+                              "destination": account_destination("{own.external_account}"), **QUOTE},
+          code="LOOKUP_REQUEST_NOT_FOUND"),
     ],
     "sandboxSend": [P("POST", "/sandbox/send", {"quoteId": "{quote}", "currencyCode": "USD"}, code="QUOTE_NOT_FOUND")],
     "lookupUma": [
@@ -216,7 +229,8 @@ PROBES: dict[str, list[Probe]] = {
     ],
     # cards
     "getCardById": [P("GET", "/cards/{card}")],
-    "updateCardById": [P("PATCH", "/cards/{card}", {"state": "FROZEN"})],
+    "updateCardById": [P("PATCH", "/cards/{card}", {"state": "FROZEN"}),
+                       P("PATCH", "/cards/{own.card}", {"fundingSources": ["{internal_account}"]}, status=400)],
     "listCardTransactions": [P("GET", "/cards/{card}/transactions")],
     "getCardTransactionById": [P("GET", "/card-transactions/{card_transaction}", code="TRANSACTION_NOT_FOUND")],
     "listCards": [P("GET", "/cards", query={"cardholderId": "{customer}"}, status=200),
@@ -254,7 +268,9 @@ PROBES: dict[str, list[Probe]] = {
     "getAgentById": [P("GET", "/agents/{agent}")],
     "updateAgent": [P("PATCH", "/agents/{agent}", {"isPaused": True})],
     "deleteAgent": [P("DELETE", "/agents/{agent}")],
-    "updateAgentPolicy": [P("PATCH", "/agents/{agent}/policy", {"spendingLimits": {"dailyLimit": 1000}})],
+    "updateAgentPolicy": [P("PATCH", "/agents/{agent}/policy", {"spendingLimits": {"dailyLimit": 1000}}),
+                          P("PATCH", "/agents/{own.agent}/policy",
+                            {"accountRestrictions": {"allowedAccountIds": ["{internal_account}"]}}, status=400)],
     "regenerateAgentDeviceCode": [P("POST", "/agents/{agent}/device-codes")],
     "listAgentAuditRecords": [P("GET", "/agents/{agent}/audit")],
     "approveAgentAction": [P("POST", "/agents/{agent}/actions/{action}/approve"),
@@ -263,7 +279,9 @@ PROBES: dict[str, list[Probe]] = {
                           P("POST", "/agents/{own.agent}/actions/{action}/reject", {"reason": "no"})],
     "getAgentDeviceCodeStatus": [P("GET", "/agents/device-codes/{device_code}/status")],
     "createAgent": [P("POST", "/agents", {"name": "Bot", "customerId": "{customer}", "policy": policy()},
-                      code="USER_NOT_FOUND")],
+                      code="USER_NOT_FOUND"),
+                    P("POST", "/agents", {"name": "Bot", "customerId": "{own.customer}", "policy": policy(
+                        accountRestrictions={"allowedAccountIds": ["{internal_account}"]})}, status=400)],
     "listAgents": [P("GET", "/agents", query={"customerId": "{customer}"}, status=200)],
     "listAgentApprovals": [P("GET", "/agents/approvals", query={"agentId": "{agent}"}, status=200),
                            P("GET", "/agents/approvals", query={"customerId": "{customer}"}, status=200)],
@@ -319,6 +337,9 @@ PROBES: dict[str, list[Probe]] = {
         P("POST", "/agents/me/quotes", {"source": account_source("{own.internal_account}"),
                                         "destination": account_destination("{internal_account}"), **QUOTE},
           scope="agent"),
+        P("POST", "/agents/me/quotes", {"source": account_source("{own.internal_account}"), "lookupId": "{lookup}",
+                                        "destination": account_destination("{own.external_account}"), **QUOTE},
+          code="LOOKUP_REQUEST_NOT_FOUND", scope="agent"),
     ],
     "agentEvaluatePolicy": [
         P("POST", "/agents/me/policy/evaluate", {"type": "TRANSFER_OUT", "source": {"accountId": "{internal_account}"},
@@ -391,6 +412,7 @@ async def _platform_a(client: httpx.AsyncClient, auth: tuple[str, str], runner: 
         client, auth, source=account_source(usd["id"]), destination=account_destination(mxn["id"])
     )
     ids["quote"] = (_ok(made))["id"]
+    ids["lookup"] = _ok(await client.get(f"/receiver/external-account/{bank['id']}", auth=auth))["lookupId"]
     card = await active_card(client, auth, runner, c2["id"], [usd["id"]])
     ids["card"] = card["id"]
     ids["card_transaction"] = (await approved(client, auth, card["id"], 500))["id"]
@@ -501,7 +523,12 @@ async def _own_agent(client: httpx.AsyncClient, auth: tuple[str, str]) -> tuple[
         client, auth, source=account_source(usd["id"]), destination=account_destination(mxn["id"])
     )
     agent = await connect(client, auth, c1["id"])
-    own = {"customer": c1["id"], "internal_account": usd["id"], "external_account": bank["id"]}
+    own = {
+        "customer": c1["id"],
+        "internal_account": usd["id"],
+        "external_account": bank["id"],
+        "mxn_account": mxn["id"],
+    }
     caller = Caller("the agent of another customer", True, headers=agent["headers"], own=own)
     return caller, (_ok(made))["id"]
 
@@ -741,3 +768,20 @@ def test_each_resource_kind_has_one_not_found_error_whose_raise_sites_pass_the_i
             if named and (len(node.args) != 1 or node.keywords):
                 wrong.append(f"{path}:{node.lineno}: {ast.unparse(node)}")
     assert not wrong, "a not-found error takes the id alone:\n" + "\n".join(wrong)
+
+
+async def test_an_agent_quotes_with_a_lookup_made_for_its_own_customer(client, db, settings) -> None:
+    auth = (await create_platform(db, settings, currencies=CURRENCIES))["sandbox"]
+    agent, _ = await _own_agent(client, auth)
+    bank = agent.own["mxn_account"]
+    looked_up = await client.get(
+        f"/receiver/external-account/{bank}", auth=auth, params={"customerId": agent.own["customer"]}
+    )
+    body = {
+        "source": account_source(agent.own["internal_account"]),
+        "destination": account_destination(bank),
+        "lookupId": _ok(looked_up)["lookupId"],
+        **QUOTE,
+    }
+    made = await client.post("/agents/me/quotes", headers=agent.headers, json=body)
+    assert made.status_code == 201, made.text

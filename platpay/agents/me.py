@@ -192,6 +192,10 @@ async def create_quote(
         await _customers_account(
             session, tenant=tenant, customer_id=agent.customer_id, account_id=destination.account_id
         )
+    if lookup_id is not None:  # another customer's lookup names its receiver: as if there were none
+        await quotes_service.check_lookup_sender(
+            session, tenant=tenant, lookup_id=lookup_id, customer_id=agent.customer_id
+        )
     await _require(
         session, tenant=tenant, agent_id=agent_id, operation="CREATE_QUOTE", account_id=source.account_id
     )

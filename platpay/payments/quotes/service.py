@@ -27,7 +27,7 @@ from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.quotes import funding, planning, repository, settlement
-from platpay.payments.quotes.errors import QuoteNotFound
+from platpay.payments.quotes.errors import LookupNotFound, QuoteNotFound
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
@@ -300,6 +300,16 @@ async def quote_facts(
         sending_amount=row.sending_amount,
         sending_currency=row.sending_currency,
     )
+
+
+async def check_lookup_sender(
+    session: AsyncSession, *, tenant: TenantContext, lookup_id: str, customer_id: str
+) -> None:
+    """404 unless `customer_id` may quote with lookup `lookup_id`: one made for that sender or for none (the
+    platform's). Another customer's answers as an unknown id does, at the same cost (one read)."""
+    lookup = await repository.get_lookup(session, tenant_id=tenant.id, lookup_id=lookup_id)
+    if lookup is None or lookup.sender_customer_id not in (None, customer_id):
+        raise LookupNotFound(lookup_id)
 
 
 async def check_executable(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> None:
