@@ -348,6 +348,9 @@ PROBES: dict[str, list[Probe]] = {
         P("POST", "/agents/me/policy/evaluate", {"type": "TRANSFER_OUT", "source": {"accountId": "{own.internal_account}"},
                                                  "destination": {"accountId": "{external_account}"}, **TRANSFER},
           scope="agent"),
+        P("POST", "/agents/me/policy/evaluate", {"type": "TRANSFER_IN", "source": {"accountId": "{external_account}"},
+                                                 "destination": {"accountId": "{own.internal_account}"}, **TRANSFER},
+          scope="agent"),
         P("POST", "/agents/me/policy/evaluate", {"type": "EXECUTE_QUOTE", "quoteId": "{agent_quote}"}, scope="agent"),
     ],
 }  # fmt: skip
