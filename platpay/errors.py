@@ -66,6 +66,27 @@ class NotFound(ApiError):
     code = "NOT_FOUND"
 
 
+ECHOED_ID_MAX = 128  # characters of an id a not-found answer echoes (a path id can be long; ours are ~50)
+
+
+class ResourceNotFound(NotFound):
+    """A resource named by its id that the caller may not see. One that does not exist, another tenant's (another
+    platform's, or the other environment's of the same platform) and, for an agent, another customer's all
+    answer this one body, whose only variable part is the id echoed: nobody learns that an id exists by asking
+    for it (issue 27). Each resource kind has one subclass naming the kind (`resource`) and the details key
+    that carries the id (`id_key`); a raise site passes the id alone, so no site words it differently."""
+
+    resource: ClassVar[str]
+    id_key: ClassVar[str]
+    echoed_chars: ClassVar[int] = ECHOED_ID_MAX
+
+    def __init__(self, resource_id: str) -> None:
+        echoed = (
+            resource_id if len(resource_id) <= self.echoed_chars else resource_id[: self.echoed_chars] + "…"
+        )
+        super().__init__(f"{self.resource} {echoed!r} not found", details={self.id_key: echoed})
+
+
 class MethodNotAllowed(ApiError):
     status = 405
     code = "METHOD_NOT_ALLOWED"

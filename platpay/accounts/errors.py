@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.errors import Conflict, InvalidInput, ResourceNotFound
 
 
-class ExternalAccountNotFound(NotFound):
+class ExternalAccountNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "external account", "accountId"
 
 
 class DuplicateExternalAccount(Conflict):
@@ -17,5 +18,6 @@ class InvalidBankAccount(InvalidInput):
     code = "INVALID_BANK_ACCOUNT"
 
 
-class InternalAccountNotFound(NotFound):
+class InternalAccountNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "internal account", "accountId"

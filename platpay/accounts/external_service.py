@@ -145,9 +145,7 @@ async def load(
 ) -> ExternalAccountRow:
     row = await repository.get_external(session, tenant_id=tenant_id, account_id=account_id)
     if row is None or (row.customer_id is None) != platform:
-        raise ExternalAccountNotFound(
-            f"external account {account_id!r} not found", details={"accountId": account_id}
-        )
+        raise ExternalAccountNotFound(account_id)
     return row
 
 

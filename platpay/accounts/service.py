@@ -229,9 +229,7 @@ async def get_internal(
         session, tenant_id=tenant_id, account_id=account_id, for_update=for_update
     )
     if row is None:
-        raise InternalAccountNotFound(
-            f"internal account {account_id!r} not found", details={"accountId": account_id}
-        )
+        raise InternalAccountNotFound(account_id)
     return row
 
 
@@ -240,9 +238,7 @@ async def read_internal(session: AsyncSession, *, tenant_id: str, account_id: st
     is not saved; 404 when missing."""
     row = await repository.read_internal(session, tenant_id=tenant_id, account_id=account_id)
     if row is None:
-        raise InternalAccountNotFound(
-            f"internal account {account_id!r} not found", details={"accountId": account_id}
-        )
+        raise InternalAccountNotFound(account_id)
     return row
 
 
@@ -257,9 +253,7 @@ async def get_internal_with_external(
         session, tenant_id=tenant_id, internal_id=internal_id, external_id=external_id
     )
     if internal is None:
-        raise InternalAccountNotFound(
-            f"internal account {internal_id!r} not found", details={"accountId": internal_id}
-        )
+        raise InternalAccountNotFound(internal_id)
     return internal, external, owner
 
 

@@ -67,7 +67,7 @@ async def list_audit_records(
     tenant_id = principal.tenant.id
     async with get_db(request).read() as session:
         if not await audit.has_trail(session, tenant_id=tenant_id, agent_id=agentId):
-            raise AgentNotFound(f"agent {agentId!r} not found", details={"agentId": agentId})
+            raise AgentNotFound(agentId)
         page = await audit.list_records(
             session,
             tenant_id=tenant_id,

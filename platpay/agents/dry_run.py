@@ -136,7 +136,9 @@ async def _quote(
     session: AsyncSession, *, tenant: TenantContext, agent_id: str, quote_id: str, now: datetime
 ) -> policies.Decision:
     agent, usage = await operations._lock(session, tenant=tenant, agent_id=agent_id)
-    facts = await agents_service.own_quote(session, tenant=tenant, agent_id=agent.id, quote_id=quote_id)
+    facts = await agents_service.own_quote(
+        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
+    )
     decision = operations._judge(
         agent,
         usage,

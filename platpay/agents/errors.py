@@ -3,19 +3,25 @@
 
 from __future__ import annotations
 
-from platpay.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from platpay.errors import Conflict, Forbidden, InvalidInput, ResourceNotFound, Unauthorized
 
 
-class AgentNotFound(NotFound):
+class AgentNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "agent", "agentId"
 
 
-class AgentActionNotFound(NotFound):
+class AgentActionNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "action", "actionId"
 
 
-class DeviceCodeNotFound(NotFound):
+class DeviceCodeNotFound(ResourceNotFound):
+    """The code is a credential: only its prefix and first characters are echoed."""
+
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "device code", "code"
+    echoed_chars = len("PLATPAY-AGENT-") + 4
 
 
 class DeviceCodeUnusable(InvalidInput):
@@ -47,17 +53,3 @@ class NotAnAgent(Forbidden):
 
 class InvalidAgentToken(Unauthorized):
     code = "UNAUTHORIZED"
-
-
-class AccountNotFound(NotFound):
-    """An account that is not the agent's customer's (or does not exist): the same answer for both."""
-
-    code = "REFERENCE_NOT_FOUND"
-
-
-class QuoteNotFound(NotFound):
-    code = "QUOTE_NOT_FOUND"
-
-
-class TransactionNotFound(NotFound):
-    code = "TRANSACTION_NOT_FOUND"

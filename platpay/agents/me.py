@@ -15,13 +15,14 @@ from platpay.accounts.schemas import ExternalAccount, InternalAccount
 from platpay.agents import operations, repository
 from platpay.agents import policy as policies
 from platpay.agents import service as agents_service
-from platpay.agents.errors import AccountNotFound, TransactionNotFound
 from platpay.agents.schemas import Agent
 from platpay.config import Settings
+from platpay.customers.errors import CustomerNotFound
 from platpay.errors import NotFound, invalid_field
 from platpay.kit import clock
 from platpay.kit.pagination import MAX_LIMIT, PageParams, PageResult, paginate_items
 from platpay.payments import service as payments_service
+from platpay.payments.errors import TransactionNotFound
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes import types as quote_types
 from platpay.payments.quotes.schemas import Quote
@@ -102,7 +103,7 @@ async def create_external_account(
     agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
     _manage_external(agent)
     if customer_id is not None and customer_id != agent.customer_id:
-        raise AccountNotFound(f"customer {customer_id!r} not found", details={"customerId": customer_id})
+        raise CustomerNotFound(customer_id)
     return await external_service.create_external_account(
         session,
         tenant=tenant,
@@ -191,6 +192,10 @@ async def create_quote(
         await _customers_account(
             session, tenant=tenant, customer_id=agent.customer_id, account_id=destination.account_id
         )
+    if lookup_id is not None:  # another customer's lookup names its receiver: as if there were none
+        await quotes_service.check_lookup_sender(
+            session, tenant=tenant, lookup_id=lookup_id, customer_id=agent.customer_id
+        )
     await _require(
         session, tenant=tenant, agent_id=agent_id, operation="CREATE_QUOTE", account_id=source.account_id
     )
@@ -226,9 +231,11 @@ async def _customers_account(
 
 
 async def get_quote(session: AsyncSession, *, tenant: TenantContext, agent_id: str, quote_id: str) -> Quote:
-    return (
-        await agents_service.own_quote(session, tenant=tenant, agent_id=agent_id, quote_id=quote_id)
-    ).quote
+    agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
+    facts = await agents_service.own_quote(
+        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
+    )
+    return facts.quote
 
 
 async def list_transactions(
@@ -251,7 +258,5 @@ async def get_transaction(
     except NotFound:
         transaction = None
     if transaction is None or transaction.customer_id != agent.customer_id:
-        raise TransactionNotFound(
-            f"transaction {transaction_id!r} not found", details={"transactionId": transaction_id}
-        )
+        raise TransactionNotFound(transaction_id)
     return transaction

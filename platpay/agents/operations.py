@@ -155,7 +155,7 @@ async def _lock(
     """The agent and its usage row, the usage row locked (the agent's requests serialize on it)."""
     found = await repository.agent_with_usage(session, tenant_id=tenant.id, agent_id=agent_id)
     if found is None:
-        raise AgentNotFound(f"agent {agent_id!r} not found", details={"agentId": agent_id})
+        raise AgentNotFound(agent_id)
     return found
 
 
@@ -402,7 +402,9 @@ async def execute_quote(
     quotes is not supported yet."""
     now = clock.now(tenant)
     agent, usage = await _lock(session, tenant=tenant, agent_id=agent_id)
-    facts = await agents_service.own_quote(session, tenant=tenant, agent_id=agent.id, quote_id=quote_id)
+    facts = await agents_service.own_quote(
+        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
+    )
     decision = _judge(
         agent,
         usage,
@@ -484,7 +486,7 @@ async def _pending(
         session, tenant_id=tenant.id, action_id=action_id, agent_id=agent.id, for_update=True
     )
     if row is None:
-        raise AgentActionNotFound(f"action {action_id!r} not found", details={"actionId": action_id})
+        raise AgentActionNotFound(action_id)
     if row.status != ActionStatus.PENDING_APPROVAL:
         raise ActionNotPending(
             f"action {action_id} is {row.status}, not PENDING_APPROVAL",
@@ -662,7 +664,7 @@ async def get_action(
 ) -> AgentAction:
     row = await repository.get_action(session, tenant_id=tenant.id, action_id=action_id, agent_id=agent_id)
     if row is None:
-        raise AgentActionNotFound(f"action {action_id!r} not found", details={"actionId": action_id})
+        raise AgentActionNotFound(action_id)
     return await to_schema(session, tenant=tenant, row=row)
 
 

@@ -19,16 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
 from platpay.agents import audit, repository
 from platpay.agents import policy as policies
-from platpay.agents.errors import (
-    AccountNotFound,
-    AgentAlreadyConnected,
-    AgentNotFound,
-    DeviceCodeNotFound,
-    DeviceCodeUnusable,
-    QuoteNotFound,
-)
+from platpay.agents.errors import AgentAlreadyConnected, AgentNotFound, DeviceCodeNotFound, DeviceCodeUnusable
 from platpay.agents.models import AgentRow, AgentUsageRow, DeviceCodeRow
 from platpay.agents.schemas import (
     Agent,
@@ -50,6 +44,7 @@ from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.payments.quotes import service as quotes_service
+from platpay.payments.quotes.errors import QuoteNotFound
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -203,7 +198,7 @@ async def _customers_account(
 async def load(session: AsyncSession, *, tenant_id: str, agent_id: str, for_update: bool = False) -> AgentRow:
     row = await repository.get_agent(session, tenant_id=tenant_id, agent_id=agent_id, for_update=for_update)
     if row is None:
-        raise AgentNotFound(f"agent {agent_id!r} not found", details={"agentId": agent_id})
+        raise AgentNotFound(agent_id)
     return row
 
 
@@ -408,7 +403,7 @@ async def device_code_status(
 ) -> AgentDeviceCodeStatusResponse:
     row = await repository.device_code(session, code_sha256=_sha256(code))
     if row is None or row.tenant_id != tenant.id:
-        raise DeviceCodeNotFound("no such device code", details={"code": code[: len(CODE_PREFIX) + 4]})
+        raise DeviceCodeNotFound(code)
     return AgentDeviceCodeStatusResponse(code=code, redeemed=row.redeemed_at is not None)
 
 
@@ -422,7 +417,7 @@ async def redeem(session: AsyncSession, *, code: str) -> AgentDeviceCodeRedeemRe
     if agent_id is None:
         row = await repository.device_code(session, code_sha256=digest)
         if row is None:
-            raise DeviceCodeNotFound("no such device code", details={})
+            raise DeviceCodeNotFound(code)
         reason = (
             "was already redeemed"
             if row.redeemed_at is not None
@@ -501,7 +496,7 @@ async def customers_internal_account(
     except NotFound:
         row = None
     if row is None or row.customer_id != customer_id:
-        raise AccountNotFound(f"account {account_id!r} not found", details={"accountId": account_id})
+        raise InternalAccountNotFound(account_id)
     return row
 
 
@@ -511,18 +506,21 @@ async def customers_external_account(
     """The customer's live external account `account_id`; 404 when it is another's or none."""
     row = await external_service.find(session, tenant_id=tenant.id, account_id=account_id)
     if row is None or row.customer_id != customer_id:
-        raise AccountNotFound(f"account {account_id!r} not found", details={"accountId": account_id})
+        raise ExternalAccountNotFound(account_id)
     return row
 
 
 async def own_quote(
-    session: AsyncSession, *, tenant: TenantContext, agent_id: str, quote_id: str
+    session: AsyncSession, *, tenant: TenantContext, agent_id: str, customer_id: str, quote_id: str
 ) -> quotes_service.QuoteFacts:
-    """A quote this agent created; 404 for any other (another agent's, the platform's, none)."""
+    """A quote this agent created; 404 for any other (another agent's, the platform's, none). Another
+    customer's is refused at the first read, as an unknown id is."""
     try:
-        facts = await quotes_service.quote_facts(session, tenant=tenant, quote_id=quote_id)
+        facts = await quotes_service.quote_facts(
+            session, tenant=tenant, quote_id=quote_id, customer_id=customer_id
+        )
     except NotFound:
         facts = None
     if facts is None or facts.agent_id != agent_id:
-        raise QuoteNotFound(f"quote {quote_id!r} not found", details={"quoteId": quote_id})
+        raise QuoteNotFound(quote_id)
     return facts

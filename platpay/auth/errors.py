@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from platpay.errors import Conflict, Forbidden, NotFound
+from platpay.errors import Conflict, Forbidden, ResourceNotFound
 
 
-class TokenNotFound(NotFound):
+class TokenNotFound(ResourceNotFound):
     code = "TOKEN_NOT_FOUND"
+    resource, id_key = "token", "tokenId"
 
 
 class PermissionEscalation(Forbidden):

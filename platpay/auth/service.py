@@ -105,7 +105,7 @@ async def list_tokens(
 async def get_token(session: AsyncSession, *, tenant_id: str, token_id: str) -> ApiToken:
     row = await repository.get(session, tenant_id=tenant_id, token_id=token_id)
     if row is None:
-        raise TokenNotFound(f"token {token_id!r} not found", details={"tokenId": token_id})
+        raise TokenNotFound(token_id)
     return to_schema(row)
 
 
@@ -114,7 +114,7 @@ async def delete_token(session: AsyncSession, *, tenant_id: str, token_id: str) 
     live = await repository.live_tokens_for_update(session, tenant_id=tenant_id)
     target = next((row for row in live if row.id == token_id), None)
     if target is None:
-        raise TokenNotFound(f"token {token_id!r} not found", details={"tokenId": token_id})
+        raise TokenNotFound(token_id)
     others_manage = [r for r in live if r.id != token_id and Permission.MANAGE.value in r.permissions]
     if Permission.MANAGE.value in target.permissions and not others_manage:
         raise LastManageToken(

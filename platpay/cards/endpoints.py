@@ -13,7 +13,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Transactor, Viewer, get_db
 from platpay.cards import service as cards_service
 from platpay.cards import transactions
-from platpay.cards.errors import CardNotFound
+from platpay.cards.errors import EmbedTokenNotFound
 from platpay.cards.schemas import (
     AUTHORIZATION_EXAMPLES,
     CARD_CREATE_EXAMPLES,
@@ -306,7 +306,7 @@ async def pan_embed(token: str, request: Request) -> HTMLResponse:
     async with get_db(request).read() as session:
         found = await cards_service.embed_page_card(session, token=token)
     if found is None:
-        raise CardNotFound("no live card has this embed token")
+        raise EmbedTokenNotFound("no live card has this embed token")
     _card, issued = found
     page = _EMBED_PAGE.format(
         last4=html.escape(issued.last4),

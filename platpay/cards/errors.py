@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.errors import Conflict, InvalidInput, NotFound, ResourceNotFound
 
 
-class CardNotFound(NotFound):
+class CardNotFound(ResourceNotFound):
+    code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "card", "cardId"
+
+
+class CardTransactionNotFound(ResourceNotFound):
+    code = "TRANSACTION_NOT_FOUND"
+    resource, id_key = "card transaction", "cardTransactionId"
+
+
+class CardSimulationsUnavailable(NotFound):
+    """INTERFACE-FACTS §1.3: the card simulations answer 404 in production (their paths do not exist there),
+    whatever the card."""
+
     code = "REFERENCE_NOT_FOUND"
 
 
-class CardTransactionNotFound(NotFound):
-    code = "TRANSACTION_NOT_FOUND"
+class EmbedTokenNotFound(NotFound):
+    """A card page URL whose token names no live card (the token is the secret: never echoed)."""
+
+    code = "REFERENCE_NOT_FOUND"
 
 
 class CardholderKycNotApproved(InvalidInput):

@@ -80,7 +80,7 @@ async def render(session: AsyncSession, card: CardRow) -> Card:
 async def load(session: AsyncSession, *, tenant_id: str, card_id: str, lock: str | None = None) -> CardRow:
     card = await repository.get_card(session, tenant_id=tenant_id, card_id=card_id, lock=lock)
     if card is None:
-        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise CardNotFound(card_id)
     return card
 
 

@@ -36,7 +36,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.cards import decisioning, providers, repository
 from platpay.cards.decisioning import AuthorizationRequest, CardSnapshot, DeclineReason, SourceSnapshot
-from platpay.cards.errors import CardNotFound, CardTransactionConflict, CardTransactionNotFound
+from platpay.cards.errors import (
+    CardNotFound,
+    CardSimulationsUnavailable,
+    CardTransactionConflict,
+    CardTransactionNotFound,
+)
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import (
     MAX_AMOUNT,
@@ -171,7 +176,7 @@ def _network_amount(row: CardTransactionRow, amount: int) -> int:
 def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
     # INTERFACE-FACTS §1.3: the card simulations answer 404 in production (their paths do not exist there).
     if not tenant.is_sandbox:
-        raise CardNotFound(
+        raise CardSimulationsUnavailable(
             "card simulations exist only in the sandbox environment", details={"cardId": card_id}
         )
 
@@ -248,7 +253,7 @@ async def authorize(
     currencies.require(currency, field="currency.code")
     locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
     if locked is None:
-        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise CardNotFound(card_id)
     card, source_ids = CardSnapshot(*locked[0]), locked[1]
     # what is held when approved; None: the request's currency does not convert (decide declines it)
     held_amount = _card_units(amount, currency=currency, card_currency=card.currency) or 0
@@ -347,7 +352,7 @@ async def _load_for_change(
     )
     if row is None or row.card_id != card_id:
         if await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
-            raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+            raise CardNotFound(card_id)
         raise invalid_field("cardTransactionId", f"card {card_id} has no card transaction {transaction_id!r}")
     return row
 
@@ -587,9 +592,7 @@ async def get_transaction(
 ) -> CardTransaction:
     row = await repository.get_transaction(session, tenant_id=tenant.id, transaction_id=transaction_id)
     if row is None:
-        raise CardTransactionNotFound(
-            f"card transaction {transaction_id!r} not found", details={"cardTransactionId": transaction_id}
-        )
+        raise CardTransactionNotFound(transaction_id)
     return to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
 
 
@@ -606,7 +609,7 @@ async def list_transactions(
         card_id is not None
         and await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None
     ):
-        raise CardNotFound(f"card {card_id!r} not found", details={"cardId": card_id})
+        raise CardNotFound(card_id)
     stmt = repository.transaction_query(
         tenant_id=tenant.id, card_id=card_id, account_id=account_id, status=status
     )

@@ -415,5 +415,5 @@ async def render(session: AsyncSession, job: BulkImportJobRow) -> BulkCustomerIm
 async def get_job(session: AsyncSession, *, tenant_id: str, job_id: str) -> BulkCustomerImportJob:
     job = await repository.get_job(session, tenant_id=tenant_id, job_id=job_id)
     if job is None:
-        raise BulkUploadJobNotFound(f"bulk upload job {job_id!r} not found", details={"jobId": job_id})
+        raise BulkUploadJobNotFound(job_id)
     return await render(session, job)

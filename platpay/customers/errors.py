@@ -1,10 +1,18 @@
 from __future__ import annotations
 
-from platpay.errors import Conflict, Forbidden, Gone, InvalidInput, NotFound
+from platpay.errors import Conflict, Forbidden, Gone, InvalidInput, ResourceNotFound
 
 
-class CustomerNotFound(NotFound):
+class CustomerNotFound(ResourceNotFound):
     code = "USER_NOT_FOUND"
+    resource, id_key = "customer", "customerId"
+
+
+class UmaAddressOwnerNotFound(ResourceNotFound):
+    """No customer of the tenant has this UMA address (a customer named by its address)."""
+
+    code = "USER_NOT_FOUND"
+    resource, id_key = "customer with UMA address", "umaAddress"
 
 
 class CustomerDeleted(Gone):
@@ -23,8 +31,9 @@ class MissingMandatoryUserInfo(InvalidInput):
     code = "MISSING_MANDATORY_USER_INFO"
 
 
-class BulkUploadJobNotFound(NotFound):
+class BulkUploadJobNotFound(ResourceNotFound):
     code = "BULK_UPLOAD_JOB_NOT_FOUND"
+    resource, id_key = "bulk upload job", "jobId"
 
 
 class CustomerNotReady(Forbidden):

@@ -498,7 +498,7 @@ def to_schema(row: CustomerRow, *, beneficial_owners: list[BeneficialOwner] | No
 
 def _found(row: CustomerRow | None, customer_id: str) -> CustomerRow:
     if row is None:
-        raise CustomerNotFound(f"customer {customer_id!r} not found", details={"customerId": customer_id})
+        raise CustomerNotFound(customer_id)
     return row
 
 

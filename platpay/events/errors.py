@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from platpay.errors import InvalidInput, NotFound
+from platpay.errors import InvalidInput, ResourceNotFound
 
 
 class WebhookEndpointNotSet(InvalidInput):
@@ -13,5 +13,6 @@ class WebhookDeliveryError(InvalidInput):
     code = "WEBHOOK_DELIVERY_ERROR"
 
 
-class DeliveryNotFound(NotFound):
+class DeliveryNotFound(ResourceNotFound):
     code = "WEBHOOK_DELIVERY_NOT_FOUND"
+    resource, id_key = "webhook delivery", "deliveryId"

@@ -137,9 +137,7 @@ async def list_deliveries(
 async def get_delivery(session: AsyncSession, *, tenant_id: str, delivery_id: str) -> WebhookDeliveryDetail:
     row = await repository.get_delivery(session, delivery_id=delivery_id, tenant_id=tenant_id)
     if row is None:
-        raise DeliveryNotFound(
-            f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id}
-        )
+        raise DeliveryNotFound(delivery_id)
     event = await repository.get_event(session, row.event_id)
     attempts = await repository.attempts_of(session, delivery_id=row.id)
     return WebhookDeliveryDetail(
@@ -193,9 +191,7 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
         session, delivery_id=delivery_id, tenant_id=tenant_id, for_update=True
     )
     if row is None:
-        raise DeliveryNotFound(
-            f"webhook delivery {delivery_id!r} not found", details={"deliveryId": delivery_id}
-        )
+        raise DeliveryNotFound(delivery_id)
     now = clock.now()
     row.status = DELIVERY.move(row.status, DeliveryStatus.PENDING, subject=row.id)
     row.next_attempt_at = now

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from platpay.errors import Forbidden, InvalidInput, NotFound
+from platpay.errors import Forbidden, InvalidInput, ResourceNotFound
 
 
-class InvitationNotFound(NotFound):
+class InvitationNotFound(ResourceNotFound):
     code = "INVITATION_NOT_FOUND"
+    resource, id_key = "invitation", "invitationCode"
 
 
 class InvitationAlreadyClaimed(InvalidInput):

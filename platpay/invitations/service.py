@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers import service as customers_service
-from platpay.customers.errors import CustomerNotFound
+from platpay.customers.errors import UmaAddressOwnerNotFound
 from platpay.errors import InvalidUmaAddress, invalid_field
 from platpay.events import service as events_service
 from platpay.invitations import repository
@@ -99,10 +99,7 @@ async def _own_customer(session: AsyncSession, *, tenant: TenantContext, uma: st
     """The active customer of `tenant` at the UMA address `uma` (already normalized), or 404 naming `field`."""
     customer = await customers_service.uma_address_owner(session, tenant_id=tenant.id, uma_address=uma)
     if customer is None:
-        raise CustomerNotFound(
-            f"{field}: no customer of this platform has the UMA address {uma}",
-            details={"fields": [{"field": field, "message": "no customer of this platform has it"}]},
-        )
+        raise UmaAddressOwnerNotFound(uma)
     return customer
 
 
@@ -188,7 +185,7 @@ async def _load(
         else None
     )
     if row is None:
-        raise InvitationNotFound(f"no invitation {code!r}", details={"invitationCode": code})
+        raise InvitationNotFound(code)
     return row
 
 

@@ -86,10 +86,7 @@ async def holder_customer(session: AsyncSession, *, tenant_id: str, holder_id: s
         owner = await repository.get_owner(session, tenant_id=tenant_id, owner_id=holder_id)
         if owner is not None:
             return owner.customer_id
-    raise DocumentHolderNotFound(
-        f"documentHolder {holder_id!r}: no such customer or beneficial owner",
-        details={"documentHolder": holder_id},
-    )
+    raise DocumentHolderNotFound(holder_id)
 
 
 def check_upload(form: ParsedForm) -> None:
@@ -138,7 +135,7 @@ async def load(
         session, tenant_id=tenant_id, document_id=document_id, for_update=for_update
     )
     if row is None:
-        raise DocumentNotFound(f"document {document_id!r} not found", details={"documentId": document_id})
+        raise DocumentNotFound(document_id)
     return row
 
 

@@ -1,22 +1,28 @@
 from __future__ import annotations
 
-from platpay.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
+from platpay.errors import Conflict, InvalidInput, PayloadTooLarge, ResourceNotFound
 
 
-class VerificationNotFound(NotFound):
+class VerificationNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "verification", "verificationId"
 
 
-class BeneficialOwnerNotFound(NotFound):
+class BeneficialOwnerNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "beneficial owner", "beneficialOwnerId"
 
 
-class DocumentNotFound(NotFound):
+class DocumentNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "document", "documentId"
 
 
-class DocumentHolderNotFound(NotFound):
+class DocumentHolderNotFound(ResourceNotFound):
+    """A documentHolder that is neither a customer nor a beneficial owner of the tenant."""
+
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "document holder", "documentHolder"
 
 
 class DocumentUnderReview(Conflict):

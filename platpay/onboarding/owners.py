@@ -183,9 +183,7 @@ async def load(
 ) -> BeneficialOwnerRow:
     row = await repository.get_owner(session, tenant_id=tenant_id, owner_id=owner_id, for_update=for_update)
     if row is None:
-        raise BeneficialOwnerNotFound(
-            f"beneficial owner {owner_id!r} not found", details={"beneficialOwnerId": owner_id}
-        )
+        raise BeneficialOwnerNotFound(owner_id)
     return row
 
 

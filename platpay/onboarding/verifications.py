@@ -240,9 +240,7 @@ async def submit(session: AsyncSession, *, tenant_id: str, customer_id: str) -> 
 async def get(session: AsyncSession, *, tenant_id: str, verification_id: str) -> Verification:
     row = await repository.get_verification(session, tenant_id=tenant_id, verification_id=verification_id)
     if row is None:
-        raise VerificationNotFound(
-            f"verification {verification_id!r} not found", details={"verificationId": verification_id}
-        )
+        raise VerificationNotFound(verification_id)
     return to_schema(row)
 
 

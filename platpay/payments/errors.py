@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.errors import Conflict, InvalidInput, NotFound, ResourceNotFound
 
 
-class TransactionNotFound(NotFound):
+class TransactionNotFound(ResourceNotFound):
     code = "TRANSACTION_NOT_FOUND"
+    resource, id_key = "transaction", "transactionId"
 
 
 class UmaNotFound(NotFound):
@@ -19,9 +20,3 @@ class TransactionNotPendingApproval(Conflict):
 
 class AmountOutOfRange(InvalidInput):
     code = "AMOUNT_OUT_OF_RANGE"
-
-
-class AccountNotFound(NotFound):
-    """An account that is not the acting customer's (an agent's transfer): the same answer as a missing one."""
-
-    code = "REFERENCE_NOT_FOUND"

@@ -47,11 +47,8 @@ async def _receiver(
     """The id of the customer being paid (named, or the owner of the receiver's UMA address)."""
     if customer_id is not None:
         row = await customers_service.load(session, tenant_id=tenant.id, customer_id=customer_id)
-        if row.deleted_at is not None:
-            raise CustomerNotFound(
-                f"customer {customer_id!r} was deleted and cannot receive payments",
-                details={"customerId": customer_id},
-            )
+        if row.deleted_at is not None:  # a deleted customer receives nothing: as if there were none
+            raise CustomerNotFound(customer_id)
         return row.id
     assert receiver_uma_address is not None
     found = await uma.resolve(

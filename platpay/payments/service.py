@@ -226,9 +226,7 @@ async def load(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=for_update
     )
     if row is None:
-        raise TransactionNotFound(
-            f"transaction {transaction_id!r} not found", details={"transactionId": transaction_id}
-        )
+        raise TransactionNotFound(transaction_id)
     return row
 
 

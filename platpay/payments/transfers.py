@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -24,7 +25,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
-from platpay.payments.errors import AccountNotFound, AmountOutOfRange
+from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import TransactionStatus
@@ -56,9 +57,9 @@ async def _accounts(
     )
     if customer_id is not None:
         if internal.customer_id != customer_id:
-            raise AccountNotFound(f"account {internal_id!r} not found", details={"accountId": internal_id})
+            raise InternalAccountNotFound(internal_id)
         if external is None or external.customer_id != customer_id:
-            raise AccountNotFound(f"account {external_id!r} not found", details={"accountId": external_id})
+            raise ExternalAccountNotFound(external_id)
     if external is None:
         raise invalid_field(external_field, f"no external account {external_id!r}")
     if internal.customer_id != external.customer_id:

@@ -64,9 +64,7 @@ async def wallet_account(
     """The EMBEDDED_WALLET internal account `account_id` (404 when the tenant has none such, 400 when it is
     another type of account or closed)."""
     if not is_id(account_id, "InternalAccount"):
-        raise InternalAccountNotFound(
-            f"internal account {account_id[:80]!r} not found", details={field: account_id[:80]}
-        )
+        raise InternalAccountNotFound(account_id)
     account = await accounts_service.get_internal(session, tenant_id=tenant.id, account_id=account_id)
     if account.type != "EMBEDDED_WALLET" or account.customer_id is None:
         raise NotAnEmbeddedWallet(
@@ -101,10 +99,7 @@ async def live_credential(
         else None
     )
     if row is None:
-        raise CredentialNotFound(
-            f"authentication credential {credential_id[:80]!r} not found",
-            details={"credentialId": credential_id[:80]},
-        )
+        raise CredentialNotFound(credential_id)
     return row
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from platpay.errors import ApiError, Conflict, InvalidInput, NotFound, Unauthorized
+from platpay.errors import ApiError, Conflict, InvalidInput, ResourceNotFound, Unauthorized
 
 
 class WalletAuthError(Unauthorized):
@@ -46,12 +46,17 @@ class VerificationFailed(WalletAuthError):
     code = "UNAUTHORIZED"
 
 
-class CredentialNotFound(NotFound):
+class CredentialNotFound(ResourceNotFound):
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "authentication credential", "credentialId"
 
 
-class SessionNotFound(NotFound):
+class SessionNotFound(ResourceNotFound):
+    """Any id that is not an active session: never issued, revoked or expired (SPEC §4.12: repeating a revoke
+    is safe)."""
+
     code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "session", "sessionId"
 
 
 class NotAnEmbeddedWallet(InvalidInput):

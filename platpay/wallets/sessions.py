@@ -154,10 +154,7 @@ async def _active(
         else None
     )
     if row is None or credential is None:
-        raise SessionNotFound(
-            f"no active session {session_id[:80]!r} (never issued, revoked or expired)",
-            details={"sessionId": session_id[:80]},
-        )
+        raise SessionNotFound(session_id)
     return row, credential
 
 
@@ -168,7 +165,7 @@ async def _existing(session: AsyncSession, *, tenant: TenantContext, session_id:
         else None
     )
     if row is None:
-        raise SessionNotFound(f"no session {session_id[:80]!r}", details={"sessionId": session_id[:80]})
+        raise SessionNotFound(session_id)
     return row
 
 
@@ -225,7 +222,7 @@ async def revoke(session: AsyncSession, *, tenant: TenantContext, session_id: st
     now = clock.now(tenant)
     row, _ = await _active(session, tenant=tenant, session_id=session_id)
     if not await repository.revoke_session(session, tenant_id=tenant.id, session_id=row.id, now=now):
-        raise SessionNotFound(f"no active session {session_id!r}", details={"sessionId": session_id})
+        raise SessionNotFound(session_id)
     await audit.record(
         session,
         tenant_id=tenant.id,

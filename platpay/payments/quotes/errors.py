@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from platpay.errors import Conflict, InvalidInput, NotFound
+from platpay.errors import Conflict, InvalidInput, ResourceNotFound
 
 
-class QuoteNotFound(NotFound):
+class QuoteNotFound(ResourceNotFound):
     code = "QUOTE_NOT_FOUND"
+    resource, id_key = "quote", "quoteId"
 
 
-class LookupNotFound(NotFound):
+class LookupNotFound(ResourceNotFound):
     code = "LOOKUP_REQUEST_NOT_FOUND"
+    resource, id_key = "lookup", "lookupId"
 
 
 class QuoteExpired(Conflict):
@@ -27,7 +29,3 @@ class QuoteAlreadyExecuted(Conflict):
 
 class SelfPayment(InvalidInput):
     code = "SELF_PAYMENT"
-
-
-class AccountNotFound(NotFound):
-    code = "REFERENCE_NOT_FOUND"

@@ -170,9 +170,7 @@ async def lookup_external_account(
 ) -> ReceiverExternalAccountLookupResponse:
     account = await external_service.find(session, tenant_id=tenant.id, account_id=account_id)
     if account is None:
-        raise ExternalAccountNotFound(
-            f"external account {account_id!r} not found", details={"accountId": account_id}
-        )
+        raise ExternalAccountNotFound(account_id)
     sender_id, sending_currency = await _sender(
         session,
         tenant=tenant,
@@ -204,10 +202,7 @@ async def require_lookup(
     """A quote's `lookupId`: this tenant's, made for this receiver, not expired (else 404 / 400)."""
     lookup = await repository.get_lookup(session, tenant_id=tenant.id, lookup_id=lookup_id)
     if lookup is None:
-        raise LookupNotFound(
-            f"lookupId: no lookup {lookup_id!r}",
-            details={"fields": [{"field": "lookupId", "message": "not found"}]},
-        )
+        raise LookupNotFound(lookup_id)
     if lookup.kind != kind or lookup.receiver != receiver:
         raise invalid_field("lookupId", f"lookup {lookup_id} was made for {lookup.receiver}, not {receiver}")
     if lookup.expires_at <= clock.now():

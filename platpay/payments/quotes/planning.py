@@ -10,14 +10,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.errors import ExternalAccountNotFound
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
-from platpay.errors import InvalidCurrency, InvalidInput, NotFound, invalid_field
+from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.fx import fees
 from platpay.kit import currencies
 from platpay.payments import providers, uma
 from platpay.payments.quotes import funding, lookups, outcomes
-from platpay.payments.quotes.errors import AccountNotFound, SelfPayment
+from platpay.payments.quotes.errors import SelfPayment
 from platpay.payments.quotes.types import (
     AccountDestination,
     AccountSource,
@@ -57,12 +58,6 @@ class DestinationPlan:
     transaction_destination: dict[str, Any]
     receiver: str  # account id or UMA address, for transaction filters
     owner_customer_id: str | None = None  # whose account it is (None: the platform's)
-
-
-def _not_found(field: str, account_id: str) -> AccountNotFound:
-    return AccountNotFound(
-        f"{field}: no account {account_id!r}", details={"fields": [{"field": field, "message": "not found"}]}
-    )
 
 
 async def _sender(
@@ -109,12 +104,9 @@ async def _account_source(
     field = "source.accountId"
     api = source.as_api()
     if source.account_id.startswith("InternalAccount:"):
-        try:
-            account = await accounts_service.get_internal(
-                session, tenant_id=tenant.id, account_id=source.account_id
-            )
-        except NotFound:
-            raise _not_found(field, source.account_id) from None
+        account = await accounts_service.get_internal(
+            session, tenant_id=tenant.id, account_id=source.account_id
+        )
         if account.status != "ACTIVE":
             raise invalid_field(field, f"internal account is {account.status}")
         sender = await _sender(
@@ -143,7 +135,7 @@ async def _account_source(
         else None
     )
     if external is None:
-        raise _not_found(field, source.account_id)
+        raise ExternalAccountNotFound(source.account_id)
     if external.account_type not in PULL_ACCOUNT_TYPES:
         raise invalid_field(
             field,
@@ -211,12 +203,9 @@ async def _internal_destination(
     session: AsyncSession, *, tenant: TenantContext, destination: AccountDestination
 ) -> DestinationPlan:
     field = "destination.accountId"
-    try:
-        account = await accounts_service.get_internal(
-            session, tenant_id=tenant.id, account_id=destination.account_id
-        )
-    except NotFound:
-        raise _not_found(field, destination.account_id) from None
+    account = await accounts_service.get_internal(
+        session, tenant_id=tenant.id, account_id=destination.account_id
+    )
     if account.status != "ACTIVE":
         raise invalid_field(field, f"internal account is {account.status}")
     if account.customer_id is not None:
@@ -265,7 +254,7 @@ async def _account_destination(
         else None
     )
     if external is None:
-        raise _not_found(field, destination.account_id)
+        raise ExternalAccountNotFound(destination.account_id)
     if external.status != "ACTIVE":
         raise invalid_field(field, f"external account is {external.status}")
     rails = corridors.response_account_info(external.account_info).get("paymentRails") or []

@@ -27,6 +27,7 @@ from platpay.kit.ids import new_id
 from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.quotes import funding, planning, repository, settlement
+from platpay.payments.quotes.errors import LookupNotFound, QuoteNotFound
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
@@ -280,9 +281,15 @@ class QuoteFacts:
     sending_currency: str
 
 
-async def quote_facts(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> QuoteFacts:
-    """A quote (404 QUOTE_NOT_FOUND) with who created it and what executing it would take from where."""
+async def quote_facts(
+    session: AsyncSession, *, tenant: TenantContext, quote_id: str, customer_id: str | None = None
+) -> QuoteFacts:
+    """A quote (404 QUOTE_NOT_FOUND) with who created it and what executing it would take from where.
+    `customer_id`: only a quote this customer sends is found; another's answers the 404 before anything else
+    is read, so it costs what an unknown id costs."""
     row = await settlement.load_quote(session, tenant_id=tenant.id, quote_id=quote_id)
+    if customer_id is not None and row.customer_id != customer_id:
+        raise QuoteNotFound(quote_id)
     transaction = await payments_service.load(session, tenant_id=tenant.id, transaction_id=row.transaction_id)
     return QuoteFacts(
         quote=to_schema(row),
@@ -293,6 +300,16 @@ async def quote_facts(session: AsyncSession, *, tenant: TenantContext, quote_id:
         sending_amount=row.sending_amount,
         sending_currency=row.sending_currency,
     )
+
+
+async def check_lookup_sender(
+    session: AsyncSession, *, tenant: TenantContext, lookup_id: str, customer_id: str
+) -> None:
+    """404 unless `customer_id` may quote with lookup `lookup_id`: one made for that sender or for none (the
+    platform's). Another customer's answers as an unknown id does, at the same cost (one read)."""
+    lookup = await repository.get_lookup(session, tenant_id=tenant.id, lookup_id=lookup_id)
+    if lookup is None or lookup.sender_customer_id not in (None, customer_id):
+        raise LookupNotFound(lookup_id)
 
 
 async def check_executable(session: AsyncSession, *, tenant: TenantContext, quote_id: str) -> None:

@@ -55,7 +55,7 @@ async def load_quote(
 ) -> QuoteRow:
     row = await repository.get_quote(session, tenant_id=tenant_id, quote_id=quote_id, for_update=for_update)
     if row is None:
-        raise QuoteNotFound(f"quote {quote_id!r} not found", details={"quoteId": quote_id})
+        raise QuoteNotFound(quote_id)
     return row
 
 
