@@ -169,6 +169,22 @@ EXTERNAL_ACCOUNT_EXAMPLES = request_examples(
         "A customer's US bank account",
         {"customerId": ExampleIds.CUSTOMER, "currency": "USD", "accountInfo": _US_BANK_ACCOUNT},
     ),
+    indianBankAccount=(
+        "A customer's own Indian bank account, paid over NEFT",
+        {
+            "customerId": ExampleIds.CUSTOMER,
+            "currency": "INR",
+            "ownershipType": "FIRST_PARTY",
+            "accountInfo": {
+                "accountType": "INR_ACCOUNT",
+                "accountNumber": "000111222333",
+                "ifsc": "HDFC0001234",
+                "rail": "NEFT",
+                "bankName": "HDFC Bank",
+                "beneficiary": {"beneficiaryType": "INDIVIDUAL", "fullName": "Asha Rao"},
+            },
+        },
+    ),
     sparkWallet=(
         "A customer's Spark wallet",
         {
