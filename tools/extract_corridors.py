@@ -5,8 +5,10 @@
 The field constraints (required, pattern, lengths, enums, rails, beneficiary requirements) come from the
 reference's `<Ccy>ExternalAccountCreateInfo` schemas and the `<Ccy>AccountInfo` rails; OUR_RULES below adds
 what the reference leaves unsaid: the currencies each type accepts, the corridor's country, the named
-identifier checks (checksums, catalog look-ups) and the cross-field rules. Run it again when the reference
-changes and review the diff of the JSON.
+identifier checks (checksums, catalog look-ups) and the cross-field rules; NOT_SERVED the types platpay does
+not register. Run it again when the reference changes and review the diff of the JSON;
+tests/tools/test_extract_corridors.py checks that the JSON is the extraction of the document platpay
+follows (tests/data keeps it compressed).
 """
 
 from __future__ import annotations
