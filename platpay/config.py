@@ -89,6 +89,12 @@ class Settings(BaseSettings):
     sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
     card_issuer: str = Field(default="simulated", description="production tenants' card issuer")
     sandbox_card_issuer: str = Field(default="sandbox", description="sandbox tenants' card issuer")
+    account_provider: str = Field(
+        default="immediate", description="production tenants' account institution (accounts/providers.py)"
+    )
+    sandbox_account_provider: str = Field(
+        default="sandbox", description="sandbox tenants' account institution"
+    )
 
     # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
     email_sender: str | None = Field(
@@ -177,6 +183,12 @@ class Settings(BaseSettings):
         default=30.0,
         description="the sandbox card issuer's slow cases (suffix 005): activation of a card, confirmation of "
         "an authorization's pull",
+    )
+    sandbox_account_delay_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="the sandbox account provider's slow cases: a provisioning attempt of a pending internal "
+        "account, the review of an external account (ownership verification, UNDER_REVIEW)",
     )
 
     # Incoming payments

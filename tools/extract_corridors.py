@@ -5,8 +5,10 @@
 The field constraints (required, pattern, lengths, enums, rails, beneficiary requirements) come from the
 reference's `<Ccy>ExternalAccountCreateInfo` schemas and the `<Ccy>AccountInfo` rails; OUR_RULES below adds
 what the reference leaves unsaid: the currencies each type accepts, the corridor's country, the named
-identifier checks (checksums, catalog look-ups) and the cross-field rules. Run it again when the reference
-changes and review the diff of the JSON.
+identifier checks (checksums, catalog look-ups) and the cross-field rules; NOT_SERVED the types platpay does
+not register. Run it again when the reference changes and review the diff of the JSON;
+tests/tools/test_extract_corridors.py checks that the JSON is the extraction of the document platpay
+follows (tests/data keeps it compressed).
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ WALLET_RULES = {
     "ETHEREUM_WALLET": (["USDC"], "evm_address"),
 }
 
+# Account types of the reference platpay does not register, with the reason. (The 2026-08 document also adds
+# `beneficiary` and `vaspName` to wallets, for the EU Travel Rule and the VASP directory: out of scope, so
+# wallets keep taking only their address.)
+NOT_SERVED = {
+    "PLASMA_WALLET": "added by the 2026-08 document outside DRIFT-2026-08's rulings; no platpay currency "
+    "settles on Plasma",
+}
+
 # Checks applied to a field wherever it appears, by field name.
 CHECKS_BY_FIELD = {
     "iban": "iban",
@@ -51,10 +61,24 @@ CHECKS_BY_FIELD = {
 }
 
 OUR_RULES: dict[str, dict[str, Any]] = {
-    "USD_ACCOUNT": {"checks": {"routingNumber": "aba_routing_number"}},
     "MXN_ACCOUNT": {"checks": {"clabeNumber": "clabe"}},
     "BRL_ACCOUNT": {"checks": {"taxId": "brazil_tax_id"}, "rules": ["pix_key_matches_type"]},
-    "INR_ACCOUNT": {"checks": {"vpa": "upi_vpa"}},
+    # The NEFT/RTGS bank form names its rail in `rail` (the reference types it as a free string); the IFSC
+    # identifies the branch, so bankName is a label there, not a catalog look-up.
+    "INR_ACCOUNT": {
+        "checks": {"vpa": "upi_vpa", "ifsc": "ifsc", "bankName": None},
+        "enums": {"rail": ["NEFT", "RTGS"]},
+        "rules": ["inr_bank_form"],
+    },
+    # bankName is a label on the wire (optional on every rail), the routing number names the bank.
+    "USD_ACCOUNT": {
+        "checks": {
+            "routingNumber": "aba_routing_number",
+            "intermediaryRoutingNumber": "aba_routing_number",
+            "bankName": None,
+            "intermediaryBankName": None,
+        }
+    },
     "EUR_ACCOUNT": {"rules": ["sepa_iban_country"]},
     "GBP_ACCOUNT": {"checks": {"sortCode": "uk_sort_code", "accountNumber": "uk_account_number"}},
     "SWIFT_ACCOUNT": {"atLeastOneOf": ["accountNumber", "iban"], "rules": ["iban_matches_country"]},
@@ -71,7 +95,7 @@ OUR_RULES: dict[str, dict[str, Any]] = {
 # Fields whose checksum or format failure means the account itself is wrong (code INVALID_BANK_ACCOUNT).
 IDENTIFIER_FIELDS = {
     "accountNumber", "iban", "clabeNumber", "routingNumber", "sortCode", "swiftCode", "bankCode", "branchCode",
-    "pixKey", "vpa", "address", "invoice", "bolt12", "lightningAddress",
+    "pixKey", "vpa", "address", "invoice", "bolt12", "lightningAddress", "ifsc",
 }  # fmt: skip
 MOBILE_MONEY_IDENTIFIER = "phoneNumber"
 
@@ -95,10 +119,11 @@ def field_spec(prop: dict[str, Any], *, required: bool) -> dict[str, Any]:
 
 
 def rail_requirements(description: str) -> dict[str, list[str]]:
-    """Parse "- BANK_TRANSFER: accountNumber, bankName" lines from a schema description."""
+    """Parse "- BANK_TRANSFER: accountNumber, bankName" lines from a schema description; a sentence after
+    the field list ("- MOBILE_MONEY: bankName, phoneNumber. Pays an AliPay wallet") is prose, not fields."""
     found = {}
-    for rail, names in re.findall(r"^- ([A-Z_]+): (.+)$", description or "", flags=re.MULTILINE):
-        found[rail] = [name.strip() for name in names.split(",")]
+    for rail, names in re.findall(r"^- ([A-Z_]+): ([A-Za-z, ]+)", description or "", flags=re.MULTILINE):
+        found[rail] = [name.strip() for name in names.split(",") if name.strip()]
     return found
 
 
@@ -134,9 +159,12 @@ def bank_type(account_type: str, schemas: dict[str, Any], create_schema: dict[st
 
     mobile_money_only = rails == ["MOBILE_MONEY"] or "MOBILE_MONEY" in by_rail
     for name, spec in fields.items():
-        check = OUR_RULES.get(account_type, {}).get("checks", {}).get(name) or CHECKS_BY_FIELD.get(name)
+        ours = OUR_RULES.get(account_type, {})
+        check = ours.get("checks", {}).get(name, CHECKS_BY_FIELD.get(name))  # None: no check of ours
         if check:
             spec["check"] = check
+        if name in ours.get("enums", {}):
+            spec["enum"] = ours["enums"][name]
         if name in IDENTIFIER_FIELDS or (name == MOBILE_MONEY_IDENTIFIER and mobile_money_only):
             spec["identifier"] = True
 
@@ -181,8 +209,12 @@ def extract(reference: Path) -> dict[str, Any]:
     mapping = schemas["ExternalAccountCreateInfoOneOf"]["discriminator"]["mapping"]
     types: dict[str, Any] = {}
     for account_type in sorted(mapping):
+        if account_type in NOT_SERVED:
+            continue
         create_schema = schemas[schema_name(mapping[account_type])]
-        has_beneficiary = len(create_schema["allOf"]) > 2
+        # a bank type's third part is its inline beneficiary oneOf; a wallet's are $refs (the Travel Rule
+        # beneficiary and custody fields of 2026-08, which platpay does not take: NOT_SERVED's note)
+        has_beneficiary = len(create_schema["allOf"]) > 2 and "$ref" not in create_schema["allOf"][2]
         build = bank_type if has_beneficiary else non_bank_type
         entry = build(account_type, schemas, create_schema)
         for key in ("exactlyOneOf", "atLeastOneOf", "rules"):
@@ -191,7 +223,8 @@ def extract(reference: Path) -> dict[str, Any]:
         types[account_type] = entry
     return {
         "source": (
-            "reference OpenAPI (API version 2025-10-13): components.schemas.*ExternalAccountCreateInfo, "
+            f"reference OpenAPI {reference.name} (API version 2025-10-13): "
+            "components.schemas.*ExternalAccountCreateInfo, "
             "*AccountInfo paymentRails, *Beneficiary; checks, currencies and rules added by "
             "tools/extract_corridors.py"
         ),

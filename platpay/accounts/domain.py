@@ -1,6 +1,6 @@
 """Internal and external accounts as the app discovers them."""
 
-from platpay.accounts import endpoints, jobs, models
+from platpay.accounts import endpoints, external_service, jobs, models, providers, sandbox, service
 from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
@@ -9,5 +9,6 @@ DOMAIN = Domain(
     routers=(Mount(endpoints.router, order=30),),
     models=(models,),
     jobs=(jobs,),
-    event_types=frozenset({"INTERNAL_ACCOUNT.BALANCE_UPDATED", "INTERNAL_ACCOUNT.STATUS_UPDATED"}),
+    providers=(providers, sandbox),
+    event_types=frozenset({*service.EVENT_TYPES, external_service.STATUS_UPDATED}),
 )

@@ -123,6 +123,7 @@ async def _create_external(
             account_info=body.account_info,
             platform_account_id=body.platform_account_id,
             default_uma_deposit_account=default_deposit,
+            ownership_type=body.ownership_type,
         ),
     )
 

@@ -10,16 +10,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import repository
 from platpay.accounts.errors import DuplicateExternalAccount, ExternalAccountNotFound, InvalidBankAccount
 from platpay.accounts.models import ExternalAccountRow
+from platpay.accounts.providers import NewExternalAccount, provider_for
 from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
+from platpay.accounts.state import EXTERNAL_ACCOUNT
 from platpay.accounts.validators import corridors
+from platpay.accounts.validators.corridor_specs import account_type_specs
+from platpay.config import get_settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput
+from platpay.events import service as events_service
+from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.tenants.context import TenantContext
 
 PLATFORM_OWNER = "platform"
+STATUS_UPDATED = "EXTERNAL_ACCOUNT.STATUS_UPDATED"
+REVIEW_JOB = "accounts.review_external_account"
 
 # Sandbox name check: the last three characters of the account's primary identifier (INTERFACE-FACTS §7).
 _NAME_CHECK = {
@@ -57,6 +65,7 @@ def to_schema(row: ExternalAccountRow) -> ExternalAccount:
         customer_id=row.customer_id,
         status=row.status,  # type: ignore[arg-type]
         platform_account_id=row.platform_account_id,
+        ownership_type=row.ownership_type,  # type: ignore[arg-type]
         currency=row.currency,
         default_uma_deposit_account=row.default_uma_deposit_account,
         beneficiary_verification_status=row.beneficiary_verification_status,  # type: ignore[arg-type]
@@ -78,7 +87,11 @@ async def create_external_account(
     account_info: Any,
     platform_account_id: str | None,
     default_uma_deposit_account: bool,
+    ownership_type: str | None = None,
 ) -> ExternalAccount:
+    """Register an external account: validated per corridor, checked for duplicates, name-checked, and
+    ACTIVE unless the account provider holds it for a review or ownership verification (then a job
+    applies the review's outcome, EXTERNAL_ACCOUNT.STATUS_UPDATED)."""
     currencies.require(currency, field="currency")
     if customer_id is not None:
         await customers_service.load_active(session, tenant_id=tenant.id, customer_id=customer_id)
@@ -109,9 +122,21 @@ async def create_external_account(
     now = clock.now()
     if default_uma_deposit_account and customer_id is not None:
         await repository.clear_default_deposit(session, tenant_id=tenant.id, customer_id=customer_id, now=now)
-    status, verified_name = _name_check(
+    name_check, verified_name = _name_check(
         sandbox=tenant.is_sandbox, identifier=identifier, beneficiary=info.get("beneficiary")
     )
+    provider = provider_for(tenant)
+    review = provider.review(
+        NewExternalAccount(
+            account_type=info["accountType"],
+            kind=account_type_specs()[info["accountType"]].kind,
+            ownership_type=ownership_type,
+            identifier=identifier,
+            platform_account_id=platform_account_id,
+        )
+    )
+    if review.status not in EXTERNAL_ACCOUNT.initial:
+        raise ValueError(f"account provider {provider.name}: an account cannot start {review.status}")
     row = ExternalAccountRow(
         id=new_id("ExternalAccount"),
         tenant_id=tenant.id,
@@ -121,10 +146,11 @@ async def create_external_account(
         currency=currency,
         account_type=info["accountType"],
         account_info=info,
-        status="ACTIVE",
+        status=review.status,
+        ownership_type=ownership_type,
         platform_account_id=platform_account_id,
         default_uma_deposit_account=default_uma_deposit_account,
-        beneficiary_verification_status=status,
+        beneficiary_verification_status=name_check,
         beneficiary_verified_name=verified_name,
         created_at=now,
         updated_at=now,
@@ -132,7 +158,35 @@ async def create_external_account(
     )
     session.add(row)
     await session.flush()
+    if review.outcome is not None:
+        await jobs_service.enqueue(
+            session,
+            REVIEW_JOB,
+            {"tenantId": tenant.id, "accountId": row.id, "status": review.outcome},
+            tenant_id=tenant.id,
+            run_at=now + provider.delay(get_settings()),
+        )
     return to_schema(row)
+
+
+async def update_status(
+    session: AsyncSession, *, tenant_id: str, account_id: str, status: str
+) -> ExternalAccount | None:
+    """Move a live external account to `status` (a review's outcome, or what a production account provider
+    reports) with EXTERNAL_ACCOUNT.STATUS_UPDATED; None, changing nothing, when the account is gone or its
+    status cannot move there (already moved, deleted): a provider's late or repeated report is not an error."""
+    target = EXTERNAL_ACCOUNT.state(status)
+    if target is None:
+        raise ValueError(f"{status!r} is not an external account status")
+    row = await repository.get_external(session, tenant_id=tenant_id, account_id=account_id, for_update=True)
+    if row is None or not EXTERNAL_ACCOUNT.can_move(row.status, target):
+        return None
+    row.status = EXTERNAL_ACCOUNT.move(row.status, target, subject=row.id)
+    row.updated_at = clock.now()
+    await session.flush()
+    account = to_schema(row)
+    await events_service.emit(session, tenant_id=tenant_id, type=STATUS_UPDATED, resource=account)
+    return account
 
 
 async def find(session: AsyncSession, *, tenant_id: str, account_id: str) -> ExternalAccountRow | None:

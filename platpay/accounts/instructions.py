@@ -16,6 +16,9 @@ from platpay.accounts.models import InternalAccountRow
 from platpay.accounts.validators import checksums, encodings, wallets
 
 SANDBOX_BANK = "Platpay Sandbox Bank"
+# Who holds the omnibus (FBO) accounts deposits go to: the name a SWIFT sender puts as beneficiary
+# (PaymentSwiftAccountInfo.accountHolderName, required by the reference since 2026-08).
+SANDBOX_ACCOUNT_HOLDER = "Platpay Sandbox FBO"
 SANDBOX_ROUTING = "021000021"  # a real-format ABA number (check digit valid)
 _REFERENCE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O/1/I: references get typed by hand
 
@@ -103,7 +106,9 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
         "bankName": SANDBOX_BANK,
         "country": "US",
         "accountNumber": _digits(row.id, f"swift-{code}", 12),
+        "accountHolderName": SANDBOX_ACCOUNT_HOLDER,
         "paymentRails": ["SWIFT"],
+        # optional since 2026-08 (the account number identifies the deposit), kept for June's clients
         "reference": reference,
     }
 

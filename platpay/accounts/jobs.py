@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
@@ -19,3 +20,27 @@ async def backfill_currency(ctx: JobContext) -> None:
         )
         if opened == accounts_service.BACKFILL_PAGE:
             ctx.retry_at(clock.now(), reason=f"{opened} accounts opened; more customers to go")
+
+
+@handler(accounts_service.PROVISION_JOB)
+async def provision_account(ctx: JobContext) -> None:
+    """One provisioning attempt of a PENDING internal account (accounts_service.provision)."""
+    async with ctx.transaction() as session:
+        await accounts_service.provision(
+            session,
+            tenant_id=ctx.payload["tenantId"],
+            account_id=ctx.payload["accountId"],
+            attempt=int(ctx.payload.get("attempt", 1)),
+        )
+
+
+@handler(external_service.REVIEW_JOB)
+async def review_external_account(ctx: JobContext) -> None:
+    """The account provider's review of an external account ends: its outcome, if the account still waits."""
+    async with ctx.transaction() as session:
+        await external_service.update_status(
+            session,
+            tenant_id=ctx.payload["tenantId"],
+            account_id=ctx.payload["accountId"],
+            status=ctx.payload["status"],
+        )

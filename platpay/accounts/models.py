@@ -44,7 +44,7 @@ class InternalAccountRow(Base):
     customer_id: Mapped[str | None] = mapped_column(IdColumn(), ForeignKey("customers.id"))
     currency: Mapped[str] = mapped_column(String(8))
     type: Mapped[str] = mapped_column(String(16))  # INTERNAL_FIAT | INTERNAL_CRYPTO | EMBEDDED_WALLET
-    status: Mapped[str] = mapped_column(String(10))  # PENDING | ACTIVE | FROZEN | CLOSED
+    status: Mapped[str] = mapped_column(String(10))  # state.InternalAccountStatus
     private_enabled: Mapped[bool | None]  # embedded wallets only
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
@@ -77,7 +77,8 @@ class ExternalAccountRow(Base):
     currency: Mapped[str] = mapped_column(String(8))
     account_type: Mapped[str] = mapped_column(String(24))
     account_info: Mapped[dict[str, Any]] = mapped_column(JsonType)
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))  # state.ExternalAccountStatus
+    ownership_type: Mapped[str | None] = mapped_column(String(16))  # FIRST_PARTY | THIRD_PARTY, when given
     platform_account_id: Mapped[str | None] = mapped_column(String(255))
     default_uma_deposit_account: Mapped[bool]
     beneficiary_verification_status: Mapped[str | None] = mapped_column(String(32))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -183,27 +184,24 @@ async def all_of(session: AsyncSession, stmt: Select[Any]) -> list[Any]:
     return list((await session.scalars(stmt)).all())
 
 
-async def close_for_customer(
-    session: AsyncSession, *, tenant_id: str, customer_id: str, now: datetime
+async def lock_customer_accounts(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, statuses: Iterable[str]
 ) -> list[InternalAccountRow]:
-    rows = list(
+    """The customer's internal accounts in one of `statuses`, locked, by id."""
+    return list(
         (
             await session.scalars(
                 select(InternalAccountRow)
                 .where(
                     InternalAccountRow.tenant_id == tenant_id,
                     InternalAccountRow.customer_id == customer_id,
-                    InternalAccountRow.status != "CLOSED",
+                    InternalAccountRow.status.in_(list(statuses)),
                 )
                 .order_by(InternalAccountRow.id)
                 .with_for_update()
             )
         ).all()
     )
-    for row in rows:
-        row.status = "CLOSED"
-        row.updated_at = now
-    return rows
 
 
 # External accounts

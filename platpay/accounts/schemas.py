@@ -15,11 +15,13 @@ InternalAccountType = TypeAliasType(
     "InternalAccountType", Literal["INTERNAL_FIAT", "INTERNAL_CRYPTO", "EMBEDDED_WALLET"]
 )
 InternalAccountStatus = TypeAliasType(
-    "InternalAccountStatus", Literal["PENDING", "ACTIVE", "CLOSED", "FROZEN"]
+    "InternalAccountStatus", Literal["PENDING", "ACTIVE", "CLOSED", "FROZEN", "FAILED"]
 )
 ExternalAccountStatus = TypeAliasType(
-    "ExternalAccountStatus", Literal["PENDING", "ACTIVE", "UNDER_REVIEW", "INACTIVE"]
+    "ExternalAccountStatus",
+    Literal["PENDING", "ACTIVE", "PENDING_OWNERSHIP_VERIFICATION", "UNVERIFIED", "UNDER_REVIEW", "INACTIVE"],
 )
+OwnershipType = TypeAliasType("OwnershipType", Literal["FIRST_PARTY", "THIRD_PARTY"])
 BeneficiaryVerificationStatus = TypeAliasType(
     "BeneficiaryVerificationStatus",
     Literal["MATCHED", "PARTIAL_MATCH", "NOT_MATCHED", "UNSUPPORTED", "CHECKED_BY_RECEIVING_FI", "PENDING"],
@@ -105,6 +107,9 @@ class ExternalAccount(ApiModel):
     customer_id: str | None = Field(default=None, description="absent for the platform's own accounts")
     status: ExternalAccountStatus
     platform_account_id: str | None = None
+    ownership_type: OwnershipType | None = Field(
+        default=None, description="whose account it is, as registered (absent when the client did not say)"
+    )
     currency: str
     default_uma_deposit_account: bool
     beneficiary_verification_status: BeneficiaryVerificationStatus | None = None
@@ -118,12 +123,19 @@ class ExternalAccountListResponse(Page[ExternalAccount]):
     """GET /customers/external-accounts and GET /platform/external-accounts."""
 
 
+_OWNERSHIP = (
+    "FIRST_PARTY: the customer's own account (the platform's, for a platform account); THIRD_PARTY: someone "
+    "else's. Stored and returned; a FIRST_PARTY self-custody wallet may need ownership verification"
+)
+
+
 class ExternalAccountCreateRequest(ApiRequest):
     customer_id: str | None = Field(
         default=None, max_length=64, description="absent: the platform's own account"
     )
     currency: str = Field(min_length=1, max_length=8)
     platform_account_id: str | None = Field(default=None, min_length=1, max_length=255)
+    ownership_type: OwnershipType | None = Field(default=None, description=_OWNERSHIP)
     default_uma_deposit_account: bool = False
     account_info: dict[str, Any] = Field(description="by accountType, see the corridor table")
 
@@ -131,6 +143,7 @@ class ExternalAccountCreateRequest(ApiRequest):
 class PlatformExternalAccountCreateRequest(ApiRequest):
     currency: str = Field(min_length=1, max_length=8)
     platform_account_id: str | None = Field(default=None, min_length=1, max_length=255)
+    ownership_type: OwnershipType | None = Field(default=None, description=_OWNERSHIP)
     account_info: dict[str, Any] = Field(description="by accountType, see the corridor table")
 
 
@@ -155,6 +168,22 @@ EXTERNAL_ACCOUNT_EXAMPLES = request_examples(
     usBankAccount=(
         "A customer's US bank account",
         {"customerId": ExampleIds.CUSTOMER, "currency": "USD", "accountInfo": _US_BANK_ACCOUNT},
+    ),
+    indianBankAccount=(
+        "A customer's own Indian bank account, paid over NEFT",
+        {
+            "customerId": ExampleIds.CUSTOMER,
+            "currency": "INR",
+            "ownershipType": "FIRST_PARTY",
+            "accountInfo": {
+                "accountType": "INR_ACCOUNT",
+                "accountNumber": "000111222333",
+                "ifsc": "HDFC0001234",
+                "rail": "NEFT",
+                "bankName": "HDFC Bank",
+                "beneficiary": {"beneficiaryType": "INDIVIDUAL", "fullName": "Asha Rao"},
+            },
+        },
     ),
     sparkWallet=(
         "A customer's Spark wallet",

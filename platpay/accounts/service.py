@@ -21,8 +21,12 @@ from platpay.accounts import instructions, repository
 from platpay.accounts.errors import InternalAccountNotFound
 from platpay.accounts.hooks import OpenedAccount
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
+from platpay.accounts.providers import ISSUED, REFUSED, NewInternalAccount, provider_of
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
+from platpay.accounts.state import HAS_DEPOSIT_DETAILS, INTERNAL_ACCOUNT, InternalAccountStatus
+from platpay.config import get_settings
 from platpay.customers import hooks as customers_hooks
+from platpay.customers import service as customers_service
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
@@ -34,6 +38,13 @@ from platpay.ledger.service import Balance
 
 BACKFILL_JOB = "accounts.backfill_currency"
 BACKFILL_PAGE = 500
+PROVISION_JOB = "accounts.provision_account"
+# Provisioning attempts of a PENDING account before it is FAILED for good (each `provider.delay` apart).
+PROVISION_ATTEMPTS = 5
+STATUS_UPDATED = "INTERNAL_ACCOUNT.STATUS_UPDATED"
+BALANCE_UPDATED = "INTERNAL_ACCOUNT.BALANCE_UPDATED"
+FUNDING_INSTRUCTIONS_UPDATED = "INTERNAL_ACCOUNT.FUNDING_INSTRUCTIONS_UPDATED"
+EVENT_TYPES = frozenset({STATUS_UPDATED, BALANCE_UPDATED, FUNDING_INSTRUCTIONS_UPDATED})
 
 
 EMBEDDED_WALLET = "EMBEDDED_WALLET"
@@ -70,7 +81,7 @@ async def _open(
             "customer_id": owner,
             "currency": code,
             "type": kind,
-            "status": "ACTIVE",
+            "status": InternalAccountStatus.ACTIVE,
             "private_enabled": False if kind == EMBEDDED_WALLET else None,
             "created_at": now,
             "updated_at": now,
@@ -80,6 +91,25 @@ async def _open(
         for kind in account_types_for(code, customer=owner is not None)
         if (owner, code, kind) not in existing
     ]
+    provider = await provider_of(session, tenant_id=tenant_id)
+    emails = await _owner_emails(
+        session, tenant_id=tenant_id, provider_reads=provider.reads_owner_email, rows=rows
+    )
+    pending = [
+        row
+        for row in rows
+        if not provider.opens_at_once(
+            NewInternalAccount(
+                id=row["id"],
+                customer_id=row["customer_id"],
+                currency=row["currency"],
+                type=row["type"],
+                owner_email=emails.get(row["customer_id"] or ""),
+            )
+        )
+    ]
+    for row in pending:
+        row["status"] = InternalAccountStatus.PENDING
     await repository.insert_internal(session, rows)
     await ledger_service.open_internal_accounts(
         session, tenant_id=tenant_id, accounts=[(r["id"], r["currency"]) for r in rows]
@@ -88,7 +118,94 @@ async def _open(
         opened = [OpenedAccount(r["id"], r["customer_id"], r["currency"], r["type"]) for r in rows]
         for on_opened in accounts_hooks.on_opened.subscribers():
             await on_opened(session, tenant_id=tenant_id, accounts=opened)
+    for row in pending:
+        await _schedule_provisioning(
+            session,
+            tenant_id=tenant_id,
+            account_id=row["id"],
+            attempt=1,
+            run_at=now + provider.delay(get_settings()),
+        )
     return rows
+
+
+async def _owner_emails(
+    session: AsyncSession, *, tenant_id: str, provider_reads: bool, rows: list[dict[str, Any]]
+) -> dict[str, str | None]:
+    """The owning customers' emails, when the account provider decides by them (the sandbox's magic)."""
+    customer_ids = sorted({row["customer_id"] for row in rows if row["customer_id"] is not None})
+    if not provider_reads or not customer_ids:
+        return {}
+    return await customers_service.emails_of(session, tenant_id=tenant_id, customer_ids=customer_ids)
+
+
+async def _schedule_provisioning(
+    session: AsyncSession, *, tenant_id: str, account_id: str, attempt: int, run_at: datetime
+) -> None:
+    await jobs_service.enqueue(
+        session,
+        PROVISION_JOB,
+        {"tenantId": tenant_id, "accountId": account_id, "attempt": attempt},
+        tenant_id=tenant_id,
+        run_at=run_at,
+    )
+
+
+async def provision(session: AsyncSession, *, tenant_id: str, account_id: str, attempt: int) -> None:
+    """One provisioning attempt of a PENDING account (the provision job): its deposit details issued, it
+    is ACTIVE (INTERNAL_ACCOUNT.STATUS_UPDATED, then INTERNAL_ACCOUNT.FUNDING_INSTRUCTIONS_UPDATED: its
+    fundingPaymentInstructions were empty until now); refused, or not issued after PROVISION_ATTEMPTS
+    attempts, it is FAILED for good (INTERNAL_ACCOUNT.STATUS_UPDATED); otherwise the next attempt is
+    scheduled. An account no longer PENDING (its customer deleted meanwhile) is left alone."""
+    row = await repository.get_internal(session, tenant_id=tenant_id, account_id=account_id, for_update=True)
+    if row is None or row.status != InternalAccountStatus.PENDING:
+        return
+    provider = await provider_of(session, tenant_id=tenant_id)
+    owner_email = None
+    if provider.reads_owner_email and row.customer_id is not None:
+        emails = await customers_service.emails_of(
+            session, tenant_id=tenant_id, customer_ids=[row.customer_id]
+        )
+        owner_email = emails.get(row.customer_id)
+    account = NewInternalAccount(
+        id=row.id, customer_id=row.customer_id, currency=row.currency, type=row.type, owner_email=owner_email
+    )
+    outcome = provider.provision(account, attempt=attempt)
+    now = clock.now()
+    if outcome == ISSUED:
+        await _move(
+            session,
+            row,
+            InternalAccountStatus.ACTIVE,
+            now=now,
+            events=(STATUS_UPDATED, FUNDING_INSTRUCTIONS_UPDATED),
+        )
+    elif outcome == REFUSED or attempt >= PROVISION_ATTEMPTS:
+        await _move(session, row, InternalAccountStatus.FAILED, now=now, events=(STATUS_UPDATED,))
+    else:
+        await _schedule_provisioning(
+            session,
+            tenant_id=tenant_id,
+            account_id=account_id,
+            attempt=attempt + 1,
+            run_at=now + provider.delay(get_settings()),
+        )
+
+
+async def _move(
+    session: AsyncSession,
+    row: InternalAccountRow,
+    target: InternalAccountStatus,
+    *,
+    now: datetime,
+    events: tuple[str, ...],
+) -> None:
+    row.status = INTERNAL_ACCOUNT.move(row.status, target, subject=row.id)
+    row.updated_at = now
+    await session.flush()
+    [account] = await render(session, [row])
+    for event_type in events:
+        await events_service.emit(session, tenant_id=row.tenant_id, type=event_type, resource=account)
 
 
 @customers_hooks.on_created.subscribe
@@ -133,23 +250,26 @@ async def backfill_page(session: AsyncSession, *, tenant_id: str, currency: str)
 @customers_hooks.on_deleted.subscribe
 async def close_customer_accounts(session: AsyncSession, *, tenant_id: str, customer_id: str) -> None:
     """A deleted customer's accounts close (INTERNAL_ACCOUNT.STATUS_UPDATED for each)."""
-    rows = await repository.close_for_customer(
-        session, tenant_id=tenant_id, customer_id=customer_id, now=clock.now()
+    closable = [
+        s for s in INTERNAL_ACCOUNT.states if INTERNAL_ACCOUNT.can_move(s, InternalAccountStatus.CLOSED)
+    ]
+    rows = await repository.lock_customer_accounts(
+        session, tenant_id=tenant_id, customer_id=customer_id, statuses=closable
     )
+    now = clock.now()
+    for row in rows:
+        row.status = INTERNAL_ACCOUNT.move(row.status, InternalAccountStatus.CLOSED, subject=row.id)
+        row.updated_at = now
     await session.flush()
     for account in await render(session, rows):
-        await events_service.emit(
-            session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.STATUS_UPDATED", resource=account
-        )
+        await events_service.emit(session, tenant_id=tenant_id, type=STATUS_UPDATED, resource=account)
 
 
 async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account_ids: list[str]) -> None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED with each account as GET returns it (called after a ledger entry)."""
     rows = await repository.internal_by_ids(session, tenant_id=tenant_id, account_ids=account_ids)
     for account in await render(session, rows):
-        await events_service.emit(
-            session, tenant_id=tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=account
-        )
+        await events_service.emit(session, tenant_id=tenant_id, type=BALANCE_UPDATED, resource=account)
 
 
 async def emit_balance_update(
@@ -158,9 +278,7 @@ async def emit_balance_update(
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for `account`, whose balance is now `balance` (as the ledger entry that
     moved it returned it); the account as GET returns it."""
     [rendered] = _render([account], {account.id: balance})
-    await events_service.emit(
-        session, tenant_id=account.tenant_id, type="INTERNAL_ACCOUNT.BALANCE_UPDATED", resource=rendered
-    )
+    await events_service.emit(session, tenant_id=account.tenant_id, type=BALANCE_UPDATED, resource=rendered)
     return rendered
 
 
@@ -181,9 +299,12 @@ def _render(rows: list[InternalAccountRow], balances: Mapping[str, Balance]) -> 
                 status=row.status,  # type: ignore[arg-type]
                 balance=currency_amount(balance.available, row.currency),  # type: ignore[arg-type]
                 total_balance=currency_amount(balance.total, row.currency),  # type: ignore[arg-type]
+                # none before provisioning issues them (PENDING), nor when it failed
                 funding_payment_instructions=[
                     PaymentInstructions(**item) for item in instructions.funding_instructions(row)
-                ],
+                ]
+                if row.status in HAS_DEPOSIT_DETAILS
+                else [],
                 private_enabled=row.private_enabled,
                 created_at=row.created_at,
                 updated_at=row.updated_at,

@@ -98,6 +98,7 @@ async def create_external_account(
     account_info: Any,
     platform_account_id: str | None,
     default_uma_deposit_account: bool,
+    ownership_type: str | None = None,
 ) -> ExternalAccount:
     """POST /agents/me/external-accounts: for the agent's customer (customerId inferred; another → 404)."""
     agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
@@ -112,6 +113,7 @@ async def create_external_account(
         account_info=account_info,
         platform_account_id=platform_account_id,
         default_uma_deposit_account=default_uma_deposit_account,
+        ownership_type=ownership_type,
     )
 
 

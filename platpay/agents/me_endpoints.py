@@ -182,6 +182,7 @@ async def create_external_account(
             account_info=body.account_info,
             platform_account_id=body.platform_account_id,
             default_uma_deposit_account=body.default_uma_deposit_account,
+            ownership_type=body.ownership_type,
         )
 
 

@@ -6,26 +6,57 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.crypto import p256
 from platpay.kit.openapi import DocumentedOneOf
 
 AuthMethodType = Literal["OAUTH", "EMAIL_OTP", "PASSKEY"]
-CLIENT_PUBLIC_KEY = r"^04[0-9a-fA-F]{128}$"
+UNCOMPRESSED_KEY = r"^04[0-9a-fA-F]{128}$"
+# The session-issuing requests take either SEC1 form; the form selects the flow (sessions.py).
+CLIENT_PUBLIC_KEY = r"^(0[23][0-9a-fA-F]{64}|04[0-9a-fA-F]{128})$"
 _KEY_EXAMPLE = (
     "04f45f2a22c908b9ce09a7150e514afd24627c401c38a4afc164e1ea783adaaa31d4245acfb88c2ebd42b47628d63ecabf3454"
     "84f0a9f665b63c54c897d5578be2"
 )
+_COMPRESSED_KEY_EXAMPLE = "02f45f2a22c908b9ce09a7150e514afd24627c401c38a4afc164e1ea783adaaa31"
 _ACCOUNT_EXAMPLE = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"
+
+
+def _on_the_curve(value: str) -> str:
+    """A key of the right shape must also be a point of P-256 (a 66-hex value is one only if its X has a
+    square root on the curve; a 130-hex one only if Y fits X)."""
+    try:
+        p256.public_key_from_hex(value)
+    except ValueError:
+        raise ValueError("is not a point on the P-256 curve") from None
+    return value
+
+
 ClientPublicKey = Annotated[
     str,
     Field(
+        min_length=66,
+        max_length=130,
         pattern=CLIENT_PUBLIC_KEY,
+        description="a fresh client P-256 public key in SEC1 hex: compressed (66 characters, 02 or 03 "
+        "first) for the client-held-key flow, where the client's key is the session signing key and the "
+        "answer carries no encryptedSessionSigningKey; or uncompressed (130 characters, 04 first) for the "
+        "deprecated flow, where platpay draws the session key and seals it to this key",
+        examples=[_COMPRESSED_KEY_EXAMPLE, _KEY_EXAMPLE],
+    ),
+    AfterValidator(_on_the_curve),
+]
+ExportPublicKey = Annotated[
+    str,
+    Field(
+        pattern=UNCOMPRESSED_KEY,
         description="a fresh client P-256 public key, uncompressed SEC1 hex (130 characters, 04 first)",
         examples=[_KEY_EXAMPLE],
     ),
+    AfterValidator(_on_the_curve),
 ]
 B64Url = Annotated[str, Field(min_length=1, max_length=16384, pattern=r"^[A-Za-z0-9_-]+={0,2}$")]
 
@@ -79,8 +110,10 @@ class AuthSession(ApiModel):
     expires_at: datetime
     encrypted_session_signing_key: str | None = Field(
         default=None,
-        description="OAUTH and PASSKEY sessions (and refreshes), once: base58check(compressed enc || "
-        "HPKE ciphertext) of the session's 32-byte private key, sealed to clientPublicKey",
+        json_schema_extra={"deprecated": True},  # in the document only: reading it warns nobody
+        description="only when an uncompressed clientPublicKey chose the legacy flow (OAUTH and PASSKEY "
+        "logins, refreshes), once: base58check(compressed enc || HPKE ciphertext) of the session's 32-byte "
+        "private key, sealed to clientPublicKey. A compressed clientPublicKey is itself the session key",
     )
 
 
@@ -206,7 +239,7 @@ class InternalAccountUpdateRequest(ApiRequest):
 
 
 class InternalAccountExportRequest(ApiRequest):
-    client_public_key: ClientPublicKey
+    client_public_key: ExportPublicKey
 
 
 class InternalAccountExportResponse(ApiModel):

@@ -1,9 +1,15 @@
 """Authentication sessions: issued by a verify (or a refresh), listed, refreshed and revoked.
 
 A session's API key is a P-256 public key kept as compressed hex. For EMAIL_OTP it is the client's TEK (the
-client has the private key already). For OAUTH, PASSKEY and refreshes, platpay draws a key pair, seals the
-32-byte private scalar to the client's `clientPublicKey` (encryptedSessionSigningKey, kit/crypto/bundles.py)
-and forgets it: the key is in a response once and nowhere else.
+client has the private key already). For OAUTH, PASSKEY and refreshes the form of the client's
+`clientPublicKey` picks the flow (the reference since 2026-08):
+
+- compressed (66 hex, 02/03 + X): the client-held-key flow. The client generated the key pair and keeps the
+  private key; `clientPublicKey` is the session's key, so stamps by the client's key are the session's and
+  the answer carries no key material (no encryptedSessionSigningKey), as for EMAIL_OTP;
+- uncompressed (130 hex, 04 + X + Y): the deprecated legacy flow. platpay draws a key pair, seals the 32-byte
+  private scalar to `clientPublicKey` (encryptedSessionSigningKey, kit/crypto/bundles.py) and forgets it:
+  the key is in a response once and nowhere else.
 """
 
 from __future__ import annotations
@@ -105,7 +111,7 @@ async def issue_for_key(
     return render(row, credential)
 
 
-async def issue_sealed(
+async def issue_to_client_key(
     session: AsyncSession,
     *,
     tenant: TenantContext,
@@ -114,20 +120,35 @@ async def issue_sealed(
     refreshed_from: str | None = None,
     actor: str = audit.PLATFORM,
 ) -> AuthSession:
-    """A session whose fresh private key is sealed to `client_public_key` (uncompressed hex)."""
-    recipient = p256.public_key_from_hex(client_public_key)
-    key = p256.generate_private_key()
-    encrypted = bundles.credential_bundle(recipient, p256.scalar_bytes(key))
+    """A session for the holder of `client_public_key`: that key itself when compressed (the client holds the
+    session key), else a fresh key sealed to it (uncompressed: the legacy flow); see the module."""
+    client_key = p256.public_key_from_hex(client_public_key)
+    if client_holds_key(client_public_key):
+        session_key, encrypted = client_key, None
+    else:
+        key = p256.generate_private_key()
+        session_key, encrypted = (
+            key.public_key(),
+            bundles.credential_bundle(client_key, p256.scalar_bytes(key)),
+        )
     row = await _insert(
         session,
         tenant=tenant,
         credential=credential,
-        public_key=key.public_key(),
+        public_key=session_key,
         now=clock.now(tenant),
         refreshed_from=refreshed_from,
         actor=actor,
     )
     return render(row, credential, encrypted_key=encrypted)
+
+
+def client_holds_key(client_public_key: str) -> bool:
+    """A compressed SEC1 key (66 hex) selects the client-held-key flow."""
+    return len(client_public_key) == COMPRESSED_HEX_LENGTH
+
+
+COMPRESSED_HEX_LENGTH = 66
 
 
 async def list_active(session: AsyncSession, *, tenant: TenantContext, account_id: str) -> list[AuthSession]:
@@ -194,7 +215,7 @@ async def refresh(
     if signed.session_id != session_id:
         raise WalletSignatureInvalid("a refresh must be stamped by the session being refreshed")
     row, credential = await _active(session, tenant=tenant, session_id=session_id)
-    return await issue_sealed(
+    return await issue_to_client_key(
         session,
         tenant=tenant,
         credential=credential,

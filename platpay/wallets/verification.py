@@ -192,7 +192,7 @@ async def _verify_oauth(
             and credential.oidc_subject == token.subject
         ):
             raise VerificationFailed("the OIDC token's iss, aud and sub are not this credential's identity")
-        return await sessions.issue_sealed(
+        return await sessions.issue_to_client_key(
             session, tenant=tenant, credential=credential, client_public_key=proof.client_public_key
         )
 
@@ -245,7 +245,7 @@ async def _verify_passkey(
             raise VerificationFailed("the passkey challenge was just used by another request")
         credential.passkey_sign_count = new_count
         credential.updated_at = now
-        return await sessions.issue_sealed(
+        return await sessions.issue_to_client_key(
             session,
             tenant=tenant,
             credential=credential,

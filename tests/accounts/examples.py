@@ -97,6 +97,7 @@ VALID: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "accountNumber": "1234567890",
             "bankAccountType": "CHECKING",
+            "bankName": "BANRURAL",
             "beneficiary": person(countryOfResidence="GT", phoneNumber="+50222123456"),
         },
     ),
@@ -127,6 +128,7 @@ VALID: dict[str, tuple[str, dict[str, Any]]] = {
             "accountNumber": "1234567890",
             "branchCode": "11111",
             "bankAccountType": "SAVINGS",
+            "bankName": "National Commercial Bank Jamaica",
             "beneficiary": person(address=address("JM"), phoneNumber="+18765550123"),
         },
     ),

@@ -76,13 +76,18 @@ class TestBeneficiary:
             (
                 "GTQ_ACCOUNT",
                 "GTQ",
-                {"accountNumber": "1", "bankAccountType": "CHECKING"},
+                {"accountNumber": "1", "bankAccountType": "CHECKING", "bankName": "BANRURAL"},
                 ["phoneNumber", "countryOfResidence"],
             ),
             (
                 "JMD_ACCOUNT",
                 "JMD",
-                {"accountNumber": "1", "branchCode": "11111", "bankAccountType": "CHECKING"},
+                {
+                    "accountNumber": "1",
+                    "branchCode": "11111",
+                    "bankAccountType": "CHECKING",
+                    "bankName": "JN_BANK",
+                },
                 ["phoneNumber", "address"],
             ),
         ],

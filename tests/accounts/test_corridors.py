@@ -270,7 +270,7 @@ class TestResponsesAndIdentifiers:
             ("USD_ACCOUNT", ["ACH", "WIRE", "RTP", "FEDNOW"]),
             ("MXN_ACCOUNT", ["SPEI"]),
             ("BRL_ACCOUNT", ["PIX"]),
-            ("INR_ACCOUNT", ["UPI"]),
+            ("INR_ACCOUNT", ["UPI", "NEFT", "RTGS"]),
             ("EUR_ACCOUNT", ["SEPA", "SEPA_INSTANT"]),
             ("GBP_ACCOUNT", ["FASTER_PAYMENTS"]),
             ("SWIFT_ACCOUNT", ["SWIFT"]),

@@ -73,6 +73,7 @@ CALLS = [
     "payment: listCustomerInternalAccounts",
     "payment: sandboxFundInternalAccount",
     "payment: createCustomerExternalAccount",
+    "payment: createCustomerExternalAccount (INR bank form, FIRST_PARTY)",
     "payment: createTransferOut",
     "payment: createTransferOut (replayed by its Idempotency-Key)",
     "payment: listTransactions",
@@ -331,9 +332,11 @@ class Flows:
         body = self.models.SandboxFundRequest(amount=amount)
         self.call(label, self.models.InternalAccount, sandbox.sandbox_fund_internal_account, account_id, body)
 
-    def bank_account(self, label: str, customer_id: str, currency: str, info: dict[str, Any]) -> str:
+    def bank_account(
+        self, label: str, customer_id: str, currency: str, info: dict[str, Any], **extra: Any
+    ) -> str:
         request = self.models.ExternalAccountCreateRequest.from_dict(
-            {"customerId": customer_id, "currency": currency, "accountInfo": info}
+            {"customerId": customer_id, "currency": currency, "accountInfo": info, **extra}
         )
         external = self.api("ExternalAccountsApi")
         return self.call(
@@ -369,6 +372,20 @@ class Flows:
         self.usd = self.account("payment: listCustomerInternalAccounts", jane["id"], "USD", "INTERNAL_FIAT")
         self.fund("payment: sandboxFundInternalAccount", self.usd, 200_000)
         self.bank = self.usd_bank("payment: createCustomerExternalAccount", jane["id"])
+        self.bank_account(
+            "payment: createCustomerExternalAccount (INR bank form, FIRST_PARTY)",
+            jane["id"],
+            "INR",
+            {
+                "accountType": "INR_ACCOUNT",
+                "accountNumber": "000111222333",
+                "ifsc": "HDFC0001234",
+                "rail": "NEFT",
+                "paymentRails": ["NEFT"],
+                "beneficiary": {"beneficiaryType": "INDIVIDUAL", "fullName": "Jane Doe"},
+            },
+            ownershipType="FIRST_PARTY",
+        )
         transfers, transactions = self.api("SameCurrencyTransfersApi"), self.api("TransactionsApi")
         body = m.TransferOutRequest.from_dict(
             {"source": {"accountId": self.usd}, "destination": {"accountId": self.bank}, "amount": 2_500}

@@ -30,6 +30,8 @@ class TestExchangeRates:
         assert [(r["destinationCurrency"]["code"], r["destinationPaymentRail"]) for r in data] == [
             ("MXN", "SPEI"),
             ("INR", "UPI"),
+            ("INR", "NEFT"),  # the bank form the 2026-08 reference added
+            ("INR", "RTGS"),
         ]  # in the order asked
         mxn = data[0]
         want = expected("USD", "MXN", "SPEI", locked="SENDING", amount=10_000)

@@ -91,6 +91,7 @@ async def test_the_turnkey_libraries_drive_a_wallets_life(node_modules, app, cli
         "privacy_on",
         "oauth_added",
         "oauth_login",
+        "oauth_login_client_held_key",
         "session_refreshed",
         "export_opened",
         "session_revoked",

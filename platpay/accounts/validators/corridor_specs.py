@@ -12,6 +12,7 @@ from typing import Any
 BANK = "BANK"
 WALLET = "WALLET"
 LIGHTNING = "LIGHTNING"
+RAIL_FIELD = "rail"  # a field naming the payout rail, where two rails take the same fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +69,17 @@ class AccountTypeSpec:
     def takes_beneficiary(self) -> bool:
         return self.kind == BANK
 
-    def usable_rails(self, present: set[str]) -> list[str]:
-        """The rails whose required fields are all present (every rail when fields don't depend on it)."""
+    def usable_rails(self, present: set[str], *, chosen: object = None) -> list[str]:
+        """The rails whose required fields are all present (every rail when fields don't depend on it). A
+        rail that needs the `rail` field (INR's NEFT and RTGS share one bank form) is the one `chosen` names."""
         if not self.rail_requirements:
             return list(self.payment_rails)
-        return [rail for rail in self.payment_rails if set(self.rail_requirements.get(rail, ())) <= present]
+        return [
+            rail
+            for rail in self.payment_rails
+            if set(self.rail_requirements.get(rail, ())) <= present
+            and (RAIL_FIELD not in self.rail_requirements.get(rail, ()) or chosen == rail)
+        ]
 
 
 def _spec_from_json(account_type: str, raw: dict[str, Any]) -> AccountTypeSpec:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from platpay.accounts.validators.beneficiary import validate_beneficiary
-from platpay.accounts.validators.corridor_specs import BANK, AccountTypeSpec, account_type_specs
+from platpay.accounts.validators.corridor_specs import BANK, RAIL_FIELD, AccountTypeSpec, account_type_specs
 from platpay.accounts.validators.field_checks import RECORD_RULES, CheckContext, validate_field
 from platpay.accounts.validators.problems import FieldProblems, json_type
 from platpay.kit import currencies
@@ -28,12 +28,14 @@ _PRIMARY_IDENTIFIER_FIELDS = (
     "clabeNumber", "iban", "accountNumber", "pixKey", "vpa", "phoneNumber", "address", "invoice", "bolt12",
     "lightningAddress",
 )  # fmt: skip
-# Fields that tell apart two accounts with the same number (the same account number at two banks).
+# Fields that tell apart two accounts with the same number (the same account number at two banks). A
+# bankName counts where it is a catalog code (checked); where it is a free label (USD, INR) it does not.
 _INSTITUTION_FIELDS = (
     "routingNumber",
     "sortCode",
     "bankCode",
     "branchCode",
+    "ifsc",
     "bankName",
     "provider",
     "region",
@@ -127,7 +129,7 @@ def _check_field_combinations(
         problems.add(field, f"{spec.account_type} needs at least one of {', '.join(spec.at_least_one_of)}")
     if spec.rail_requirements:
         present = {name for name in spec.fields if _given(account_info, name)}
-        if not spec.usable_rails(present):
+        if not spec.usable_rails(present, chosen=account_info.get(RAIL_FIELD)):
             options = " or ".join(
                 f"{rail} ({', '.join(names)})" for rail, names in spec.rail_requirements.items()
             )
@@ -205,7 +207,13 @@ def duplicate_key(account_info: Mapping[str, Any]) -> str:
     identifier = primary_identifier(account_info)
     if account_type in ("ETHEREUM_WALLET", "BASE_WALLET", "POLYGON_WALLET"):
         identifier = identifier.lower()
-    institution = [str(account_info[name]) for name in _INSTITUTION_FIELDS if account_info.get(name)]
+    spec = account_type_specs().get(str(account_type))
+    institution = [
+        str(account_info[name])
+        for name in _INSTITUTION_FIELDS
+        if account_info.get(name)
+        and (name != "bankName" or (spec is not None and spec.fields[name].check is not None))
+    ]
     return ":".join([str(account_type), *institution, identifier])
 
 
@@ -214,13 +222,23 @@ def payment_rails(account_type: str) -> list[str]:
     return list(_spec(account_type).payment_rails)
 
 
+def usable_rails(stored: Mapping[str, Any]) -> list[str]:
+    """The rails this validated account can be paid over: its type's rails, limited to those whose fields
+    it has where they depend on the rail (CNY mobile money vs bank transfer; INR's UPI address vs the
+    NEFT/RTGS bank form, whose `rail` picks one). Empty for wallets and Lightning."""
+    spec = _spec(str(stored.get("accountType")))
+    return spec.usable_rails(
+        {name for name in spec.fields if stored.get(name)}, chosen=stored.get(RAIL_FIELD)
+    )
+
+
 def response_account_info(stored: Mapping[str, Any]) -> dict[str, Any]:
     """The stored info as the API returns it: bank types gain `paymentRails`, limited to the rails whose
     fields the account has where a corridor's fields depend on the rail (mobile money vs bank transfer)."""
     response = {name: value for name, value in stored.items() if name != "beneficiary"}
     spec = account_type_specs().get(str(stored.get("accountType")))
     if spec is not None and spec.kind == BANK:
-        response["paymentRails"] = spec.usable_rails({name for name in spec.fields if stored.get(name)})
+        response["paymentRails"] = usable_rails(stored)
     if "beneficiary" in stored:
         response["beneficiary"] = stored["beneficiary"]
     return response

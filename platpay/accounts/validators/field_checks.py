@@ -69,6 +69,7 @@ FIELD_CHECKS: dict[str, Check] = {
     "uk_sort_code": _value_only(checksums.validate_uk_sort_code),
     "uk_account_number": _value_only(checksums.validate_uk_account_number),
     "upi_vpa": _value_only(formats.validate_upi_vpa),
+    "ifsc": _value_only(formats.validate_ifsc),
     "e164_phone": _value_only(formats.validate_e164_phone),
     "country_code": _value_only(_country_code),
     "spark_address": _value_only(checksums.validate_spark_address),
@@ -84,7 +85,7 @@ FIELD_CHECKS: dict[str, Check] = {
 # Values that identify no person or account, so messages may repeat them.
 _ECHOABLE_FIELDS = {
     "bankCode", "branchCode", "swiftCode", "routingNumber", "sortCode", "country", "region", "bankAccountType",
-    "pixKeyType", "documentType", "provider", "bankName",
+    "pixKeyType", "documentType", "provider", "bankName", "rail", "ifsc",
 }  # fmt: skip
 _CHECKED_FIELD_MAX_LENGTH = 4096  # BOLT11 invoices with routing hints run to a few thousand characters
 _PLAIN_FIELD_MAX_LENGTH = 255
@@ -186,8 +187,26 @@ def _iban_matches_country(info: dict[str, Any], field: str, problems: FieldProbl
         )
 
 
+INR_BANK_FORM = ("accountNumber", "ifsc", "rail")
+
+
+def _inr_bank_form(info: dict[str, Any], field: str, problems: FieldProblems) -> None:
+    """The NEFT/RTGS form is all three fields or none: a UPI account (vpa) may carry it too, but half of it
+    would be a payout that cannot be routed."""
+    given = [name for name in INR_BANK_FORM if name in info]
+    if given:
+        for name in INR_BANK_FORM:
+            if name not in info and not problems.names(f"{field}.{name}"):
+                problems.add(
+                    f"{field}.{name}",
+                    f"is required with {', '.join(given)}: the NEFT/RTGS bank form is accountNumber, ifsc "
+                    "and rail (NEFT or RTGS)",
+                )
+
+
 RECORD_RULES: dict[str, RecordRule] = {
     "pix_key_matches_type": _pix_key_matches_type,
     "sepa_iban_country": _sepa_iban_country,
     "iban_matches_country": _iban_matches_country,
+    "inr_bank_form": _inr_bank_form,
 }

@@ -1,4 +1,5 @@
-"""Contact-style identifiers: email addresses, E.164 phone numbers, random UUID keys, UPI payment addresses."""
+"""Contact-style identifiers: email addresses, E.164 phone numbers, random UUID keys, UPI payment addresses;
+and India's IFSC branch codes."""
 
 from __future__ import annotations
 
@@ -74,3 +75,18 @@ def validate_upi_vpa(value: str) -> str:
             "a UPI address is name@bank: letters, digits, '.', '-', '_' before @, letters and digits after"
         )
     return value.lower()
+
+
+_IFSC = re.compile(r"[A-Z]{4}0[A-Z0-9]{6}")
+
+
+def validate_ifsc(value: str) -> str:
+    """An Indian Financial System Code, stored upper case: four letters naming the bank, a 0 (reserved),
+    six letters or digits naming the branch (e.g. HDFC0001234)."""
+    code = value.upper()
+    if not _IFSC.fullmatch(code):
+        raise IdentifierError(
+            "an IFSC is 11 characters: 4 letters (the bank), 0, then 6 letters or digits (the branch), "
+            "e.g. HDFC0001234"
+        )
+    return code

@@ -49,6 +49,10 @@ class FieldProblems:
         if len(self.entries) < _MAX_ENTRIES:  # a payload of a thousand unknown fields gets a bounded reply
             self.entries.append({"field": field, "message": message})
 
+    def names(self, field: str) -> bool:
+        """Whether a problem with `field` is already recorded."""
+        return any(entry["field"] == field for entry in self.entries)
+
     def reject_unknown(
         self, raw: Mapping[str, object], allowed: Iterable[str], *, field: str, owner: str
     ) -> None:

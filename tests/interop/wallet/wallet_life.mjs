@@ -95,6 +95,18 @@ const oauthSession = expect(await call("POST", `/auth/credentials/${oauth.id}/ve
 const oauthKey = decryptCredentialBundle(oauthSession.encryptedSessionSigningKey, loginKey.privateKey);
 steps.push("oauth_login");
 
+// 3b. The client-held-key flow: a compressed clientPublicKey is the session's key itself, so the answer
+// carries no key bundle and the client's own private key stamps the session's retries.
+const heldKey = generateP256KeyPair();
+const heldSession = expect(await call("POST", `/auth/credentials/${oauth.id}/verify`,
+  { type: "OAUTH", oidcToken: oidcToken(heldKey.publicKey), clientPublicKey: heldKey.publicKey }),
+  200, "oauth verify (client-held key)");
+if (heldSession.encryptedSessionSigningKey) throw new Error("a client-held-key session carries no key bundle");
+const cleared = await signed("PATCH", `/internal-accounts/${accountId}`, { privateEnabled: false },
+  stamperFor(heldKey.privateKey), 200);
+if (cleared.privateEnabled !== false) throw new Error("privacy not cleared");
+steps.push("oauth_login_client_held_key");
+
 // 4. Refresh the OAUTH session: a new key sealed to a new client key.
 const refreshKey = generateP256KeyPair();
 const refreshed = await signed("POST", `/auth/sessions/${oauthSession.id}/refresh`,
