@@ -48,7 +48,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.wallets.support import Wallet, wallet_account
+from tests.wallets.support import Wallet, new_key, public_hex, wallet_account
 
 CURRENCIES = ["USD", "MXN", "USDC", "USDB"]
 BUSINESS = {
@@ -74,7 +74,7 @@ CSV = (
     "$jo.roe@{domain},c-1,INDIVIDUAL,Jo Roe,1990-01-02,1 Main St,Springfield,IL,62701,US\n"
 )
 PDF = b"%PDF-1.4\n%%EOF\n"
-CLIENT_KEY = "04" + "ab" * 64
+CLIENT_KEY = public_hex(new_key())  # a point of P-256: a key that is none is refused before the lookup
 DEVICE_CODE_PREFIX = "PLATPAY-AGENT-"
 DEVICE_CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"
 INVITATION_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"

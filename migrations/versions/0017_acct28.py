@@ -1,11 +1,11 @@
-"""acct28: external accounts' ownershipType and longer statuses (issue 28 item 8)
+"""External accounts' ownershipType and longer statuses (issue 28 item 8)
 
 `external_accounts.ownership_type` (FIRST_PARTY | THIRD_PARTY, null when the client did not say: existing
 rows stay null, as the reference has no default), and `external_accounts.status` widened from 16 to 32
 characters for PENDING_OWNERSHIP_VERIFICATION. Internal accounts' new status FAILED fits their column.
 
-Revision ID: 0016_acct28
-Revises: 0015_cardusd
+Revision ID: 0017_acct28
+Revises: 0016_audit
 Create Date: 2026-11-28 09:00:00.000000
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0016_acct28'
-down_revision: str | None = '0015_cardusd'
+revision: str = '0017_acct28'
+down_revision: str | None = '0016_audit'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
