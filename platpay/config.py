@@ -172,6 +172,12 @@ class Settings(BaseSettings):
         description="the sandbox card issuer's slow cases (suffix 005): activation of a card, confirmation of "
         "an authorization's pull",
     )
+    card_reveal_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=3600,
+        description="how long the URL POST /cards/{id}/reveal mints shows the card page (once)",
+    )
 
     # Incoming payments
     incoming_approval_timeout_seconds: float = Field(
