@@ -7,10 +7,9 @@ through `CARD.fire` with the trigger that caused it; a PATCH asking for a move t
 
 Card transaction (INTERFACE-FACTS §8, plus two states of ours a decisioning record needs): AUTHORIZED →
 PARTIALLY_SETTLED → SETTLED → REFUNDED; EXCEPTION when the network settled but a pull from the funding
-source failed (or approved, by an advice, more than the funding source could reserve); DECLINED for an
-authorization decisioning refused (kept with its reason); EXPIRED for an authorization that expired (or was
-reconciled at close) with nothing cleared. A late presentment on an EXPIRED (or EXCEPTION) authorization is
-force-posted. A single-message financial authorization (and a balance inquiry) starts SETTLED; a return
+source failed; DECLINED for an authorization decisioning refused (kept with its reason); EXPIRED for an
+authorization that expired (or was reconciled at close) with nothing cleared. A late presentment on an
+EXPIRED (or EXCEPTION) authorization is force-posted. A single-message financial authorization (and a balance inquiry) starts SETTLED; a return
 reversal takes a REFUNDED (or partly returned) transaction back to SETTLED, or to EXCEPTION when no source
 covers it.
 """
@@ -80,9 +79,7 @@ CARD_TRANSACTION = StateMachine(
         _T.REFUNDED: {_T.SETTLED, _T.EXCEPTION},  # a return reversal
         # late presentment (force-post) of an expired authorization, or a clearing after a failed pull
         _T.EXPIRED: {_T.SETTLED, _T.EXCEPTION},
-        # an uncovered advice keeps its hold open: it is cleared, expired or reconciled at close like an
-        # authorization
-        _T.EXCEPTION: {_T.SETTLED, _T.EXCEPTION, _T.EXPIRED},
+        _T.EXCEPTION: {_T.SETTLED, _T.EXCEPTION},
     },
     initial={_T.AUTHORIZED, _T.DECLINED, _T.EXCEPTION, _T.SETTLED},
 )

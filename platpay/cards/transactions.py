@@ -22,11 +22,11 @@ account, S = a funding source):
   transaction is EXCEPTION — a customer balance never goes negative;
 - the authorization fully cleared (or expired, or its card closed): the rest of the hold goes back to
   available;
-- an authorization advice re-sizes the authorization to a new total t: the hold becomes t less what was
-  cleared — less is released; more is held on the hold's source if its available balance covers the
-  difference; if not, nothing more is held and the transaction is EXCEPTION (the network approved it: an
-  advice is never declined). It stays open: its clearings capture what the hold keeps and pull the rest
-  post-hoc (else the operator pays), and its expiry or the card's closing releases the hold;
+- an authorization advice re-sizes the authorization to a new total t (the network approved it already:
+  it is recorded, never declined): the hold becomes t less what was cleared — less is released; more is
+  held on the hold's source as far as its available balance goes. What it could not reserve is no
+  exception yet (EXCEPTION is money the network settled that no source paid): the clearing pulls it
+  post-hoc like any excess, and only if no source covers it then does the operator pay (EXCEPTION);
 - a financial authorization a: S available −a, N +a (pulled from the first source that covers it); if the
   pull's confirmation fails (sandbox 006) the operator pays (L −a, N +a): EXCEPTION;
 - a credit c (a credit authorization's clearing, a financial credit): N −c, S available +c;
@@ -346,7 +346,7 @@ async def _check(
         if kind.single_message or row.status not in CLEARABLE:
             raise _conflict(row, "it takes no clearing")
         if amount == 0:
-            if not await _expirable(session, row):
+            if row.status not in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
                 raise _conflict(row, "there is no authorization left to expire")
         else:
             _network_amount(row, amount)
@@ -393,14 +393,6 @@ def _returnable(row: CardTransactionRow, amount: int) -> int:
 async def _open_hold(session: AsyncSession, row: CardTransactionRow) -> ledger.Hold | None:
     hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
     return hold if hold is not None and hold.status == "OPEN" and hold.remaining > 0 else None
-
-
-async def _expirable(session: AsyncSession, row: CardTransactionRow) -> bool:
-    """An open authorization: AUTHORIZED, PARTIALLY_SETTLED, or EXCEPTION still holding (an uncovered
-    advice)."""
-    if row.status in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
-        return True
-    return row.status == _T.EXCEPTION and await _open_hold(session, row) is not None
 
 
 # ---- application: the job runner applies a queued message
@@ -758,13 +750,10 @@ async def _clear(session: AsyncSession, row: CardTransactionRow, amount: int) ->
             moved.append(pulled_from)
     row.settled_amount += amount
     row.settlement_count += 1
-    still_holding = hold is not None and captured < hold.remaining
     if failed:
         target = _T.EXCEPTION
-    elif row.settled_amount >= row.authorized_amount or row.status == _T.EXPIRED:
+    elif row.settled_amount >= row.authorized_amount or row.status in (_T.EXPIRED, _T.EXCEPTION):
         target = _T.SETTLED
-    elif row.status == _T.EXCEPTION:  # an uncovered advice's hold keeps it open; a failed pull's does not
-        target = _T.EXCEPTION if still_holding else _T.SETTLED
     else:
         target = _T.PARTIALLY_SETTLED
     if target == _T.SETTLED:
@@ -788,13 +777,12 @@ async def _expire(session: AsyncSession, row: CardTransactionRow) -> CardTransac
 async def _advise(session: AsyncSession, row: CardTransactionRow, amount: int) -> CardTransaction:
     """An AUTHORIZATION_ADVICE: the open authorization's new total is `amount` (minor units of its
     currency), as the network already approved it. A purchase's hold becomes the new total less what was
-    cleared: released down, grown up on its source while that covers the difference — else nothing more is
-    held and the transaction is EXCEPTION (never declined). A credit authorization's advice moves no money.
-    Cleared up to the new total: SETTLED (the hold's rest released)."""
+    cleared: released down; grown up on its source as far as that source's available balance goes (what it
+    cannot reserve, a clearing pulls post-hoc). A credit authorization's advice moves no money. Cleared up
+    to the new total: SETTLED (the hold's rest released)."""
     total = _network_amount(row, amount)
     row.requested_amount, row.authorized_amount = amount, total
     moved: list[str] = []
-    target = CardTransactionStatus(row.status)
     if _kind(row).purpose == Purpose.PURCHASE:
         hold = await _open_hold(session, row)
         keeps = hold.remaining if hold is not None else 0
@@ -802,25 +790,41 @@ async def _advise(session: AsyncSession, row: CardTransactionRow, amount: int) -
         if wanted < keeps:
             moved += await _release(session, row, keeps - wanted)
         elif wanted > keeps:
-            try:
-                entry = await ledger.grow_hold(
-                    session,
-                    tenant_id=row.tenant_id,
-                    reference=row.id,
-                    amount=wanted - keeps,
-                    kind="CARD_AUTHORIZATION_ADVICE",
-                )
-                row.pull_amount += wanted - keeps
-                moved += list(entry.balances)
-            except InsufficientFunds:  # the network approved it: recorded, the shortfall flagged
-                target = _T.EXCEPTION
-    if target != _T.EXCEPTION and row.settlement_count and row.settled_amount >= total:
-        target = _T.SETTLED
+            moved += await _grow(session, row, wanted - keeps)
+    status = CardTransactionStatus(row.status)
+    if row.settlement_count and row.settled_amount >= total:
+        status = _T.SETTLED
         moved += await _release(session, row)
-    changed = _move(row, target) if target != row.status else False
+    changed = _move(row, status) if status != row.status else False
     rendered = await _emit(session, row, None if changed else UPDATED)
     await _balances_moved(session, tenant_id=row.tenant_id, account_ids=moved)
     return rendered
+
+
+async def _grow(session: AsyncSession, row: CardTransactionRow, wanted: int) -> list[str]:
+    """Hold up to `wanted` more on the hold's source: what its available balance covers (read, then taken by
+    the conditional UPDATE; read again if a concurrent debit took it meanwhile)."""
+    hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
+    if hold is None:
+        return []
+    for _ in range(3):
+        available = (await ledger.balances(session, [hold.account_id]))[hold.account_id].available
+        more = min(wanted, available)
+        if more <= 0:
+            return []
+        try:
+            entry = await ledger.grow_hold(
+                session,
+                tenant_id=row.tenant_id,
+                reference=row.id,
+                amount=more,
+                kind="CARD_AUTHORIZATION_ADVICE",
+            )
+        except InsufficientFunds:
+            continue
+        row.pull_amount += more
+        return list(entry.balances)
+    return []
 
 
 async def _return(session: AsyncSession, row: CardTransactionRow, amount: int) -> CardTransaction:
@@ -936,10 +940,9 @@ async def reconcile_on_close(session: AsyncSession, *, tenant: TenantContext, ca
         session,
         tenant_id=tenant.id,
         card_id=card_id,
-        statuses=frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED, _T.EXCEPTION}),
+        statuses=frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED}),
     ):
-        if await _expirable(session, row):
-            await _expire(session, row)
+        await _expire(session, row)
 
 
 async def confirm_pull(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> None:

@@ -393,25 +393,23 @@ class TestAuthorizationAdvice:
             "CARD_TRANSACTION.SETTLED",
         ]
 
-    async def test_uncovered_it_is_an_exception_that_keeps_its_hold_open(
+    async def test_uncovered_it_reserves_what_the_source_has_and_the_clearing_pulls_the_rest(
         self, client, auth, db, setup
     ) -> None:
         transaction = await approved(client, auth, setup["card"], 6_000)
-        flagged = await self.advise(client, auth, setup, transaction["id"], 12_000)
-        assert (flagged["status"], flagged["authorizedAmount"]["amount"]) == ("EXCEPTION", 12_000)
-        assert flagged["pullSummary"]["totalAmount"] == 6_000  # what the source could reserve
-        assert await balance(client, auth, setup["customer"]) == (4_000, 10_000)
-        assert [k for k, _ in await events(db, "CARD_TRANSACTION.")][-1] == "CARD_TRANSACTION.EXCEPTION"
-        part = (await clear(client, auth, setup["card"], transaction["id"], 5_000)).json()
-        assert part["status"] == "EXCEPTION"  # still open: the hold keeps 1,000
-        assert await balance(client, auth, setup["customer"]) == (4_000, 5_000)
-        await fund(client, auth, setup["account"], 6_000)  # the money arrives
-        rest = (await clear(client, auth, setup["card"], transaction["id"], 7_000)).json()
-        assert rest["status"] == "SETTLED" and rest["settledAmount"]["amount"] == 12_000
-        assert await balance(client, auth, setup["customer"]) == (4_000, 4_000)  # 1,000 held + 6,000 pulled
-        assert await open_holds(db, setup["account"]) == 0 and await system_balance(db, LOSS) == 0
+        recorded = await self.advise(client, auth, setup, transaction["id"], 12_000)
+        assert (recorded["status"], recorded["authorizedAmount"]["amount"]) == ("AUTHORIZED", 12_000)
+        assert recorded["pullSummary"]["totalAmount"] == 10_000  # all the source had
+        assert await balance(client, auth, setup["customer"]) == (0, 10_000)
+        assert await open_holds(db, setup["account"]) == 10_000
+        await fund(client, auth, setup["account"], 1_500)  # money arrives, but not enough
+        settled = (await clear(client, auth, setup["card"], transaction["id"], 12_000)).json()
+        # 10,000 captured, 2,000 more to pull: the source's 1,500 do not cover it: the operator pays
+        assert settled["status"] == "EXCEPTION" and settled["settledAmount"]["amount"] == 12_000
+        assert await balance(client, auth, setup["customer"]) == (1_500, 1_500)
+        assert await system_balance(db, LOSS) == -2_000
 
-    async def test_an_uncovered_advice_expires_or_closes_with_its_hold_released(
+    async def test_an_advice_the_source_cannot_cover_expires_or_closes_with_its_hold_released(
         self, client, auth, db, setup
     ) -> None:
         first = await approved(client, auth, setup["card"], 6_000)
