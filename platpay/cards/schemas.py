@@ -46,7 +46,6 @@ class Card(ApiModel):
     funding_sources: list[str] = Field(description="internal account ids in decisioning priority order")
     max_spend_per_transaction: int | None = Field(
         ge=1,
-        json_schema_extra={"format": "int64"},
         description="the largest amount one authorization may take, in minor units of the card's currency "
         "(exactly this amount is allowed); null: no limit. Always present (null included)",
     )
@@ -57,9 +56,10 @@ class Card(ApiModel):
     updated_at: datetime
 
     @model_serializer(mode="wrap")
-    def _limit_even_when_null(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+    def _limit_even_when_null(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo):  # type: ignore[no-untyped-def]
         # The reference marks maxSpendPerTransaction required (nullable): a client generated from it needs the
-        # key, so it survives the API's omission of null fields.
+        # key, so it survives the API's omission of null fields. (No return annotation: pydantic would
+        # document the model's serialized form as that type.)
         data = handler(self)
         data.setdefault("maxSpendPerTransaction" if info.by_alias else "max_spend_per_transaction", None)
         return data
@@ -76,7 +76,6 @@ _MAX_SPEND = Field(
     default=None,
     ge=1,
     le=MAX_AMOUNT,
-    json_schema_extra={"format": "int64"},
     description="the largest amount one authorization may take, in minor units of the card's currency (exactly "
     "this amount is allowed)",
 )
@@ -140,7 +139,6 @@ class CardUpdateRequest(ApiRequest):
         default=None,
         ge=1,
         le=MAX_AMOUNT,
-        json_schema_extra={"format": "int64"},
         description="omitted: unchanged; null: no limit; a positive integer: the new limit, in minor units of the "
         "card's currency. The card's current value is no change (no signature, no event)",
     )
