@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
+from platpay import metrics
 from platpay.events.models import EventRow
 from platpay.jobs.runner import JobRunner
 from platpay.ledger.models import LedgerHoldRow
@@ -61,12 +62,15 @@ async def active_card(client, auth, runner, holder_id: str, sources: list[str], 
     return card
 
 
-async def run_jobs(client) -> int:
-    """Run every due job (the simulations' among them) on a job runner of the client's app, until idle."""
+async def run_jobs(client, *, name: str = "cards-support") -> int:
+    """Run every due job (the simulations' among them) on a job runner of the client's app, until idle,
+    recording to the app's metrics (as its embedded worker does)."""
     app = client._transport.app
-    return await JobRunner(
-        app.state.db, app.state.settings, name="cards-support", listen=False
-    ).run_until_idle()
+    token = metrics.bind(app.state.metrics)
+    try:
+        return await JobRunner(app.state.db, app.state.settings, name=name, listen=False).run_until_idle()
+    finally:
+        metrics.unbind(token)
 
 
 async def simulate(client, auth, card_id: str, what: str, body: dict[str, Any]) -> httpx.Response:
