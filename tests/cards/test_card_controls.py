@@ -11,7 +11,9 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from platpay.cards import providers
 from platpay.cards.models import CardRevealRow, CardRow
+from platpay.cards.sandbox import SandboxIssuer
 from platpay.cards.schemas import MAX_AMOUNT
 from platpay.config import get_settings
 from platpay.kit import clock
@@ -138,6 +140,17 @@ class TestMaxSpendPerTransaction:
         closed = await patch(client, auth, unlimited["id"], state="CLOSED", maxSpendPerTransaction=None)
         assert closed.status_code == 200, closed.text
 
+    async def test_a_closed_card_takes_no_limit_even_its_own(self, client, auth, runner, holder) -> None:
+        card = await limited_card(client, auth, runner, holder, 700)
+        await patch(client, auth, card["id"], state="CLOSED")
+        for value in (700, 800, None):
+            response = await patch(client, auth, card["id"], maxSpendPerTransaction=value)
+            assert response.status_code == 409 and response.json()["code"] == "CARD_NOT_MUTABLE", (
+                response.text
+            )
+        again = await patch(client, auth, card["id"], state="CLOSED", maxSpendPerTransaction=700)
+        assert again.status_code == 409 and again.json()["code"] == "CARD_ALREADY_CLOSED", again.text
+
     @pytest.mark.parametrize("value", [0, -1, "100", 1.5, True, MAX_AMOUNT + 1, [100]])
     async def test_a_bad_value_is_400_naming_the_field_and_changes_nothing(
         self, client, auth, runner, holder, value
@@ -262,6 +275,22 @@ class TestThreeDSecurePassword:
         assert replay.status_code == 201 and replay.json()["id"] == card["id"]
         other = await issue_keyed(client, auth, holder, PASSWORD + "x")
         assert other.status_code == 400, other.text  # another password is another request
+
+    async def test_a_program_without_a_static_password_refuses_it(self, client, auth, holder) -> None:
+        class NoStaticPassword(SandboxIssuer):
+            static_3ds_password = False
+
+        providers.SANDBOX_ISSUER.use(NoStaticPassword())
+        try:
+            refused = await issue(
+                client, auth, holder["customer"], [holder["account"]], threeDSecurePassword=PASSWORD
+            )
+            without = await issue(client, auth, holder["customer"], [holder["account"]])
+        finally:
+            providers.SANDBOX_ISSUER.use(None)
+        assert refused.status_code == 400 and refused.json()["code"] == "INVALID_INPUT", refused.text
+        assert refused.json()["details"]["fields"][0]["field"] == "threeDSecurePassword"
+        assert without.status_code == 201, without.text
 
     @pytest.mark.parametrize(
         "password", ["short7!", "has space 123", "x" * 65, 12345678, "caf\u00e9-caf\u00e9"]
