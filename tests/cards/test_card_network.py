@@ -8,11 +8,14 @@ balance is checked against the test's own arithmetic; the ledger verifies after 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
+from alembic import command
 from sqlalchemy import func, select
 
+from platpay.db import migrate
 from platpay.events.models import EventRow
 from platpay.jobs.models import JobRow
 from platpay.kit import clock
@@ -575,3 +578,37 @@ async def test_every_card_transaction_event_carries_a_type_the_domain_declares(
             "UPDATED",
         )
     }
+
+
+async def test_0016_backfills_processor_refs_kinds_and_returns(
+    client, auth, runner, database_url, db
+) -> None:
+    """Cards and card transactions from before 0016 (its columns dropped by its downgrade): an issued card gets
+    the processorRef its issuer derives, every card transaction is an AUTHORIZATION (a debit that still
+    clears), and each return written at one instant is one return (a reversal undoes the last only)."""
+    person = await approved_cardholder(client, auth)
+    account = await funded_account(client, auth, person["id"], 10_000)
+    card = await active_card(client, auth, runner, person["id"], [account["id"]])
+    settled = await approved(client, auth, card["id"], 1_000)
+    await clear(client, auth, card["id"], settled["id"], 1_000)
+    await give_back(client, auth, card["id"], settled["id"], 300)
+    await give_back(client, auth, card["id"], settled["id"], 200)
+    pending = await approved(client, auth, card["id"], 500)
+    config = migrate.alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0015_cardusd")
+    await migrate.upgrade_async(database_url)
+    assert (await client.get(f"/cards/{card['id']}", auth=auth)).json()["processorRef"] == card[
+        "processorRef"
+    ]
+    again = (await client.get(f"/card-transactions/{pending['id']}", auth=auth)).json()
+    assert again["direction"] == "DEBIT" and again["status"] == "AUTHORIZED"
+    assert (await clear(client, auth, card["id"], pending["id"], 500)).json()["status"] == "SETTLED"
+    reversed_ = (await on_transaction(client, auth, card["id"], "return_reversal", settled["id"])).json()
+    assert [(r["amount"]["amount"], r["status"]) for r in reversed_["refunds"]] == [
+        (300, "COMPLETED"),
+        (200, "REVERSED"),
+    ]
+    assert await balance(client, auth, person["id"]) == (
+        10_000 - 1_000 + 300 - 500,
+        10_000 - 1_000 + 300 - 500,
+    )
