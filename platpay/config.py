@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         description="the sandbox account provider's slow cases: a provisioning attempt of a pending internal "
         "account, the review of an external account (ownership verification, UNDER_REVIEW)",
     )
+    card_reveal_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=3600,
+        description="how long the URL POST /cards/{id}/reveal mints shows the card page (once)",
+    )
 
     # Incoming payments
     incoming_approval_timeout_seconds: float = Field(

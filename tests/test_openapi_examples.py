@@ -273,24 +273,40 @@ class Sandbox:
     async def active_card(self, _example: Any) -> dict[str, str]:
         return {"id": await self.card()}
 
-    async def card_transaction(self, example: Any, *, settled: bool = False) -> dict[str, str]:
-        """A card with an authorization (settled, for a return) that the example's body is sent against:
-        its cardTransactionId is set in the body."""
+    async def simulate(self, card_id: str, what: str, body: dict[str, Any]) -> str:
+        """A card simulation (202), applied by the job runner: the token of its card transaction."""
+        response = await self.client.post(
+            f"/sandbox/cards/{card_id}/simulate/{what}", auth=self.auth, json=body
+        )
+        assert response.status_code == 202, response.text
+        await self.runner.run_until_idle()
+        return response.json()["issuerTransactionToken"]
+
+    async def card_transaction(
+        self, example: Any, *, settled: bool = False, returned: bool = False
+    ) -> dict[str, str]:
+        """A card with an authorization (settled, for a return; and returned, for a return reversal) that the
+        example's body is sent against: its cardTransactionId is set in the body."""
         card_id = await self.card()
-        authorization = await self.post(
-            f"/sandbox/cards/{card_id}/simulate/authorization",
+        token = await self.simulate(
+            card_id,
+            "authorization",
             {"amount": 1_000, "currency": {"code": "USD"}, "merchant": {"descriptor": "EXAMPLE SHOP"}},
         )
-        if settled:
-            await self.post(
-                f"/sandbox/cards/{card_id}/simulate/clearing",
-                {"cardTransactionId": authorization["id"], "amount": 1_000},
-            )
-        example["cardTransactionId"] = authorization["id"]
+        listed = await self.client.get(f"/cards/{card_id}/transactions", auth=self.auth)
+        [transaction_id] = [t["id"] for t in listed.json()["data"] if t["issuerTransactionToken"] == token]
+        if settled or returned:
+            await self.simulate(card_id, "clearing", {"cardTransactionId": transaction_id, "amount": 1_000})
+        if returned:
+            await self.simulate(card_id, "return", {"cardTransactionId": transaction_id, "amount": 1_000})
+        example["cardTransactionId"] = transaction_id
         return {"id": card_id}
 
     async def settled_card_transaction(self, example: Any) -> dict[str, str]:
         return await self.card_transaction(example, settled=True)
+
+    async def returned_card_transaction(self, example: Any) -> dict[str, str]:
+        return await self.card_transaction(example, returned=True)
 
     async def document(self, _example: Any) -> dict[str, str]:
         """A passport of the individual customer, to replace."""
@@ -399,8 +415,15 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "rejectAgentAction": Sandbox.pending_agent_action,
     "updateCardById": Sandbox.card_to_change,
     "sandboxSimulateCardAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardFinancialAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardCreditAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardCreditAuthorizationAdvice": Sandbox.active_card,
+    "sandboxSimulateCardFinancialCreditAuthorization": Sandbox.active_card,
+    "sandboxSimulateCardBalanceInquiry": Sandbox.active_card,
     "sandboxSimulateCardClearing": Sandbox.card_transaction,
+    "sandboxSimulateCardAuthorizationAdvice": Sandbox.card_transaction,
     "sandboxSimulateCardReturn": Sandbox.settled_card_transaction,
+    "sandboxSimulateCardReturnReversal": Sandbox.returned_card_transaction,
     "replaceDocument": Sandbox.document,
     "createAuthCredential": Sandbox.credential_to_add,
     "verifyAuthCredential": Sandbox.credential_to_verify,

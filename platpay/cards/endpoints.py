@@ -4,7 +4,8 @@ card simulations, and the page behind panEmbedUrl."""
 from __future__ import annotations
 
 import html
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import HTMLResponse
@@ -13,30 +14,42 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Transactor, Viewer, get_db
 from platpay.cards import service as cards_service
 from platpay.cards import transactions
+from platpay.cards.decisioning import MessageKind
 from platpay.cards.errors import EmbedTokenNotFound
 from platpay.cards.schemas import (
+    AUTHORIZATION_ADVICE_EXAMPLES,
     AUTHORIZATION_EXAMPLES,
+    BALANCE_INQUIRY_EXAMPLES,
     CARD_CREATE_EXAMPLES,
     CARD_UPDATE_EXAMPLES,
     CLEARING_EXAMPLES,
+    CREDIT_AUTHORIZATION_ADVICE_EXAMPLES,
+    CREDIT_AUTHORIZATION_EXAMPLES,
+    FINANCIAL_AUTHORIZATION_EXAMPLES,
+    FINANCIAL_CREDIT_AUTHORIZATION_EXAMPLES,
     RETURN_EXAMPLES,
+    RETURN_REVERSAL_EXAMPLES,
     Card,
     CardCreateRequest,
     CardListResponse,
+    CardRevealResponse,
     CardTransaction,
     CardTransactionListResponse,
     CardTransactionStatus,
     CardUpdateRequest,
+    SandboxCardAuthorizationAdviceRequest,
     SandboxCardAuthorizationRequest,
+    SandboxCardBalanceInquiryRequest,
     SandboxCardClearingRequest,
     SandboxCardReturnRequest,
+    SandboxCardSimulationResponse,
+    SandboxCardTransactionRefRequest,
 )
 from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
-from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.wallets.signed_endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
@@ -68,7 +81,7 @@ async def create_card(
 ) -> Response:
     """Issue a virtual card (201 PENDING_ISSUE; card.state_change when the issuer has provisioned it)."""
     return await idem.run(
-        body,
+        body.fingerprinted(cards_service.password_digest),
         lambda s: cards_service.issue_card(
             s,
             tenant=principal.tenant,
@@ -76,6 +89,8 @@ async def create_card(
             form=body.form,
             funding_sources=body.funding_sources,
             platform_card_id=body.platform_card_id,
+            max_spend_per_transaction=body.max_spend_per_transaction,
+            three_ds_password=body.three_ds_password,
         ),
         status=201,
     )
@@ -128,16 +143,33 @@ async def get_card(id: str, request: Request, principal: Principal = Viewer) -> 
 async def update_card(
     id: str, body: CardUpdateRequest, signed: SignedRetry = Signed, principal: Principal = Manager
 ) -> Response:
-    """Freeze, unfreeze, close or re-source a card: 202 then the signed retry (wallet-funded cards), else 200."""
-    state, sources = body.state, body.funding_sources
+    """Freeze, unfreeze, close, re-source or limit a card: 202 then the signed retry (wallet-funded cards), else 200."""
+    change = cards_service.CardChange(
+        state=body.state,
+        funding_sources=body.funding_sources,
+        max_spend_given=body.max_spend_given,
+        max_spend_per_transaction=body.max_spend_per_transaction,
+    )
     return await signed.run(
         prepare=lambda s, first: cards_service.update_intent(
-            s, tenant=principal.tenant, card_id=id, state=state, funding_sources=sources
+            s, tenant=principal.tenant, card_id=id, change=change
         ),
         then=lambda s, proof: cards_service.update_card(
-            s, tenant=principal.tenant, card_id=id, state=state, funding_sources=sources
+            s, tenant=principal.tenant, card_id=id, change=change
         ),
     )
+
+
+@router.post(
+    "/cards/{id}/reveal",
+    operation_id="revealCard",
+    response_model=CardRevealResponse,
+    responses={409: {"description": "the card has no number to show (PENDING_ISSUE) or is CLOSED"}},
+)
+async def reveal_card(id: str, request: Request, principal: Principal = Manager) -> CardRevealResponse:
+    """Mint a short-lived, single-use URL of the page showing the card's number, expiry and CVV (audited)."""
+    async with get_db(request).transaction() as session:
+        return await cards_service.reveal(session, principal=principal, card_id=id)
 
 
 @router.get(
@@ -195,50 +227,156 @@ async def get_card_transaction(
         )
 
 
-@sandbox_router.post(
-    "/sandbox/cards/{id}/simulate/authorization",
-    operation_id="sandboxSimulateCardAuthorization",
-    response_model=CardTransaction,
-    openapi_extra=AUTHORIZATION_EXAMPLES,
-)
+_SIMULATED = {202: {"description": "accepted: the card operation follows on the job runner (webhook, reads)"}}
+
+
+def _simulation(path: str, operation_id: str, examples: dict) -> Callable[..., Any]:
+    return sandbox_router.post(
+        f"/sandbox/cards/{{id}}/simulate/{path}",
+        operation_id=operation_id,
+        status_code=202,
+        response_model=SandboxCardSimulationResponse,
+        responses=_SIMULATED,
+        openapi_extra=examples,
+    )
+
+
+async def _opening(
+    kind: MessageKind,
+    card_id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent,
+    principal: Principal,
+) -> Response:
+    """A message that opens a card transaction, idempotently: checked and queued (lean: the authorization
+    path's statements)."""
+    merchant = body.merchant.model_dump()
+    return await idem.run(
+        body,
+        lambda s: transactions.accept_opening(
+            s,
+            tenant=principal.tenant,
+            card_id=card_id,
+            kind=kind,
+            merchant=merchant,
+            amount=body.amount,
+            currency=body.currency.code,
+        ),
+        status=202,
+        lean=True,
+    )
+
+
+async def _on_transaction(
+    message: transactions.Message,
+    card_id: str,
+    body: SandboxCardClearingRequest
+    | SandboxCardReturnRequest
+    | SandboxCardAuthorizationAdviceRequest
+    | SandboxCardTransactionRefRequest,
+    idem: Idempotent,
+    principal: Principal,
+) -> Response:
+    """A message on the card transaction the body names, idempotently: checked and queued."""
+    return await idem.run(
+        body,
+        lambda s: transactions.accept_message(
+            s,
+            tenant=principal.tenant,
+            card_id=card_id,
+            message=message,
+            transaction_id=body.card_transaction_id,
+            amount=getattr(body, "amount", None),
+        ),
+        status=202,
+    )
+
+
+@_simulation("authorization", "sandboxSimulateCardAuthorization", AUTHORIZATION_EXAMPLES)
 async def simulate_authorization(
     id: str,
     body: SandboxCardAuthorizationRequest,
     idem: Idempotent = Idempotency,
     principal: Principal = Transactor,
 ) -> Response:
-    """An authorization as the network sends it: decided, held or declined (404 in production)."""
-    merchant = body.merchant.model_dump()
-
-    async def run(balance_last: bool) -> Response:
-        return await idem.run(
-            body,
-            lambda s: transactions.authorize(
-                s,
-                tenant=principal.tenant,
-                card_id=id,
-                amount=body.amount,
-                currency=body.currency.code,
-                merchant=merchant,
-                balance_last=balance_last,
-            ),
-            status=200,
-            lean=balance_last,  # the fast path's statements are all lean; the retry's may not be
-        )
-
-    try:
-        return await run(balance_last=True)
-    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
-        CARD_AUTHORIZATIONS_RACED.inc()
-        return await run(balance_last=False)
+    """An authorization as the network sends it: decided, then held or declined (404 in production)."""
+    return await _opening(MessageKind.AUTHORIZATION, id, body, idem, principal)
 
 
-@sandbox_router.post(
-    "/sandbox/cards/{id}/simulate/clearing",
-    operation_id="sandboxSimulateCardClearing",
-    response_model=CardTransaction,
-    openapi_extra=CLEARING_EXAMPLES,
+@_simulation(
+    "financial_authorization", "sandboxSimulateCardFinancialAuthorization", FINANCIAL_AUTHORIZATION_EXAMPLES
 )
+async def simulate_financial_authorization(
+    id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A single-message financial authorization: decided, then pulled and settled at once, or declined."""
+    return await _opening(MessageKind.FINANCIAL_AUTHORIZATION, id, body, idem, principal)
+
+
+@_simulation("credit_authorization", "sandboxSimulateCardCreditAuthorization", CREDIT_AUTHORIZATION_EXAMPLES)
+async def simulate_credit_authorization(
+    id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A credit authorization: a pending credit to the card, posted to its source when cleared."""
+    return await _opening(MessageKind.CREDIT_AUTHORIZATION, id, body, idem, principal)
+
+
+@_simulation(
+    "credit_authorization_advice",
+    "sandboxSimulateCardCreditAuthorizationAdvice",
+    CREDIT_AUTHORIZATION_ADVICE_EXAMPLES,
+)
+async def simulate_credit_authorization_advice(
+    id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A credit authorization the network approved already: recorded as a pending credit."""
+    return await _opening(MessageKind.CREDIT_AUTHORIZATION_ADVICE, id, body, idem, principal)
+
+
+@_simulation(
+    "financial_credit_authorization",
+    "sandboxSimulateCardFinancialCreditAuthorization",
+    FINANCIAL_CREDIT_AUTHORIZATION_EXAMPLES,
+)
+async def simulate_financial_credit_authorization(
+    id: str,
+    body: SandboxCardAuthorizationRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A single-message credit: decided, then credited to the card's source at once."""
+    return await _opening(MessageKind.FINANCIAL_CREDIT_AUTHORIZATION, id, body, idem, principal)
+
+
+@_simulation("balance_inquiry", "sandboxSimulateCardBalanceInquiry", BALANCE_INQUIRY_EXAMPLES)
+async def simulate_balance_inquiry(
+    id: str,
+    body: SandboxCardBalanceInquiryRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A balance inquiry (a 0 authorization): decided and recorded; no money moves."""
+    merchant = body.merchant.model_dump()
+    return await idem.run(
+        body,
+        lambda s: transactions.accept_opening(
+            s, tenant=principal.tenant, card_id=id, kind=MessageKind.BALANCE_INQUIRY, merchant=merchant
+        ),
+        status=202,
+        lean=True,
+    )
+
+
+@_simulation("clearing", "sandboxSimulateCardClearing", CLEARING_EXAMPLES)
 async def simulate_clearing(
     id: str,
     body: SandboxCardClearingRequest,
@@ -246,15 +384,10 @@ async def simulate_clearing(
     principal: Principal = Transactor,
 ) -> Response:
     """A clearing against a card transaction: capture, post-hoc pull of any excess; 0 expires it."""
-    return await _network_message(transactions.clear, id, body, idem, principal)
+    return await _on_transaction(transactions.Message.CLEARING, id, body, idem, principal)
 
 
-@sandbox_router.post(
-    "/sandbox/cards/{id}/simulate/return",
-    operation_id="sandboxSimulateCardReturn",
-    response_model=CardTransaction,
-    openapi_extra=RETURN_EXAMPLES,
-)
+@_simulation("return", "sandboxSimulateCardReturn", RETURN_EXAMPLES)
 async def simulate_return(
     id: str,
     body: SandboxCardReturnRequest,
@@ -262,28 +395,29 @@ async def simulate_return(
     principal: Principal = Transactor,
 ) -> Response:
     """A merchant RETURN against a settled card transaction: a CardRefund credited to its source."""
-    return await _network_message(transactions.return_, id, body, idem, principal)
+    return await _on_transaction(transactions.Message.RETURN, id, body, idem, principal)
 
 
-async def _network_message(
-    apply: Callable[..., Awaitable[CardTransaction]],
-    card_id: str,
-    body: SandboxCardClearingRequest | SandboxCardReturnRequest,
-    idem: Idempotent,
-    principal: Principal,
+@_simulation("authorization_advice", "sandboxSimulateCardAuthorizationAdvice", AUTHORIZATION_ADVICE_EXAMPLES)
+async def simulate_authorization_advice(
+    id: str,
+    body: SandboxCardAuthorizationAdviceRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
 ) -> Response:
-    """A clearing or a return: `apply` to the card transaction the body names, idempotently."""
-    return await idem.run(
-        body,
-        lambda s: apply(
-            s,
-            tenant=principal.tenant,
-            card_id=card_id,
-            transaction_id=body.card_transaction_id,
-            amount=body.amount,
-        ),
-        status=200,
-    )
+    """An authorization advice: an open authorization re-sized to a new total the network approved."""
+    return await _on_transaction(transactions.Message.AUTHORIZATION_ADVICE, id, body, idem, principal)
+
+
+@_simulation("return_reversal", "sandboxSimulateCardReturnReversal", RETURN_REVERSAL_EXAMPLES)
+async def simulate_return_reversal(
+    id: str,
+    body: SandboxCardTransactionRefRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """A return reversal: the card transaction's last return undone, its money taken back."""
+    return await _on_transaction(transactions.Message.RETURN_REVERSAL, id, body, idem, principal)
 
 
 _EMBED_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Card {last4}</title>
@@ -303,8 +437,12 @@ _EMBED_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Card {l
 )
 async def pan_embed(token: str, request: Request) -> HTMLResponse:
     """The page panEmbedUrl points at: the card's number, expiry and CVV (sandbox test numbers)."""
-    async with get_db(request).read() as session:
-        found = await cards_service.embed_page_card(session, token=token)
+    if cards_service.is_reveal_token(token):  # a reveal's URL: shown once, before it expires
+        async with get_db(request).transaction() as session:
+            found = await cards_service.reveal_page_card(session, token=token)
+    else:
+        async with get_db(request).read() as session:
+            found = await cards_service.embed_page_card(session, token=token)
     if found is None:
         raise EmbedTokenNotFound("no live card has this embed token")
     _card, issued = found

@@ -1,10 +1,13 @@
-"""Cards' jobs: provisioning by the issuer, a delayed pull's confirmation."""
+"""Cards' jobs: provisioning by the issuer, the card network's messages (the sandbox's simulations), a
+delayed pull's confirmation."""
 
 from __future__ import annotations
 
 from platpay.cards import service, transactions
+from platpay.cards.decisioning import MessageKind
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
+from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 
 
 @handler(service.PROVISION_JOB)
@@ -17,6 +20,42 @@ async def provision(ctx: JobContext) -> None:
             card_id=ctx.payload["cardId"],
             outcome=ctx.payload["outcome"],
         )
+
+
+@handler(transactions.NETWORK_JOB)
+async def network_message(ctx: JobContext) -> None:
+    """A network message a simulation sent: an authorization of any kind opens a card transaction (an
+    AUTHORIZATION on the fast path: a lean transaction, the balance moved last); the others act on one."""
+    payload, tenant_id = ctx.payload, ctx.tenant_id or ""
+    if payload["message"] not in MessageKind.__members__:
+        async with ctx.transaction() as session:
+            await transactions.apply_message(session, tenant_id=tenant_id, payload=payload)
+        return
+    kind = MessageKind(payload["message"])
+
+    async def run(balance_last: bool) -> None:
+        async with ctx.transaction(lean=balance_last) as session:
+            await transactions.authorize(
+                session,
+                tenant_id=tenant_id,
+                card_id=payload["cardId"],
+                transaction_id=payload["cardTransactionId"],
+                issuer_transaction_token=payload["issuerTransactionToken"],
+                kind=kind,
+                amount=payload["amount"],
+                currency=payload["currency"],
+                merchant=payload["merchant"],
+                balance_last=balance_last,
+            )
+
+    if kind is not MessageKind.AUTHORIZATION:
+        await run(balance_last=False)
+        return
+    try:
+        await run(balance_last=True)
+    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
+        CARD_AUTHORIZATIONS_RACED.inc()
+        await run(balance_last=False)
 
 
 @handler(transactions.CONFIRM_PULL_JOB)

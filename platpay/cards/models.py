@@ -36,7 +36,12 @@ class CardRow(Base):
     exp_month: Mapped[int | None] = mapped_column(Integer)
     exp_year: Mapped[int | None] = mapped_column(Integer)
     issuer_ref: Mapped[str | None] = mapped_column(String(64))
+    processor_ref: Mapped[str | None] = mapped_column(String(64))  # the processor's name of the card
     embed_token: Mapped[str | None] = mapped_column(String(64))  # the secret of panEmbedUrl
+    # the largest authorization decisioning approves, minor units of `currency`; None: no limit
+    max_spend_per_transaction: Mapped[int | None] = mapped_column(BigInteger)
+    # threeDSecurePassword as given on create, sealed under the master key (service.THREE_DS_SEAL_PURPOSE)
+    three_ds_password_sealed: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
@@ -67,6 +72,9 @@ class CardTransactionRow(Base):
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
     card_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("cards.id"))
+    # the network message that opened it (decisioning.MessageKind): AUTHORIZATION, FINANCIAL_AUTHORIZATION,
+    # BALANCE_INQUIRY, CREDIT_AUTHORIZATION, CREDIT_AUTHORIZATION_ADVICE, FINANCIAL_CREDIT_AUTHORIZATION
+    kind: Mapped[str] = mapped_column(String(32))
     status: Mapped[str] = mapped_column(String(20))  # state.CardTransactionStatus
     decline_reason: Mapped[str | None] = mapped_column(String(32))  # DECLINED only
     issuer_transaction_token: Mapped[str] = mapped_column(String(64))
@@ -107,6 +115,28 @@ class CardRefundRow(Base):
     account_id: Mapped[str] = mapped_column(IdColumn())
     amount: Mapped[int] = mapped_column(BigInteger)  # minor units, > 0
     currency: Mapped[str] = mapped_column(String(8))
-    status: Mapped[str] = mapped_column(String(12))  # COMPLETED
+    status: Mapped[str] = mapped_column(String(12))  # COMPLETED | REVERSED (a RETURN_REVERSAL undid it)
+    # the RETURN it is part of (one return split between payers is several rows with one return_ref)
+    return_ref: Mapped[str] = mapped_column(String(64))
     description: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
+
+
+class CardRevealRow(Base):
+    """One POST /cards/{id}/reveal: who asked and when (the audit of every reveal), and the URL it minted:
+    only its token's SHA-256 is kept; the page takes the token once, before `expires_at`."""
+
+    __tablename__ = "card_reveals"
+    __table_args__ = (
+        Index("ix_card_reveals_token_digest", "token_digest", unique=True),
+        Index("ix_card_reveals_tenant_card", "tenant_id", "card_id", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
+    card_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("cards.id"))
+    actor: Mapped[str] = mapped_column(String(80))  # the caller: "<PrincipalKind>:<credential id>"
+    token_digest: Mapped[str] = mapped_column(String(64))  # hex SHA-256 of the URL's token
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime())  # tenant time
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime())  # tenant time
+    used_at: Mapped[datetime | None] = mapped_column(UtcDateTime())  # when the page was shown (once)

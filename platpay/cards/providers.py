@@ -44,6 +44,7 @@ class IssuedCard:
     exp_month: int
     exp_year: int
     issuer_ref: str
+    processor_ref: str  # what the card processor calls the card
 
     @property
     def last4(self) -> str:
@@ -52,6 +53,9 @@ class IssuedCard:
 
 class CardIssuer(Protocol):
     name: str
+    # whether the program takes a static 3-D Secure password on create (threeDSecurePassword); one that does
+    # not refuses it (400 naming the field)
+    static_3ds_password: bool
 
     def provisioning(self, *, platform_card_id: str, cardholder_id: str, settings: Settings) -> Provisioning:
         """How issuing a card with these ids will go."""
@@ -74,6 +78,12 @@ SANDBOX_ISSUER: Slot[CardIssuer] = Slot("sandbox_card_issuer")
 
 def issuer_for(tenant: TenantContext) -> CardIssuer:
     return SANDBOX_ISSUER.get() if tenant.is_sandbox else ISSUER.get()
+
+
+def simulation_issuer() -> CardIssuer:
+    """The issuer whose network a sandbox simulation speaks for (a simulation is accepted only from a
+    sandbox tenant: the job that applies it needs no lookup of the environment)."""
+    return SANDBOX_ISSUER.get()
 
 
 async def issuer_of(session: AsyncSession, *, tenant_id: str) -> CardIssuer:
@@ -105,11 +115,13 @@ def derived_card(card_id: str, at: datetime, *, prefix: str = "4", brand: str = 
         exp_month=at.month,
         exp_year=at.year + 3,
         issuer_ref=f"{brand.lower()}_card_{digest[:16]}",
+        processor_ref=f"card_{digest[16:32]}",  # migration 0016 backfills issued cards with it
     )
 
 
 class SimulatedIssuer:
     name = "simulated"
+    static_3ds_password = True
 
     def provisioning(self, *, platform_card_id: str, cardholder_id: str, settings: Settings) -> Provisioning:
         return Provisioning(ACTIVATE)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, insert, select
+from sqlalchemy import Select, bindparam, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.cards.models import CardFundingSourceRow, CardRefundRow, CardRow, CardTransactionRow
+from platpay.cards.models import (
+    CardFundingSourceRow,
+    CardRefundRow,
+    CardRevealRow,
+    CardRow,
+    CardTransactionRow,
+)
 from platpay.db import lean
 from platpay.db.lean import Lean
 
@@ -40,7 +47,13 @@ _CARDS, _SOURCES = CardRow.__table__, CardFundingSourceRow.__table__
 # card: FOR UPDATE OF, the sources are read, not locked) with its funding sources in priority order, one row
 # per source (one row with a NULL source for a card without any).
 _AUTHORIZING = Lean(
-    select(_CARDS.c.id, _CARDS.c.state, _CARDS.c.currency, _SOURCES.c.account_id)
+    select(
+        _CARDS.c.id,
+        _CARDS.c.state,
+        _CARDS.c.currency,
+        _CARDS.c.max_spend_per_transaction,
+        _SOURCES.c.account_id,
+    )
     .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
     .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
     .order_by(_SOURCES.c.position)
@@ -50,15 +63,30 @@ _AUTHORIZING = Lean(
 
 async def card_for_authorization(
     session: AsyncSession, *, tenant_id: str, card_id: str
-) -> tuple[tuple[str, str, str], list[str]] | None:
+) -> tuple[tuple[str, str, str, int | None], list[str]] | None:
     """The card an authorization decides on, locked FOR UPDATE (as `get_card(lock="update")`): its
-    (id, state, currency) as read under the lock, and its funding source account ids in priority order;
-    None when the tenant has no such card. A read, not an instance: nothing here is saved."""
+    (id, state, currency, max_spend_per_transaction) as read under the lock, and its funding source account
+    ids in priority order; None when the tenant has no such card. A read, not an instance: nothing here is
+    saved."""
     found = await lean.rows(session, _AUTHORIZING, {"card_id": card_id, "tenant_id": tenant_id})
     if not found:
         return None
-    card_id_, state, currency, _ = found[0]
-    return (card_id_, state, currency), [row[3] for row in found if row[3] is not None]
+    card_id_, state, currency, max_spend, _ = found[0]
+    return (card_id_, state, currency, max_spend), [row[4] for row in found if row[4] is not None]
+
+
+# A simulation's acceptance (the request; the job decides): the card's currency, no lock.
+_CURRENCY_OF = Lean(
+    select(_CARDS.c.currency).where(
+        _CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id")
+    )
+)
+
+
+async def currency_of(session: AsyncSession, *, tenant_id: str, card_id: str) -> str | None:
+    """The card's currency; None when the tenant has no such card."""
+    found = await lean.rows(session, _CURRENCY_OF, {"card_id": card_id, "tenant_id": tenant_id})
+    return found[0][0] if found else None
 
 
 async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, list[str]]:
@@ -185,3 +213,28 @@ async def refunds_of(session: AsyncSession, transaction_ids: list[str]) -> dict[
 async def card_by_embed_token(session: AsyncSession, *, token: str) -> CardRow | None:
     """The card whose panEmbedUrl carries `token` (the token is the credential: a page, not the API)."""
     return (await session.execute(select(CardRow).where(CardRow.embed_token == token))).scalar_one_or_none()
+
+
+async def insert_reveal(session: AsyncSession, values: dict[str, Any]) -> CardRevealRow:
+    row = CardRevealRow(**values)
+    session.add(row)
+    await session.flush()
+    return row
+
+
+async def reveal_by_digest(session: AsyncSession, *, token_digest: str) -> CardRevealRow | None:
+    """The reveal whose URL carries the token of this digest (the token is the credential: a page)."""
+    return (
+        await session.execute(select(CardRevealRow).where(CardRevealRow.token_digest == token_digest))
+    ).scalar_one_or_none()
+
+
+async def use_reveal(session: AsyncSession, *, reveal_id: str, now: datetime) -> bool:
+    """Mark the reveal's URL used, if it was not and has not expired at `now` (one statement: two loads of
+    the page racing, one of them shows it)."""
+    result = await session.execute(
+        update(CardRevealRow)
+        .where(CardRevealRow.id == reveal_id, CardRevealRow.used_at.is_(None), CardRevealRow.expires_at > now)
+        .values(used_at=now)
+    )
+    return bool(result.rowcount)

@@ -26,6 +26,7 @@ _AUTHORIZATION = {
 
 class SandboxIssuer:
     name = "sandbox"
+    static_3ds_password = True
 
     def provisioning(
         self, *, platform_card_id: str, cardholder_id: str, settings: Settings

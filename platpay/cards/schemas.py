@@ -5,9 +5,9 @@ tests/data/openapi_additions.json."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest
@@ -39,13 +39,30 @@ class Card(ApiModel):
     exp_month: int | None = Field(default=None, ge=1, le=12)
     exp_year: int | None = None
     pan_embed_url: str | None = Field(
-        default=None, description="a page served by platpay showing the card number and CVV (sandbox)"
+        default=None,
+        description="a page served by platpay showing the card number and CVV (sandbox); POST /cards/{id}/reveal "
+        "mints a short-lived, single-use one",
     )
     funding_sources: list[str] = Field(description="internal account ids in decisioning priority order")
+    max_spend_per_transaction: int | None = Field(
+        ge=1,
+        description="the largest amount one authorization may take, in minor units of the card's currency "
+        "(exactly this amount is allowed); null: no limit. Always present (null included)",
+    )
     currency: str | None = Field(default=None, description="the funding sources' currency")
+    processor_ref: str | None = Field(default=None, description="the card processor's name of the card")
     issuer_ref: str | None = None
     created_at: datetime
     updated_at: datetime
+
+    @model_serializer(mode="wrap")
+    def _limit_even_when_null(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo):  # type: ignore[no-untyped-def]
+        # The reference marks maxSpendPerTransaction required (nullable): a client generated from it needs the
+        # key, so it survives the API's omission of null fields. (No return annotation: pydantic would
+        # document the model's serialized form as that type.)
+        data = handler(self)
+        data.setdefault("maxSpendPerTransaction" if info.by_alias else "max_spend_per_transaction", None)
+        return data
 
 
 class CardListResponse(Page[Card]):
@@ -55,11 +72,38 @@ class CardListResponse(Page[Card]):
 _ACCOUNT_IDS = Field(min_length=1, max_length=10, description="internal account ids, priority order")
 
 
+_MAX_SPEND = Field(
+    default=None,
+    ge=1,
+    le=MAX_AMOUNT,
+    description="the largest amount one authorization may take, in minor units of the card's currency (exactly "
+    "this amount is allowed)",
+)
+
+
 class CardCreateRequest(ApiRequest):
     cardholder_id: str = Field(min_length=1, max_length=64)
     platform_card_id: str | None = Field(default=None, min_length=1, max_length=255)
+    three_ds_password: str | None = Field(
+        default=None,
+        alias="threeDSecurePassword",
+        min_length=8,
+        max_length=64,
+        pattern=r"^[!-~]+$",
+        description="the card's static 3-D Secure password: 8 to 64 printable ASCII characters, no spaces. "
+        "Write-only: kept sealed, never returned",
+    )
     form: CardForm
     funding_sources: list[str] = _ACCOUNT_IDS
+    max_spend_per_transaction: MinorUnits | None = _MAX_SPEND
+
+    def fingerprinted(self, digest: Any) -> dict[str, Any]:
+        """The body as the idempotency fingerprint takes it: the password as `digest(password)` (a keyed
+        digest), never as sent (the fingerprint is an unkeyed hash that is stored)."""
+        body = self.model_dump(mode="json", by_alias=True)
+        if self.three_ds_password is not None:
+            body["threeDSecurePassword"] = digest(self.three_ds_password)
+        return body
 
 
 CARD_CREATE_EXAMPLES = request_examples(
@@ -71,7 +115,18 @@ CARD_CREATE_EXAMPLES = request_examples(
             "form": "VIRTUAL",
             "fundingSources": [ExampleIds.INTERNAL_ACCOUNT],
         },
-    )
+    ),
+    limitedCard=(
+        "Issue a card that authorizes at most $50.00 at a time, with its 3-D Secure password",
+        {
+            "cardholderId": ExampleIds.CUSTOMER,
+            "platformCardId": "card-emp-aary-011",
+            "form": "VIRTUAL",
+            "fundingSources": [ExampleIds.INTERNAL_ACCOUNT],
+            "maxSpendPerTransaction": 5000,
+            "threeDSecurePassword": "AbCd1234EfGh5678",
+        },
+    ),
 )
 
 
@@ -80,6 +135,17 @@ class CardUpdateRequest(ApiRequest):
     funding_sources: list[str] | None = Field(
         default=None, max_length=10, description="replaces the whole list (at least one)"
     )
+    max_spend_per_transaction: MinorUnits | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_AMOUNT,
+        description="omitted: unchanged; null: no limit; a positive integer: the new limit, in minor units of the "
+        "card's currency. The card's current value is no change (no signature, no event)",
+    )
+
+    @property
+    def max_spend_given(self) -> bool:
+        return "max_spend_per_transaction" in self.model_fields_set
 
 
 CARD_UPDATE_EXAMPLES = request_examples(
@@ -89,8 +155,27 @@ CARD_UPDATE_EXAMPLES = request_examples(
         "Replace the card's bound funding sources",
         {"fundingSources": [ExampleIds.INTERNAL_ACCOUNT]},
     ),
+    setSpendingLimit=("Set the card's per-transaction spending limit", {"maxSpendPerTransaction": 10000}),
+    clearSpendingLimit=("Remove the card's per-transaction spending limit", {"maxSpendPerTransaction": None}),
     close=("Permanently close the card", {"state": "CLOSED"}),
 )
+
+
+class CardRevealResponse(ApiModel):
+    pan_embed_url: str = Field(
+        description="a page showing the card's number, expiry and CVV; a bearer secret: it shows the page once, "
+        "before expiresAt. Render it at once; never store or log it"
+    )
+    expires_at: datetime = Field(description="when the URL stops working (PLATPAY_CARD_REVEAL_SECONDS after)")
+
+
+class SandboxCardSimulationResponse(ApiModel):
+    """A simulation accepted: the card operation it causes arrives later (webhook, reads)."""
+
+    issuer_transaction_token: str = Field(
+        description="the issuer's token of the card transaction the simulated message opens or acts on (its "
+        "issuerTransactionToken)"
+    )
 
 
 class CardMerchant(ApiModel):
@@ -126,15 +211,21 @@ class CardRefund(ApiModel):
     card_transaction_id: str
     account_id: str
     amount: CurrencyAmount
-    status: Literal["COMPLETED"]
+    status: Literal["COMPLETED", "REVERSED"] = Field(description="REVERSED: a RETURN_REVERSAL undid it")
     created_at: datetime
 
 
 class CardTransaction(ApiModel):
+    type: Literal["CARD"] = "CARD"
     id: str = Field(examples=[ExampleIds.CARD_TRANSACTION])
     card_id: str
     issuer_transaction_token: str | None = None
     status: CardTransactionStatus
+    direction: Literal["CREDIT", "DEBIT"] = Field(
+        default="DEBIT",
+        description="DEBIT: the card spends from its funding account; CREDIT: a credit authorization puts "
+        "money on it",
+    )
     decline_reason: str | None = Field(
         default=None, description="DECLINED only: INSUFFICIENT_FUNDS, CARD_PAUSED, CARD_CLOSED, …"
     )
@@ -247,4 +338,74 @@ RETURN_EXAMPLES = request_examples(
         "A merchant returns part of a settled amount",
         {"cardTransactionId": ExampleIds.CARD_TRANSACTION, "amount": 100},
     )
+)
+
+
+class SandboxCardBalanceInquiryRequest(ApiRequest):
+    merchant: CardMerchantIn
+
+
+BALANCE_INQUIRY_EXAMPLES = request_examples(
+    balanceInquiry=(
+        "Balance inquiry at a fuel pump",
+        {"merchant": {"descriptor": "SHELL OIL 12345678", "mcc": "5541", "country": "US"}},
+    )
+)
+
+
+class SandboxCardAuthorizationAdviceRequest(ApiRequest):
+    card_transaction_id: str = Field(min_length=1, max_length=64)
+    amount: MinorUnits = Field(
+        gt=0,
+        le=MAX_AMOUNT,
+        description="the authorization's new total, in minor units of its currency (its requestedAmount.currency)",
+    )
+
+
+AUTHORIZATION_ADVICE_EXAMPLES = request_examples(
+    resizeUp=(
+        "Re-size an open authorization up to a new total of $20.00",
+        {"cardTransactionId": ExampleIds.CARD_TRANSACTION, "amount": 2000},
+    )
+)
+
+
+class SandboxCardTransactionRefRequest(ApiRequest):
+    card_transaction_id: str = Field(min_length=1, max_length=64)
+
+
+RETURN_REVERSAL_EXAMPLES = request_examples(
+    returnReversal=(
+        "Reverse a settled return on a refunded transaction",
+        {"cardTransactionId": ExampleIds.CARD_TRANSACTION},
+    )
+)
+
+
+def _authorization_family_example(name: str, summary: str, amount: int, descriptor: str, mcc: str) -> Any:
+    return request_examples(
+        **{
+            name: (
+                summary,
+                {
+                    "amount": amount,
+                    "currency": {"code": "USD"},
+                    "merchant": {"descriptor": descriptor, "mcc": mcc, "country": "US"},
+                },
+            )
+        }
+    )
+
+
+CREDIT_AUTHORIZATION_EXAMPLES = _authorization_family_example(
+    "creditAuth", "$25.00 credit authorization", 2500, "ACME MARKETPLACE", "5942"
+)
+CREDIT_AUTHORIZATION_ADVICE_EXAMPLES = _authorization_family_example(
+    "creditAdvice", "$25.00 credit authorization advice", 2500, "ACME MARKETPLACE", "5942"
+)
+FINANCIAL_AUTHORIZATION_EXAMPLES = _authorization_family_example(
+    "financialAuth", "$80.00 single-message ATM withdrawal", 8000, "ATM WITHDRAWAL 24TH ST", "6011"
+)
+FINANCIAL_CREDIT_AUTHORIZATION_EXAMPLES = _authorization_family_example(
+    "financialCreditAuth", "$40.00 single-message push credit", 4000, "ACME PAYOUTS", "6012"
 )

@@ -9,7 +9,9 @@ Card transaction (INTERFACE-FACTS §8, plus two states of ours a decisioning rec
 PARTIALLY_SETTLED → SETTLED → REFUNDED; EXCEPTION when the network settled but a pull from the funding
 source failed; DECLINED for an authorization decisioning refused (kept with its reason); EXPIRED for an
 authorization that expired (or was reconciled at close) with nothing cleared. A late presentment on an
-EXPIRED (or EXCEPTION) authorization is force-posted.
+EXPIRED (or EXCEPTION) authorization is force-posted. A single-message financial authorization (and a balance inquiry) starts SETTLED; a return
+reversal takes a REFUNDED (or partly returned) transaction back to SETTLED, or to EXCEPTION when no source
+covers it.
 """
 
 from __future__ import annotations
@@ -72,12 +74,14 @@ CARD_TRANSACTION = StateMachine(
     {
         _T.AUTHORIZED: {_T.PARTIALLY_SETTLED, _T.SETTLED, _T.EXCEPTION, _T.EXPIRED},
         _T.PARTIALLY_SETTLED: {_T.PARTIALLY_SETTLED, _T.SETTLED, _T.EXCEPTION},
-        _T.SETTLED: {_T.SETTLED, _T.REFUNDED},  # a partial return keeps SETTLED
+        # a partial return keeps SETTLED; a return reversal no source covers is an EXCEPTION
+        _T.SETTLED: {_T.SETTLED, _T.REFUNDED, _T.EXCEPTION},
+        _T.REFUNDED: {_T.SETTLED, _T.EXCEPTION},  # a return reversal
         # late presentment (force-post) of an expired authorization, or a clearing after a failed pull
         _T.EXPIRED: {_T.SETTLED, _T.EXCEPTION},
         _T.EXCEPTION: {_T.SETTLED, _T.EXCEPTION},
     },
-    initial={_T.AUTHORIZED, _T.DECLINED, _T.EXCEPTION},
+    initial={_T.AUTHORIZED, _T.DECLINED, _T.EXCEPTION, _T.SETTLED},
 )
 # Where a clearing may arrive, and a return.
 CLEARABLE = frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED, _T.EXPIRED, _T.EXCEPTION})

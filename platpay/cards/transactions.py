@@ -1,7 +1,18 @@
-"""Card transactions: authorization (decisioning + a hold on the chosen source), clearing (capture against
-the hold, post-hoc pull of any excess, release of what is left), expiry, merchant returns, and what a card's
-closing does to its open authorizations. Every step is one transaction: the card transaction's change, its
-balanced ledger entries (all referencing the card transaction's id) and its webhooks commit together.
+"""Card transactions: the card network's messages, as the sandbox's simulations send them, applied on the job
+runner (a simulation answers 202 with the issuer's transaction token; the card transaction, its webhooks and
+its money follow). Every message is one transaction: the card transaction's change, its balanced ledger
+entries (all referencing the card transaction's id) and its webhooks commit together, with the job.
+
+Messages that open a card transaction (`decisioning.MessageKind`, decided by `decisioning.decide`):
+- AUTHORIZATION (dual message): a hold on the chosen source, cleared later;
+- FINANCIAL_AUTHORIZATION (single message): authorized and settled at once, a pull from the chosen source;
+- BALANCE_INQUIRY: a 0 authorization, recorded (SETTLED when approved); no money moves;
+- CREDIT_AUTHORIZATION: a credit to the card, pending (AUTHORIZED, direction CREDIT); its clearing credits
+  the chosen source; CREDIT_AUTHORIZATION_ADVICE: the same, approved by the network already (recorded
+  whatever the card's state);
+- FINANCIAL_CREDIT_AUTHORIZATION: a credit posted at once (SETTLED).
+Messages on an existing card transaction (`Message`): CLEARING, RETURN, AUTHORIZATION_ADVICE,
+RETURN_REVERSAL.
 
 Money (minor units of the card's currency; N = the card network's clearing account, L = the operator's loss
 account, S = a funding source):
@@ -11,31 +22,59 @@ account, S = a funding source):
   transaction is EXCEPTION — a customer balance never goes negative;
 - the authorization fully cleared (or expired, or its card closed): the rest of the hold goes back to
   available;
-- return r: N −r, S available +r, and a CardRefund.
+- an authorization advice re-sizes the authorization to a new total t (the network approved it already:
+  it is recorded, never declined): the hold becomes t less what was cleared — less is released; more is
+  held on the hold's source as far as its available balance goes. What it could not reserve is no
+  exception yet (EXCEPTION is money the network settled that no source paid): the clearing pulls it
+  post-hoc like any excess, and only if no source covers it then does the operator pay (EXCEPTION);
+- a financial authorization a: S available −a, N +a (pulled from the first source that covers it); if the
+  pull's confirmation fails (sandbox 006) the operator pays (L −a, N +a): EXCEPTION;
+- a credit c (a credit authorization's clearing, a financial credit): N −c, S available +c;
+- return r: N −r, S available +r (to whoever paid, the last payer first), and a CardRefund per account;
+- return reversal (the last return undone): each account it credited pays it back (S available −, N +); a
+  customer account that no longer covers its part: the sources in priority order, else the operator
+  (EXCEPTION).
 
-The network sends every amount of a card transaction (the authorization, its clearings and returns) in the
-currency the authorization asked in (`requestedAmount.currency`): the card's own, or the fiat currency its
-stablecoin tracks (USD on a USDB card), converted one for one by `decisioning.in_card_currency` (scaled to
-the card currency's decimals, rounded up) before any money moves; another currency declines CURRENCY_MISMATCH.
+The network sends every amount of a card transaction (the authorization, its clearings, advices and
+returns) in the currency the authorization asked in (`requestedAmount.currency`): the card's own, or the
+fiat currency its stablecoin tracks (USD on a USDB card), converted one for one by
+`decisioning.in_card_currency` (scaled to the card currency's decimals, rounded up) before any money moves;
+another currency declines CURRENCY_MISMATCH.
+
+Acceptance and application: a simulation is checked when it is sent (the card exists, the card
+transaction is the card's and its status takes the message, the amounts convert and fit: 4xx, nothing
+queued) and again when its job applies it, under the card transaction's lock; a message the card
+transaction no longer takes by then (another message went first) changes nothing and is logged
+(`cards.network_message_not_applied`). Messages are applied as their jobs run: send the next message on a
+card transaction once the previous one's webhook arrived.
 
 Concurrency: an authorization locks its card (FOR UPDATE: a freeze or close waits for the authorizations in
 flight, and those after it see the new state; FOR SHARE would let a stream of authorizations on one card
 starve a freeze, since PostgreSQL grants a new share lock beside held ones ahead of a waiting exclusive one;
 a card's authorizations one at a time cost nothing: the hot row of a card program is its funding account,
-not its cards); clearings, expiries and returns lock the card transaction FOR UPDATE,
+not its cards); clearings, advices, expiries, returns and reversals lock the card transaction FOR UPDATE,
 so a clearing racing an expiry is applied one after the other, and the hold is a conditional UPDATE that can
 be taken from only once.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
+import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.cards import decisioning, providers, repository
-from platpay.cards.decisioning import AuthorizationRequest, CardSnapshot, DeclineReason, SourceSnapshot
+from platpay.cards.decisioning import (
+    AuthorizationRequest,
+    CardSnapshot,
+    DeclineReason,
+    MessageKind,
+    Purpose,
+    SourceSnapshot,
+)
 from platpay.cards.errors import (
     CardNotFound,
     CardSimulationsUnavailable,
@@ -50,10 +89,11 @@ from platpay.cards.schemas import (
     CardRefundSummary,
     CardSettlementSummary,
     CardTransaction,
+    SandboxCardSimulationResponse,
 )
 from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
 from platpay.config import get_settings
-from platpay.errors import NotFound, invalid_field
+from platpay.errors import ApiError, NotFound, invalid_field
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
@@ -64,6 +104,9 @@ from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
 from platpay.tenants.context import TenantContext
 
+log = structlog.get_logger("platpay.cards")
+
+NETWORK_JOB = "cards.network_message"
 CONFIRM_PULL_JOB = "cards.confirm_pull"
 EVENT_FAMILY = "CARD_TRANSACTION"
 UPDATED = "UPDATED"  # a change that keeps the status: a partial return, a pull confirmed
@@ -71,22 +114,49 @@ EVENT_TYPES = frozenset(
     {f"{EVENT_FAMILY}.{status}" for status in CardTransactionStatus} | {f"{EVENT_FAMILY}.{UPDATED}"}
 )
 _T = CardTransactionStatus
+_K = MessageKind
 NETWORK_CLEARING = "CARD_NETWORK"
 HOLD_KIND = "CARD_AUTHORIZATION_HOLD"
-PAID_KINDS = frozenset({"CARD_CLEARING_CAPTURE", "CARD_POST_HOC_PULL", "CARD_LOSS"})  # network paid by
+# what paid the network for a card transaction (a return goes back to whoever did, the last first)
+PAID_KINDS = frozenset(
+    {
+        "CARD_CLEARING_CAPTURE",
+        "CARD_POST_HOC_PULL",
+        "CARD_LOSS",
+        "CARD_FINANCIAL_PULL",
+        "CARD_RETURN_REVERSAL",
+    }
+)
 _NETWORK_DECLINES = {
     providers.DECLINE_INSUFFICIENT_FUNDS: DeclineReason.INSUFFICIENT_FUNDS,
     providers.DECLINE_CARD_PAUSED: DeclineReason.CARD_PAUSED,
 }
+_DUAL_MESSAGE = frozenset({_K.AUTHORIZATION, _K.CREDIT_AUTHORIZATION, _K.CREDIT_AUTHORIZATION_ADVICE})
+_RETURNS_TAKEN = frozenset({_K.AUTHORIZATION, _K.FINANCIAL_AUTHORIZATION})  # purchases
+
+
+class Message(StrEnum):
+    """The network messages on an existing card transaction."""
+
+    CLEARING = "CLEARING"
+    RETURN = "RETURN"
+    AUTHORIZATION_ADVICE = "AUTHORIZATION_ADVICE"
+    RETURN_REVERSAL = "RETURN_REVERSAL"
+
+
+def _kind(row: CardTransactionRow) -> MessageKind:
+    return MessageKind(row.kind)
 
 
 def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTransaction:
     ccy = row.currency
+    completed = [refund for refund in refunds if refund.status == "COMPLETED"]
     return CardTransaction(
         id=row.id,
         card_id=row.card_id,
         issuer_transaction_token=row.issuer_transaction_token,
         status=row.status,  # type: ignore[arg-type]
+        direction="CREDIT" if _kind(row).purpose == Purpose.CREDIT else "DEBIT",
         decline_reason=row.decline_reason,
         merchant=row.merchant,  # type: ignore[arg-type]
         authorized_amount=currency_amount(row.authorized_amount, ccy),  # type: ignore[arg-type]
@@ -97,7 +167,7 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
         pull_summary=CardPullSummary(
             count=row.pull_count, total_amount=row.pull_amount, pending_count=row.pull_pending
         ),
-        refund_summary=CardRefundSummary(count=len(refunds), total_amount=row.refunded_amount),
+        refund_summary=CardRefundSummary(count=len(completed), total_amount=row.refunded_amount),
         settlement_summary=CardSettlementSummary(count=row.settlement_count, total_amount=row.settled_amount),
         refunds=[
             CardRefund(
@@ -162,9 +232,9 @@ def _card_units(amount: int, *, currency: str, card_currency: str, field: str = 
 
 
 def _network_amount(row: CardTransactionRow, amount: int) -> int:
-    """A clearing's or a return's amount, sent in the authorization's currency, in the card's currency."""
+    """A clearing's, an advice's or a return's amount, sent in the authorization's currency, in the card's."""
     converted = _card_units(amount, currency=row.requested_currency, card_currency=row.currency)
-    if converted is None:  # only approved authorizations take clearings and returns, and theirs converted
+    if converted is None:  # only approved authorizations take further messages, and theirs converted
         raise CardTransactionConflict(
             f"card transaction {row.id} was asked in {row.requested_currency}, which {row.currency} does not "
             "convert",
@@ -173,12 +243,196 @@ def _network_amount(row: CardTransactionRow, amount: int) -> int:
     return converted
 
 
+def _conflict(row: CardTransactionRow, why: str) -> CardTransactionConflict:
+    return CardTransactionConflict(
+        f"card transaction {row.id} is {row.status}: {why}",
+        details={"cardTransactionId": row.id, "status": row.status},
+    )
+
+
 def _sandbox_only(tenant: TenantContext, card_id: str) -> None:
     # INTERFACE-FACTS §1.3: the card simulations answer 404 in production (their paths do not exist there).
     if not tenant.is_sandbox:
         raise CardSimulationsUnavailable(
             "card simulations exist only in the sandbox environment", details={"cardId": card_id}
         )
+
+
+def issuer_token(issuer_name: str, transaction_id: str) -> str:
+    return f"{issuer_name}_txn_{transaction_id[-12:]}"
+
+
+# ---- acceptance: a simulation as the request takes it (checked, queued for the job runner)
+
+
+async def accept_opening(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    card_id: str,
+    kind: MessageKind,
+    merchant: dict[str, Any],
+    amount: int = 0,
+    currency: str | None = None,
+) -> SandboxCardSimulationResponse:
+    """A message that opens a card transaction (an authorization of any kind, a balance inquiry): refused
+    now (404 card, 400 currency or amount) or queued; the answer names the card transaction's token."""
+    _sandbox_only(tenant, card_id)
+    if kind is not _K.BALANCE_INQUIRY:
+        currencies.require(currency or "", field="currency.code")
+    card_currency = await repository.currency_of(session, tenant_id=tenant.id, card_id=card_id)
+    if card_currency is None:
+        raise CardNotFound(card_id)
+    if kind is _K.BALANCE_INQUIRY:  # always 0, in the card's currency
+        amount, currency = 0, card_currency
+    else:
+        _card_units(amount, currency=currency or "", card_currency=card_currency)
+    transaction_id = new_id("CardTransaction")
+    token = issuer_token(providers.issuer_for(tenant).name, transaction_id)
+    await jobs_service.enqueue(
+        session,
+        NETWORK_JOB,
+        {
+            "message": kind.value,
+            "cardId": card_id,
+            "cardTransactionId": transaction_id,
+            "issuerTransactionToken": token,
+            "amount": amount,
+            "currency": currency,
+            "merchant": {k: v for k, v in merchant.items() if v is not None},
+        },
+        tenant_id=tenant.id,
+    )
+    return SandboxCardSimulationResponse(issuer_transaction_token=token)
+
+
+async def accept_message(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    card_id: str,
+    message: Message,
+    transaction_id: str,
+    amount: int | None = None,
+) -> SandboxCardSimulationResponse:
+    """A message on an existing card transaction: refused now when its card transaction (as it is now)
+    does not take it, else queued; the answer is the card transaction's token."""
+    row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
+    await _check(session, row, message, amount)
+    await jobs_service.enqueue(
+        session,
+        NETWORK_JOB,
+        {"message": message.value, "cardId": card_id, "cardTransactionId": row.id, "amount": amount},
+        tenant_id=tenant.id,
+    )
+    return SandboxCardSimulationResponse(issuer_transaction_token=row.issuer_transaction_token)
+
+
+async def _load_for_change(
+    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str
+) -> CardTransactionRow:
+    _sandbox_only(tenant, card_id)
+    row = await repository.get_transaction(session, tenant_id=tenant.id, transaction_id=transaction_id)
+    if row is None or row.card_id != card_id:
+        if await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
+            raise CardNotFound(card_id)
+        raise invalid_field("cardTransactionId", f"card {card_id} has no card transaction {transaction_id!r}")
+    return row
+
+
+async def _check(
+    session: AsyncSession, row: CardTransactionRow, message: Message, amount: int | None
+) -> None:
+    """Whether the card transaction, as it is, takes the message: 409 (its status, its kind) or 400 (the
+    amount), changing nothing."""
+    kind = _kind(row)
+    if message == Message.CLEARING:
+        assert amount is not None
+        if kind.single_message or row.status not in CLEARABLE:
+            raise _conflict(row, "it takes no clearing")
+        if amount == 0:
+            if row.status not in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
+                raise _conflict(row, "there is no authorization left to expire")
+        else:
+            _network_amount(row, amount)
+    elif message == Message.AUTHORIZATION_ADVICE:
+        assert amount is not None
+        if kind not in _DUAL_MESSAGE or row.status not in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
+            raise _conflict(
+                row, "only an open (AUTHORIZED or PARTIALLY_SETTLED) authorization takes an advice"
+            )
+        _network_amount(row, amount)
+    elif message == Message.RETURN:
+        assert amount is not None
+        if kind not in _RETURNS_TAKEN or row.status not in RETURNABLE:
+            raise _conflict(row, "only a SETTLED purchase takes a return")
+        _returnable(row, amount)
+    else:
+        if (
+            kind not in _RETURNS_TAKEN
+            or row.status not in (_T.SETTLED, _T.REFUNDED)
+            or not row.refunded_amount
+        ):
+            raise _conflict(row, "it has no return to reverse")
+
+
+def _returnable(row: CardTransactionRow, amount: int) -> int:
+    """A return's amount in the card's currency; 400 above what is left to return (settled − refunded)."""
+    left = row.settled_amount - row.refunded_amount
+    converted = _network_amount(row, amount)
+    if converted > left:
+        most = rescale(
+            left,
+            from_decimals=currencies.require(row.currency).decimals,
+            to_decimals=currencies.require(row.requested_currency).decimals,
+            round_up=False,
+        )
+        raise invalid_field(
+            "amount",
+            f"at most {most} {row.requested_currency} minor units (settled − refunded: {left} {row.currency} "
+            "minor units) can be returned",
+        )
+    return converted
+
+
+async def _open_hold(session: AsyncSession, row: CardTransactionRow) -> ledger.Hold | None:
+    hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
+    return hold if hold is not None and hold.status == "OPEN" and hold.remaining > 0 else None
+
+
+# ---- application: the job runner applies a queued message
+
+
+async def apply_message(session: AsyncSession, *, tenant_id: str, payload: dict[str, Any]) -> None:
+    """A queued message on an existing card transaction, checked again under the card transaction's lock:
+    applied, or (another message changed the card transaction since it was accepted) logged and dropped."""
+    message = Message(payload["message"])
+    row = await repository.get_transaction(
+        session, tenant_id=tenant_id, transaction_id=payload["cardTransactionId"], for_update=True
+    )
+    if row is None:  # (a sandbox reset deleted it meanwhile)
+        log.warning("cards.network_message_not_applied", message=message, reason="no such card transaction")
+        return
+    amount = payload.get("amount")
+    try:
+        await _check(session, row, message, amount)
+    except ApiError as refused:
+        log.warning(
+            "cards.network_message_not_applied",
+            message=message,
+            card_transaction_id=row.id,
+            status=row.status,
+            reason=refused.message,
+        )
+        return
+    if message == Message.CLEARING:
+        await (_expire(session, row) if amount == 0 else _clear(session, row, amount))
+    elif message == Message.AUTHORIZATION_ADVICE:
+        await _advise(session, row, amount)
+    elif message == Message.RETURN:
+        await _return(session, row, amount)
+    else:
+        await _reverse_return(session, row)
 
 
 async def _snapshot(
@@ -233,79 +487,99 @@ class AuthorizationRaced(Exception):
 async def authorize(
     session: AsyncSession,
     *,
-    tenant: TenantContext,
+    tenant_id: str,
     card_id: str,
+    transaction_id: str,
+    issuer_transaction_token: str,
+    kind: MessageKind,
     amount: int,
     currency: str,
     merchant: dict[str, Any],
     balance_last: bool = False,
-) -> CardTransaction:
-    """An authorization as the network sends it: decided, and either approved with a hold on the chosen
-    source (same transaction as the CardTransaction) or declined and recorded with its reason.
+) -> CardTransaction | None:
+    """A message that opens a card transaction, as the network sends it: decided, and either approved
+    (with its money: a hold, a pull, a credit, or none) or declined and recorded with its reason, in one
+    transaction. None when the card is gone (a sandbox reset since it was accepted).
 
-    Two statement orders, one outcome. `balance_last` (the fast path) decides once on the snapshot, writes
-    the CardTransaction, its event and the hold's entry, and moves the source's balance last: the balance
-    row — one per funding account, shared by every card on it — stays locked only from that UPDATE to
-    COMMIT. If a concurrent transaction spent the source meanwhile, AuthorizationRaced: the caller rolls
-    back and runs the default order, which takes each source's balance first and falls through the sources
-    in priority order under their locks."""
-    _sandbox_only(tenant, card_id)
-    currencies.require(currency, field="currency.code")
-    locked = await repository.card_for_authorization(session, tenant_id=tenant.id, card_id=card_id)
+    Two statement orders for an AUTHORIZATION, one outcome. `balance_last` (the fast path: lean statements
+    only, the card's maxSpendPerTransaction read with the card) decides once on the snapshot, writes the
+    CardTransaction, its event and the hold's entry, and moves the source's balance last: the balance row —
+    one per funding account, shared by every card on it — stays locked only from that UPDATE to COMMIT. If
+    a concurrent transaction spent the source meanwhile, AuthorizationRaced: the caller rolls back and runs
+    the default order, which takes each source's balance first and falls through the sources in priority
+    order under their locks (as every other kind does)."""
+    assert not balance_last or kind is _K.AUTHORIZATION
+    issuer = providers.simulation_issuer()
+    locked = await repository.card_for_authorization(session, tenant_id=tenant_id, card_id=card_id)
     if locked is None:
-        raise CardNotFound(card_id)
+        log.warning("cards.network_message_not_applied", message=kind, card_id=card_id, reason="no such card")
+        return None
     card, source_ids = CardSnapshot(*locked[0]), locked[1]
-    # what is held when approved; None: the request's currency does not convert (decide declines it)
-    held_amount = _card_units(amount, currency=currency, card_currency=card.currency) or 0
-    issuer = providers.issuer_for(tenant)
+    # in the card's currency (0: the request's currency does not convert, and decide declines it)
+    card_amount = decisioning.in_card_currency(card.currency, amount, currency) or 0
+    purchase = kind.purpose == Purpose.PURCHASE
     outcome = issuer.authorization_outcome(merchant["descriptor"])
-    request = AuthorizationRequest(amount, currency, _NETWORK_DECLINES.get(outcome))
-    sources, accounts = await _snapshot(session, tenant_id=tenant.id, account_ids=source_ids)
-    transaction_id = new_id("CardTransaction")
-    held: ledger.Entry | None = None
+    request = AuthorizationRequest(
+        amount, currency, _NETWORK_DECLINES.get(outcome), purpose=kind.purpose, advice=kind.advice
+    )
+    pull_fails = purchase and outcome == providers.PULL_FAILS
+    sources, accounts = await _snapshot(session, tenant_id=tenant_id, account_ids=source_ids)
+    moved: ledger.Entry | None = None
     while True:
         decision = decisioning.decide(card, sources, request)
-        if balance_last or not decision.approved or outcome == providers.PULL_FAILS:
+        if balance_last or not decision.approved or not purchase or pull_fails:
             break
         assert decision.account_id is not None
         try:
-            held = await _hold(
-                session, tenant.id, decision.account_id, card.currency, held_amount, transaction_id
-            )
+            if kind is _K.AUTHORIZATION:
+                moved = await _hold(
+                    session, tenant_id, decision.account_id, card.currency, card_amount, transaction_id
+                )
+            else:
+                network = await _network_account(session, tenant_id=tenant_id, currency=card.currency)
+                moved = await ledger.post(
+                    session,
+                    tenant_id=tenant_id,
+                    kind="CARD_FINANCIAL_PULL",
+                    reference=transaction_id,
+                    legs=[
+                        ledger.Leg(decision.account_id, card.currency, -card_amount),
+                        ledger.Leg(network, card.currency, card_amount),
+                    ],
+                )
             break
         except InsufficientFunds:  # spent since the snapshot: the next source, if any, may pay
             sources = decisioning.without(sources, decision.account_id)
-    now = clock.now(tenant)
     approved = decision.approved
-    if approved and outcome == providers.PULL_FAILS:
-        status = _T.EXCEPTION  # the pull's confirmation reported FAILED: nothing was taken
-    else:
-        status = _T.AUTHORIZED if approved else _T.DECLINED
+    status = _opening_status(kind, approved=approved, pull_fails=pull_fails)
     assert status in CARD_TRANSACTION.initial
-    delayed = approved and outcome == providers.DELAYED_PULL
+    single = approved and kind.single_message
+    delayed = approved and purchase and outcome == providers.DELAYED_PULL
+    now = clock.now()
     row = await repository.insert_transaction(
         session,
         {
             "id": transaction_id,
-            "tenant_id": tenant.id,
+            "tenant_id": tenant_id,
             "card_id": card.id,
+            "kind": kind.value,
             "status": status,
             "decline_reason": None if approved else str(decision.decline_reason),
-            "issuer_transaction_token": f"{issuer.name}_txn_{transaction_id[-12:]}",
-            "merchant": {k: v for k, v in merchant.items() if v is not None},
+            "issuer_transaction_token": issuer_transaction_token,
+            "merchant": merchant,
             "currency": card.currency,
             "account_id": decision.account_id,
             "source_ids": source_ids,
-            "authorized_amount": held_amount,
+            "authorized_amount": card_amount,
             "requested_amount": amount,
             "requested_currency": currency,
-            "settled_amount": 0,
+            "settled_amount": card_amount if single else 0,
             "refunded_amount": 0,
-            "settlement_count": 0,
-            "pull_count": 1 if approved else 0,
-            "pull_amount": held_amount if status == _T.AUTHORIZED else 0,
+            "settlement_count": 1 if single else 0,
+            "pull_count": 1 if approved and purchase else 0,
+            "pull_amount": card_amount if approved and purchase and not pull_fails else 0,
             "pull_pending": 1 if delayed else 0,
-            "loss_amount": 0,
+            "loss_amount": card_amount if single and pull_fails else 0,
             "outcome": outcome,
             "authorized_at": now,
             "last_event_at": now,
@@ -318,43 +592,48 @@ async def authorize(
             session,
             CONFIRM_PULL_JOB,
             {"cardTransactionId": row.id},
-            tenant_id=tenant.id,
+            tenant_id=tenant_id,
             run_at=now + issuer.pull_delay(get_settings()),
         )
+    if single and (pull_fails or kind.purpose == Purpose.CREDIT):
+        network = await _network_account(session, tenant_id=tenant_id, currency=card.currency)
+        if pull_fails:  # the network settled, the funding source paid nothing: the operator pays
+            await _operator_pays(session, row, amount=card_amount, network=network)
+        else:
+            await _credit(session, row, amount=card_amount, network=network)
     rendered = await _emit(session, row, new=True)
     if balance_last and status == _T.AUTHORIZED:
         assert row.account_id is not None
         try:
-            held = await _hold(
+            moved = await _hold(
                 session,
-                tenant.id,
+                tenant_id,
                 row.account_id,
                 card.currency,
-                held_amount,
+                card_amount,
                 transaction_id,
                 balance_last=True,
             )
         except InsufficientFunds:
             raise AuthorizationRaced(transaction_id) from None
-    if held is not None and status == _T.AUTHORIZED and row.account_id:
-        await accounts_service.emit_balance_update(
-            session, account=accounts[row.account_id], balance=held.balances[row.account_id]
-        )
+    if kind is _K.AUTHORIZATION:
+        if moved is not None and status == _T.AUTHORIZED and row.account_id:
+            await accounts_service.emit_balance_update(
+                session, account=accounts[row.account_id], balance=moved.balances[row.account_id]
+            )
+    elif single and not pull_fails:
+        await _balances_moved(session, tenant_id=tenant_id, account_ids=[row.account_id or ""])
     return rendered
 
 
-async def _load_for_change(
-    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str
-) -> CardTransactionRow:
-    _sandbox_only(tenant, card_id)
-    row = await repository.get_transaction(
-        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
-    )
-    if row is None or row.card_id != card_id:
-        if await repository.get_card(session, tenant_id=tenant.id, card_id=card_id) is None:
-            raise CardNotFound(card_id)
-        raise invalid_field("cardTransactionId", f"card {card_id} has no card transaction {transaction_id!r}")
-    return row
+def _opening_status(kind: MessageKind, *, approved: bool, pull_fails: bool) -> CardTransactionStatus:
+    if not approved:
+        return _T.DECLINED
+    if pull_fails:  # the pull's confirmation reported FAILED: nothing was taken
+        return _T.EXCEPTION
+    if kind.single_message or kind is _K.BALANCE_INQUIRY:
+        return _T.SETTLED
+    return _T.AUTHORIZED
 
 
 async def _network_account(session: AsyncSession, *, tenant_id: str, currency: str) -> str:
@@ -363,11 +642,43 @@ async def _network_account(session: AsyncSession, *, tenant_id: str, currency: s
     )
 
 
-async def _release(session: AsyncSession, row: CardTransactionRow) -> list[str]:
-    """Give the hold's rest back to its source; what was released is no longer pulled (`pullSummary`'s
-    total is what the funding sources paid or still reserve, never money that went back)."""
+async def _loss_account(session: AsyncSession, row: CardTransactionRow) -> str:
+    return await ledger.system_account(
+        session, tenant_id=row.tenant_id, kind=ledger.LOSS, currency=row.currency, qualifier="CARD"
+    )
+
+
+async def _operator_pays(
+    session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str
+) -> None:
+    loss = await _loss_account(session, row)
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="CARD_LOSS",
+        reference=row.id,
+        legs=[ledger.Leg(loss, row.currency, -amount), ledger.Leg(network, row.currency, amount)],
+    )
+
+
+async def _credit(session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str) -> None:
+    """A credit to the card: the network pays the source the credit authorization chose."""
+    assert row.account_id is not None
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="CARD_CREDIT",
+        reference=row.id,
+        legs=[ledger.Leg(network, row.currency, -amount), ledger.Leg(row.account_id, row.currency, amount)],
+    )
+
+
+async def _release(session: AsyncSession, row: CardTransactionRow, amount: int | None = None) -> list[str]:
+    """Give the hold's rest (or `amount` of it) back to its source; what was released is no longer pulled
+    (`pullSummary`'s total is what the funding sources paid or still reserve, never money that went
+    back)."""
     entry = await ledger.release_hold(
-        session, tenant_id=row.tenant_id, reference=row.id, kind="CARD_AUTHORIZATION_RELEASE"
+        session, tenant_id=row.tenant_id, reference=row.id, kind="CARD_AUTHORIZATION_RELEASE", amount=amount
     )
     if entry is None:
         return []
@@ -375,15 +686,21 @@ async def _release(session: AsyncSession, row: CardTransactionRow) -> list[str]:
     return list(entry.balances)
 
 
-async def _pull(session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str) -> str | None:
-    """A post-hoc pull of `amount` from the first source (priority order) that covers it; the source, or
-    None when none does (then the operator's loss account pays the network)."""
-    for account_id in row.source_ids or ([row.account_id] if row.account_id else []):
+async def _pull(
+    session: AsyncSession, row: CardTransactionRow, *, amount: int, network: str, kind: str = "CARD_POST_HOC_PULL",
+    first: str | None = None,
+) -> str | None:  # fmt: skip
+    """A post-hoc pull of `amount` from the first source (priority order; `first` before them) that covers
+    it; the source, or None when none does (then the operator's loss account pays the network)."""
+    candidates = row.source_ids or ([row.account_id] if row.account_id else [])
+    if first is not None:
+        candidates = [first, *(account_id for account_id in candidates if account_id != first)]
+    for account_id in candidates:
         try:
             await ledger.post(
                 session,
                 tenant_id=row.tenant_id,
-                kind="CARD_POST_HOC_PULL",
+                kind=kind,
                 reference=row.id,
                 legs=[
                     ledger.Leg(account_id, row.currency, -amount),
@@ -393,37 +710,28 @@ async def _pull(session: AsyncSession, row: CardTransactionRow, *, amount: int, 
             return account_id
         except InsufficientFunds:
             continue
-    loss = await ledger.system_account(
-        session, tenant_id=row.tenant_id, kind=ledger.LOSS, currency=row.currency, qualifier="CARD"
-    )
-    await ledger.post(
-        session,
-        tenant_id=row.tenant_id,
-        kind="CARD_LOSS",
-        reference=row.id,
-        legs=[ledger.Leg(loss, row.currency, -amount), ledger.Leg(network, row.currency, amount)],
-    )
+    await _operator_pays(session, row, amount=amount, network=network)
     return None
 
 
-async def clear(
-    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
-) -> CardTransaction:
-    """A clearing (presentment) of `amount` (minor units of the authorization's currency) against the card
-    transaction; 0 is the authorization's expiry."""
-    row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
-    if row.status not in CLEARABLE:
-        raise CardTransactionConflict(
-            f"card transaction {row.id} is {row.status}: it takes no clearing",
-            details={"cardTransactionId": row.id, "status": row.status},
-        )
-    if amount == 0:
-        return await expire(session, row=row)
+async def _clear(session: AsyncSession, row: CardTransactionRow, amount: int) -> CardTransaction:
+    """A clearing (presentment) of `amount` (minor units of the authorization's currency): a purchase's
+    captures against the hold, pulls post-hoc what the hold does not keep; a credit authorization's credits
+    its source."""
     amount = _network_amount(row, amount)
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
+    if _kind(row).purpose == Purpose.CREDIT:
+        await _credit(session, row, amount=amount, network=network)
+        row.settled_amount += amount
+        row.settlement_count += 1
+        complete = row.settled_amount >= row.authorized_amount or row.status == _T.EXPIRED
+        _move(row, _T.SETTLED if complete else _T.PARTIALLY_SETTLED)
+        rendered = await _emit(session, row)
+        await _balances_moved(session, tenant_id=row.tenant_id, account_ids=[row.account_id or ""])
+        return rendered
     moved: list[str] = []
-    hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
-    captured = min(amount, hold.remaining) if hold is not None and hold.status == "OPEN" else 0
+    hold = await _open_hold(session, row)
+    captured = min(amount, hold.remaining) if hold is not None else 0
     if captured:
         await ledger.capture_hold(
             session,
@@ -453,7 +761,7 @@ async def clear(
         target = _T.SETTLED
     else:
         target = _T.PARTIALLY_SETTLED
-    if target != _T.PARTIALLY_SETTLED:
+    if target == _T.SETTLED:
         moved += await _release(session, row)
     _move(row, target)
     rendered = await _emit(session, row)
@@ -461,14 +769,9 @@ async def clear(
     return rendered
 
 
-async def expire(session: AsyncSession, *, row: CardTransactionRow) -> CardTransaction:
+async def _expire(session: AsyncSession, row: CardTransactionRow) -> CardTransaction:
     """The authorization expires (or its card closed): the hold's rest goes back; SETTLED if something was
-    cleared, else EXPIRED. An authorization already reconciled takes no second expiry."""
-    if row.status not in (_T.AUTHORIZED, _T.PARTIALLY_SETTLED):
-        raise CardTransactionConflict(
-            f"card transaction {row.id} is {row.status}: there is no authorization left to expire",
-            details={"cardTransactionId": row.id, "status": row.status},
-        )
+    cleared, else EXPIRED."""
     moved = await _release(session, row)
     _move(row, _T.SETTLED if row.settlement_count else _T.EXPIRED)
     rendered = await _emit(session, row)
@@ -476,34 +779,65 @@ async def expire(session: AsyncSession, *, row: CardTransactionRow) -> CardTrans
     return rendered
 
 
-async def return_(
-    session: AsyncSession, *, tenant: TenantContext, card_id: str, transaction_id: str, amount: int
-) -> CardTransaction:
+async def _advise(session: AsyncSession, row: CardTransactionRow, amount: int) -> CardTransaction:
+    """An AUTHORIZATION_ADVICE: the open authorization's new total is `amount` (minor units of its
+    currency), as the network already approved it. A purchase's hold becomes the new total less what was
+    cleared: released down; grown up on its source as far as that source's available balance goes (what it
+    cannot reserve, a clearing pulls post-hoc). A credit authorization's advice moves no money. Cleared up
+    to the new total: SETTLED (the hold's rest released)."""
+    total = _network_amount(row, amount)
+    row.requested_amount, row.authorized_amount = amount, total
+    moved: list[str] = []
+    if _kind(row).purpose == Purpose.PURCHASE:
+        hold = await _open_hold(session, row)
+        keeps = hold.remaining if hold is not None else 0
+        wanted = max(total - row.settled_amount, 0)
+        if wanted < keeps:
+            moved += await _release(session, row, keeps - wanted)
+        elif wanted > keeps:
+            moved += await _grow(session, row, wanted - keeps)
+    status = CardTransactionStatus(row.status)
+    if row.settlement_count and row.settled_amount >= total:
+        status = _T.SETTLED
+        moved += await _release(session, row)
+    changed = _move(row, status) if status != row.status else False
+    rendered = await _emit(session, row, None if changed else UPDATED)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=moved)
+    return rendered
+
+
+async def _grow(session: AsyncSession, row: CardTransactionRow, wanted: int) -> list[str]:
+    """Hold up to `wanted` more on the hold's source: what its available balance covers (read, then taken by
+    the conditional UPDATE; read again if a concurrent debit took it meanwhile)."""
+    hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
+    if hold is None:
+        return []
+    for _ in range(3):
+        available = (await ledger.balances(session, [hold.account_id]))[hold.account_id].available
+        more = min(wanted, available)
+        if more <= 0:
+            return []
+        try:
+            entry = await ledger.grow_hold(
+                session,
+                tenant_id=row.tenant_id,
+                reference=row.id,
+                amount=more,
+                kind="CARD_AUTHORIZATION_ADVICE",
+            )
+        except InsufficientFunds:
+            continue
+        row.pull_amount += more
+        return list(entry.balances)
+    return []
+
+
+async def _return(session: AsyncSession, row: CardTransactionRow, amount: int) -> CardTransaction:
     """A merchant RETURN of `amount` (minor units of the authorization's currency; in the card's ≤ settled −
-    refunded): credited back to whoever paid (see `_payers`;
-    split when several did), one CardRefund per account credited; REFUNDED once everything settled came
-    back. Returns complete whatever the card's state (refunds in flight at close still complete)."""
-    row = await _load_for_change(session, tenant=tenant, card_id=card_id, transaction_id=transaction_id)
-    if row.status not in RETURNABLE:
-        raise CardTransactionConflict(
-            f"card transaction {row.id} is {row.status}: only a SETTLED transaction takes a return",
-            details={"cardTransactionId": row.id, "status": row.status},
-        )
-    left = row.settled_amount - row.refunded_amount
-    asked = amount
-    amount = _network_amount(row, asked)
-    if amount > left:
-        most = rescale(
-            left,
-            from_decimals=currencies.require(row.currency).decimals,
-            to_decimals=currencies.require(row.requested_currency).decimals,
-            round_up=False,
-        )
-        raise invalid_field(
-            "amount",
-            f"at most {most} {row.requested_currency} minor units (settled − refunded: {left} {row.currency} "
-            "minor units) can be returned",
-        )
+    refunded): credited back to whoever paid (see `_payers`; split when several did), one CardRefund per
+    account credited; REFUNDED once everything settled came back. Returns complete whatever the card's
+    state (refunds in flight at close still complete)."""
+    amount = _returnable(row, amount)
     assert row.account_id is not None
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
     parts, rest = [], amount
@@ -523,7 +857,8 @@ async def return_(
         legs=[ledger.Leg(network, row.currency, -amount)]
         + [ledger.Leg(account_id, row.currency, part) for account_id, part in parts],
     )
-    now = clock.now(tenant)
+    now = clock.now()
+    return_ref = new_id("CardReturn")
     for account_id, part in parts:
         await repository.insert_refund(
             session,
@@ -535,6 +870,7 @@ async def return_(
                 "amount": part,
                 "currency": row.currency,
                 "status": "COMPLETED",
+                "return_ref": return_ref,
                 "description": None,
                 "created_at": now,
             },
@@ -542,8 +878,45 @@ async def return_(
     row.refunded_amount += amount
     changed = _move(row, _T.REFUNDED if row.refunded_amount == row.settled_amount else _T.SETTLED)
     rendered = await _emit(session, row, None if changed else UPDATED)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=_customer_accounts(row, parts))
+    return rendered
+
+
+def _customer_accounts(row: CardTransactionRow, parts: list[tuple[str, int]]) -> list[str]:
     sources = {row.account_id, *(row.source_ids or ())}  # (not the operator's loss account)
-    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=[a for a, _ in parts if a in sources])
+    return [account_id for account_id, _ in parts if account_id in sources]
+
+
+async def _reverse_return(session: AsyncSession, row: CardTransactionRow) -> CardTransaction:
+    """A RETURN_REVERSAL: the card transaction's last return is undone. Every account it credited pays its
+    part back to the network — an account that no longer covers it, the sources in priority order, else the
+    operator (EXCEPTION: the network took back money no funding source had); its CardRefunds are REVERSED
+    and refundedAmount goes down by the return."""
+    refunds = [r for r in (await repository.refunds_of(session, [row.id]))[row.id] if r.status == "COMPLETED"]
+    last = max(refunds, key=lambda refund: (refund.created_at, refund.return_ref)).return_ref
+    reversed_refunds = [refund for refund in refunds if refund.return_ref == last]
+    network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
+    sources = {row.account_id, *(row.source_ids or ())}
+    moved: list[str] = []
+    failed = False
+    for refund in reversed_refunds:
+        if refund.account_id in sources:
+            paid_by = await _pull(
+                session, row, amount=refund.amount, network=network, kind="CARD_RETURN_REVERSAL",
+                first=refund.account_id,
+            )  # fmt: skip
+            if paid_by is None:
+                failed = True
+                row.loss_amount += refund.amount
+            else:
+                moved.append(paid_by)
+        else:  # the operator's loss account was credited (it had paid): it pays it back
+            await _operator_pays(session, row, amount=refund.amount, network=network)
+        refund.status = "REVERSED"
+    row.refunded_amount -= sum(refund.amount for refund in reversed_refunds)
+    changed = _move(row, _T.EXCEPTION if failed else _T.SETTLED)
+    rendered = await _emit(session, row, None if changed else UPDATED)
+    await _balances_moved(session, tenant_id=row.tenant_id, account_ids=moved)
     return rendered
 
 
@@ -551,7 +924,8 @@ async def _payers(session: AsyncSession, row: CardTransactionRow) -> list[tuple[
     """Who paid the network for this card transaction and how much of it has not come back yet, the last
     payer first: post-hoc pulls before the authorization's source, and the operator's loss account (which
     paid what no source could) before any customer account — a return never credits a customer with money
-    the customer did not pay."""
+    the customer did not pay. (A reversed return's CardRefunds count as returned: its reversal's entries
+    count as paid.)"""
     paid: dict[str, int] = {}
     for entry in await ledger.entries_for(session, tenant_id=row.tenant_id, reference=row.id):
         if entry["kind"] in PAID_KINDS:
@@ -565,15 +939,15 @@ async def _payers(session: AsyncSession, row: CardTransactionRow) -> list[tuple[
 
 async def reconcile_on_close(session: AsyncSession, *, tenant: TenantContext, card_id: str) -> None:
     """A closing card's pending authorizations reach a terminal state: their holds are released (an
-    authorization partly cleared becomes SETTLED, one not cleared at all EXPIRED). Clearings that arrive
-    later are force-posted (post-hoc pull, else the operator's loss)."""
+    authorization partly cleared becomes SETTLED, one not cleared at all EXPIRED; a pending credit EXPIRED).
+    Clearings that arrive later are force-posted (post-hoc pull, else the operator's loss)."""
     for row in await repository.open_transactions(
         session,
         tenant_id=tenant.id,
         card_id=card_id,
         statuses=frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED}),
     ):
-        await expire(session, row=row)
+        await _expire(session, row)
 
 
 async def confirm_pull(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> None:

@@ -98,11 +98,13 @@ class JobContext:
         self._finished = True
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """A write transaction that also finishes (or reschedules) this job, atomically with its effects."""
+    async def transaction(self, *, lean: bool = False) -> AsyncIterator[AsyncSession]:
+        """A write transaction that also finishes (or reschedules) this job, atomically with its effects.
+        `lean`: the handler runs only lean statements (platpay.db.lean), in `Database.lean_transaction()`
+        (a card authorization: no ORM session on PostgreSQL)."""
         if self._finished:
             raise RuntimeError("job already finished in an earlier transaction")
-        async with self.db.transaction() as session:
+        async with self.db.lean_transaction() if lean else self.db.transaction() as session:
             yield session
             now = clock.real_now()
             if self._retry_at is not None:

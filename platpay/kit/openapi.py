@@ -56,6 +56,7 @@ def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, 
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title="platpay", version=API_VERSION, description=DESCRIPTION, routes=app.routes)
+    _examples_as_written(app, schema)
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for operation in operations(schema):
         operation.get("responses", {}).pop("422", None)
@@ -88,6 +89,23 @@ def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, 
     schema["components"]["schemas"] = dict(sorted(components.items()))
     app.openapi_schema = schema
     return schema
+
+
+def _examples_as_written(app: FastAPI, schema: dict[str, Any]) -> None:
+    """Request examples as `request_examples` wrote them: FastAPI renders the document without null values,
+    and a null in an example is meant (PATCH /cards/{id} `{maxSpendPerTransaction: null}` clears a limit)."""
+    for route in app.routes:
+        extra = getattr(route, "openapi_extra", None) or {}
+        content = extra.get("requestBody", {}).get("content", {})
+        path_item = schema.get("paths", {}).get(getattr(route, "path_format", ""), {})
+        for method in getattr(route, "methods", ()):
+            operation = path_item.get(method.lower())
+            if operation is None:
+                continue
+            for media_type, media in content.items():
+                documented = operation.get("requestBody", {}).get("content", {}).get(media_type)
+                if documented is not None and "examples" in media:
+                    documented["examples"] = media["examples"]
 
 
 def operations(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -258,6 +258,25 @@ async def take_from_hold(
     return (row[0], row[1], row[2], row[3]) if row is not None else None
 
 
+async def grow_hold(
+    session: AsyncSession, *, tenant_id: str, reference: str, amount: int, now: datetime
+) -> bool:
+    """Add `amount` to a hold (placed and still reserved, reopened if it was taken to 0); whether one was
+    there to grow."""
+    table = LedgerHoldRow.__table__
+    result = await session.execute(
+        update(table)
+        .where(table.c.tenant_id == tenant_id, table.c.reference == reference)
+        .values(
+            amount=table.c.amount + amount,
+            remaining=table.c.remaining + amount,
+            status="OPEN",
+            updated_at=now,
+        )
+    )
+    return bool(result.rowcount)
+
+
 # Verification queries (whole ledger, every tenant)
 
 

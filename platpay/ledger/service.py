@@ -398,25 +398,51 @@ async def capture_hold(
     )
 
 
-async def release_hold(session: AsyncSession, *, tenant_id: str, reference: str, kind: str) -> Entry | None:
-    """Give back whatever the hold still reserves (HELD → AVAILABLE) and close it; None when nothing
-    remained (already captured or released: releasing twice moves nothing)."""
+async def release_hold(
+    session: AsyncSession, *, tenant_id: str, reference: str, kind: str, amount: int | None = None
+) -> Entry | None:
+    """Give back whatever the hold still reserves (HELD → AVAILABLE) and close it, or only `amount` of it
+    (it stays open while anything remains); None when nothing remained (already captured or released:
+    releasing twice moves nothing)."""
     hold = await hold_of(session, tenant_id=tenant_id, reference=reference)
     if hold is None or hold.status != "OPEN" or hold.remaining == 0:
         return None
-    account_id, currency = await _take(
-        session, tenant_id=tenant_id, reference=reference, amount=hold.remaining
-    )
+    released = hold.remaining if amount is None else min(amount, hold.remaining)
+    if released <= 0:
+        return None
+    account_id, currency = await _take(session, tenant_id=tenant_id, reference=reference, amount=released)
     return await post(
         session,
         tenant_id=tenant_id,
         kind=kind,
         reference=reference,
+        legs=[Leg(account_id, currency, -released, HELD), Leg(account_id, currency, released, AVAILABLE)],
+    )
+
+
+async def grow_hold(
+    session: AsyncSession, *, tenant_id: str, reference: str, amount: int, kind: str
+) -> Entry:
+    """Reserve `amount` more for the hold of `reference`, on its account (available ↓, held ↑), or refuse
+    with InsufficientFunds, having changed nothing (the same conditional UPDATE as every debit). A hold taken
+    to 0 (captured or released) opens again. HoldExhausted when `reference` has no hold."""
+    hold = await hold_of(session, tenant_id=tenant_id, reference=reference)
+    if hold is None:
+        raise HoldExhausted(f"{reference} has no hold to grow")
+    entry = await post(
+        session,
+        tenant_id=tenant_id,
+        kind=kind,
+        reference=reference,
         legs=[
-            Leg(account_id, currency, -hold.remaining, HELD),
-            Leg(account_id, currency, hold.remaining, AVAILABLE),
+            Leg(hold.account_id, hold.currency, -amount, AVAILABLE),
+            Leg(hold.account_id, hold.currency, amount, HELD),
         ],
     )
+    await repository.grow_hold(
+        session, tenant_id=tenant_id, reference=reference, amount=amount, now=clock.now()
+    )
+    return entry
 
 
 async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, Balance]:

@@ -19,10 +19,12 @@ from tests.cards.support import (
     active_card,
     approved,
     approved_cardholder,
-    authorize,
     clear,
     funded_account,
     give_back,
+    opening_body,
+    run_jobs,
+    simulate,
 )
 from tests.factories import (
     account_destination,
@@ -367,17 +369,18 @@ class TestConcurrentMovements:
         person = await approved_cardholder(client, auth)
         account = await funded_account(client, auth, person["id"], 300)
         card = await active_card(client, auth, runner, person["id"], [account["id"]])
-        moves = []
-        for n in range(24):
-            if n % 3 == 2:
-                moves.append(
-                    client.post(
-                        f"/sandbox/internal-accounts/{account['id']}/fund", auth=auth, json={"amount": 100}
-                    )
-                )
-            else:
-                moves.append(authorize(client, auth, card["id"], 100))
-        responses = await asyncio.gather(*moves)
+        accepted = await asyncio.gather(
+            *(simulate(client, auth, card["id"], "authorization", opening_body(100)) for _ in range(16))
+        )
+        assert all(r.status_code == 202 for r in accepted), [r.text for r in accepted if r.status_code != 202]
+        deposits = [
+            client.post(f"/sandbox/internal-accounts/{account['id']}/fund", auth=auth, json={"amount": 100})
+            for _ in range(8)
+        ]
+        # the authorizations applied by two job runners while the deposits arrive
+        *responses, _, _ = await asyncio.gather(
+            *deposits, run_jobs(client, name="a"), run_jobs(client, name="b")
+        )
         assert all(r.status_code == 200 for r in responses), [
             r.text for r in responses if r.status_code != 200
         ]

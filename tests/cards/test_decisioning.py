@@ -1,5 +1,7 @@
-"""decide(card, sources, request): every rule, in its order, with no I/O (cards/decisioning.py); the request's
-currency converted to the card's (in_card_currency, kit/money.rescale) for every pair of the catalog."""
+"""decide(card, sources, request): every rule, in its order, with no I/O (cards/decisioning.py): the network's
+verdict, the card's state, the currency, the card's maxSpendPerTransaction, the sources — for a purchase, a
+balance inquiry and a credit, declinable or an advice; the request's currency converted to the card's
+(in_card_currency, kit/money.rescale) for every pair of the catalog."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from platpay.cards.decisioning import (
     CardSnapshot,
     Decision,
     DeclineReason,
+    MessageKind,
+    Purpose,
     SourceSnapshot,
     decide,
     in_card_currency,
@@ -32,8 +36,18 @@ def source(
     return SourceSnapshot(account_id, currency, status, available)
 
 
-def request(amount: int = 1_000, currency: str = "USD", network: DeclineReason | None = None):
-    return AuthorizationRequest(amount, currency, network)
+def request(
+    amount: int = 1_000,
+    currency: str = "USD",
+    network: DeclineReason | None = None,
+    purpose: Purpose = Purpose.PURCHASE,
+    advice: bool = False,
+):
+    return AuthorizationRequest(amount, currency, network, purpose=purpose, advice=advice)
+
+
+def limited(limit: int | None, *, state: str = "ACTIVE", currency: str = "USD") -> CardSnapshot:
+    return CardSnapshot("Card:1", state, currency, limit)
 
 
 class TestTheCard:
@@ -102,48 +116,145 @@ class TestSourcesInPriorityOrder:
         assert decide(CARD, spent, request(1_000)).decline_reason == DeclineReason.INSUFFICIENT_FUNDS
 
 
+class TestMaxSpendPerTransaction:
+    def test_exactly_the_limit_is_allowed_and_one_unit_more_declines(self) -> None:
+        rich = (source("A", 10**9),)
+        assert decide(limited(5_000), rich, request(5_000)) == Decision.approve("A")
+        assert decide(limited(5_000), rich, request(5_001)) == Decision.decline(
+            DeclineReason.TRANSACTION_SIZE_LIMIT_EXCEEDED
+        )
+
+    def test_no_limit_declines_nothing(self) -> None:
+        assert decide(limited(None), (source("A", 10**15),), request(10**15)).approved
+
+    def test_the_limit_is_in_the_cards_currency_after_the_conversion(self) -> None:
+        usdb = limited(12_500_000, currency="USDB")  # 12.50 USDB
+        rich = (source("A", 10**12, currency="USDB"),)
+        assert decide(usdb, rich, request(1_250, "USD")).approved  # USD 12.50 = 12.500000 USDB
+        assert decide(usdb, rich, request(1_251, "USD")).decline_reason == "TRANSACTION_SIZE_LIMIT_EXCEEDED"
+
+    def test_the_limit_comes_before_the_funds(self) -> None:
+        assert decide(limited(10), (), request(11)).decline_reason == "TRANSACTION_SIZE_LIMIT_EXCEEDED"
+
+    def test_the_card_and_the_currency_come_before_the_limit(self) -> None:
+        frozen = limited(10, state="FROZEN")
+        assert decide(frozen, (), request(11)).decline_reason == DeclineReason.CARD_PAUSED
+        assert decide(limited(10), (), request(11, "EUR")).decline_reason == DeclineReason.CURRENCY_MISMATCH
+
+    @pytest.mark.parametrize("purpose", [Purpose.INQUIRY, Purpose.CREDIT])
+    def test_a_limit_bounds_spending_only(self, purpose) -> None:
+        decision = decide(limited(10), (source("A", 0),), request(10**6, purpose=purpose))
+        assert decision == Decision.approve("A")
+
+
+class TestWhatTheNetworkAsks:
+    def test_every_kind_of_message_says_what_it_asks(self) -> None:
+        assert {kind: (kind.purpose, kind.advice, kind.single_message) for kind in MessageKind} == {
+            MessageKind.AUTHORIZATION: (Purpose.PURCHASE, False, False),
+            MessageKind.FINANCIAL_AUTHORIZATION: (Purpose.PURCHASE, False, True),
+            MessageKind.BALANCE_INQUIRY: (Purpose.INQUIRY, False, False),
+            MessageKind.CREDIT_AUTHORIZATION: (Purpose.CREDIT, False, False),
+            MessageKind.CREDIT_AUTHORIZATION_ADVICE: (Purpose.CREDIT, True, False),
+            MessageKind.FINANCIAL_CREDIT_AUTHORIZATION: (Purpose.CREDIT, False, True),
+        }
+
+    def test_a_balance_inquiry_needs_an_active_source_not_money(self) -> None:
+        inquiry = request(0, purpose=Purpose.INQUIRY)
+        assert decide(CARD, (source("A", 0, status="FROZEN"), source("B", 0)), inquiry) == Decision.approve(
+            "B"
+        )
+        assert decide(CARD, (), inquiry) == Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+
+    def test_a_credit_goes_to_the_first_active_source_whatever_it_holds(self) -> None:
+        credit = request(10**9, purpose=Purpose.CREDIT)
+        assert decide(CARD, (source("A", 0, currency="EUR"), source("B", 0)), credit) == Decision.approve("B")
+        assert decide(CARD, (source("A", 5, status="CLOSED"),), credit) == Decision.decline(
+            DeclineReason.NO_ACTIVE_FUNDING_SOURCE
+        )
+
+    def test_a_credit_is_declined_like_an_authorization_for_the_network_and_the_card(self) -> None:
+        credit = request(100, network=DeclineReason.CARD_PAUSED, purpose=Purpose.CREDIT)
+        assert decide(CARD, (source("A", 0),), credit).decline_reason == DeclineReason.CARD_PAUSED
+        closed = CardSnapshot("Card:1", "CLOSED", "USD")
+        assert decide(closed, (source("A", 0),), request(100, purpose=Purpose.CREDIT)).decline_reason == (
+            DeclineReason.CARD_CLOSED
+        )
+
+    def test_an_advice_is_recorded_whatever_the_network_said_and_the_cards_state(self) -> None:
+        advice = request(100, network=DeclineReason.INSUFFICIENT_FUNDS, purpose=Purpose.CREDIT, advice=True)
+        frozen = CardSnapshot("Card:1", "FROZEN", "USD")
+        assert decide(frozen, (source("A", 0),), advice) == Decision.approve("A")
+
+    def test_an_advice_with_nowhere_to_go_or_no_conversion_is_declined(self) -> None:
+        advice = request(100, purpose=Purpose.CREDIT, advice=True)
+        assert decide(CARD, (), advice).decline_reason == DeclineReason.NO_ACTIVE_FUNDING_SOURCE
+        in_euros = request(100, "EUR", purpose=Purpose.CREDIT, advice=True)
+        assert decide(CARD, (source("A", 0),), in_euros).decline_reason == DeclineReason.CURRENCY_MISMATCH
+
+
+def expected_decision(
+    card: CardSnapshot, sources: tuple[SourceSnapshot, ...], asked: AuthorizationRequest
+) -> Decision:
+    """The rules, stated here independently of decisioning.py (card and sources in USD, no conversion)."""
+    if asked.network_decline is not None and not asked.advice:
+        return Decision.decline(asked.network_decline)
+    card_declines = {
+        "FROZEN": DeclineReason.CARD_PAUSED,
+        "CLOSED": DeclineReason.CARD_CLOSED,
+        "PENDING_ISSUE": DeclineReason.CARD_NOT_ACTIVE,
+    }
+    if card.state in card_declines and not asked.advice:
+        return Decision.decline(card_declines[card.state])
+    if asked.currency != card.currency:
+        return Decision.decline(DeclineReason.CURRENCY_MISMATCH)
+    usable = [s for s in sources if s.status == "ACTIVE" and s.currency == card.currency]
+    if asked.purpose == Purpose.PURCHASE:
+        limit = card.max_spend_per_transaction
+        if limit is not None and asked.amount > limit:
+            return Decision.decline(DeclineReason.TRANSACTION_SIZE_LIMIT_EXCEEDED)
+        payer = next((s.account_id for s in usable if s.available >= asked.amount), None)
+        return Decision.approve(payer) if payer else Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+    if usable:
+        return Decision.approve(usable[0].account_id)
+    if asked.purpose == Purpose.INQUIRY:
+        return Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
+    return Decision.decline(DeclineReason.NO_ACTIVE_FUNDING_SOURCE)
+
+
 def test_exhaustively_over_small_worlds() -> None:
-    """Every combination of card state, request currency, and two sources' status, currency and balance
-    around the amount: the decision is the first rule that applies, computed here independently."""
+    """Every combination of card state, maxSpendPerTransaction around the amount, request currency, the
+    network's verdict, what is asked (a purchase, an inquiry, a credit; declinable or an advice), and two
+    sources' status, currency and balance around the amount: the decision is the first rule that applies,
+    computed here independently."""
     amount = 100
     states = ["ACTIVE", "FROZEN", "CLOSED", "PENDING_ISSUE"]
+    limits = [None, amount - 1, amount, amount + 1]
+    asks = [
+        (Purpose.PURCHASE, False),
+        (Purpose.INQUIRY, False),
+        (Purpose.CREDIT, False),
+        (Purpose.CREDIT, True),
+    ]
     source_options = list(
         itertools.product(["ACTIVE", "FROZEN"], ["USD", "EUR"], [0, amount - 1, amount, amount + 1])
     )
     checked = 0
-    for state, currency, network in itertools.product(states, ["USD", "EUR"], [None, *DeclineReason]):
-        card = CardSnapshot("Card:1", state, "USD")
+    worlds = itertools.product(states, limits, ["USD", "EUR"], [None, *DeclineReason], asks)
+    for state, limit, currency, network, (purpose, advice) in worlds:
+        card = CardSnapshot("Card:1", state, "USD", limit)
+        asked = request(0 if purpose == Purpose.INQUIRY else amount, currency, network, purpose, advice)
         for first, second in itertools.product(source_options, repeat=2):
             sources = (
                 SourceSnapshot("A", first[1], first[0], first[2]),
                 SourceSnapshot("B", second[1], second[0], second[2]),
             )
-            decision = decide(card, sources, request(amount, currency, network))
-            if network is not None:
-                expected = Decision.decline(network)
-            elif state != "ACTIVE":
-                expected = Decision.decline(
-                    {"FROZEN": DeclineReason.CARD_PAUSED, "CLOSED": DeclineReason.CARD_CLOSED}.get(
-                        state, DeclineReason.CARD_NOT_ACTIVE
-                    )
-                )
-            elif currency != "USD":
-                expected = Decision.decline(DeclineReason.CURRENCY_MISMATCH)
-            else:
-                payer = next(
-                    (
-                        s.account_id
-                        for s in sources
-                        if s.status == "ACTIVE" and s.currency == "USD" and s.available >= amount
-                    ),
-                    None,
-                )
-                expected = (
-                    Decision.approve(payer) if payer else Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
-                )
-            assert decision == expected, (state, currency, network, sources)
+            assert decide(card, sources, asked) == expected_decision(card, sources, asked), (
+                card,
+                asked,
+                sources,
+            )
             checked += 1
-    assert checked == 4 * 2 * 6 * 16 * 16
+    assert checked == 4 * 4 * 2 * (1 + len(DeclineReason)) * 4 * 16 * 16
 
 
 # The rule as this test states it, independently of kit/currencies: a stablecoin card takes its own currency

@@ -5,7 +5,9 @@ ledger's open holds and no customer balance is negative; after every sequence, e
 nothing held, and the ledger verifies. And for (card currency, request currency, amount) drawn over the cards'
 currencies and others: the hold, the clearing and the return are each exactly the request's amount converted
 (USD on a USDB or USDC card ×10^4), any other currency declines with the request recorded and nothing held,
-and the ledger verifies."""
+and the ledger verifies. And random sequences of every network message the sandbox simulates (the six that
+open a card transaction, clearings, advices, returns, return reversals) keep the ledger balanced and every
+card transaction accounted for in the network's clearing account."""
 
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ import pytest
 from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from sqlalchemy import func, select
 
+from platpay.cards.models import CardRow
+from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
 from tests.cards.support import (
     active_card,
     approved_cardholder,
@@ -27,9 +32,11 @@ from tests.cards.support import (
     give_back,
     open_holds,
     patch,
+    run_jobs,
+    simulate,
 )
 from tests.conftest import assert_ledger_verifies
-from tests.factories import balances, create_platform, fund
+from tests.factories import balances, create_platform, fund, internal_account, wallet_account
 
 actions = st.one_of(
     st.tuples(st.just("fund"), st.integers(1, 3_000)),
@@ -330,3 +337,209 @@ class TestCurrencyConversionProperties:
             cards.total[card_currency] += back * factor
         await cards.check(client, auth, db, card_currency)
         await assert_ledger_verifies(db)
+
+
+# ---- every network message, in random sequences, on a USDB card funded by two accounts
+
+OPENINGS = (
+    "authorization",
+    "financial_authorization",
+    "balance_inquiry",
+    "credit_authorization",
+    "credit_authorization_advice",
+    "financial_credit_authorization",
+)
+messages = st.one_of(
+    st.tuples(st.just("fund"), st.integers(0, 1), st.integers(1, 3_000)),
+    st.tuples(
+        st.just("open"),
+        st.sampled_from(OPENINGS),
+        st.integers(1, 4_000),
+        st.sampled_from(["", "-002", "-005", "-006"]),
+    ),
+    # (which card transaction: 0 the newest, 1 the one before, …)
+    st.tuples(
+        st.just("clearing"), st.integers(0, 3), st.sampled_from(["partial", "full", "full", "over", "zero"])
+    ),
+    st.tuples(st.just("authorization_advice"), st.integers(0, 3), st.sampled_from([1, 2, 3, 8])),
+    st.tuples(st.just("return"), st.integers(0, 3), st.integers(1, 4)),
+    st.tuples(st.just("return_reversal"), st.integers(0, 3)),
+)
+CLOSED_STATUSES = ("SETTLED", "REFUNDED", "EXPIRED", "DECLINED")
+
+
+class Ledgered:
+    """What the ledger says of one tenant's card money: per card transaction, the net of the network's
+    clearing account and of the operator's loss account; per account, what its open holds reserve."""
+
+    def __init__(self, db: Any, tenant_id: str) -> None:
+        self.db, self.tenant_id = db, tenant_id
+
+    async def nets(self, code: str) -> dict[str, int]:
+        async with self.db.read() as session:
+            rows = await session.execute(
+                select(JournalEntryRow.reference, func.sum(PostingRow.amount))
+                .join(PostingRow, PostingRow.entry_id == JournalEntryRow.id)
+                .join(LedgerAccountRow, LedgerAccountRow.id == PostingRow.account_id)
+                .where(JournalEntryRow.tenant_id == self.tenant_id, LedgerAccountRow.code == code)
+                .group_by(JournalEntryRow.reference)
+            )
+            return {reference: int(total) for reference, total in rows.all()}
+
+    async def open_hold_of(self) -> dict[str, int]:
+        async with self.db.read() as session:
+            rows = await session.execute(
+                select(LedgerHoldRow.reference, LedgerHoldRow.remaining).where(
+                    LedgerHoldRow.tenant_id == self.tenant_id, LedgerHoldRow.status == "OPEN"
+                )
+            )
+            return {reference: remaining for reference, remaining in rows.all()}
+
+
+class TestNetworkMessageProperties:
+    @hypothesis_settings(
+        max_examples=8,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(sequence=st.lists(messages, min_size=6, max_size=16))
+    @example(
+        sequence=[
+            ("open", "authorization", 900, ""),
+            ("authorization_advice", 0, 8),  # beyond its source: the hold takes what there is
+            ("clearing", 0, "partial"),
+            ("clearing", 0, "over"),
+            ("open", "financial_authorization", 500, "-006"),
+            ("return", 0, 4),
+            ("open", "credit_authorization", 700, ""),
+            ("clearing", 0, "full"),
+            ("return_reversal", 2),
+        ]
+    )
+    @example(
+        sequence=[
+            ("open", "authorization", 1_500, ""),
+            ("clearing", 0, "full"),
+            ("return", 0, 2),
+            ("return", 0, 4),
+            ("return_reversal", 0),
+            ("open", "financial_authorization", 2_500, ""),  # spends what the reversal did not take back
+            ("return_reversal", 1),  # the first return: the holding account is short, the wallet pays
+            ("open", "financial_credit_authorization", 300, ""),
+            ("open", "credit_authorization_advice", 400, "-002"),
+            ("clearing", 0, "over"),
+        ]
+    )
+    async def test_every_sequence_keeps_the_ledger_balanced_and_each_transaction_accounted_for(
+        self, client, db, settings, runner, sequence
+    ) -> None:
+        """After every message (accepted and applied by its job, or refused with a 4xx): the ledger verifies;
+        no customer balance is negative and each account's held money is its open holds; the card network's
+        clearing account holds, per card transaction, what the transaction says moved — a purchase's
+        settled less returned, minus a credit's settled; a transaction in a closed status keeps no hold; the
+        money of the tenant adds up to what was deposited. At the end, expiring what is open leaves nothing
+        held."""
+        created = await create_platform(db, settings)  # a fresh tenant for every example
+        auth = created["sandbox"]
+        person = await approved_cardholder(client, auth)
+        h = (await internal_account(client, auth, person["id"], "USDB"))["id"]
+        w = (await wallet_account(client, auth, person["id"]))["id"]
+        deposited = 0
+        for account_id, amount in ((h, 2_000), (w, 1_000)):
+            await fund(client, auth, account_id, amount)
+            deposited += amount
+        card = (await active_card(client, auth, runner, person["id"], [h, w]))["id"]
+        async with db.read() as session:
+            tenant_id = await session.scalar(select(CardRow.tenant_id).where(CardRow.id == card))
+        ledgered = Ledgered(db, tenant_id)
+        opened: list[str] = []
+
+        async def send(what: str, body: dict[str, Any]) -> None:
+            response = await simulate(client, auth, card, what, body)
+            assert response.status_code in (202, 400, 409), response.text
+            if response.status_code == 202:
+                await run_jobs(client)
+
+        async def transactions() -> list[dict[str, Any]]:
+            return (await client.get(f"/cards/{card}/transactions", auth=auth, params={"limit": 100})).json()[
+                "data"
+            ]
+
+        async def check() -> None:
+            await assert_ledger_verifies(db)
+            holds = await ledgered.open_hold_of()
+            for account_id in (h, w):
+                available, total = await _usdb(client, auth, person["id"], account_id)
+                assert available >= 0
+                assert total - available == await open_holds(db, account_id)
+            network, loss = (
+                await ledgered.nets("clearing:CARD_NETWORK:USDB"),
+                await ledgered.nets("loss:CARD:USDB"),
+            )
+            for t in await transactions():
+                settled = (t.get("settledAmount") or {"amount": 0})["amount"]
+                refunded = (t.get("refundedAmount") or {"amount": 0})["amount"]
+                assert 0 <= refunded <= settled, t
+                expected = -settled if t["direction"] == "CREDIT" else settled - refunded
+                assert network.get(t["id"], 0) == expected, t
+                if t["status"] in CLOSED_STATUSES:
+                    assert t["id"] not in holds, t
+            customers = 0
+            for account_id in (h, w):
+                customers += (await _usdb(client, auth, person["id"], account_id))[1]
+            assert customers + sum(network.values()) + sum(loss.values()) == deposited
+
+        for action in sequence:
+            name, *args = action
+            if name == "fund":
+                amount = args[1]
+                await fund(client, auth, (h, w)[args[0]], amount)
+                deposited += amount
+            elif name == "open":
+                what, amount, suffix = args
+                body: dict[str, Any] = {"merchant": {"descriptor": f"SHOP{suffix}"}}
+                if what != "balance_inquiry":
+                    body |= {"amount": amount, "currency": {"code": "USDB"}}
+                await send(what, body)
+                opened = [t["id"] for t in reversed(await transactions())]
+            elif opened:
+                t = (
+                    await client.get(f"/card-transactions/{opened[args[0] % len(opened)]}", auth=auth)
+                ).json()
+                settled = (t.get("settledAmount") or {"amount": 0})["amount"]
+                refunded = (t.get("refundedAmount") or {"amount": 0})["amount"]
+                authorized = t["authorizedAmount"]["amount"]
+                body = {"cardTransactionId": t["id"]}
+                if name == "clearing":
+                    rest = max(authorized - settled, 0)
+                    body["amount"] = {
+                        "partial": max(1, rest // 2),
+                        "full": max(1, rest),
+                        "over": rest + 50,
+                        "zero": 0,
+                    }[args[1]]
+                elif name == "authorization_advice":
+                    body["amount"] = max(1, authorized * args[1] // 2)
+                elif name == "return":
+                    body["amount"] = max(1, (settled - refunded) * args[1] // 4)
+                await send(name, body)
+            await check()
+        for t in await transactions():  # what is left open expires (a refusal: it was not open)
+            await send("clearing", {"cardTransactionId": t["id"], "amount": 0})
+        await check()
+        assert await ledgered.open_hold_of() == {}
+        for account_id in (h, w):
+            available, total = await _usdb(client, auth, person["id"], account_id)
+            assert available == total
+
+
+async def _usdb(client: Any, auth: Any, customer_id: str, account_id: str) -> tuple[int, int]:
+    listed = (
+        await client.get(
+            "/customers/internal-accounts", auth=auth, params={"customerId": customer_id, "currency": "USDB"}
+        )
+    ).json()["data"]
+    [account] = [a for a in listed if a["id"] == account_id]
+    return account["balance"]["amount"], account["totalBalance"]["amount"]

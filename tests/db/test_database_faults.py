@@ -36,10 +36,12 @@ from platpay.payments.models import TransactionRow
 from tests.cards.support import (
     active_card,
     approved_cardholder,
-    authorize,
     balance,
     funded_account,
     open_holds,
+    opening_body,
+    run_jobs,
+    simulate,
 )
 from tests.factories import customer, external_account, fund, internal_account
 from tests.support.tcp_proxy import TcpProxy
@@ -265,8 +267,9 @@ class TestPostgresUnreachable:
 
 
 class TestCardAuthorizationsThroughCuts:
-    """A card authorization runs in a lean transaction (its own asyncpg pool, no ORM session): the same
-    promises through a restart — 200 or 503, never 500, nothing half-written, and served again after."""
+    """A card authorization is accepted in a lean transaction and applied by a job in another (their own
+    asyncpg pool, no ORM session): the same promises through a restart — 202 or 503, never 500, nothing
+    half-written, and served again after; every accepted authorization is applied once."""
 
     async def test_every_connection_cut_twice_under_authorizations(
         self, behind_proxy: _Apps, proxy: TcpProxy, client: Any, auth: Any, runner: Any, db: Database
@@ -276,31 +279,32 @@ class TestCardAuthorizationsThroughCuts:
         card = await active_card(client, auth, runner, holder["id"], [account["id"]])
         api = behind_proxy.api
         statuses: Counter[int] = Counter()
-        acknowledged: set[str] = set()
+        accepted: set[str] = set()
 
         async def one() -> None:
-            response = await authorize(api, auth, card["id"], 100)
+            response = await simulate(api, auth, card["id"], "authorization", opening_body(100))
             statuses[response.status_code] += 1
             if response.status_code == 503:  # outcome unknown when the cut came at COMMIT
                 assert_unavailable(response)
                 return
-            assert response.status_code == 200, response.text
-            assert response.json()["status"] == "AUTHORIZED", response.text
-            acknowledged.add(response.json()["id"])
+            assert response.status_code == 202, response.text
+            accepted.add(response.json()["issuerTransactionToken"])
 
         await asyncio.gather(*(one() for _ in range(20)))
+        await run_jobs(api)  # applied through the proxy
         for cut_after in (0.0, 0.005, 0.02):  # between requests, then with authorizations in flight
             in_flight = asyncio.gather(*(one() for _ in range(20)))
             await asyncio.sleep(cut_after)
             proxy.cut_all()  # a restart: every connection dies, idle and busy alike
             await in_flight
         await one()  # served again once the database is back
-        assert 500 not in statuses and statuses[200] >= 21, statuses
+        assert 500 not in statuses and statuses[202] >= 21, statuses
+        await run_jobs(api)  # the job runner behind the proxy reconnects and applies the rest
         listed = (
             await client.get(f"/cards/{card['id']}/transactions", auth=auth, params={"limit": 100})
         ).json()["data"]
-        recorded = {t["id"] for t in listed}
-        assert acknowledged <= recorded and all(t["status"] == "AUTHORIZED" for t in listed)
+        recorded = {t["issuerTransactionToken"] for t in listed}
+        assert accepted <= recorded and all(t["status"] == "AUTHORIZED" for t in listed)
         # each recorded authorization holds its 100 exactly once; nothing else moved
         assert await open_holds(db, account["id"]) == 100 * len(recorded)
         assert await balance(client, auth, holder["id"]) == (1_000_000 - 100 * len(recorded), 1_000_000)

@@ -4,10 +4,13 @@ credentials and sandbox simulations only.
 
 Cards are issued for an approved and refused for an unapproved cardholder; every legal state move is made
 (PENDING_ISSUE→ACTIVE, ACTIVE→FROZEN→ACTIVE→CLOSED, ACTIVE→FROZEN→CLOSED, PENDING_ISSUE→CLOSED by the issuer)
-and the illegal ones are refused with INTERFACE-FACTS §1.3's codes. A USDB card funded by the cardholder's
+and the illegal ones are refused with INTERFACE-FACTS §1.3's codes; the card is revealed once, limited by a
+signed maxSpendPerTransaction. A USDB card funded by the cardholder's
 holding account (INTERNAL_CRYPTO) and embedded wallet (EMBEDDED_WALLET) authorizes from the second when the
 first is short, clears partially, over-clears (a post-hoc pull from the first source that covers it), expires,
-returns partially and fully, and closes with authorizations pending. After every step both accounts'
+returns partially and fully, takes every other network message (an advice, a financial authorization
+returned and reversed, a credit, a failed pull confirmation, a balance inquiry: every simulation answers 202
+and the card transaction follows), and closes with authorizations pending. After every step both accounts'
 balances are checked against the test's own arithmetic; at the end the accounts' statements add up, every
 expected webhook arrived signed with the right type and resource, and `platpay ledger verify` exits 0."""
 
@@ -34,12 +37,17 @@ from tests.wallets.support import new_key, public_hex, signed_headers
 pytestmark = pytest.mark.e2e
 
 HOLDING_FUNDS, WALLET_FUNDS = 300, 10_000  # USDB minor units
+OURS = ("DECLINED", "EXPIRED", "UPDATED")  # card transaction events beyond the reference's five
 CARD_KINDS = (
     "CARD_AUTHORIZATION_HOLD",
     "CARD_CLEARING_CAPTURE",
     "CARD_POST_HOC_PULL",
     "CARD_AUTHORIZATION_RELEASE",
     "CARD_RETURN",
+    "CARD_AUTHORIZATION_ADVICE",
+    "CARD_FINANCIAL_PULL",
+    "CARD_RETURN_REVERSAL",
+    "CARD_CREDIT",
 )
 
 
@@ -161,38 +169,84 @@ def simulate(client: httpx.Client, card_id: str, what: str, **body: Any) -> http
     return client.post(f"/sandbox/cards/{card_id}/simulate/{what}", json=body)
 
 
-def authorize(client: httpx.Client, card_id: str, amount: int, status: str = "AUTHORIZED") -> dict[str, Any]:
-    response = simulate(
-        client,
-        card_id,
-        "authorization",
-        amount=amount,
-        currency={"code": "USDB"},
-        merchant={"descriptor": "CAFE"},
-    )
-    assert response.status_code == 200, response.text
-    transaction = response.json()
+def until(found: Any, what: str, *, timeout: float = 15.0) -> Any:
+    """`found()` once it is truthy (the job runner applies a simulation after its 202), polled, bounded."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = found()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"{what}: not there after {timeout}s"
+        time.sleep(0.05)
+
+
+def opened(
+    client: httpx.Client,
+    card_id: str,
+    amount: int,
+    status: str = "AUTHORIZED",
+    *,
+    what: str = "authorization",
+    descriptor: str = "CAFE",
+) -> dict[str, Any]:
+    """A simulation that opens a card transaction (202 {issuerTransactionToken}), and the card transaction
+    once the job runner recorded it."""
+    if what == "balance_inquiry":  # a 0 authorization: no amount, no currency
+        response = simulate(client, card_id, what, merchant={"descriptor": descriptor})
+    else:
+        response = simulate(
+            client,
+            card_id,
+            what,
+            amount=amount,
+            currency={"code": "USDB"},
+            merchant={"descriptor": descriptor},
+        )
+    assert response.status_code == 202, response.text
+    token = response.json()["issuerTransactionToken"]
+
+    def recorded() -> dict[str, Any] | None:
+        listed = client.get(f"/cards/{card_id}/transactions", params={"limit": 100}).json()["data"]
+        return next((t for t in listed if t["issuerTransactionToken"] == token), None)
+
+    transaction = until(recorded, f"the card transaction of {what} {token}")
     assert transaction["status"] == status, transaction
     assert transaction["authorizedAmount"]["amount"] == amount, transaction
+    return transaction
+
+
+def authorize(client: httpx.Client, card_id: str, amount: int, status: str = "AUTHORIZED") -> dict[str, Any]:
+    return opened(client, card_id, amount, status)
+
+
+def message(
+    client: httpx.Client, card_id: str, what: str, transaction_id: str, status: str, **body: Any
+) -> dict[str, Any]:
+    """A simulation on a card transaction (202 with its token), and the card transaction once changed."""
+    before = client.get(f"/card-transactions/{transaction_id}").json()
+    response = simulate(client, card_id, what, cardTransactionId=transaction_id, **body)
+    assert response.status_code == 202, response.text
+    assert response.json() == {"issuerTransactionToken": before["issuerTransactionToken"]}
+
+    def changed() -> dict[str, Any] | None:
+        now = client.get(f"/card-transactions/{transaction_id}").json()
+        return now if now["updatedAt"] != before["updatedAt"] else None
+
+    transaction = until(changed, f"{what} of {transaction_id}")
+    assert transaction["status"] == status, transaction
     return transaction
 
 
 def clear(
     client: httpx.Client, card_id: str, transaction_id: str, amount: int, status: str
 ) -> dict[str, Any]:
-    response = simulate(client, card_id, "clearing", cardTransactionId=transaction_id, amount=amount)
-    assert response.status_code == 200, response.text
-    assert response.json()["status"] == status, response.json()
-    return response.json()
+    return message(client, card_id, "clearing", transaction_id, status, amount=amount)
 
 
 def give_back(
     client: httpx.Client, card_id: str, transaction_id: str, amount: int, status: str
 ) -> dict[str, Any]:
-    response = simulate(client, card_id, "return", cardTransactionId=transaction_id, amount=amount)
-    assert response.status_code == 200, response.text
-    assert response.json()["status"] == status, response.json()
-    return response.json()
+    return message(client, card_id, "return", transaction_id, status, amount=amount)
 
 
 def settled(transaction: dict[str, Any]) -> int:
@@ -285,7 +339,7 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
         PLATPAY_WEBHOOK_RETRY_BASE_SECONDS="0.1",
         PLATPAY_JOB_POLL_SECONDS="0.05",
     )
-    _server, base_url = start_server(processes, env, cwd=tmp_path)
+    server, base_url = start_server(processes, env, cwd=tmp_path)
     c = api_client(base_url, bootstrap_credentials(processes))
     public_key = c.get("/config").json()["webhookPublicKey"]
     configured = c.patch("/config", json={"webhookEndpoint": receiver.url})
@@ -311,6 +365,16 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     moved(card)
     replay = issue(c, jane.id, [h, w], "life-card-100")  # the same Idempotency-Key: the same card
     assert replay.status_code == 201 and replay.json()["id"] == card_id, replay.text
+    assert card["processorRef"] and card["maxSpendPerTransaction"] is None, card
+
+    # ---- reveal: a URL of the card page that shows once (then 404), never logged
+    revealed = c.post(f"/cards/{card_id}/reveal")
+    assert revealed.status_code == 200 and set(revealed.json()) == {"panEmbedUrl", "expiresAt"}, revealed.text
+    reveal_path = "/" + revealed.json()["panEmbedUrl"].split("://", 1)[1].split("/", 1)[1]
+    page = httpx.get(base_url + reveal_path, trust_env=False, timeout=10)
+    assert page.status_code == 200 and card["last4"] in page.text, page.text
+    assert httpx.get(base_url + reveal_path, trust_env=False, timeout=10).status_code == 404
+    reveal_token = reveal_path.rsplit("/", 1)[-1]
 
     bob = Cardholder(c, approve=False, serial=2)
     refused = assert_error(
@@ -365,6 +429,17 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     listed = c.get("/cards", params={"accountId": h}).json()["data"]
     assert [item["id"] for item in listed] == [card_id]
 
+    # ---- maxSpendPerTransaction: a new limit on a wallet-funded card is signed; the card's own value sent
+    # back alone (a generated client sends it on every PATCH) is no change: 200 at once; above it declines
+    limited = patch(c, card_id, key, maxSpendPerTransaction=5_000)
+    assert limited.status_code == 200 and limited.json()["maxSpendPerTransaction"] == 5_000, limited.text
+    same = c.patch(f"/cards/{card_id}", json={"maxSpendPerTransaction": 5_000})
+    assert same.status_code == 200 and same.json() == limited.json(), same.text
+    over = authorize(c, card_id, 5_001, "DECLINED")
+    assert over["declineReason"] == "TRANSACTION_SIZE_LIMIT_EXCEEDED"
+    event(over)
+    jane.check("a decline above the limit")
+
     # ---- returns: partial (stays SETTLED, refundedAmount), too much (400), the rest (REFUNDED), then 409
     # 100 is what the holding account has left: it would pay, but the wallet is first now
     t2 = authorize(c, card_id, 100)
@@ -395,12 +470,48 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     event(t3)
     jane.move(w, available=-700)
     jane.check("authorization 700")
+    t3 = message(c, card_id, "authorization_advice", t3["id"], "AUTHORIZED", amount=900)
+    assert t3["authorizedAmount"]["amount"] == 900 and t3["pullSummary"]["totalAmount"] == 900, t3
+    event(t3, "UPDATED")
+    jane.move(w, available=-200)
+    jane.check("an advice re-sizing it to 900")
     t3 = clear(c, card_id, t3["id"], 0, "EXPIRED")
     assert settled(t3) == 0
     event(t3)
-    jane.move(w, available=700)
+    jane.move(w, available=900)
     jane.check("expiry")
     assert_error(simulate(c, card_id, "clearing", cardTransactionId=t3["id"], amount=0), 409)
+
+    # ---- the other network messages: a financial authorization (settled at once), returned, the return
+    # reversed; a credit authorization cleared onto the wallet; a failed pull confirmation; a balance inquiry
+    t6 = opened(c, card_id, 300, "SETTLED", what="financial_authorization", descriptor="ATM 24TH ST")
+    assert settled(t6) == 300 and t6["accountId"] == w and t6["direction"] == "DEBIT", t6
+    event(t6)
+    jane.move(w, available=-300, total=-300)
+    jane.check("a financial authorization")
+    t6 = give_back(c, card_id, t6["id"], 300, "REFUNDED")
+    event(t6)
+    jane.move(w, available=300, total=300)
+    t6 = message(c, card_id, "return_reversal", t6["id"], "SETTLED")
+    assert refunded(t6) == 0 and [r["status"] for r in t6["refunds"]] == ["REVERSED"], t6
+    event(t6)
+    jane.move(w, available=-300, total=-300)
+    jane.check("a return reversed")
+    t7 = opened(c, card_id, 250, what="credit_authorization", descriptor="ACME REFUND")
+    assert t7["direction"] == "CREDIT" and t7["accountId"] == w, t7
+    event(t7)
+    jane.check("a credit authorization (pending)")
+    t7 = clear(c, card_id, t7["id"], 250, "SETTLED")
+    event(t7)
+    jane.move(w, available=250, total=250)
+    jane.check("a credit cleared")
+    t8 = opened(c, card_id, 10, "EXCEPTION", descriptor="CAFE-006")  # the pull's confirmation fails
+    assert t8["pullSummary"]["totalAmount"] == 0, t8
+    event(t8)
+    jane.check("a failed pull confirmation")
+    inquiry = opened(c, card_id, 0, "SETTLED", what="balance_inquiry", descriptor="PUMP 12")
+    event(inquiry)
+    jane.check("a balance inquiry")
 
     # ---- ACTIVE → FROZEN (declines CARD_PAUSED) → ACTIVE, signed by the wallet's session
     frozen = patch(c, card_id, key, state="FROZEN")
@@ -489,19 +600,24 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     jane.check("the other cards")
 
     # ---- reads: the card's transactions, with their final states
-    final = {t["id"]: c.get(f"/card-transactions/{t['id']}").json() for t in (t1, t2, t3, t4, t5)}
+    final = {t["id"]: c.get(f"/card-transactions/{t['id']}").json() for t in (t1, t2, t3, t4, t5, t6, t7, t8)}
     assert {i: t["status"] for i, t in final.items()} == {
         t1["id"]: "SETTLED",
         t2["id"]: "REFUNDED",
         t3["id"]: "EXPIRED",
         t4["id"]: "REFUNDED",
         t5["id"]: "SETTLED",
+        t6["id"]: "SETTLED",
+        t7["id"]: "SETTLED",
+        t8["id"]: "EXCEPTION",
     }
     history = c.get(f"/cards/{card_id}/transactions", params={"limit": 100}).json()
     assert {t["id"] for t in history["data"]} == set(final) | {
         declined["id"],
+        over["id"],
         paused["id"],
         after_close["id"],
+        inquiry["id"],
     }
 
     # ---- statements add up, and hold exactly the card money the test made
@@ -511,16 +627,21 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     assert +wallet_kinds == Counter(
         {
             "SANDBOX_FUNDING": 1,
-            "CARD_AUTHORIZATION_HOLD": 5,  # t1..t5
+            "CARD_AUTHORIZATION_HOLD": 5,  # t1..t5 (t8's failed pull took nothing)
+            "CARD_AUTHORIZATION_ADVICE": 1,  # t3 re-sized
             "CARD_CLEARING_CAPTURE": 4,  # t1 twice, t2, t4
             "CARD_AUTHORIZATION_RELEASE": 3,  # t3 expired, t4 and t5 at close
-            "CARD_RETURN": 3,  # t2 twice, t4
+            "CARD_RETURN": 4,  # t2 twice, t6, t4
+            "CARD_RETURN_REVERSAL": 1,  # t6's return undone
+            "CARD_FINANCIAL_PULL": 1,  # t6
+            "CARD_CREDIT": 1,  # t7
             "CARD_POST_HOC_PULL": 1,  # t5's late presentment
         }
     ), wallet_kinds
     # all that is gone is t1's 1,200 (1,000 held and captured on the wallet, 200 pulled from the holding
-    # account) and t5's late 100 (pulled from the wallet); everything else was returned or released
-    assert jane.expected == {h: (HOLDING_FUNDS - 200,) * 2, w: (WALLET_FUNDS - 1_000 - 100,) * 2}
+    # account), t6's 300 (its return reversed) and t5's late 100 (pulled from the wallet), less t7's credit
+    # of 250; everything else was returned or released
+    assert jane.expected == {h: (HOLDING_FUNDS - 200,) * 2, w: (WALLET_FUNDS - 1_000 - 300 - 100 + 250,) * 2}
 
     # ---- webhooks: every card and card-transaction event once, signed, with the resource as it was
     events = wait_webhooks(receiver, expected_events)
@@ -553,21 +674,32 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     assert state_changes(pending_id) == []
     for envelope in bodies:
         kind, _, status = envelope["type"].partition(".")
-        if kind == "CARD_TRANSACTION" and status != "UPDATED":
-            assert envelope["data"]["status"] == status, envelope
+        if kind == "CARD_TRANSACTION":  # the card transaction, as the reference's webhook carries it
+            assert envelope["data"]["type"] == "CARD" and envelope["data"]["direction"] in ("DEBIT", "CREDIT")
+            if status != "UPDATED":
+                assert envelope["data"]["status"] == status, envelope
+    # every type the reference names arrived (and ours: DECLINED, EXPIRED, UPDATED)
+    assert {e["type"] for e in bodies if e["type"].startswith("CARD_TRANSACTION.")} == {
+        f"CARD_TRANSACTION.{name}"
+        for name in ("AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION", *OURS)
+    }
     for transaction_id, transaction in final.items():  # the last event of each is the resource as GET has it
-        [last] = [
-            e["data"]
-            for e in bodies
-            if e["type"] == f"CARD_TRANSACTION.{transaction['status']}" and e["data"]["id"] == transaction_id
-        ]
-        assert last == transaction, (last, transaction)
-    [partial_return] = [e["data"] for e in bodies if e["type"] == "CARD_TRANSACTION.UPDATED"]
-    assert (partial_return["id"], partial_return["status"], partial_return["refundedAmount"]["amount"]) == (
-        t2["id"],
-        "SETTLED",
-        40,
-    )
+        [*_, last] = sorted(
+            (
+                e
+                for e in bodies
+                if e["type"].startswith("CARD_TRANSACTION.") and e["data"]["id"] == transaction_id
+            ),
+            key=lambda e: e["data"]["updatedAt"],
+        )
+        assert last["type"] == f"CARD_TRANSACTION.{transaction['status']}" and last["data"] == transaction, (
+            last
+        )
+    updates = {e["data"]["id"]: e["data"] for e in bodies if e["type"] == "CARD_TRANSACTION.UPDATED"}
+    assert set(updates) == {t2["id"], t3["id"]}
+    partial_return = updates[t2["id"]]
+    assert (partial_return["status"], partial_return["refundedAmount"]["amount"]) == ("SETTLED", 40)
+    assert updates[t3["id"]]["authorizedAmount"]["amount"] == 900
 
     # INTERNAL_ACCOUNT.BALANCE_UPDATED (README: balances that move send it): one per step that moved an
     # account (a clearing that captures and releases on one account is one step), with the balances after it
@@ -590,4 +722,6 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     assert announced() == stepped, (announced(), stepped)
 
     c.close()
+    logged = server.stdout() + server.stderr()
+    assert '"route": "/card-embed/{token}"' in logged and reveal_token not in logged
     verify_ledger(processes, env)

@@ -159,6 +159,71 @@ async def _non_negative_check_lifted(session: AsyncSession, backend: str) -> Asy
     )
 
 
+class TestHoldsGrowAndGoBackInPart:
+    """A hold grows on its account (an authorization advice) only by what is available, and gives back part of
+    what it keeps (a smaller advice) or all of it; `verify` recomputes each from its entries."""
+
+    async def _hold(self, db, accounts, amount: int) -> None:
+        await _post(
+            db,
+            accounts,
+            [ledger.Leg(accounts["source"], "USD", -1_000), ledger.Leg(accounts["a"], "USD", 1_000)],
+        )
+        async with db.transaction() as session:
+            await ledger.place_hold(
+                session, tenant_id=accounts["tenant"], account_id=accounts["a"], currency="USD", amount=amount,
+                reference="Hold:test",
+            )  # fmt: skip
+
+    async def _hold_row(self, db, accounts) -> tuple[int, int, str]:
+        async with db.read() as session:
+            hold = await ledger.hold_of(session, tenant_id=accounts["tenant"], reference="Hold:test")
+        assert hold is not None
+        return hold.amount, hold.remaining, hold.status
+
+    async def test_growing_takes_from_available_or_refuses_and_changes_nothing(self, db, accounts):
+        await self._hold(db, accounts, 300)
+        async with db.transaction() as session:
+            await ledger.grow_hold(
+                session, tenant_id=accounts["tenant"], reference="Hold:test", amount=500, kind="T"
+            )
+        assert await _balances(db, accounts["a"]) == [(200, 800)]
+        assert await self._hold_row(db, accounts) == (800, 800, "OPEN")
+        with pytest.raises(ledger.InsufficientFunds):
+            async with db.transaction() as session:
+                await ledger.grow_hold(
+                    session, tenant_id=accounts["tenant"], reference="Hold:test", amount=201, kind="T"
+                )
+        assert await _balances(db, accounts["a"]) == [(200, 800)]
+        assert await self._hold_row(db, accounts) == (800, 800, "OPEN")
+        async with db.read() as session:
+            assert (await ledger.verify(session)).ok
+
+    async def test_part_goes_back_then_the_rest_and_a_taken_hold_grows_open_again(self, db, accounts):
+        await self._hold(db, accounts, 600)
+        async with db.transaction() as session:
+            entry = await ledger.release_hold(
+                session, tenant_id=accounts["tenant"], reference="Hold:test", kind="T", amount=250
+            )
+        assert entry is not None and await _balances(db, accounts["a"]) == [(650, 350)]
+        assert await self._hold_row(db, accounts) == (600, 350, "OPEN")
+        async with db.transaction() as session:
+            await ledger.release_hold(
+                session, tenant_id=accounts["tenant"], reference="Hold:test", kind="T", amount=10**6
+            )
+        assert await _balances(db, accounts["a"]) == [(1_000, 0)]
+        assert await self._hold_row(db, accounts) == (600, 0, "CLOSED")
+        async with db.transaction() as session:
+            await ledger.grow_hold(
+                session, tenant_id=accounts["tenant"], reference="Hold:test", amount=100, kind="T"
+            )
+        assert await self._hold_row(db, accounts) == (700, 100, "OPEN") and await _balances(
+            db, accounts["a"]
+        ) == [(900, 100)]
+        async with db.read() as session:
+            assert (await ledger.verify(session)).ok
+
+
 class TestVerify:
     async def _report(self, db):
         async with db.read() as session:
