@@ -246,6 +246,37 @@ PROBES: dict[str, list[Probe]] = {
         P("POST", "/sandbox/cards/{card}/simulate/authorization",
           {"amount": 100, "currency": {"code": "USD"}, "merchant": {"descriptor": "SHOP"}}),
     ],
+    "sandboxSimulateCardFinancialAuthorization": [
+        P("POST", "/sandbox/cards/{card}/simulate/financial_authorization",
+          {"amount": 100, "currency": {"code": "USD"}, "merchant": {"descriptor": "SHOP"}}),
+    ],
+    "sandboxSimulateCardCreditAuthorization": [
+        P("POST", "/sandbox/cards/{card}/simulate/credit_authorization",
+          {"amount": 100, "currency": {"code": "USD"}, "merchant": {"descriptor": "SHOP"}}),
+    ],
+    "sandboxSimulateCardCreditAuthorizationAdvice": [
+        P("POST", "/sandbox/cards/{card}/simulate/credit_authorization_advice",
+          {"amount": 100, "currency": {"code": "USD"}, "merchant": {"descriptor": "SHOP"}}),
+    ],
+    "sandboxSimulateCardFinancialCreditAuthorization": [
+        P("POST", "/sandbox/cards/{card}/simulate/financial_credit_authorization",
+          {"amount": 100, "currency": {"code": "USD"}, "merchant": {"descriptor": "SHOP"}}),
+    ],
+    "sandboxSimulateCardBalanceInquiry": [
+        P("POST", "/sandbox/cards/{card}/simulate/balance_inquiry", {"merchant": {"descriptor": "SHOP"}}),
+    ],
+    "sandboxSimulateCardAuthorizationAdvice": [
+        P("POST", "/sandbox/cards/{card}/simulate/authorization_advice",
+          {"cardTransactionId": "{own.card_transaction}", "amount": 1}),
+        P("POST", "/sandbox/cards/{own.card}/simulate/authorization_advice",
+          {"cardTransactionId": "{card_transaction}", "amount": 1}, status=400),
+    ],
+    "sandboxSimulateCardReturnReversal": [
+        P("POST", "/sandbox/cards/{card}/simulate/return_reversal", {"cardTransactionId": "{own.card_transaction}"}),
+        P("POST", "/sandbox/cards/{own.card}/simulate/return_reversal", {"cardTransactionId": "{card_transaction}"},
+          status=400),
+    ],
+    "revealCard": [P("POST", "/cards/{card}/reveal")],
     "sandboxSimulateCardClearing": [
         P("POST", "/sandbox/cards/{card}/simulate/clearing", {"cardTransactionId": "{own.card_transaction}", "amount": 1}),
         P("POST", "/sandbox/cards/{own.card}/simulate/clearing", {"cardTransactionId": "{card_transaction}", "amount": 1},

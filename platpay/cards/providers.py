@@ -115,7 +115,7 @@ def derived_card(card_id: str, at: datetime, *, prefix: str = "4", brand: str = 
         exp_month=at.month,
         exp_year=at.year + 3,
         issuer_ref=f"{brand.lower()}_card_{digest[:16]}",
-        processor_ref=f"card_{digest[16:32]}",  # migration 0016 backfills issued cards with it
+        processor_ref=f"card_{digest[16:32]}",  # migration 0018 backfills issued cards with it
     )
 
 

@@ -580,10 +580,10 @@ async def test_every_card_transaction_event_carries_a_type_the_domain_declares(
     }
 
 
-async def test_0016_backfills_processor_refs_kinds_and_returns(
+async def test_0018_backfills_processor_refs_kinds_and_returns(
     client, auth, runner, database_url, db
 ) -> None:
-    """Cards and card transactions from before 0016 (its columns dropped by its downgrade): an issued card gets
+    """Cards and card transactions from before 0018 (its columns dropped by its downgrade): an issued card gets
     the processorRef its issuer derives, every card transaction is an AUTHORIZATION (a debit that still
     clears), and each return written at one instant is one return (a reversal undoes the last only)."""
     person = await approved_cardholder(client, auth)
@@ -595,7 +595,7 @@ async def test_0016_backfills_processor_refs_kinds_and_returns(
     await give_back(client, auth, card["id"], settled["id"], 200)
     pending = await approved(client, auth, card["id"], 500)
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0015_cardusd")
+    await asyncio.to_thread(command.downgrade, config, "0017_acct28")
     await migrate.upgrade_async(database_url)
     assert (await client.get(f"/cards/{card['id']}", auth=auth)).json()["processorRef"] == card[
         "processorRef"

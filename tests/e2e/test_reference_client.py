@@ -163,13 +163,6 @@ NOT_YET: dict[str, NotYet] = {
     "card: getTransactionById (the card transaction)": NotYet(
         "2", f"HTTP 404|{DIRECTION}", "GET /transactions/{id} does not yet read a card transaction"
     ),
-    "card: updateCardById (maxSpendPerTransaction)": NotYet(
-        "4", r"HTTP 400.*maxSpendPerTransaction", "platpay refuses maxSpendPerTransaction as an unknown field"
-    ),
-    "card: sandboxSimulateCardAuthorization": NotYet(
-        "5", r"HTTP 200 .*not a SandboxCardSimulationResponse",
-        "the simulation answers 200 with the card transaction, not 202 {issuerTransactionToken}",
-    ),
     "invitation: createInvitation": NotYet("7", NO_CODE, CODE_MISSING),
     "invitation: getInvitation": NotYet("7", NO_CODE, CODE_MISSING),
     "invitation: claimInvitation": NotYet("7", NO_CODE, CODE_MISSING),

@@ -1,4 +1,4 @@
-"""cards28: per-transaction spending limits, processorRef, 3-D Secure passwords, reveals, card network
+"""Cards: per-transaction spending limits, processorRef, 3-D Secure passwords, reveals, card network
 messages beyond authorizations (issue 28 items 4 and 5)
 
 - `cards.max_spend_per_transaction` (minor units of the card's currency, null: no limit),
@@ -14,8 +14,8 @@ messages beyond authorizations (issue 28 items 4 and 5)
 - `card_reveals`: one row per POST /cards/{id}/reveal (who, when, the URL's token digest, its expiry and
   use).
 
-Revision ID: 0016_cards28
-Revises: 0015_cardusd
+Revision ID: 0018_cards28
+Revises: 0017_acct28
 Create Date: 2026-12-02 09:00:00.000000
 """
 
@@ -29,8 +29,8 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = "0016_cards28"
-down_revision: str | None = "0015_cardusd"
+revision: str = "0018_cards28"
+down_revision: str | None = "0017_acct28"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
