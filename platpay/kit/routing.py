@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 from platpay import BASE_PATH
 from platpay.errors import UnsupportedMediaType
+from platpay.kit import json_body
 from platpay.kit.openapi import error_content
 
 _ERROR_DESCRIPTIONS = {
@@ -112,12 +113,17 @@ class ApiRoute(APIRoute):
                 # Read (and cache) the body here: an over-limit chunked body then answers 413 from the edge
                 # middleware's PayloadTooLarge, which FastAPI's own body parsing would turn into a bare 400.
                 # A form is parsed (and cached) instead of read whole: its files stream to spooled
-                # temporary files, so an upload is never held in memory.
+                # temporary files, so an upload is never held in memory. JSON is parsed here, once for
+                # every operation, by kit/json_body.py (UTF-8 only, no duplicate keys, no NaN); FastAPI
+                # takes the parsed value from the request's cache.
                 with contextlib.suppress(ClientDisconnect):
                     if expected == "multipart/form-data":
                         await request.form()
                     else:
-                        await request.body()
+                        json_body.check_charset(request.headers.get("content-type"))
+                        raw = await request.body()
+                        if raw:
+                            request._json = json_body.parse(raw)
             return await handler(request)
 
         return checked

@@ -1,0 +1,134 @@
+"""The one parser of JSON request bodies (kit/routing.py calls it for every operation that takes one).
+
+Stricter than `json.loads(bytes)`, which FastAPI would use: RFC 8259 requires UTF-8 between systems, so a
+body in UTF-16 or UTF-32, one that starts with a byte order mark, one that is not valid UTF-8, and one whose
+Content-Type names another charset are refused instead of being decoded by guesswork. A key given twice in
+one object is refused (`json.loads` keeps the last: `{"amount": -5, "amount": 100}` moved 100, while a
+proxy or an audit log reading the first saw another request than the one executed), and so are `NaN` and
+`Infinity`, which are not JSON.
+
+The duplicate check costs only on objects: `object_pairs_hook` builds each dict from its pairs and compares
+the lengths; paths are worked out only when a duplicate was found.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from typing import Any
+
+from platpay.errors import InvalidInput, UnsupportedMediaType
+
+_UTF8_NAMES = {"utf-8", "utf8"}
+_NOT_UTF8 = {
+    "utf-16-be": "UTF-16",
+    "utf-16-le": "UTF-16",
+    "utf-16": "UTF-16",
+    "utf-32-be": "UTF-32",
+    "utf-32-le": "UTF-32",
+    "utf-32": "UTF-32",
+}
+
+
+class _Repeated(dict[str, Any]):
+    """An object in which some key was given more than once (its last value kept, as json.loads would)."""
+
+    __slots__ = ("repeated",)
+    repeated: list[str]
+
+
+def _refused(field: str, message: str) -> InvalidInput:
+    """A 400 in the shape of a framework validation error: `details.fields` names where the body is wrong."""
+    entry = {"field": field, "location": "body", "message": message}
+    return InvalidInput(f"invalid input: {field}: {message}", details={"fields": [entry]})
+
+
+def _not_json(constant: str) -> Any:
+    raise _refused("body", f"{constant} is not a JSON number: numbers must be finite")
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The charset parameter of a Content-Type header, lowercased and unquoted (None when absent)."""
+    for parameter in (content_type or "").split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').strip().lower()
+    return None
+
+
+def check_charset(content_type: str | None) -> None:
+    """415 when the Content-Type names a charset other than UTF-8 (`application/json; charset=utf-16`)."""
+    charset = charset_of(content_type)
+    if charset is not None and charset not in _UTF8_NAMES:
+        raise UnsupportedMediaType(
+            f"send JSON as UTF-8, not {charset} (RFC 8259)",
+            details={"expected": "application/json; charset=utf-8", "received": content_type},
+        )
+
+
+def _text(body: bytes) -> str:
+    if body.startswith(codecs.BOM_UTF8):
+        raise _refused("body", "starts with a byte order mark: send UTF-8 JSON without one (RFC 8259)")
+    encoding = json.detect_encoding(body)
+    if encoding in _NOT_UTF8:
+        raise _refused("body", f"is {_NOT_UTF8[encoding]}: send JSON as UTF-8 (RFC 8259)")
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = body[error.start : error.start + 1].hex()
+        raise _refused("body", f"is not valid UTF-8: byte 0x{bad} at offset {error.start}") from None
+
+
+def parse(body: bytes) -> Any:
+    """The JSON value of a request body, or an InvalidInput (400) naming what is wrong with it."""
+    text = _text(body)
+    repeated: list[_Repeated] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        flagged = _Repeated(obj)
+        flagged.repeated = []
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                flagged.repeated.append(key)
+            seen.add(key)
+        repeated.append(flagged)
+        return flagged
+
+    try:
+        value = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_not_json)
+    except json.JSONDecodeError as error:
+        raise _refused("body", f"request body is not valid JSON: {error.msg} at offset {error.pos}") from None
+    except RecursionError:
+        raise _refused("body", "request body is nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.int_info)
+        raise _refused("body", "request body holds a number with too many digits") from None
+    if repeated:
+        raise _duplicates(value)
+    return value
+
+
+def _duplicates(value: Any) -> InvalidInput:
+    fields = [
+        {"field": path, "location": "body", "message": "is given more than once: each key once per object"}
+        for path in _repeated_paths(value, "")
+    ]
+    summary = "; ".join(entry["field"] for entry in fields[:5])
+    return InvalidInput(f"invalid input: duplicate keys in the body: {summary}", details={"fields": fields})
+
+
+def _repeated_paths(value: Any, prefix: str) -> list[str]:
+    """The dotted paths (`source.accountId`, `items.0.amount`) of every key given twice, in body order."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        if isinstance(value, _Repeated):
+            found += [f"{prefix}{key}" for key in dict.fromkeys(value.repeated)]
+        for key, item in value.items():
+            found += _repeated_paths(item, f"{prefix}{key}.")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _repeated_paths(item, f"{prefix}{index}.")
+    return found
