@@ -37,14 +37,14 @@ class _Repeated(dict[str, Any]):
     repeated: list[str]
 
 
-def _refused(field: str, message: str) -> InvalidInput:
+def refused(field: str, message: str) -> InvalidInput:
     """A 400 in the shape of a framework validation error: `details.fields` names where the body is wrong."""
     entry = {"field": field, "location": "body", "message": message}
     return InvalidInput(f"invalid input: {field}: {message}", details={"fields": [entry]})
 
 
 def _not_json(constant: str) -> Any:
-    raise _refused("body", f"{constant} is not a JSON number: numbers must be finite")
+    raise refused("body", f"{constant} is not a JSON number: numbers must be finite")
 
 
 def charset_of(content_type: str | None) -> str | None:
@@ -68,15 +68,15 @@ def check_charset(content_type: str | None) -> None:
 
 def _text(body: bytes) -> str:
     if body.startswith(codecs.BOM_UTF8):
-        raise _refused("body", "starts with a byte order mark: send UTF-8 JSON without one (RFC 8259)")
+        raise refused("body", "starts with a byte order mark: send UTF-8 JSON without one (RFC 8259)")
     encoding = json.detect_encoding(body)
     if encoding in _NOT_UTF8:
-        raise _refused("body", f"is {_NOT_UTF8[encoding]}: send JSON as UTF-8 (RFC 8259)")
+        raise refused("body", f"is {_NOT_UTF8[encoding]}: send JSON as UTF-8 (RFC 8259)")
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as error:
         bad = body[error.start : error.start + 1].hex()
-        raise _refused("body", f"is not valid UTF-8: byte 0x{bad} at offset {error.start}") from None
+        raise refused("body", f"is not valid UTF-8: byte 0x{bad} at offset {error.start}") from None
 
 
 def parse(body: bytes) -> Any:
@@ -101,11 +101,11 @@ def parse(body: bytes) -> Any:
     try:
         value = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_not_json)
     except json.JSONDecodeError as error:
-        raise _refused("body", f"request body is not valid JSON: {error.msg} at offset {error.pos}") from None
+        raise refused("body", f"request body is not valid JSON: {error.msg} at offset {error.pos}") from None
     except RecursionError:
-        raise _refused("body", "request body is nested too deeply") from None
+        raise refused("body", "request body is nested too deeply") from None
     except ValueError:  # an integer of more digits than Python converts (sys.int_info)
-        raise _refused("body", "request body holds a number with too many digits") from None
+        raise refused("body", "request body holds a number with too many digits") from None
     if repeated:
         raise _duplicates(value)
     return value
