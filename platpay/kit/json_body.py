@@ -8,7 +8,8 @@ proxy or an audit log reading the first saw another request than the one execute
 `Infinity`, which are not JSON.
 
 The duplicate check costs only on objects: `object_pairs_hook` builds each dict from its pairs and compares
-the lengths; paths are worked out only when a duplicate was found.
+the lengths (bench/json_body.py); the paths of the keys given twice are worked out by a second parse, only
+when there is one.
 """
 
 from __future__ import annotations
@@ -28,13 +29,6 @@ _NOT_UTF8 = {
     "utf-32-le": "UTF-32",
     "utf-32": "UTF-32",
 }
-
-
-class _Repeated(dict[str, Any]):
-    """An object in which some key was given more than once (its last value kept, as json.loads would)."""
-
-    __slots__ = ("repeated",)
-    repeated: list[str]
 
 
 def refused(field: str, message: str) -> InvalidInput:
@@ -79,36 +73,56 @@ def _text(body: bytes) -> str:
         raise refused("body", f"is not valid UTF-8: byte 0x{bad} at offset {error.start}") from None
 
 
+class _DuplicateKey(Exception):
+    """A key given twice in one object: the fast parse stops there (the paths are found by a second one)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKey
+    return obj
+
+
+# Built once: json.loads(text, object_pairs_hook=...) would build a decoder (and its scanner) per call.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_not_json)
+
+
+class _Repeated(dict[str, Any]):
+    """An object in which some key was given more than once (its last value kept)."""
+
+    __slots__ = ("repeated",)
+    repeated: list[str]
+
+
+def _flag_repeated(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    flagged = _Repeated(obj)
+    flagged.repeated = []
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen and key not in flagged.repeated:
+            flagged.repeated.append(key)
+        seen.add(key)
+    return flagged
+
+
 def parse(body: bytes) -> Any:
     """The JSON value of a request body, or an InvalidInput (400) naming what is wrong with it."""
     text = _text(body)
-    repeated: list[_Repeated] = []
-
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj = dict(pairs)
-        if len(obj) == len(pairs):
-            return obj
-        flagged = _Repeated(obj)
-        flagged.repeated = []
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                flagged.repeated.append(key)
-            seen.add(key)
-        repeated.append(flagged)
-        return flagged
-
     try:
-        value = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_not_json)
+        return _DECODER.decode(text)
+    except _DuplicateKey:
+        value = json.loads(text, object_pairs_hook=_flag_repeated)  # parsed once already: it is valid
+        raise _duplicates(value) from None
     except json.JSONDecodeError as error:
         raise refused("body", f"request body is not valid JSON: {error.msg} at offset {error.pos}") from None
     except RecursionError:
         raise refused("body", "request body is nested too deeply") from None
     except ValueError:  # an integer of more digits than Python converts (sys.int_info)
         raise refused("body", "request body holds a number with too many digits") from None
-    if repeated:
-        raise _duplicates(value)
-    return value
 
 
 def _duplicates(value: Any) -> InvalidInput:
@@ -125,7 +139,7 @@ def _repeated_paths(value: Any, prefix: str) -> list[str]:
     found: list[str] = []
     if isinstance(value, dict):
         if isinstance(value, _Repeated):
-            found += [f"{prefix}{key}" for key in dict.fromkeys(value.repeated)]
+            found += [f"{prefix}{key}" for key in value.repeated]
         for key, item in value.items():
             found += _repeated_paths(item, f"{prefix}{key}.")
     elif isinstance(value, list):
