@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from typing import Any
 
 from platpay.errors import InvalidInput, UnsupportedMediaType
@@ -113,7 +114,7 @@ def parse(body: bytes) -> Any:
     """The JSON value of a request body, or an InvalidInput (400) naming what is wrong with it."""
     text = _text(body)
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     except _DuplicateKey:
         value = json.loads(text, object_pairs_hook=_flag_repeated)  # parsed once already: it is valid
         raise _duplicates(value) from None
@@ -123,6 +124,47 @@ def parse(body: bytes) -> Any:
         raise refused("body", "request body is nested too deeply") from None
     except ValueError:  # an integer of more digits than Python converts (sys.int_info)
         raise refused("body", "request body holds a number with too many digits") from None
+    # Text decoded from valid UTF-8 holds no surrogate; only a `\ud800` escape without its pair makes one,
+    # a string no UTF-8 encoder (nor PostgreSQL) takes: look for them only where such an escape is.
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        lone = _lone_surrogates(value, "")
+        if lone:
+            message = "is not Unicode text: it holds an unpaired surrogate escape (\\ud800-\\udfff)"
+            fields = [{"field": path, "location": "body", "message": message} for path in lone]
+            raise InvalidInput(f"invalid input: {lone[0]}: {message}", details={"fields": fields})
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _named(key: str) -> str:
+    """A key as a path names it: an unpaired surrogate written as its escape (an answer must be UTF-8)."""
+    return key if _is_text(key) else key.encode("utf-8", "backslashreplace").decode()
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _lone_surrogates(value: Any, prefix: str) -> list[str]:
+    """The dotted paths of the strings (keys included) holding an unpaired surrogate."""
+    found: list[str] = []
+    if isinstance(value, str):
+        return [] if _is_text(value) else [prefix.rstrip(".") or "body"]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not _is_text(key):
+                found.append(f"{prefix}{_named(key)}")
+            found += _lone_surrogates(item, f"{prefix}{_named(key)}.")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _lone_surrogates(item, f"{prefix}{index}.")
+    return found
 
 
 def _duplicates(value: Any) -> InvalidInput:
@@ -139,9 +181,9 @@ def _repeated_paths(value: Any, prefix: str) -> list[str]:
     found: list[str] = []
     if isinstance(value, dict):
         if isinstance(value, _Repeated):
-            found += [f"{prefix}{key}" for key in value.repeated]
+            found += [f"{prefix}{_named(key)}" for key in value.repeated]
         for key, item in value.items():
-            found += _repeated_paths(item, f"{prefix}{key}.")
+            found += _repeated_paths(item, f"{prefix}{_named(key)}.")
     elif isinstance(value, list):
         for index, item in enumerate(value):
             found += _repeated_paths(item, f"{prefix}{index}.")

@@ -147,6 +147,8 @@ def _without_body(
                 raw = await request.body()
             media = _media_type(request.headers.get("content-type"))
             is_json = media == "application/json" or media.endswith("+json")
+            if raw.strip() and is_json:
+                json_body.check_charset(request.headers.get("content-type"))
             if raw.strip() and not (is_json and json_body.parse(raw) == {}):
                 raise json_body.refused("body", "this operation takes no request body: send none")
         return await handler(request)
