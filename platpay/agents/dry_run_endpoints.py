@@ -66,7 +66,8 @@ class AgentPolicyEvaluation(ApiModel):
     rule: str | None = Field(description="the policy field that decided (null: nothing limited it)")
     reason: str
     remaining: AgentPolicyRemaining
-    rate: str | None = Field(default=None, description="the conversion rate used, when one was")
+    # required (and rendered) even when null, like `rule`: the document then says it may be null
+    rate: str | None = Field(description="the conversion rate used, when one was (null: none)")
     evaluated_at: datetime
 
 
