@@ -194,6 +194,9 @@ def create_app(
         openapi_url="/openapi.json",
         docs_url=None,  # served below, from local assets
         redoc_url=None,
+        # A path with a trailing slash is an unknown route (404), never a 307 to the path without it:
+        # behind a proxy that redirect named another host, and clients drop Authorization on a redirect.
+        redirect_slashes=False,
         # FastAPI's OpenTelemetry bridge looks up the global providers on every request even when none
         # is configured; platpay's own metrics are Prometheus (/metrics).
         telemetry={"tracing": False, "metrics": False, "logs": False},

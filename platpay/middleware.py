@@ -2,10 +2,16 @@
 
 A single layer (not BaseHTTPMiddleware) keeps per-request overhead low; it never reads bodies or headers
 into the log, so no secret can reach a log line from here.
+
+A request refused before its body was read (413 for a body over the limit) has the rest of its body read
+and discarded first, up to DRAIN_MAX_BYTES and DRAIN_MAX_SECONDS: closing a connection with unread data
+in it resets it (TCP RST), and a client still sending its body would then lose the 413 it had not read
+yet. A body too large (or too slow) to drain gets its answer on a connection closed right after it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -17,7 +23,7 @@ from urllib.parse import parse_qsl
 import structlog
 
 from platpay import BASE_PATH
-from platpay.errors import InvalidInput, PayloadTooLarge
+from platpay.errors import ApiError, InvalidInput, PayloadTooLarge
 from platpay.kit import clock
 from platpay.logging import log_request
 from platpay.metrics import record_request
@@ -25,6 +31,8 @@ from platpay.metrics import record_request
 REQUEST_ID_HEADER = b"x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 _QUIET_PATHS = {"/healthz", "/readyz", "/metrics"}
+DRAIN_MAX_BYTES = 8 * 1024 * 1024
+DRAIN_MAX_SECONDS = 2.0
 
 
 class _RequestIds:
@@ -71,12 +79,15 @@ class EdgeMiddleware:
         started = time.perf_counter()
         request_id = None
         content_length = None
+        expects_continue = False
         for name, value in scope["headers"]:
             if name == REQUEST_ID_HEADER:
                 candidate = value.decode("latin-1")
                 request_id = candidate if _VALID_REQUEST_ID.match(candidate) else None
             elif name == b"content-length":
                 content_length = value
+            elif name == b"expect":
+                expects_continue = value.lower() == b"100-continue"
         request_id = request_id or _new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
         structlog.contextvars.clear_contextvars()
@@ -86,11 +97,15 @@ class EdgeMiddleware:
             limit = self._prefix_limit(scope["path"])
         status_holder = [500]
         encoded_id = request_id.encode()
+        body_left_unread = [False]  # a refused body not drained: the answer closes the connection
 
         async def send_with_id(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status_holder[0] = message["status"]
-                message["headers"] = [*message.get("headers", []), (REQUEST_ID_HEADER, encoded_id)]
+                headers = [*message.get("headers", []), (REQUEST_ID_HEADER, encoded_id)]
+                if body_left_unread[0]:
+                    headers.append((b"connection", b"close"))
+                message["headers"] = headers
             await send(message)
 
         received = 0
@@ -101,6 +116,8 @@ class EdgeMiddleware:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    ended = not message.get("more_body", False) or await _drain(receive)
+                    body_left_unread[0] = not ended
                     raise PayloadTooLarge(
                         f"request body exceeds the {limit}-byte limit", details={"limitBytes": limit}
                     )
@@ -116,13 +133,17 @@ class EdgeMiddleware:
                 error = InvalidInput(
                     "invalid input: the URL must not contain NUL characters", details={"fields": nul_fields}
                 )
-                await _send_error(send_with_id, error.status, error.body(), drain=receive)
+                await _refuse_unread(
+                    send_with_id, error, receive, declared=declared, waiting=expects_continue
+                )
             elif declared is not None and declared > limit:
                 error = PayloadTooLarge(
                     f"request body of {declared} bytes exceeds the {limit}-byte limit",
                     details={"limitBytes": limit},
                 )
-                await _send_error(send_with_id, error.status, error.body(), drain=receive)
+                await _refuse_unread(
+                    send_with_id, error, receive, declared=declared, waiting=expects_continue
+                )
             else:
                 clock_token = clock.use(None)  # authentication sets the tenant's clock for this request
                 try:
@@ -166,17 +187,35 @@ def _nul_fields(scope: dict[str, Any]) -> list[dict[str, str]]:
     return fields
 
 
-async def _send_error(send: Any, status: int, body: dict[str, Any], *, drain: Any) -> None:
-    payload = json.dumps(body, separators=(",", ":")).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(payload)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
+async def _drain(receive: Any) -> bool:
+    """Read and discard the rest of a request body, up to DRAIN_MAX_BYTES and DRAIN_MAX_SECONDS; whether it
+    ended (False: too much, too slow, or the client went away)."""
+    drained = 0
+    try:
+        async with asyncio.timeout(DRAIN_MAX_SECONDS):
+            while drained <= DRAIN_MAX_BYTES:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return False
+                if not message.get("more_body", False):
+                    return True
+                drained += len(message.get("body", b""))
+    except TimeoutError:
+        return False
+    return False
+
+
+async def _refuse_unread(
+    send: Any, error: ApiError, receive: Any, *, declared: int | None, waiting: bool
+) -> None:
+    """Answer `error` to a request whose body was not read: drained first when that is bounded, so the
+    client reads the answer; not when the client waits for `100 Continue` (it sends nothing until then,
+    and never will: the connection closes after the answer)."""
+    drainable = not waiting and (declared is None or declared <= DRAIN_MAX_BYTES)
+    ended = declared == 0 or (drainable and await _drain(receive))
+    payload = json.dumps(error.body(), separators=(",", ":")).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if not ended:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})

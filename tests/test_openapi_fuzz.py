@@ -10,6 +10,14 @@ AUTH_VARIANT_EVERY-th case is also sent without credentials and with wrong ones.
 if it is a 5xx, has an undocumented status, content type or header, does not match its documented schema,
 accepts schema-violating input, or is an error not in our {status, code, message, details} shape.
 
+The agent operations (/agents/me/...) take an agent's bearer token, not platform credentials: they are
+fuzzed by a test of their own, with a real agent's token on a funded customer with a policy, so the cases
+reach the agent logic (policy decisions, transfers, quotes, approvals). The ids the document's examples
+name, and every other positive case's path ids, are replaced by the agent's real ones; each operation must
+answer at least one case with a 2xx (proof that the fuzz got past authentication). Every case is also sent
+with the platform's credentials, which must be refused (403), and every AUTH_VARIANT_EVERY-th without
+credentials and with a wrong token (401). The ledger verifies after each operation's run (the `db` fixture).
+
 The app runs in-process on schemathesis' ASGI transport, which serves every request (and the lifespan) on
 one event loop of its own. The app is therefore built WITHOUT the test's `db` (whose connections belong to
 the test's event loop): its lifespan opens, and on teardown closes, its own Database on the same URL. The
@@ -22,7 +30,8 @@ import asyncio
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -30,10 +39,15 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import CheckContext
+from schemathesis.generation import GenerationMode
 from schemathesis.python import asgi as schemathesis_asgi
 
+from platpay import BASE_PATH
 from platpay.app import create_app
 from platpay.config import Settings
+from platpay.kit.openapi import ExampleIds
+from tests.agents.support import connect, funded_customer
+from tests.factories import account_destination, account_source, mxn_account
 
 SEED = 20251013
 # Fuzzing-phase examples per operation: fewer as operations are added, so the run stays near a minute per
@@ -42,6 +56,8 @@ FUZZ_EXAMPLES_BUDGET = 800
 # The first case of each operation, and every Nth after it, is also sent without credentials and with
 # wrong ones (authentication comes before any handler logic, so more would mostly repeat the same 401).
 AUTH_VARIANT_EVERY = 8
+# Fuzzing-phase examples per agent operation (16 of them), beside the examples and coverage phases.
+AGENT_EXAMPLES = 15
 
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 ERROR_KEYS = {"status", "code", "message", "details"}
@@ -96,7 +112,7 @@ UNAUTHENTICATED_CHECKS = [
 ]
 
 
-def _config(max_examples: int) -> schemathesis.Config:
+def _config(max_examples: int, *, coverage_mode: str = "all") -> schemathesis.Config:
     return schemathesis.Config.from_dict(
         {
             "seed": SEED,
@@ -111,7 +127,7 @@ def _config(max_examples: int) -> schemathesis.Config:
             },
             "phases": {
                 "examples": {"enabled": True},
-                "coverage": {"enabled": True},
+                "coverage": {"enabled": True, "generation": {"mode": coverage_mode}},
                 "fuzzing": {"enabled": True},
                 "stateful": {"enabled": False},
             },
@@ -174,9 +190,18 @@ def _max_examples(document: dict[str, Any]) -> int:
 DOCUMENT = _served_openapi()
 schema = schemathesis.openapi.from_dict(DOCUMENT, config=_config(_max_examples(DOCUMENT)))
 schema.app = CURRENT_APP
+AGENT_OPERATIONS = f"^{BASE_PATH}/agents/me(/|$)"
+platform_schema = schema.exclude(path_regex=AGENT_OPERATIONS)
+# The agent operations' bodies are the platform's (TransferOutRequest, QuoteRequest…), whose negative
+# boundary values the platform run covers: here the coverage phase sends positive values only, which reach
+# the agent logic, and the fuzzing phase both kinds: about 500 cases in all (2 to 100 per operation).
+agent_schema = schemathesis.openapi.from_dict(
+    DOCUMENT, config=_config(AGENT_EXAMPLES, coverage_mode="positive")
+).include(path_regex=AGENT_OPERATIONS)
+agent_schema.app = CURRENT_APP
 
 
-@schema.parametrize()
+@platform_schema.parametrize()
 # One app (and its database) per operation, shared by that operation's examples: that is the point here.
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 def test_every_operation_survives_fuzzing(
@@ -184,10 +209,7 @@ def test_every_operation_survives_fuzzing(
 ) -> None:
     # `fuzz_app` is requested for its effect: CURRENT_APP, which every request goes to, is that app.
     case.call_and_validate(auth=auth, checks=CHECKS)
-    security = [name for entry in case.operation.definition.raw.get("security", []) for name in entry]
-    secured = bool(security)
-    # agent operations take a Bearer token (wrong Basic credentials there still meet the Basic challenge)
-    challenge = ("bearer", "basic") if security == ["AgentAuth"] else ("basic",)
+    secured = bool(case.operation.definition.raw.get("security"))
     if not secured or next(fuzz_counter) % AUTH_VARIANT_EVERY:
         return
     client_id, secret = auth
@@ -197,6 +219,142 @@ def test_every_operation_survives_fuzzing(
             f"{case.operation.label} answered {response.status_code} to credentials {variant}"
         )
         if response.status_code == 401:
-            assert response.headers.get("www-authenticate", [""])[0].lower().startswith(challenge)
+            assert response.headers.get("www-authenticate", [""])[0].lower().startswith("basic")
+            assert response.json()["code"] == "UNAUTHORIZED"
+        case.validate_response(response, checks=UNAUTHENTICATED_CHECKS)
+
+
+# ---- the agent operations, with a real agent's token ------------------------------------------------
+
+# Generous limits (the fuzz's transfers execute rather than all meeting the daily count), an approval
+# threshold that the larger amounts cross (PENDING_APPROVAL actions too).
+AGENT_LIMITS = {
+    "currency": "USD",
+    "perTransactionLimit": 1_000_000,
+    "dailyLimit": 100_000_000,
+    "dailyTransactionLimit": 10_000,
+    "monthlyLimit": 1_000_000_000,
+}
+AGENT_APPROVAL = {"currency": "USD", "amount": 50_000}
+
+
+@dataclass
+class AgentWorld:
+    """A funded customer with a bank account and an MXN account, its connected agent, and one quote and
+    one transfer the agent made: the real ids the cases are given."""
+
+    token: str
+    example_ids: dict[str, str]  # an id the document's examples name -> the real one
+    path_ids: dict[str, str]  # a path parameter -> a real value for it
+    statuses: list[int] = field(default_factory=list)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@pytest.fixture
+async def agent_world(client: httpx.AsyncClient, auth: tuple[str, str]) -> AsyncIterator[AgentWorld]:
+    funded = await funded_customer(client, auth, amount=50_000_000)
+    customer_id, account, bank = funded["customer"]["id"], funded["account"]["id"], funded["bank"]["id"]
+    mxn = (await mxn_account(client, auth, customer_id))["id"]
+    agent = await connect(
+        client, auth, customer_id, spendingLimits=AGENT_LIMITS, approvalThresholds=AGENT_APPROVAL
+    )
+    headers = agent["headers"]
+    quoted = await client.post(
+        "/agents/me/quotes",
+        headers=headers,
+        json={
+            "source": account_source(account),
+            "destination": account_destination(mxn),
+            "lockedCurrencySide": "SENDING",
+            "lockedCurrencyAmount": 1_000,
+        },
+    )
+    assert quoted.status_code == 201, quoted.text
+    sent = await client.post(
+        "/agents/me/transfer-out",
+        headers=headers,
+        json={"source": {"accountId": account}, "destination": {"accountId": bank}, "amount": 100},
+    )
+    assert sent.status_code == 201, sent.text
+    world = AgentWorld(
+        token=agent["token"],
+        example_ids={
+            ExampleIds.CUSTOMER: customer_id,
+            ExampleIds.INTERNAL_ACCOUNT: account,
+            ExampleIds.EXTERNAL_ACCOUNT: bank,
+            ExampleIds.MXN_EXTERNAL_ACCOUNT: mxn,
+            ExampleIds.QUOTE: quoted.json()["id"],
+        },
+        path_ids={
+            "externalAccountId": bank,
+            "quoteId": quoted.json()["id"],
+            "transactionId": sent.json()["transaction"]["id"],
+            "actionId": sent.json()["id"],
+        },
+    )
+    yield world
+    # Past authentication at least once: a 2xx is the agent logic answering (run on teardown, once the
+    # operation's whole run is over).
+    assert any(200 <= status < 300 for status in world.statuses), sorted(set(world.statuses))
+
+
+def _real(value: Any, ids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return ids.get(value, value)
+    if isinstance(value, dict):
+        return {key: _real(item, ids) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_real(item, ids) for item in value]
+    return value
+
+
+def _with_real_ids(case: schemathesis.Case, world: AgentWorld, turn: int) -> None:
+    """The examples' ids made real everywhere; in every other positive case, the path's ids made real too
+    (a random id only ever meets a 404). Schemathesis re-judges a case it sees modified."""
+    if isinstance(case.body, dict | list):
+        case.body = _real(case.body, world.example_ids)
+    if case.query:
+        case.query = _real(dict(case.query), world.example_ids)
+    positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
+    for name, value in list((case.path_parameters or {}).items()):
+        if value in world.example_ids:
+            case.path_parameters[name] = world.example_ids[value]
+        elif positive and turn % 2 == 0 and name in world.path_ids:
+            case.path_parameters[name] = world.path_ids[name]
+
+
+@agent_schema.parametrize()
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+def test_every_agent_operation_survives_fuzzing_with_an_agent_token(
+    case: schemathesis.Case,
+    fuzz_app: Any,
+    agent_world: AgentWorld,
+    auth: tuple[str, str],
+    fuzz_counter: itertools.count[int],
+) -> None:
+    turn = next(fuzz_counter)
+    _with_real_ids(case, agent_world, turn)
+    response = case.call_and_validate(headers=agent_world.headers, checks=CHECKS)
+    agent_world.statuses.append(response.status_code)
+    # the platform's own credentials never reach an agent operation
+    refused = case.call(auth=auth)
+    assert refused.status_code in UNAUTHENTICATED_STATUSES | {403}, (
+        f"{case.operation.label} answered {refused.status_code} to platform credentials"
+    )
+    if refused.status_code == 403:
+        assert refused.json()["code"] == "FORBIDDEN"
+    case.validate_response(refused, checks=UNAUTHENTICATED_CHECKS)
+    if turn % AUTH_VARIANT_EVERY:
+        return
+    for headers in ({}, {"Authorization": "Bearer " + "0" * len(agent_world.token)}):
+        response = case.call(headers=headers)
+        assert response.status_code in UNAUTHENTICATED_STATUSES, (
+            f"{case.operation.label} answered {response.status_code} to headers {headers}"
+        )
+        if response.status_code == 401:
+            assert "bearer" in response.headers.get("www-authenticate", [""])[0].lower()
             assert response.json()["code"] == "UNAUTHORIZED"
         case.validate_response(response, checks=UNAUTHENTICATED_CHECKS)

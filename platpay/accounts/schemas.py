@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, NullRefused
 from platpay.kit.money import CurrencyAmount
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
@@ -130,7 +130,7 @@ _OWNERSHIP = (
 
 
 class ExternalAccountCreateRequest(ApiRequest):
-    customer_id: str | None = Field(
+    customer_id: Annotated[str | None, NullRefused("to register the platform's own account")] = Field(
         default=None, max_length=64, description="absent: the platform's own account"
     )
     currency: str = Field(min_length=1, max_length=8)

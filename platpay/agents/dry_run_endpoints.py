@@ -4,6 +4,7 @@ changing nothing. Same Bearer credential as every agent operation."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from fastapi import Request
 from fastapi.encoders import jsonable_encoder
@@ -20,7 +21,12 @@ from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.routing import api_router
-from platpay.payments.schemas import MAX_AMOUNT, ExternalAccountDestinationReference, InternalAccountReference
+from platpay.payments.schemas import (
+    MAX_AMOUNT,
+    WHOLE_BALANCE,
+    ExternalAccountDestinationReference,
+    InternalAccountReference,
+)
 
 router = api_router(tags=["Agent Operations"])
 
@@ -34,7 +40,7 @@ class AgentPolicyEvaluateRequest(ApiRequest):
     destination: ExternalAccountDestinationReference | None = Field(
         default=None, description="transfers: the destination account (paymentRail: transfer-out only)"
     )
-    amount: MinorUnits | None = Field(
+    amount: Annotated[MinorUnits | None, WHOLE_BALANCE] = Field(
         default=None,
         gt=0,
         le=MAX_AMOUNT,
@@ -60,7 +66,8 @@ class AgentPolicyEvaluation(ApiModel):
     rule: str | None = Field(description="the policy field that decided (null: nothing limited it)")
     reason: str
     remaining: AgentPolicyRemaining
-    rate: str | None = Field(default=None, description="the conversion rate used, when one was")
+    # required (and rendered) even when null, like `rule`: the document then says it may be null
+    rate: str | None = Field(description="the conversion rate used, when one was (null: none)")
     evaluated_at: datetime
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import KEPT_WHEN_OMITTED, ApiModel, ApiRequest
 from platpay.kit.money import MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
@@ -147,8 +147,8 @@ class AgentActionListResponse(Page[AgentAction]):
 
 
 class AgentUpdateRequest(ApiRequest):
-    name: str | None = Field(default=None, min_length=1, max_length=255)
-    is_paused: bool | None = None
+    name: Annotated[str | None, KEPT_WHEN_OMITTED] = Field(default=None, min_length=1, max_length=255)
+    is_paused: Annotated[bool | None, KEPT_WHEN_OMITTED] = None
 
 
 class AgentSpendingLimitsUpdate(ApiRequest):

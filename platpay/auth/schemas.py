@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, FromString
 from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
@@ -35,7 +36,7 @@ class ApiToken(ApiModel):
 
 class ApiTokenCreateRequest(ApiRequest):
     name: str = Field(min_length=1, max_length=200, description="helps you tell tokens apart")
-    permissions: list[Permission] = Field(min_length=1, max_length=3)
+    permissions: list[Annotated[Permission, *FromString]] = Field(min_length=1, max_length=3)
 
     @field_validator("name")
     @classmethod

@@ -5,12 +5,12 @@ tests/data/openapi_additions.json."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 from typing_extensions import TypeAliasType
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import KEPT_WHEN_OMITTED, ApiModel, ApiRequest, NullRefused
 from platpay.kit.money import CurrencyAmount, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
@@ -83,7 +83,9 @@ _MAX_SPEND = Field(
 
 class CardCreateRequest(ApiRequest):
     cardholder_id: str = Field(min_length=1, max_length=64)
-    platform_card_id: str | None = Field(default=None, min_length=1, max_length=255)
+    platform_card_id: Annotated[str | None, NullRefused("to have one generated")] = Field(
+        default=None, min_length=1, max_length=255
+    )
     three_ds_password: str | None = Field(
         default=None,
         alias="threeDSecurePassword",
@@ -131,8 +133,8 @@ CARD_CREATE_EXAMPLES = request_examples(
 
 
 class CardUpdateRequest(ApiRequest):
-    state: Literal["ACTIVE", "FROZEN", "CLOSED"] | None = None
-    funding_sources: list[str] | None = Field(
+    state: Annotated[Literal["ACTIVE", "FROZEN", "CLOSED"] | None, KEPT_WHEN_OMITTED] = None
+    funding_sources: Annotated[list[str] | None, KEPT_WHEN_OMITTED] = Field(
         default=None, max_length=10, description="replaces the whole list (at least one)"
     )
     max_spend_per_transaction: MinorUnits | None = Field(

@@ -3,12 +3,12 @@ POST /customers/{customerId}/verify-email|verify-phone[/confirm] (INTERFACE-FACT
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, NullRefused
 from platpay.kit.openapi import request_examples
 
 ContactVerificationStatus = TypeAliasType("ContactVerificationStatus", Literal["PENDING", "VERIFIED"])
@@ -30,7 +30,7 @@ class PhoneVerificationRequest(ApiRequest):
     """POST /customers/{customerId}/verify-phone's optional body: the number to send the code to. Customers
     carry no phone number, so the first send names it; a resend without a body uses the last one named."""
 
-    phone_number: str | None = Field(
+    phone_number: Annotated[str | None, NullRefused("to send to the number the last code went to")] = Field(
         default=None, min_length=3, max_length=16, description="E.164, e.g. +33612345678"
     )
 

@@ -12,7 +12,7 @@ from typing_extensions import TypeAliasType
 
 from platpay.customers.contact_schemas import ContactVerification
 from platpay.customers.types import CustomerDraft
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, JsonDate, NullRefused
 from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
@@ -96,7 +96,7 @@ class BusinessInfoUpdate(ApiRequest):
 
     legal_name: Str200 | None = None
     tax_id: str | None = Field(default=None, min_length=1, max_length=64)
-    incorporated_on: date | None = None
+    incorporated_on: JsonDate | None = None
     registration_number: str | None = Field(default=None, min_length=1, max_length=64)
     doing_business_as: Str200 | None = None
     country: CountryCode | None = None
@@ -115,7 +115,7 @@ class BusinessInfo(BusinessInfoUpdate):
 
     legal_name: Str200
     tax_id: str = Field(min_length=1, max_length=64)
-    incorporated_on: date
+    incorporated_on: JsonDate
 
 
 class BusinessInfoResponse(ApiModel):
@@ -135,6 +135,11 @@ class BusinessInfoResponse(ApiModel):
     expected_monthly_transaction_volume: str | None = None
 
 
+# What leaving these out of a create means: a null must not mean it by accident.
+_GENERATED = NullRefused("to have one generated")
+_PLATFORM_CURRENCIES = NullRefused("for the platform's currencies")
+
+
 def _uma_address() -> Any:
     return Field(default=None, min_length=3, max_length=320, description="$username@umaDomain")
 
@@ -151,12 +156,14 @@ class CustomerCreateRequest(ApiRequest):
     """What every customer is created with; `customerType` selects the rest (IndividualCustomerCreateRequest,
     BusinessCustomerCreateRequest)."""
 
-    platform_customer_id: str | None = Field(default=None, min_length=1, max_length=255)
+    platform_customer_id: Annotated[str | None, _GENERATED] = Field(
+        default=None, min_length=1, max_length=255
+    )
     customer_type: CustomerType = Field(description="INDIVIDUAL or BUSINESS: selects the fields validated")
     region: CountryCode | None = Field(default=None, description="ISO 3166-1 alpha-2; immutable after create")
-    currencies: list[str] | None = _currencies()
+    currencies: Annotated[list[str] | None, _PLATFORM_CURRENCIES] = _currencies()
     email: str | None = Field(default=None, min_length=3, max_length=254)
-    uma_address: str | None = _uma_address()
+    uma_address: Annotated[str | None, _GENERATED] = _uma_address()
 
 
 class IndividualCustomerCreateRequest(CustomerCreateRequest):
@@ -229,6 +236,11 @@ class CustomerCreateRequestOneOf(_CustomerFields):
     fields together are exactly these (tests/customers/test_schemas.py)."""
 
     customer_type: CustomerType = Field(description="INDIVIDUAL or BUSINESS: selects the fields validated")
+    platform_customer_id: Annotated[str | None, _GENERATED] = Field(
+        default=None, min_length=1, max_length=255
+    )
+    uma_address: Annotated[str | None, _GENERATED] = _uma_address()
+    currencies: Annotated[list[str] | None, _PLATFORM_CURRENCIES] = _currencies()
     region: CountryCode | None = Field(default=None, description="ISO 3166-1 alpha-2; immutable after create")
     full_name: Str200 | None = None
     birth_date: str | None = _birth_date()

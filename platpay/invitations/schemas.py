@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, FromString
 from platpay.kit.money import CurrencyAmount, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.routing import QueryTimestamp
@@ -31,7 +31,7 @@ class UmaInvitationCreateRequest(ApiRequest):
         description="minor units of the inviter's first currency; display only: the inviting platform pays "
         "after INVITATION_CLAIMED",
     )
-    expires_at: QueryTimestamp | None = Field(
+    expires_at: Annotated[QueryTimestamp, *FromString] | None = Field(
         default=None, description="ISO 8601, in the future; absent: the invitation never expires"
     )
 

@@ -32,7 +32,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from platpay import API_VERSION
-from platpay.kit.api_model import EXTENDS, ApiRequest
+from platpay.kit.api_model import EXTENDS, ApiRequest, without_null
 
 SCHEMAS = "#/components/schemas/"
 HTTP_METHODS = ("get", "put", "post", "patch", "delete", "options", "head", "trace")
@@ -62,13 +62,13 @@ def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, 
         operation.get("responses", {}).pop("422", None)
         for parameter in operation.get("parameters", []):
             if not parameter.get("required"):
-                parameter["schema"] = _without_null(parameter["schema"])
+                parameter["schema"] = without_null(parameter["schema"])
             parameter["schema"].pop("title", None)
         body = operation.get("requestBody")
         if body is not None:
             for media in body.get("content", {}).values():
                 if not body.get("required"):
-                    media["schema"] = _without_null(media["schema"])
+                    media["schema"] = without_null(media["schema"])
                 media["schema"].pop("title", None)  # FastAPI's name of the parameter, not of the body
                 _inline_form_body(media, components)
     _form_components(components)
@@ -113,24 +113,6 @@ def operations(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
         for method in HTTP_METHODS:
             if method in path_item:
                 yield path_item[method]
-
-
-def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
-    """`{anyOf: [X, {type: null}], description…}` -> `{…X, description…}` (a `$ref` X keeps only the
-    description beside it); anything else unchanged."""
-    members = schema.get("anyOf")
-    if not members:
-        return schema
-    kept = [member for member in members if member != {"type": "null"}]
-    if len(kept) == len(members):
-        return schema
-    if len(kept) == 1 and "$ref" in kept[0]:  # a reference keeps only a description beside it
-        described = {"description": schema["description"]} if "description" in schema else {}
-        return {**kept[0], **described}
-    rest = {
-        key: value for key, value in schema.items() if key != "anyOf" and (key, value) != ("default", None)
-    }
-    return {**kept[0], **rest} if len(kept) == 1 else {"anyOf": kept, **rest}
 
 
 def _const_as_enum(node: Any) -> None:
@@ -233,7 +215,7 @@ def _drop_null_from_response_only_schemas(schema: dict[str, Any], components: di
             properties = part.get("properties", {})
             for key, value in properties.items():
                 if key not in required:
-                    properties[key] = _without_null(value)
+                    properties[key] = without_null(value)
 
 
 def _properties(component: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 from platpay import BASE_PATH
 from platpay.errors import UnsupportedMediaType
+from platpay.kit import json_body
 from platpay.kit.openapi import error_content
 
 _ERROR_DESCRIPTIONS = {
@@ -95,13 +96,12 @@ class ApiRoute(APIRoute):
         handler = super().get_route_handler()
         expected = self._expected_media_type()
         if expected is None:
-            return handler
+            if (self.openapi_extra or {}).get("requestBody"):
+                return handler  # it reads (and documents) its body itself: an upload as it streams
+            return _without_body(handler)
 
         async def checked(request: Request) -> Response:
-            has_body = (
-                request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
-            )
-            if has_body:
+            if _has_body(request):
                 media = _media_type(request.headers.get("content-type"))
                 json_ok = expected == "application/json" and (media == expected or media.endswith("+json"))
                 if not json_ok and media != expected:
@@ -112,15 +112,48 @@ class ApiRoute(APIRoute):
                 # Read (and cache) the body here: an over-limit chunked body then answers 413 from the edge
                 # middleware's PayloadTooLarge, which FastAPI's own body parsing would turn into a bare 400.
                 # A form is parsed (and cached) instead of read whole: its files stream to spooled
-                # temporary files, so an upload is never held in memory.
+                # temporary files, so an upload is never held in memory. JSON is parsed here, once for
+                # every operation, by kit/json_body.py (UTF-8 only, no duplicate keys, no NaN); FastAPI
+                # takes the parsed value from the request's cache.
                 with contextlib.suppress(ClientDisconnect):
                     if expected == "multipart/form-data":
                         await request.form()
                     else:
-                        await request.body()
+                        json_body.check_charset(request.headers.get("content-type"))
+                        raw = await request.body()
+                        if raw:
+                            request._json = json_body.parse(raw)
             return await handler(request)
 
         return checked
+
+
+def _has_body(request: Request) -> bool:
+    return request.headers.get("content-length", "0") != "0" or "transfer-encoding" in request.headers
+
+
+def _without_body(
+    handler: Callable[[Request], Coroutine[Any, Any, Response]],
+) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    """An operation that takes no body refuses one (a 400 naming the body), but for an empty JSON object,
+    which some clients send for a POST without one: a body it would ignore is a client's mistake (fields it
+    meant to send, a malformed request) worth hearing about rather than a request executed as if it had
+    none."""
+
+    async def bodyless(request: Request) -> Response:
+        if _has_body(request):
+            raw = b""
+            with contextlib.suppress(ClientDisconnect):
+                raw = await request.body()
+            media = _media_type(request.headers.get("content-type"))
+            is_json = media == "application/json" or media.endswith("+json")
+            if raw.strip() and is_json:
+                json_body.check_charset(request.headers.get("content-type"))
+            if raw.strip() and not (is_json and json_body.parse(raw) == {}):
+                raise json_body.refused("body", "this operation takes no request body: send none")
+        return await handler(request)
+
+    return bodyless
 
 
 def api_router(**kwargs: Any) -> APIRouter:

@@ -19,7 +19,7 @@ from platpay.customers.schemas import (  # owners are shown on business customer
     IsoDate,
     Str200,
 )
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import KEPT_WHEN_OMITTED, ApiModel, ApiRequest
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
 
@@ -128,18 +128,20 @@ VERIFICATION_EXAMPLES = request_examples(
 
 
 class BeneficialOwnerPersonalInfoUpdate(ApiRequest):
-    """A partial update of an owner's identity: the fields given replace the stored ones."""
+    """A partial update of an owner's identity: the fields given replace the stored ones. A field every
+    owner has (their name, birth date, nationality, address, identification) cannot be cleared: null is
+    refused; the optional ones (middleName, email, phoneNumber, countryOfIssuance) are cleared by null."""
 
-    first_name: Str200 | None = None
+    first_name: Annotated[Str200 | None, KEPT_WHEN_OMITTED] = None
     middle_name: Str200 | None = None
-    last_name: Str200 | None = None
-    birth_date: IsoDate | None = None
-    nationality: CountryCode | None = None
+    last_name: Annotated[Str200 | None, KEPT_WHEN_OMITTED] = None
+    birth_date: Annotated[IsoDate | None, KEPT_WHEN_OMITTED] = None
+    nationality: Annotated[CountryCode | None, KEPT_WHEN_OMITTED] = None
     email: str | None = Field(default=None, min_length=3, max_length=254)
     phone_number: str | None = Field(default=None, pattern=E164, description="E.164, e.g. +14155550192")
-    address: Address | None = None
-    id_type: IdentificationType | None = None
-    identifier: str | None = Field(default=None, min_length=1, max_length=64)
+    address: Annotated[Address | None, KEPT_WHEN_OMITTED] = None
+    id_type: Annotated[IdentificationType | None, KEPT_WHEN_OMITTED] = None
+    identifier: Annotated[str | None, KEPT_WHEN_OMITTED] = Field(default=None, min_length=1, max_length=64)
     country_of_issuance: CountryCode | None = None
 
 
@@ -155,9 +157,9 @@ class BeneficialOwnerCreateRequest(ApiRequest):
 
 
 class BeneficialOwnerUpdateRequest(ApiRequest):
-    roles: Roles | None = None
-    ownership_percentage: Percentage | None = None
-    personal_info: BeneficialOwnerPersonalInfoUpdate | None = None
+    roles: Annotated[Roles | None, KEPT_WHEN_OMITTED] = None
+    ownership_percentage: Annotated[Percentage | None, KEPT_WHEN_OMITTED] = None
+    personal_info: Annotated[BeneficialOwnerPersonalInfoUpdate | None, KEPT_WHEN_OMITTED] = None
 
 
 class BeneficialOwnerListResponse(Page[BeneficialOwner]):

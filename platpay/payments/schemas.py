@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from typing_extensions import TypeAliasType
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, JsonDatetime, NullRefused
 from platpay.kit.money import CurrencyAmount, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
@@ -31,6 +31,9 @@ TransactionStatus = TypeAliasType(
 )
 TransactionType = TypeAliasType("TransactionType", Literal["INCOMING", "OUTGOING"])
 MAX_AMOUNT = 9_000_000_000_000_000
+# What leaving out a transfer's `amount` or an account's `paymentRail` means: a null must not mean it.
+WHOLE_BALANCE = NullRefused("to send the whole available balance")
+DEFAULT_RAIL = NullRefused("to use the account's first payment rail")
 
 
 class OutgoingTransactionFailureReason(StrEnum):
@@ -178,7 +181,7 @@ class ExternalAccountDestinationReference(ApiRequest):
     """An external account, by id, and optionally the rail to pay it over."""
 
     account_id: str = Field(min_length=1, max_length=64)
-    payment_rail: str | None = Field(
+    payment_rail: Annotated[str | None, DEFAULT_RAIL] = Field(
         default=None, min_length=1, max_length=24, description="one of the account's paymentRails"
     )
 
@@ -197,16 +200,16 @@ class TransferOutRequest(ApiRequest):
     destination: ExternalAccountDestinationReference = Field(
         description="the same customer's external account in the same currency"
     )
-    amount: MinorUnits | None = Field(
+    amount: Annotated[MinorUnits | None, WHOLE_BALANCE] = Field(
         default=None, gt=0, le=MAX_AMOUNT, description="minor units; omitted: the whole available balance"
     )
     description: str | None = Field(default=None, max_length=500)
 
 
 class ConfirmReceiptDeliveryRequest(ApiRequest):
-    receipt_delivery_confirmed_at: datetime | None = Field(
-        default=None, description="defaults to now; a repeat overwrites"
-    )
+    receipt_delivery_confirmed_at: Annotated[
+        JsonDatetime | None, NullRefused("to record the time of this request")
+    ] = Field(default=None, description="defaults to now; a repeat overwrites")
 
 
 class SandboxFundRequest(ApiRequest):

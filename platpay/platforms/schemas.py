@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, FromString
 from platpay.kit.money import MinorUnits
 from platpay.kit.openapi import request_examples
 from platpay.payments.schemas import TransactionType
@@ -45,7 +45,7 @@ class CounterpartyFieldDefinition(ApiModel):
 
 
 class CounterpartyFieldDefinitionIn(ApiRequest):
-    name: CustomerInfoFieldName
+    name: Annotated[CustomerInfoFieldName, *FromString]
     mandatory: bool
 
 

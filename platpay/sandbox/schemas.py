@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from platpay.clocks.service import MAX_ADVANCE_SECONDS
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, AwareJsonDatetime
 
 
 class SandboxClock(ApiModel):
@@ -25,7 +25,7 @@ class SandboxClockAdvanceRequest(ApiRequest):
     """POST /sandbox/clock/advance: how far forward, `seconds` or `to` (exactly one)."""
 
     seconds: float | None = Field(None, ge=0, le=MAX_ADVANCE_SECONDS, description="seconds to move forward")
-    to: AwareDatetime | None = Field(None, description="the time to move to; not before the clock's now")
+    to: AwareJsonDatetime | None = Field(None, description="the time to move to; not before the clock's now")
 
 
 class SandboxResetResponse(ApiModel):

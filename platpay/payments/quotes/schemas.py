@@ -10,10 +10,10 @@ from typing_extensions import TypeAliasType
 
 from platpay.accounts.schemas import PaymentInstructions
 from platpay.fx.schemas import EXCHANGE_RATE_DOC
-from platpay.kit.api_model import ApiModel, ApiRequest
+from platpay.kit.api_model import ApiModel, ApiRequest, NullRefused
 from platpay.kit.money import Currency, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
-from platpay.payments.schemas import MAX_AMOUNT
+from platpay.payments.schemas import DEFAULT_RAIL, MAX_AMOUNT
 
 QuoteStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "EXPIRED"]
 CryptoNetwork = Literal["SOLANA", "ETHEREUM", "BASE", "POLYGON", "SPARK", "LIGHTNING", "BITCOIN", "TRON"]
@@ -46,7 +46,7 @@ class AccountQuoteSource(ApiRequest):
         max_length=64,
         description="an internal account, or an external account that supports pull (USD_ACCOUNT: ACH debit)",
     )
-    customer_id: str | None = Field(
+    customer_id: Annotated[str | None, NullRefused("for the account's owner")] = Field(
         default=None,
         min_length=1,
         max_length=64,
@@ -57,7 +57,7 @@ class AccountQuoteSource(ApiRequest):
 class RealtimeFundingQuoteSource(ApiRequest):
     source_type: Literal["REALTIME_FUNDING"]
     currency: str = Field(min_length=1, max_length=8, description="the currency the payer sends in")
-    customer_id: str | None = Field(
+    customer_id: Annotated[str | None, NullRefused("for the platform itself to pay")] = Field(
         default=None, min_length=1, max_length=64, description="absent: the platform itself pays"
     )
     crypto_network: CryptoNetwork | None = Field(
@@ -83,7 +83,7 @@ QuoteSourceOneOf = TypeAliasType(
 class AccountDestination(ApiRequest):
     destination_type: Literal["ACCOUNT"]
     account_id: str = Field(min_length=1, max_length=64, description="an external or internal account")
-    payment_rail: str | None = Field(
+    payment_rail: Annotated[str | None, DEFAULT_RAIL] = Field(
         default=None, min_length=1, max_length=24, description="one of the external account's paymentRails"
     )
 
@@ -91,7 +91,7 @@ class AccountDestination(ApiRequest):
 class UmaAddressDestination(ApiRequest):
     destination_type: Literal["UMA_ADDRESS"]
     uma_address: str = Field(min_length=1, max_length=320)
-    currency: str | None = Field(
+    currency: Annotated[str | None, NullRefused("for the receiver's first currency")] = Field(
         default=None, min_length=1, max_length=8, description="default: the receiver's first currency"
     )
 
@@ -190,8 +190,8 @@ class ReceiverExternalAccountLookupResponse(ApiModel):
 class SandboxSendRequest(ApiRequest):
     quote_id: str = Field(min_length=1, max_length=64)
     currency_code: str = Field(min_length=1, max_length=8, description="must be the quote's sending currency")
-    currency_amount: MinorUnits | None = Field(
-        default=None, gt=0, le=MAX_AMOUNT, description="default: the quote's totalSendingAmount"
+    currency_amount: Annotated[MinorUnits | None, NullRefused("to send the quote's totalSendingAmount")] = (
+        Field(default=None, gt=0, le=MAX_AMOUNT, description="default: the quote's totalSendingAmount")
     )
 
 
