@@ -191,11 +191,8 @@ def _consent_record(consent: dict[str, Any]) -> dict[str, Any]:
         address = str(ipaddress.ip_address(consent["ip_address"]))
     except ValueError:
         address = consent["ip_address"]  # refused by the checks; kept only for the problems' sake
-    return EndUserTermsConsent(
-        accepted_at=consent["accepted_at"].astimezone(UTC),
-        ip_address=address,
-        terms_version=consent["terms_version"],
-        acceptance_method=consent["acceptance_method"],
+    return EndUserTermsConsent.model_validate(
+        {**consent, "accepted_at": consent["accepted_at"].astimezone(UTC), "ip_address": address}, by_name=True
     ).model_dump(mode="json", by_alias=True)
 
 
