@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
@@ -233,7 +233,7 @@ class EndUserTermsConsentRequest(ApiRequest):
     """Evidence that the customer accepted the End User Terms (GET /customers/end-user-terms): when, from
     which address, which version, how."""
 
-    accepted_at: datetime = Field(
+    accepted_at: AwareDatetime = Field(
         description="when the customer accepted, ISO 8601 with a time zone; not in the future"
     )
     ip_address: str = Field(

@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from platpay.kit.api_model import ApiModel, ApiRequest
 from platpay.kit.money import MinorUnits
@@ -131,7 +131,7 @@ class PlatformConfigUpdateRequest(ApiRequest):
     embedded_wallet_config: EmbeddedWalletConfig | None = Field(
         default=None, description="partial: omitted nested fields keep their values"
     )
-    end_user_terms_required: bool | None = Field(
+    end_user_terms_required: StrictBool | None = Field(
         default=None,
         description="require the customer's acceptance of the current End User Terms (GET "
         "/customers/end-user-terms) before its quotes; off by default",
