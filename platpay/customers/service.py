@@ -192,7 +192,8 @@ def _consent_record(consent: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         address = consent["ip_address"]  # refused by the checks; kept only for the problems' sake
     return EndUserTermsConsent.model_validate(
-        {**consent, "accepted_at": consent["accepted_at"].astimezone(UTC), "ip_address": address}, by_name=True
+        {**consent, "accepted_at": consent["accepted_at"].astimezone(UTC), "ip_address": address},
+        by_name=True,
     ).model_dump(mode="json", by_alias=True)
 
 

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from platpay.config import get_settings
-
 from tests.factories import (
     FULL_PERSON,
-    create_platform,
     account_destination,
     account_source,
+    create_platform,
     customer,
     external_account,
     fund,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from cryptography.exceptions import InvalidTag
 
 from platpay.customers import identity
 from tests.factories import FULL_PERSON, customer
@@ -108,7 +109,7 @@ class TestIdentification:
         assert (id_type, country) == ("ITIN", "US")
         assert "912-70-1234" not in sealed and "912701234" not in sealed
         assert identity.open_identifier(person["id"], sealed) == "912-70-1234"
-        with pytest.raises(Exception):  # sealed for this customer: it does not open as another's
+        with pytest.raises(InvalidTag):  # sealed for this customer: it does not open as another's
             identity.open_identifier("Customer:someone-else", sealed)
 
     async def test_patch_replaces_it(self, client, auth, db):
