@@ -704,12 +704,15 @@ async def update_customer(
         raise _refusal(problems)
     new_email = values.get("email")
     if new_email is not None and new_email != row.email:
+        bound = to_jsonable_python(draft)
+        if bound.get("identifier") is not None:  # write-only: never in a payloadToSign or a stored challenge
+            bound["identifier"] = identity.fingerprint(row.id, bound["identifier"])
         change = hooks.EmailChange(
             tenant=tenant,
             customer_id=row.id,
             old_email=row.email,
             new_email=new_email,
-            fields=to_jsonable_python(draft),
+            fields=bound,
             wallet_signature=wallet_signature or WalletSignature(),
         )
         for on_email_changing in hooks.on_email_changing.subscribers():
@@ -891,8 +894,9 @@ def ensure_end_user_terms_accepted(row: CustomerRow, *, tenant: TenantContext) -
 async def ensure_kyc_not_rejected(
     session: AsyncSession, *, tenant_id: str, customer_id: str, receiving: bool = False
 ) -> CustomerRow:
-    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED or is on HOLD), for a step whose
-    other readiness checks already ran: executing a quote, paying into a customer's internal account."""
+    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED or is on HOLD), for a
+    step whose other readiness checks already ran: executing a quote, paying into a customer's internal
+    account."""
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
     _refuse_blocked(row, receiving=receiving)
     return row

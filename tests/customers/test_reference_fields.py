@@ -15,6 +15,7 @@ from cryptography.exceptions import InvalidTag
 from platpay.customers import identity
 from tests.factories import FULL_PERSON, customer
 from tests.support.jobs import run_jobs_until
+from tests.wallets.support import Wallet, signed_headers, wallet_account
 
 SSN = "123-45-6789"
 EDD = {
@@ -148,6 +149,42 @@ class TestIdentification:
 
     async def test_it_does_not_apply_to_a_business(self, client, auth):
         await _refused(client, auth, {**ACME, "idType": "SSN", "identifier": SSN}, "idType")
+
+    async def test_an_email_change_signed_by_a_wallet_binds_no_identifier(self, client, auth, db):
+        wallet = Wallet(client, auth, await wallet_account(client, auth))
+        await wallet.email_otp_login()
+        customer_id = wallet.account["customer"]["id"]
+        body = {
+            "customerType": "INDIVIDUAL",
+            "email": "jane.new@example.com",
+            "idType": "SSN",
+            "identifier": "321-54-9876",
+        }
+        first = await client.patch(f"/customers/{customer_id}", auth=auth, json=body)
+        assert first.status_code == 202, first.text
+        assert (
+            "321-54-9876" not in first.text and "hmac-sha256:" in first.text
+        )  # a keyed digest stands for it
+        other = await client.patch(
+            f"/customers/{customer_id}",
+            auth=auth,
+            json={**body, "identifier": "321-54-9870"},
+            headers=signed_headers(wallet.key, first.json()),
+        )
+        assert other.status_code == 401 and other.json()["code"] == "WALLET_SIGNATURE_BODY_MISMATCH"
+        again = await client.patch(f"/customers/{customer_id}", auth=auth, json=body)
+        retry = await client.patch(
+            f"/customers/{customer_id}",
+            auth=auth,
+            json=body,
+            headers=signed_headers(wallet.key, again.json()),
+        )
+        assert retry.status_code == 200 and retry.json()["idType"] == "SSN", retry.text
+        async with db.read() as session:
+            sealed = await session.scalar(
+                sa.text("SELECT identifier_sealed FROM customers WHERE id = :id"), {"id": customer_id}
+            )
+        assert identity.open_identifier(customer_id, sealed) == "321-54-9876"
 
     async def test_it_stays_out_of_the_logs(self, client, auth, capsys):
         person = await customer(client, auth, idType="SSN", identifier="321-54-9876")
