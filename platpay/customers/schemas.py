@@ -566,6 +566,7 @@ CUSTOMER_CREATE_EXAMPLES = request_examples(
             "region": "US",
             "currencies": ["USD"],
             "email": "jane.doe@example.com",
+            "phoneNumber": "+14155551234",
             "fullName": "Jane Doe",
             "birthDate": "1990-04-12",
             "nationality": "US",
@@ -608,6 +609,18 @@ CUSTOMER_UPDATE_EXAMPLES = request_examples(
     businessName=(
         "Change a business's trading name",
         {"customerType": "BUSINESS", "businessInfo": {"doingBusinessAs": "Acme Payments"}},
+    ),
+    endUserTermsConsent=(
+        "Record the customer's acceptance of the End User Terms (GET /customers/end-user-terms)",
+        {
+            "customerType": "INDIVIDUAL",
+            "endUserTermsConsent": {
+                "acceptedAt": "2025-07-21T17:30:00Z",
+                "ipAddress": "198.51.100.24",
+                "termsVersion": "V1",
+                "acceptanceMethod": "CHECKBOX",
+            },
+        },
     ),
 )
 SANDBOX_KYC_EXAMPLES = request_examples(
