@@ -119,6 +119,18 @@ class Settings(BaseSettings):
     )
     document_max_bytes: int = Field(default=10 * 1024 * 1024, description="largest document file (413 above)")
     kyc_link_ttl_seconds: int = Field(default=86_400, ge=60, description="how long a KYC link can be used")
+    end_user_terms_version: str = Field(
+        default="V1",
+        min_length=1,
+        max_length=64,
+        description="the current version of the End User Terms (GET /customers/end-user-terms): the only one "
+        "an endUserTermsConsent may name",
+    )
+    end_user_terms_url: str | None = Field(
+        default=None,
+        description="where the current End User Terms are read; defaults to platpay's placeholder page "
+        "<base URL>/end-user-terms/<version>",
+    )
     smtp_host: str | None = Field(default=None, description="SMTP server the `smtp` email sender uses")
     smtp_port: int = Field(default=587, ge=1, le=65535)
     smtp_username: str | None = Field(default=None, description="SMTP AUTH user; no AUTH when unset")

@@ -24,9 +24,9 @@ ERROR_REF = "#/components/schemas/Error{status}"  # the one error shape, per sta
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Served to read the document itself, not part of the API it documents.
 DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/docs/assets"}
-# Pages for people, not API operations: the hosted verification page a KYC link opens and an invitation's
-# page (HTML, README).
-PAGE_ROUTES = {"/kyc/{token}", "/i/{invitationCode}"}
+# Pages for people, not API operations: the hosted verification page a KYC link opens, an invitation's
+# page and the End User Terms' default page (HTML, README).
+PAGE_ROUTES = {"/kyc/{token}", "/i/{invitationCode}", "/end-user-terms/{version}"}
 
 
 @dataclass(frozen=True)

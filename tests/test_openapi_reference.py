@@ -25,6 +25,7 @@ from platpay.app import create_app
 from platpay.config import get_settings
 from tests.openapi_reference import (
     KEPT,
+    _reference_document,
     additions,
     body_schema_name,
     have_reference,
@@ -176,6 +177,27 @@ def test_every_schema_is_the_references_or_a_listed_addition(document: dict[str,
     stale = sorted(set(listed) - ours)
     assert not stale, f"tests/data/openapi_additions.json lists schemas no longer served: {stale}"
     assert all(listed.values()), "every listed schema says why it exists"
+
+
+def _property_names(schemas: dict[str, Any], name: str) -> set[str]:
+    """A schema's properties, those of its allOf parts included (a `$ref` part followed)."""
+    schema = schemas[name]
+    names = set(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        ref = part.get("$ref", "")
+        names |= _property_names(schemas, ref.rsplit("/", 1)[-1]) if ref else set(part.get("properties", {}))
+    return names
+
+
+def test_listed_fields_are_served_say_why_and_are_not_the_references(document: dict[str, Any]) -> None:
+    """`fields`: properties of our own on the reference's schemas (PlatformConfig.endUserTermsRequired)."""
+    for key, reason in additions().get("fields", {}).items():
+        schema, prop = key.split(".", 1)
+        assert reason, f"{key}: say why"
+        assert prop in _property_names(document["components"]["schemas"], schema), f"{key} is not served"
+        if have_reference():
+            theirs = _reference_document()["components"]["schemas"]
+            assert prop not in _property_names(theirs, schema), f"{key} is the reference's: unlist it"
 
 
 def test_every_error_response_is_the_error_schema_of_its_status(document: dict[str, Any]) -> None:

@@ -37,6 +37,17 @@ OPTIONAL = (
     "businessTaxId",
     "platformAccountId",
     "description",
+    # platpay's, beyond the reference's columns: the August document's single-valued customer fields. Lists
+    # (source-of-funds categories, countries) do not fit a cell, and an identifier is not taken from a file
+    # (the upload is stored for the import; the identifier is only ever kept sealed: customers/identity.py).
+    "phoneNumber",
+    "pepStatus",
+    "annualIncomeRange",
+    "netWorthRange",
+    "businessEntityType",
+    "businessNaicsCode",
+    "businessPrimaryContactFirstName",
+    "businessPrimaryContactLastName",
 )
 # Accepted so that files made for the reference API load, but a customer has no such fields.
 IGNORED = frozenset({"platformAccountId", "description"})
@@ -48,7 +59,18 @@ KNOWN_COLUMNS = tuple(
 _CANONICAL = {name.lower(): name for name in KNOWN_COLUMNS}
 
 # Where a column goes in a POST /customers body (camelCase, as the API receives it).
-_TOP_LEVEL = ("customerType", "platformCustomerId", "umaAddress", "fullName", "birthDate", "email")
+_TOP_LEVEL = (
+    "customerType",
+    "platformCustomerId",
+    "umaAddress",
+    "fullName",
+    "birthDate",
+    "email",
+    "phoneNumber",
+    "pepStatus",
+    "annualIncomeRange",
+    "netWorthRange",
+)
 _ADDRESS = {
     "addressLine1": "line1",
     "addressLine2": "line2",
@@ -61,6 +83,10 @@ _BUSINESS_INFO = {
     "businessLegalName": "legalName",
     "businessTaxId": "taxId",
     "businessRegistrationNumber": "registrationNumber",
+    "businessEntityType": "entityType",
+    "businessNaicsCode": "naicsCode",
+    "businessPrimaryContactFirstName": "primaryContactFirstName",
+    "businessPrimaryContactLastName": "primaryContactLastName",
 }
 # The other way: an API field path named by the column the user fixes in the file.
 _COLUMN_OF_FIELD = {

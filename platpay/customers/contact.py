@@ -39,35 +39,46 @@ def required_channels(currencies: list[str] | None) -> list[str]:
     return [channel for name, channel in CHANNELS.items() if name in names]
 
 
-def verified_channels(verified_contacts: dict[str, Any] | None, *, email: str | None) -> set[str]:
-    """The channels confirmed and still current: an email confirmed and changed since is not."""
+def verified_channels(
+    verified_contacts: dict[str, Any] | None, *, email: str | None, phone_number: str | None = None
+) -> set[str]:
+    """The channels confirmed and still current: an email confirmed and changed since is not, nor a phone
+    number other than the customer's `phoneNumber` (when it has one; else the number the code went to)."""
     confirmed = verified_contacts or {}
     channels = set()
     if EMAIL in confirmed and email is not None and str(confirmed[EMAIL]).lower() == email.lower():
         channels.add(EMAIL)
-    if PHONE in confirmed:
+    if PHONE in confirmed and (phone_number is None or confirmed[PHONE] == phone_number):
         channels.add(PHONE)
     return channels
 
 
 def view(
-    *, currencies: list[str] | None, verified_contacts: dict[str, Any] | None, email: str | None
+    *,
+    currencies: list[str] | None,
+    verified_contacts: dict[str, Any] | None,
+    email: str | None,
+    phone_number: str | None = None,
 ) -> ContactVerification | None:
     """The customer's `contactVerification`: None when no channel is required."""
     required = required_channels(currencies)
     if not required:
         return None
-    done = verified_channels(verified_contacts, email=email)
+    done = verified_channels(verified_contacts, email=email, phone_number=phone_number)
     return ContactVerification(
         **{channel: "VERIFIED" if channel in done else "PENDING" for channel in required}
     )
 
 
 def pending_channels(
-    *, currencies: list[str] | None, verified_contacts: dict[str, Any] | None, email: str | None
+    *,
+    currencies: list[str] | None,
+    verified_contacts: dict[str, Any] | None,
+    email: str | None,
+    phone_number: str | None = None,
 ) -> list[str]:
     """The required channels not yet VERIFIED (a KYC link waits for none: SPEC §4.4)."""
-    done = verified_channels(verified_contacts, email=email)
+    done = verified_channels(verified_contacts, email=email, phone_number=phone_number)
     return [channel for channel in required_channels(currencies) if channel not in done]
 
 

@@ -27,8 +27,9 @@ class ContactVerificationConfirmRequest(ApiRequest):
 
 
 class PhoneVerificationRequest(ApiRequest):
-    """POST /customers/{customerId}/verify-phone's optional body: the number to send the code to. Customers
-    carry no phone number, so the first send names it; a resend without a body uses the last one named."""
+    """POST /customers/{customerId}/verify-phone's optional body: the number to send the code to. A customer
+    with a `phoneNumber` gets it there (a number named must be that one); one without names the number on
+    the first send, and a resend without a body uses the last one named."""
 
     phone_number: Annotated[str | None, NullRefused("to send to the number the last code went to")] = Field(
         default=None, min_length=3, max_length=16, description="E.164, e.g. +33612345678"

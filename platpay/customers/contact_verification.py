@@ -79,11 +79,20 @@ async def _destination(
     if phone_number is not None:
         if not _E164_RE.fullmatch(phone_number):
             raise invalid_field("phoneNumber", "is not an E.164 phone number like +33612345678")
+        if row.phone_number is not None and phone_number != row.phone_number:
+            raise invalid_field(
+                "phoneNumber",
+                "is not the customer's phoneNumber: the code goes to the number on file (change it with "
+                "PATCH /customers/{customerId})",
+            )
         return phone_number
+    if row.phone_number is not None:
+        return row.phone_number
     last = await contact_repository.get(session, tenant_id=tenant.id, customer_id=row.id, channel=channel)
     if last is None:
         raise MissingMandatoryUserInfo(
-            "phoneNumber: name the number to send the code to (customers carry no phone number)",
+            "phoneNumber: the customer has no phoneNumber: set it with PATCH /customers/{customerId}, or name "
+            "the number to send the code to",
             details={"fields": [{"field": "phoneNumber", "message": "required for the first code"}]},
         )
     return last.destination

@@ -31,6 +31,7 @@ DOMAIN = Domain(
         Mount(endpoints.router, order=50),
         Mount(contact_endpoints.router, order=55),
         Mount(endpoints.sandbox_router, order=80),
+        Mount(endpoints.page_router, order=170),
     ),
     models=(models, bulk_models, contact_models),
     jobs=(bulk_jobs,),

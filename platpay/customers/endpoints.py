@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
+from html import escape
 from typing import Any
 
-from fastapi import Body, Depends, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
@@ -21,6 +22,7 @@ from platpay.customers.schemas import (
     CustomerOneOf,
     CustomerType,
     CustomerUpdateRequestOneOf,
+    EndUserTerms,
     SandboxKycStatusRequest,
 )
 from platpay.kit.idempotency import Idempotency, Idempotent
@@ -30,6 +32,7 @@ from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 
 router = api_router(tags=["Customers"])
 sandbox_router = api_router(tags=["Sandbox"])
+page_router = APIRouter(include_in_schema=False)
 
 
 class _NamingEveryProblem(ApiRoute):
@@ -148,6 +151,38 @@ async def list_customers(
         )
         customers = await customers_service.render_many(session, page.items)
     return page.envelope([customer.to_api() for customer in customers])
+
+
+# Before /customers/{customerId}, which would take "end-user-terms" for an id.
+@router.get("/customers/end-user-terms", operation_id="getEndUserTerms", response_model=EndUserTerms)
+async def get_end_user_terms(principal: Principal = Viewer) -> EndUserTerms:
+    """Get the current End User Terms: the version a customer's endUserTermsConsent names, and its URL."""
+    return customers_service.end_user_terms()
+
+
+@page_router.get(f"{customers_service.TERMS_PAGE_PATH}/{{version}}", response_class=HTMLResponse)
+async def end_user_terms_page(version: str) -> HTMLResponse:
+    """The End User Terms' default URL: a placeholder page (set PLATPAY_END_USER_TERMS_URL to your
+    provider's terms)."""
+    current = customers_service.end_user_terms().version
+    if version != current:
+        return HTMLResponse(_terms_html("Not found", f"No End User Terms {version!r}."), status_code=404)
+    return HTMLResponse(
+        _terms_html(
+            f"End User Terms {current}",
+            "These are platpay's placeholder End User Terms: the terms your customers accept are your "
+            "provider's, at the URL PLATPAY_END_USER_TERMS_URL names. Record a customer's acceptance with "
+            f"endUserTermsConsent (termsVersion {current}).",
+        )
+    )
+
+
+def _terms_html(title: str, text: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex">'
+        f"<title>{escape(title)}</title></head><body><main><h1>{escape(title)}</h1><p>{escape(text)}</p>"
+        "</main></body></html>"
+    )
 
 
 @router.get("/customers/{customerId}", operation_id="getCustomerById", response_model=CustomerOneOf)

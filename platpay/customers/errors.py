@@ -54,3 +54,16 @@ class ContactCodeRefused(InvalidInput):
     """A wrong, expired, used or burnt contact verification code."""
 
     code = "INVALID_INPUT"
+
+
+class EndUserTermsVersionNotFound(InvalidInput):
+    """An endUserTermsConsent naming a version of the End User Terms that platpay does not serve."""
+
+    code = "END_USER_TERMS_VERSION_NOT_FOUND"
+
+
+class EndUserTermsNotAccepted(Forbidden):
+    """A quote for a customer of a platform that requires the End User Terms, without an acceptance of
+    the current version on file."""
+
+    code = "END_USER_TERMS_NOT_ACCEPTED"

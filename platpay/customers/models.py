@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Date, ForeignKey, Index, String, text
+from sqlalchemy import Date, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base
@@ -52,6 +52,19 @@ class CustomerRow(Base):
     nationality: Mapped[str | None] = mapped_column(String(2))
     address: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     business_info: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    phone_number: Mapped[str | None] = mapped_column(String(16))  # E.164
+    # An individual's identification (idType SSN or ITIN): the number is write-only, kept sealed under the
+    # master key with the customer's id as its purpose (customers/identity.py); no answer, webhook or log
+    # carries it.
+    id_type: Mapped[str | None] = mapped_column(String(16))
+    identifier_sealed: Mapped[str | None] = mapped_column(Text)
+    country_of_issuance: Mapped[str | None] = mapped_column(String(2))
+    # An individual's enhanced-due-diligence answers (CustomerEdd: sourceOfFundsCategories, pepStatus, ...),
+    # snake_case keys, only those given. None: none given.
+    due_diligence: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    # The customer's acceptance of the End User Terms as given (EndUserTermsConsent: acceptedAt, ipAddress,
+    # termsVersion, acceptanceMethod); None until recorded.
+    end_user_terms_consent: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     # The contacts confirmed by one-time code (customers/contact.py): {"email": the address confirmed,
     # "phone": the number confirmed}; an email changed since is no longer VERIFIED. None: none confirmed.
     verified_contacts: Mapped[dict[str, Any] | None] = mapped_column(JsonType)

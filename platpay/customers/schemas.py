@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
@@ -17,12 +17,23 @@ from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
 CustomerType = TypeAliasType("CustomerType", Literal["INDIVIDUAL", "BUSINESS"])
-KycStatus = TypeAliasType("KycStatus", Literal["UNVERIFIED", "PENDING", "APPROVED", "REJECTED"])
+KycStatus = TypeAliasType("KycStatus", Literal["UNVERIFIED", "PENDING", "APPROVED", "REJECTED", "HOLD"])
+KybStatus = TypeAliasType("KybStatus", Literal["UNVERIFIED", "PENDING", "APPROVED", "REJECTED", "HOLD"])
 
 EntityType = TypeAliasType(
     "EntityType",
     Literal[
-        "SOLE_PROPRIETORSHIP", "PARTNERSHIP", "LLC", "CORPORATION", "S_CORPORATION", "NON_PROFIT", "OTHER"
+        "SOLE_PROPRIETORSHIP",
+        "PARTNERSHIP",
+        "LLC",
+        "CORPORATION",
+        "S_CORPORATION",
+        "NON_PROFIT",
+        "PUBLICLY_LISTED_COMPANY",
+        "TRUST",
+        "PRIVATE_FOUNDATION",
+        "CHARITY",
+        "OTHER",
     ],
 )
 BusinessType = TypeAliasType(
@@ -74,9 +85,70 @@ TransactionCount = Literal[
 TransactionVolume = Literal[
     "VOLUME_UNDER_10K", "VOLUME_10K_TO_100K", "VOLUME_100K_TO_1M", "VOLUME_1M_TO_10M", "VOLUME_OVER_10M"
 ]
+# An individual's enhanced-due-diligence answers (the reference's CustomerEdd) name these.
+ExpectedMonthlyTransactionCount = TypeAliasType("ExpectedMonthlyTransactionCount", TransactionCount)
+ExpectedMonthlyTransactionVolume = TypeAliasType("ExpectedMonthlyTransactionVolume", TransactionVolume)
+IndividualSourceOfFundsCategory = TypeAliasType(
+    "IndividualSourceOfFundsCategory",
+    Literal[
+        "SALARY",
+        "SELF_EMPLOYMENT_INCOME",
+        "INVESTMENT_INCOME",
+        "PENSION",
+        "RENTAL_INCOME",
+        "GIFT",
+        "INHERITANCE",
+        "LOAN",
+        "SAVINGS",
+        "SALE_OF_ASSETS",
+        "OTHER",
+    ],
+)
+SourceOfWealthCategory = TypeAliasType(
+    "SourceOfWealthCategory",
+    Literal[
+        "SALARY",
+        "BUSINESS_INCOME",
+        "INVESTMENTS",
+        "INHERITANCE",
+        "PROPERTY_SALE",
+        "GIFT",
+        "RETIREMENT",
+        "SAVINGS",
+        "OTHER",
+    ],
+)
+AnnualIncomeRange = TypeAliasType(
+    "AnnualIncomeRange",
+    Literal["UNDER_50K", "RANGE_50K_100K", "RANGE_100K_250K", "RANGE_250K_1M", "OVER_1M"],
+)
+NetWorthRange = TypeAliasType(
+    "NetWorthRange",
+    Literal["UNDER_100K", "RANGE_100K_500K", "RANGE_500K_1M", "RANGE_1M_5M", "RANGE_5M_25M", "OVER_25M"],
+)
+PepStatus = TypeAliasType("PepStatus", Literal["NONE", "DOMESTIC", "FOREIGN", "HIO", "FAMILY_OR_ASSOCIATE"])
+SourceOfFundsCategory = TypeAliasType(
+    "SourceOfFundsCategory",
+    Literal[
+        "OPERATING_REVENUE",
+        "INVESTMENT_INCOME",
+        "LOANS",
+        "VENTURE_CAPITAL",
+        "PERSONAL_SAVINGS",
+        "DONATIONS",
+        "OTHER",
+    ],
+)
+IdentificationType = TypeAliasType("IdentificationType", Literal["SSN", "ITIN", "EIN", "NON_US_TAX_ID"])
+EndUserTermsAcceptanceMethod = TypeAliasType(
+    "EndUserTermsAcceptanceMethod", Literal["CHECKBOX", "CLICK_TO_ACCEPT"]
+)
 
 Str200 = Annotated[str, Field(min_length=1, max_length=200)]
 CountryCode = Annotated[str, Field(min_length=2, max_length=2, description="ISO 3166-1 alpha-2")]
+E164 = r"^\+[1-9]\d{1,14}$"
+OtherDescription = Annotated[str, Field(min_length=1, max_length=500)]
+CATEGORIES_MAX = 20  # a category list names each category at most once
 
 
 class Address(ApiRequest):
@@ -108,6 +180,21 @@ class BusinessInfoUpdate(ApiRequest):
     purpose_of_account: PurposeOfAccount | None = None
     expected_monthly_transaction_count: TransactionCount | None = None
     expected_monthly_transaction_volume: TransactionVolume | None = None
+    naics_code: str | None = Field(
+        default=None, pattern=r"^\d{2,6}$", description="NAICS code of the business: 2 to 6 digits"
+    )
+    source_of_funds_categories: list[SourceOfFundsCategory] | None = Field(  # type: ignore[valid-type]
+        default=None, max_length=CATEGORIES_MAX
+    )
+    source_of_funds_other_description: OtherDescription | None = Field(
+        default=None, description="required when sourceOfFundsCategories includes OTHER"
+    )
+    purpose_of_account_other_description: OtherDescription | None = Field(
+        default=None, description="required when purposeOfAccount is OTHER"
+    )
+    expected_counterparty_countries: list[CountryCode] | None = Field(default=None, max_length=250)
+    primary_contact_first_name: str | None = Field(default=None, min_length=1, max_length=250)
+    primary_contact_last_name: str | None = Field(default=None, min_length=1, max_length=250)
 
 
 class BusinessInfo(BusinessInfoUpdate):
@@ -133,6 +220,92 @@ class BusinessInfoResponse(ApiModel):
     purpose_of_account: str | None = None
     expected_monthly_transaction_count: str | None = None
     expected_monthly_transaction_volume: str | None = None
+    naics_code: str | None = None
+    source_of_funds_categories: list[str] | None = None
+    source_of_funds_other_description: str | None = None
+    purpose_of_account_other_description: str | None = None
+    expected_counterparty_countries: list[str] | None = None
+    primary_contact_first_name: str | None = None
+    primary_contact_last_name: str | None = None
+
+
+class EndUserTermsConsentRequest(ApiRequest):
+    """Evidence that the customer accepted the End User Terms (GET /customers/end-user-terms): when, from
+    which address, which version, how."""
+
+    accepted_at: AwareDatetime = Field(
+        description="when the customer accepted, ISO 8601 with a time zone; not in the future"
+    )
+    ip_address: str = Field(
+        min_length=2, max_length=45, description="the IPv4 or IPv6 address of the customer's device"
+    )
+    terms_version: str = Field(
+        min_length=1, max_length=64, description="the version accepted: the current one"
+    )
+    acceptance_method: EndUserTermsAcceptanceMethod
+
+
+class EndUserTermsConsent(EndUserTermsConsentRequest):
+    """The acceptance recorded on a customer, as it was given."""
+
+
+class EndUserTerms(ApiModel):
+    """GET /customers/end-user-terms: the current version of the End User Terms and where they are."""
+
+    version: str = Field(examples=["V1"])
+    url: str = Field(description="where this version of the terms can be read")
+
+
+def _phone_number() -> Any:
+    return Field(default=None, pattern=E164, description="E.164, e.g. +14155551234")
+
+
+def _consent() -> Any:
+    return Field(
+        default=None,
+        description="the customer's acceptance of the End User Terms; required before a quote when the "
+        "platform's endUserTermsRequired is on",
+    )
+
+
+class _IndividualExtras(ApiRequest):
+    """An individual's identification and enhanced-due-diligence answers (the reference's
+    IndividualCustomerFields and CustomerEdd), the same on create and update."""
+
+    id_type: IdentificationType | None = Field(  # type: ignore[valid-type]
+        default=None, description="SSN or ITIN (the identifier's kind); given with identifier"
+    )
+    identifier: str | None = Field(
+        default=None,
+        min_length=9,
+        max_length=11,
+        description="write-only: the SSN or ITIN as ###-##-####, kept sealed and never returned",
+        json_schema_extra={"writeOnly": True},
+    )
+    country_of_issuance: CountryCode | None = Field(
+        default=None, description="the identification's issuing country: US (the default) for SSN and ITIN"
+    )
+    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = Field(  # type: ignore[valid-type]
+        default=None, max_length=CATEGORIES_MAX
+    )
+    source_of_funds_other_description: OtherDescription | None = Field(
+        default=None, description="required when sourceOfFundsCategories includes OTHER"
+    )
+    source_of_wealth_categories: list[SourceOfWealthCategory] | None = Field(  # type: ignore[valid-type]
+        default=None, max_length=CATEGORIES_MAX
+    )
+    source_of_wealth_other_description: OtherDescription | None = Field(
+        default=None, description="required when sourceOfWealthCategories includes OTHER"
+    )
+    purpose_of_account: PurposeOfAccount | None = None  # type: ignore[valid-type]
+    purpose_of_account_other_description: OtherDescription | None = Field(
+        default=None, description="required when purposeOfAccount is OTHER"
+    )
+    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None  # type: ignore[valid-type]
+    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None  # type: ignore[valid-type]
+    annual_income_range: AnnualIncomeRange | None = None  # type: ignore[valid-type]
+    net_worth_range: NetWorthRange | None = None  # type: ignore[valid-type]
+    pep_status: PepStatus | None = None  # type: ignore[valid-type]
 
 
 # What leaving these out of a create means: a null must not mean it by accident.
@@ -163,10 +336,12 @@ class CustomerCreateRequest(ApiRequest):
     region: CountryCode | None = Field(default=None, description="ISO 3166-1 alpha-2; immutable after create")
     currencies: Annotated[list[str] | None, _PLATFORM_CURRENCIES] = _currencies()
     email: str | None = Field(default=None, min_length=3, max_length=254)
+    phone_number: str | None = _phone_number()
     uma_address: Annotated[str | None, _GENERATED] = _uma_address()
+    end_user_terms_consent: EndUserTermsConsentRequest | None = _consent()
 
 
-class IndividualCustomerCreateRequest(CustomerCreateRequest):
+class IndividualCustomerCreateRequest(CustomerCreateRequest, _IndividualExtras):
     customer_type: Literal["INDIVIDUAL"]
     full_name: Str200 | None = None
     birth_date: str | None = _birth_date()
@@ -188,10 +363,12 @@ class CustomerUpdateRequest(ApiRequest):
     region: CountryCode | None = Field(default=None, description="immutable: set only on create")
     currencies: list[str] | None = _currencies()
     email: str | None = Field(default=None, min_length=3, max_length=254)
+    phone_number: str | None = _phone_number()
     uma_address: str | None = _uma_address()
+    end_user_terms_consent: EndUserTermsConsentRequest | None = _consent()
 
 
-class IndividualCustomerUpdateRequest(CustomerUpdateRequest):
+class IndividualCustomerUpdateRequest(CustomerUpdateRequest, _IndividualExtras):
     customer_type: Literal["INDIVIDUAL"]
     full_name: Str200 | None = None
     birth_date: str | None = Field(default=None, max_length=10)
@@ -217,10 +394,12 @@ def _documented_as(variants: Any) -> Any:
     return classmethod(schema)
 
 
-class _CustomerFields(ApiRequest):
+class _CustomerFields(_IndividualExtras):
     platform_customer_id: str | None = Field(default=None, min_length=1, max_length=255)
     uma_address: str | None = _uma_address()
     email: str | None = Field(default=None, min_length=3, max_length=254)
+    phone_number: str | None = _phone_number()
+    end_user_terms_consent: EndUserTermsConsentRequest | None = _consent()
     currencies: list[str] | None = _currencies()
     address: Address | None = None
 
@@ -275,8 +454,6 @@ BeneficialOwnerRole = TypeAliasType(
     "BeneficialOwnerRole",
     Literal["UBO", "DIRECTOR", "COMPANY_OFFICER", "CONTROL_PERSON", "TRUSTEE", "GENERAL_PARTNER"],
 )
-IdentificationType = TypeAliasType("IdentificationType", Literal["SSN", "ITIN", "EIN", "NON_US_TAX_ID"])
-E164 = r"^\+[1-9]\d{1,14}$"
 IsoDate = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="YYYY-MM-DD")]
 
 
@@ -319,7 +496,11 @@ class Customer(ApiModel):
     region: str | None = None
     currencies: list[str]
     email: str | None = None
+    phone_number: str | None = Field(default=None, description="E.164")
     address: Address | None = None
+    end_user_terms_consent: EndUserTermsConsent | None = Field(
+        default=None, description="the customer's acceptance of the End User Terms; omitted until recorded"
+    )
     is_deleted: bool
     created_at: datetime
     updated_at: datetime
@@ -335,10 +516,28 @@ class IndividualCustomer(Customer):
     full_name: str | None = None
     birth_date: date | None = None
     nationality: str | None = None
+    id_type: IdentificationType | None = Field(  # type: ignore[valid-type]
+        default=None, description="the kind of identification on file (its identifier is never returned)"
+    )
+    country_of_issuance: str | None = None
+    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = None  # type: ignore[valid-type]
+    source_of_funds_other_description: str | None = None
+    source_of_wealth_categories: list[SourceOfWealthCategory] | None = None  # type: ignore[valid-type]
+    source_of_wealth_other_description: str | None = None
+    purpose_of_account: PurposeOfAccount | None = None  # type: ignore[valid-type]
+    purpose_of_account_other_description: str | None = None
+    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None  # type: ignore[valid-type]
+    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None  # type: ignore[valid-type]
+    annual_income_range: AnnualIncomeRange | None = None  # type: ignore[valid-type]
+    net_worth_range: NetWorthRange | None = None  # type: ignore[valid-type]
+    pep_status: PepStatus | None = None  # type: ignore[valid-type]
 
 
 class BusinessCustomer(Customer):
     customer_type: Literal["BUSINESS"]
+    kyb_status: KybStatus = Field(
+        description="the reference's name for a business's status: always kycStatus"
+    )
     business_info: BusinessInfoResponse | None = None
     beneficial_owners: list[BeneficialOwner] = Field(
         default_factory=list,
@@ -379,6 +578,7 @@ CUSTOMER_CREATE_EXAMPLES = request_examples(
             "region": "US",
             "currencies": ["USD"],
             "email": "jane.doe@example.com",
+            "phoneNumber": "+14155551234",
             "fullName": "Jane Doe",
             "birthDate": "1990-04-12",
             "nationality": "US",
@@ -421,6 +621,18 @@ CUSTOMER_UPDATE_EXAMPLES = request_examples(
     businessName=(
         "Change a business's trading name",
         {"customerType": "BUSINESS", "businessInfo": {"doingBusinessAs": "Acme Payments"}},
+    ),
+    endUserTermsConsent=(
+        "Record the customer's acceptance of the End User Terms (GET /customers/end-user-terms)",
+        {
+            "customerType": "INDIVIDUAL",
+            "endUserTermsConsent": {
+                "acceptedAt": "2025-07-21T17:30:00Z",
+                "ipAddress": "198.51.100.24",
+                "termsVersion": "V1",
+                "acceptanceMethod": "CHECKBOX",
+            },
+        },
     ),
 )
 SANDBOX_KYC_EXAMPLES = request_examples(

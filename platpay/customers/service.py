@@ -3,10 +3,11 @@ KYC status changes with their events, and the provider-requirement check money m
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date
 from typing import Any
 
 from pydantic import ValidationError
@@ -16,12 +17,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
-from platpay.customers import contact, hooks, repository
+from platpay.config import get_settings
+from platpay.customers import contact, hooks, identity, repository, sandbox
 from platpay.customers import validators as v
 from platpay.customers.errors import (
     CustomerDeleted,
     CustomerNotFound,
     CustomerNotReady,
+    EndUserTermsNotAccepted,
+    EndUserTermsVersionNotFound,
     MissingMandatoryUserInfo,
     PlatformCustomerIdExists,
     UmaAddressExists,
@@ -35,9 +39,11 @@ from platpay.customers.schemas import (
     Customer,
     CustomerCreateRequestOneOf,
     CustomerUpdateRequestOneOf,
+    EndUserTerms,
+    EndUserTermsConsent,
     IndividualCustomer,
 )
-from platpay.customers.state import KYC, KycStatus, initial_status
+from platpay.customers.state import BLOCKED, KYC, KycStatus, initial_status
 from platpay.customers.types import CustomerDraft
 from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.events import service as events_service
@@ -48,9 +54,27 @@ from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality")
+# An individual's enhanced-due-diligence answers (the reference's CustomerEdd), kept together (due_diligence).
+DUE_DILIGENCE_FIELDS = (
+    "source_of_funds_categories",
+    "source_of_funds_other_description",
+    "source_of_wealth_categories",
+    "source_of_wealth_other_description",
+    "purpose_of_account",
+    "purpose_of_account_other_description",
+    "expected_monthly_transaction_count",
+    "expected_monthly_transaction_volume",
+    "annual_income_range",
+    "net_worth_range",
+    "pep_status",
+)
+IDENTIFICATION_FIELDS = ("id_type", "identifier", "country_of_issuance")
+INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality", *IDENTIFICATION_FIELDS, *DUE_DILIGENCE_FIELDS)
 BUSINESS_ONLY = ("business_info",)
 KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
+# What the sandbox's override may set: a review's outcomes, and a hold (which has no webhook of its own in
+# the reference: the customer is read, or learns of it when refused).
+OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, "HOLD")
 CONFLICTS = frozenset({PlatformCustomerIdExists, UmaAddressExists})
 
 
@@ -74,7 +98,7 @@ def _refusal(problems: list[v.Problem]) -> ApiError:
         return PlatformCustomerIdExists(summary, details=details)
     if kinds == {MissingMandatoryUserInfo}:
         return MissingMandatoryUserInfo(f"missing customer information: {summary}", details=details)
-    if len(kinds) == 1 and kinds <= {InvalidCurrency, InvalidUmaAddress}:
+    if len(kinds) == 1 and kinds <= {InvalidCurrency, InvalidUmaAddress, EndUserTermsVersionNotFound}:
         return kinds.pop()(summary, details=details)
     return InvalidInput(f"invalid customer: {summary}", details=details)
 
@@ -89,13 +113,20 @@ def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]
 
 
 def _check_fields(
-    draft: dict[str, Any], *, tenant: TenantContext, today: date, creating: bool, customer_type: str | None
+    draft: dict[str, Any],
+    *,
+    tenant: TenantContext,
+    today: date,
+    creating: bool,
+    customer_type: str | None,
+    row: CustomerRow | None = None,
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Validate the fields present in `draft`; returns normalized values (snake_case) and problems.
-    `customer_type` None: the body's type is itself invalid, so which fields apply is not checked."""
+    `customer_type` None: the body's type is itself invalid, so which fields apply is not checked. `row`:
+    the customer a PATCH changes (the rules that span fields read what it already has)."""
     values: dict[str, Any] = {}
     problems = _type_problems(draft, customer_type) if customer_type is not None else []
-    problems += v.check_name(draft.get("full_name"), "fullName")
+    problems += v.check_name(draft.get("full_name"), "fullName", sandbox_suffix=tenant.is_sandbox)
     birth, date_problems = v.parse_past_date(draft.get("birth_date"), "birthDate", today=today)
     problems += date_problems
     if birth is not None:
@@ -106,6 +137,26 @@ def _check_fields(
     problems += v.check_address(draft.get("address"))
     problems += v.check_business_info(draft.get("business_info"), creating=creating, today=today)
     problems += v.check_currencies(draft.get("currencies"), platform_codes=tenant.currency_codes)
+    problems += v.check_identification(draft, stored_id_type=row.id_type if row is not None else None)
+    problems += v.check_free_text(draft, v.INDIVIDUAL_OTHER_DESCRIPTIONS)
+    problems += v.check_unique_lists(draft, ("source_of_funds_categories", "source_of_wealth_categories"))
+    given_edd = {key: draft[key] for key in DUE_DILIGENCE_FIELDS if key in draft}
+    if given_edd:
+        merged = {**((row.due_diligence or {}) if row is not None else {}), **given_edd}
+        problems += v.check_other_descriptions(merged, given_edd, v.INDIVIDUAL_OTHER_DESCRIPTIONS)
+        values["due_diligence"] = merged
+    if draft.get("business_info") is not None:
+        info = draft["business_info"]
+        merged_info = {**((row.business_info or {}) if row is not None else {}), **info}
+        problems += v.check_other_descriptions(
+            merged_info, info, v.BUSINESS_OTHER_DESCRIPTIONS, prefix="businessInfo."
+        )
+    consent = draft.get("end_user_terms_consent")
+    if consent is not None:
+        problems += v.check_consent(consent, now=clock.now(), versions=end_user_terms_versions())
+        values["end_user_terms_consent"] = _consent_record(consent)
+    if draft.get("id_type") is not None:
+        values["country_of_issuance"] = draft.get("country_of_issuance") or v.ID_COUNTRY
     pcid = draft.get("platform_customer_id")
     if pcid is not None and (pcid != pcid.strip() or not pcid.isprintable()):
         problems.append(
@@ -120,14 +171,48 @@ def _check_fields(
         "nationality",
         "region",
         "email",
+        "phone_number",
         "address",
         "business_info",
         "currencies",
         "platform_customer_id",
+        "id_type",
+        "identifier",
+        "country_of_issuance",
     ):
-        if key in draft:
+        if key in draft and key not in values:
             values[key] = draft[key]
     return values, problems
+
+
+def _consent_record(consent: dict[str, Any]) -> dict[str, Any]:
+    """An endUserTermsConsent as stored and shown (the API's names; the address in its canonical form)."""
+    try:
+        address = str(ipaddress.ip_address(consent["ip_address"]))
+    except ValueError:
+        address = consent["ip_address"]  # refused by the checks; kept only for the problems' sake
+    return EndUserTermsConsent.model_validate(
+        {**consent, "accepted_at": consent["accepted_at"].astimezone(UTC), "ip_address": address},
+        by_name=True,
+    ).model_dump(mode="json", by_alias=True)
+
+
+def end_user_terms() -> EndUserTerms:
+    """GET /customers/end-user-terms: the current version (PLATPAY_END_USER_TERMS_VERSION) and where it is
+    read (PLATPAY_END_USER_TERMS_URL, else platpay's own page)."""
+    settings = get_settings()
+    version = settings.end_user_terms_version
+    url = settings.end_user_terms_url or f"{settings.base_url().rstrip('/')}{TERMS_PAGE_PATH}/{version}"
+    return EndUserTerms(version=version, url=url)
+
+
+TERMS_PAGE_PATH = "/end-user-terms"
+
+
+def end_user_terms_versions() -> tuple[str, ...]:
+    """The versions an acceptance may name: the current one only (a consent to an earlier version stays on
+    the customer, but no longer counts)."""
+    return (get_settings().end_user_terms_version,)
 
 
 def _generated_uma(tenant: TenantContext) -> str:
@@ -213,7 +298,7 @@ def _update_problems(
             problems.append(v.Problem(name, "cannot be null: omit it (an address is replaced as a whole)"))
     draft = _without_nulls(draft)
     values, field_problems = _check_fields(
-        draft, tenant=tenant, today=today, creating=False, customer_type=customer_type
+        draft, tenant=tenant, today=today, creating=False, customer_type=customer_type, row=row
     )
     problems += field_problems
     if "business_info" in values and row is not None:
@@ -325,6 +410,8 @@ async def create_many(
             outcomes.append(Outcome(problems=problems))
             continue
         customer_id = new_id("Customer")
+        individual = draft["customer_type"] == "INDIVIDUAL"
+        identifier = values.get("identifier")
         row = {
             "id": customer_id,
             "tenant_id": tenant.id,
@@ -332,7 +419,11 @@ async def create_many(
             "platform_customer_id": values.get("platform_customer_id") or uuid7().hex,
             "uma_address": values.get("uma_address") or _generated_uma(tenant),
             "kyc_status": initial_status(
-                is_regulated=tenant.is_regulated, customer_type=draft["customer_type"]
+                is_regulated=tenant.is_regulated,
+                customer_type=draft["customer_type"],
+                sandbox_outcome=sandbox.outcome_at_creation(values.get("full_name"))
+                if tenant.is_sandbox and individual
+                else None,
             ),
             "region": values.get("region"),
             "currencies": values.get("currencies") or list(tenant.currency_codes),
@@ -342,6 +433,13 @@ async def create_many(
             "nationality": values.get("nationality"),
             "address": values.get("address"),
             "business_info": _jsonable(values.get("business_info")),
+            "phone_number": values.get("phone_number"),
+            "id_type": values.get("id_type"),
+            "identifier_sealed": identity.seal_identifier(customer_id, identifier) if identifier else None,
+            "country_of_issuance": values.get("country_of_issuance"),
+            "due_diligence": values.get("due_diligence"),
+            "end_user_terms_consent": values.get("end_user_terms_consent"),
+            "verified_contacts": None,
             "created_at": now,
             "updated_at": now,
             "deleted_at": None,
@@ -471,27 +569,39 @@ def to_schema(row: CustomerRow, *, beneficial_owners: list[BeneficialOwner] | No
         "region": row.region,
         "currencies": list(row.currencies),
         "email": row.email,
+        "phone_number": row.phone_number,
         "address": Address.model_validate(row.address, by_name=True) if row.address else None,
+        "end_user_terms_consent": EndUserTermsConsent.model_validate(row.end_user_terms_consent)
+        if row.end_user_terms_consent
+        else None,
         "is_deleted": row.deleted_at is not None,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
         "contact_verification": contact.view(
-            currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+            currencies=row.currencies,
+            verified_contacts=row.verified_contacts,
+            email=row.email,
+            phone_number=row.phone_number,
         ),
     }
     if row.customer_type == "BUSINESS":
         info = row.business_info
         return BusinessCustomer(
             customer_type="BUSINESS",
+            kyb_status=row.kyc_status,  # the same status, under the reference's name for businesses
             business_info=BusinessInfoResponse(**info) if info else None,
             **({} if beneficial_owners is None else {"beneficial_owners": beneficial_owners}),
             **common,
         )
+    # The identifier is write-only: only its kind (idType) and issuing country are shown.
     return IndividualCustomer(
         customer_type="INDIVIDUAL",
         full_name=row.full_name,
         birth_date=row.birth_date,
         nationality=row.nationality,
+        id_type=row.id_type,
+        country_of_issuance=row.country_of_issuance,
+        **(row.due_diligence or {}),
         **common,
     )
 
@@ -544,6 +654,7 @@ def _customer_dict(row: CustomerRow) -> dict[str, Any]:
         "birth_date": row.birth_date,
         "nationality": row.nationality,
         "email": row.email,
+        "phone_number": row.phone_number,
         "address": row.address,
         "business_info": row.business_info,
     }
@@ -593,18 +704,24 @@ async def update_customer(
         raise _refusal(problems)
     new_email = values.get("email")
     if new_email is not None and new_email != row.email:
+        bound = to_jsonable_python(draft)
+        if bound.get("identifier") is not None:  # write-only: never in a payloadToSign or a stored challenge
+            bound["identifier"] = identity.fingerprint(row.id, bound["identifier"])
         change = hooks.EmailChange(
             tenant=tenant,
             customer_id=row.id,
             old_email=row.email,
             new_email=new_email,
-            fields=to_jsonable_python(draft),
+            fields=bound,
             wallet_signature=wallet_signature or WalletSignature(),
         )
         for on_email_changing in hooks.on_email_changing.subscribers():
             challenge = await on_email_changing(session, change=change)
             if challenge is not None:
                 return challenge
+    identifier = values.pop("identifier", None)
+    if identifier is not None:
+        row.identifier_sealed = identity.seal_identifier(row.id, identifier)
     for key, value in values.items():
         setattr(row, key, value)
     row.updated_at = clock.now()
@@ -635,8 +752,11 @@ async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: 
     customer not under review first enters PENDING, as a submission would (both moves emit); re-entering
     PENDING emits again; setting the status it already has (other than PENDING) changes nothing. A decision
     (APPROVED, REJECTED) ends a verification still under review (hooks.on_kyc_decided: onboarding)."""
-    if status not in KYC_EVENT_STATUSES:
-        raise InvalidInput(f"kycStatus must be one of {', '.join(KYC_EVENT_STATUSES)}")
+    if status not in OVERRIDE_STATUSES:
+        raise InvalidInput(
+            f"kycStatus must be one of {', '.join(OVERRIDE_STATUSES)}",
+            details={"fields": [{"field": "kycStatus", "message": f"one of {', '.join(OVERRIDE_STATUSES)}"}]},
+        )
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id, for_update=True)
     if row.kyc_status == status and status != KycStatus.PENDING:
         return await render(session, row)
@@ -644,7 +764,9 @@ async def set_kyc_status(session: AsyncSession, *, tenant_id: str, customer_id: 
     if not KYC.can_move(row.kyc_status, status):
         await _move_kyc(session, row, KycStatus.PENDING)
     customer = await _move_kyc(session, row, KycStatus(status))
-    if status != KycStatus.PENDING:
+    # A hold decides nothing: a verification under review carries on (its outcome moves only a PENDING
+    # customer, onboarding/verifications.py), and a resubmission lifts the hold.
+    if status not in (KycStatus.PENDING, KycStatus.HOLD):
         for on_kyc_decided in decided_hooks:
             await on_kyc_decided(session, tenant_id=tenant_id, customer_id=customer_id, status=status)
     return customer
@@ -660,14 +782,17 @@ async def move_kyc_status(
 
 
 async def _move_kyc(session: AsyncSession, row: CustomerRow, status: KycStatus) -> Customer:
+    """Move the status and emit CUSTOMER.KYC_<STATUS> (KYB_ for businesses), for the statuses the reference
+    has a webhook for (PENDING, APPROVED, REJECTED; none for HOLD)."""
     row.kyc_status = KYC.move(row.kyc_status, status, subject=row.id)
     row.updated_at = clock.now()
     await session.flush()
     customer = await render(session, row)
-    family = "KYB" if row.customer_type == "BUSINESS" else "KYC"
-    await events_service.emit(
-        session, tenant_id=row.tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer
-    )
+    if status in KYC_EVENT_STATUSES:
+        family = "KYB" if row.customer_type == "BUSINESS" else "KYC"
+        await events_service.emit(
+            session, tenant_id=row.tenant_id, type=f"CUSTOMER.{family}_{status}", resource=customer
+        )
     return customer
 
 
@@ -733,25 +858,47 @@ def check_can_move_money(
     """`ensure_can_move_money` on the customer `customer_id` as the caller already read it (`row`; None when
     there is none): for the transfer path, which reads the owner with its account (`with_owner`)."""
     row = _ready(_active(_found(row, customer_id)), currency)
-    _refuse_rejected(row, receiving=receiving)
+    _refuse_blocked(row, receiving=receiving)
     return row
 
 
-def _refuse_rejected(row: CustomerRow, *, receiving: bool) -> None:
-    if row.kyc_status == "REJECTED":
+def _refuse_blocked(row: CustomerRow, *, receiving: bool) -> None:
+    """403 USER_NOT_READY for a customer whose KYC failed (REJECTED) or is on HOLD (the reference: "may be
+    required to update or provide more information"; a resubmission, POST /verifications, lifts it)."""
+    if row.kyc_status in BLOCKED:
         action = "receive payments" if receiving else "move money"
+        why = "failed KYC" if row.kyc_status == KycStatus.REJECTED else "is on HOLD pending more information"
         raise CustomerNotReady(
-            f"customer {row.id} failed KYC and cannot {action}", details={"customerId": row.id}
+            f"customer {row.id} {why} and cannot {action}",
+            details={"customerId": row.id, "kycStatus": row.kyc_status},
+        )
+
+
+def ensure_end_user_terms_accepted(row: CustomerRow, *, tenant: TenantContext) -> None:
+    """403 END_USER_TERMS_NOT_ACCEPTED when the platform requires the End User Terms
+    (PlatformConfig.endUserTermsRequired, off by default) and the customer has no acceptance of the current
+    version on file. Called where the reference requires it: creating a quote for the customer."""
+    if not tenant.end_user_terms_required:
+        return
+    current = get_settings().end_user_terms_version
+    accepted = (row.end_user_terms_consent or {}).get("termsVersion")
+    if accepted != current:
+        had = f"it accepted {accepted!r}" if accepted else "it has accepted none"
+        raise EndUserTermsNotAccepted(
+            f"customer {row.id} must accept the End User Terms {current!r} first ({had}): send "
+            "endUserTermsConsent with PATCH /customers/{customerId}",
+            details={"customerId": row.id, "termsVersion": current, "acceptedVersion": accepted},
         )
 
 
 async def ensure_kyc_not_rejected(
     session: AsyncSession, *, tenant_id: str, customer_id: str, receiving: bool = False
 ) -> CustomerRow:
-    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED), for a step whose
-    other readiness checks already ran: executing a quote, paying into a customer's internal account."""
+    """The money gate alone (403 USER_NOT_READY for a customer whose KYC was REJECTED or is on HOLD), for a
+    step whose other readiness checks already ran: executing a quote, paying into a customer's internal
+    account."""
     row = await load_active(session, tenant_id=tenant_id, customer_id=customer_id)
-    _refuse_rejected(row, receiving=receiving)
+    _refuse_blocked(row, receiving=receiving)
     return row
 
 
@@ -783,5 +930,8 @@ def pending_contact_channels(row: CustomerRow) -> list[str]:
     """The contact channels ("email", "phone") the customer's providers require and it has not confirmed
     yet: a KYC link is refused (409) while any is (SPEC §4.4)."""
     return contact.pending_channels(
-        currencies=row.currencies, verified_contacts=row.verified_contacts, email=row.email
+        currencies=row.currencies,
+        verified_contacts=row.verified_contacts,
+        email=row.email,
+        phone_number=row.phone_number,
     )

@@ -5,7 +5,7 @@ API's fields (`businessInfo.taxId`) in their refusals."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from typing import TypedDict
 
 
@@ -33,6 +33,22 @@ class BusinessInfoDraft(TypedDict, total=False):
     purpose_of_account: str | None
     expected_monthly_transaction_count: str | None
     expected_monthly_transaction_volume: str | None
+    naics_code: str | None
+    source_of_funds_categories: list[str] | None
+    source_of_funds_other_description: str | None
+    purpose_of_account_other_description: str | None
+    expected_counterparty_countries: list[str] | None
+    primary_contact_first_name: str | None
+    primary_contact_last_name: str | None
+
+
+class EndUserTermsConsentDraft(TypedDict):
+    """A customer's acceptance of the End User Terms (EndUserTermsConsentRequest: every field required)."""
+
+    accepted_at: datetime
+    ip_address: str
+    terms_version: str
+    acceptance_method: str
 
 
 class CustomerDraft(TypedDict, total=False):
@@ -50,3 +66,21 @@ class CustomerDraft(TypedDict, total=False):
     birth_date: str | None  # YYYY-MM-DD
     nationality: str | None
     business_info: BusinessInfoDraft | None
+    phone_number: str | None
+    end_user_terms_consent: EndUserTermsConsentDraft | None
+    # an individual's identification: idType SSN or ITIN with its number (write-only), countryOfIssuance US
+    id_type: str | None
+    identifier: str | None
+    country_of_issuance: str | None
+    # an individual's enhanced-due-diligence answers (CustomerEdd), stored together (DUE_DILIGENCE_FIELDS)
+    source_of_funds_categories: list[str] | None
+    source_of_funds_other_description: str | None
+    source_of_wealth_categories: list[str] | None
+    source_of_wealth_other_description: str | None
+    purpose_of_account: str | None
+    purpose_of_account_other_description: str | None
+    expected_monthly_transaction_count: str | None
+    expected_monthly_transaction_volume: str | None
+    annual_income_range: str | None
+    net_worth_range: str | None
+    pep_status: str | None

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import unicodedata
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from platpay.customers.errors import MissingMandatoryUserInfo
+from platpay.customers import sandbox
+from platpay.customers.errors import EndUserTermsVersionNotFound, MissingMandatoryUserInfo
 from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
 from platpay.kit import countries, currencies
 
@@ -25,6 +27,16 @@ _EMAIL_RE = re.compile(
 _UMA_USER_RE = re.compile(r"^[a-z0-9._+\-]+$")
 _TAX_ID_RE = re.compile(r"^[A-Za-z0-9\-./ ]{1,64}$")
 UMA_MAX_USERNAME = 64  # including the leading $
+# An individual's identification (the reference accepts SSN and ITIN only, as ###-##-####): an SSN's area is
+# never 000, 666 or 9xx, its group never 00, its serial never 0000; an ITIN starts with 9 and its middle
+# digits are in the IRS's ranges.
+_IDENTIFIER_RE = {
+    "SSN": re.compile(r"^(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}$"),
+    "ITIN": re.compile(r"^9\d{2}-(?:5\d|6[0-5]|7\d|8[0-8]|9[0-2]|9[4-9])-\d{4}$"),
+}
+INDIVIDUAL_ID_TYPES = tuple(_IDENTIFIER_RE)
+ID_COUNTRY = "US"  # SSN and ITIN are issued by the United States
+CONSENT_CLOCK_SKEW = timedelta(minutes=5)  # an acceptance stamped by a device's clock a little ahead
 
 
 @dataclass(frozen=True)
@@ -66,10 +78,17 @@ def _layout_problem(value: str, field: str) -> Problem | None:
     return _spacing_problem(value, field)
 
 
-def check_name(value: str | None, field: str) -> list[Problem]:
-    """A person's name: starts with a letter; then letters, combining marks, single spaces, - ' ’ ."""
+def check_name(value: str | None, field: str, *, sandbox_suffix: bool = False) -> list[Problem]:
+    """A person's name: starts with a letter; then letters, combining marks, single spaces, - ' ’ .
+    `sandbox_suffix`: the name may end in the sandbox's three magic digits (`Jane Doe 001`,
+    customers/sandbox.py), checked without them."""
     if value is None:
         return []
+    if sandbox_suffix:
+        name, digits = sandbox.split_name(value)
+        if digits is not None and not name:
+            return [Problem(field, "must hold a name before the sandbox's three-digit suffix")]
+        value = name
     if (layout := _layout_problem(value, field)) is not None:
         return [layout]
     if unicodedata.category(value[0])[0] != "L":
@@ -183,9 +202,142 @@ def check_business_info(
     if incorporated is not None and incorporated >= today:
         problems.append(Problem(f"{field}.incorporatedOn", f"{incorporated} is not in the past"))
     problems += check_country(info.get("country"), f"{field}.country")
-    for key in ("countries_of_operation", "expected_recipient_jurisdictions"):
+    for key in (
+        "countries_of_operation",
+        "expected_recipient_jurisdictions",
+        "expected_counterparty_countries",
+    ):
         for index, code in enumerate(info.get(key) or []):
             problems += check_country(code, f"{field}.{_camel(key)}.{index}")
+    for key in ("primary_contact_first_name", "primary_contact_last_name"):
+        problems += check_name(info.get(key), f"{field}.{_camel(key)}")
+    problems += check_free_text(info, BUSINESS_OTHER_DESCRIPTIONS, prefix=f"{field}.")
+    problems += check_unique_lists(info, ("source_of_funds_categories",), prefix=f"{field}.")
+    return problems
+
+
+# (what may say OTHER, the description OTHER needs): an individual's due diligence, a business's info.
+INDIVIDUAL_OTHER_DESCRIPTIONS = (
+    ("source_of_funds_categories", "source_of_funds_other_description"),
+    ("source_of_wealth_categories", "source_of_wealth_other_description"),
+    ("purpose_of_account", "purpose_of_account_other_description"),
+)
+BUSINESS_OTHER_DESCRIPTIONS = (
+    ("source_of_funds_categories", "source_of_funds_other_description"),
+    ("purpose_of_account", "purpose_of_account_other_description"),
+)
+
+
+def _says_other(value: Any) -> bool:
+    return value == "OTHER" or (isinstance(value, list) and "OTHER" in value)
+
+
+def check_other_descriptions(
+    merged: dict[str, Any],
+    given: dict[str, Any],
+    pairs: tuple[tuple[str, str], ...],
+    *,
+    prefix: str = "",
+) -> list[Problem]:
+    """A category list (or purpose) that says OTHER needs its description: checked on the customer as it
+    will be (`merged`), for the pairs this request touches (`given`), so an update of other fields is not
+    refused for what it did not change."""
+    problems = []
+    for choice, description in pairs:
+        touched = choice in given or description in given
+        if touched and _says_other(merged.get(choice)) and not merged.get(description):
+            problems.append(
+                Problem(
+                    f"{prefix}{_camel(description)}",
+                    f"is required when {prefix}{_camel(choice)} includes OTHER: say what it is",
+                )
+            )
+    return problems
+
+
+def check_free_text(
+    values: dict[str, Any], pairs: tuple[tuple[str, str], ...], *, prefix: str = ""
+) -> list[Problem]:
+    """Free-form descriptions: any printable text (line breaks allowed), no control or formatting characters."""
+    problems = []
+    for _, key in pairs:
+        text = values.get(key)
+        if text is None:
+            continue
+        char = next((c for c in text if c not in "\n" and unicodedata.category(c) in _INVISIBLE), None)
+        if char is not None:
+            problems.append(_invisible_problem(f"{prefix}{_camel(key)}", char))
+        elif not text.strip():
+            problems.append(Problem(f"{prefix}{_camel(key)}", "must not be blank"))
+    return problems
+
+
+def check_unique_lists(values: dict[str, Any], keys: tuple[str, ...], *, prefix: str = "") -> list[Problem]:
+    return [
+        Problem(f"{prefix}{_camel(key)}", "a category is listed twice")
+        for key in keys
+        if values.get(key) is not None and len(set(values[key])) != len(values[key])
+    ]
+
+
+def check_identification(draft: dict[str, Any], *, stored_id_type: str | None) -> list[Problem]:
+    """An individual's idType, identifier and countryOfIssuance (the reference's IndividualCustomerFields):
+    idType SSN or ITIN and its identifier as ###-##-####, given together; countryOfIssuance US. A message
+    never repeats the identifier."""
+    id_type, identifier = draft.get("id_type"), draft.get("identifier")
+    problems = []
+    if id_type is not None and identifier is None:
+        problems.append(Problem("identifier", "is required with idType (they are given together)"))
+    if identifier is not None and id_type is None:
+        problems.append(Problem("idType", "is required with identifier (SSN or ITIN)"))
+    if id_type is not None and id_type not in INDIVIDUAL_ID_TYPES:
+        problems.append(Problem("idType", f"{id_type} does not identify an individual: use SSN or ITIN"))
+    elif id_type is not None and identifier is not None and not _IDENTIFIER_RE[id_type].match(identifier):
+        kind = "an SSN" if id_type == "SSN" else "an ITIN (9##-##-####)"
+        problems.append(Problem("identifier", f"is not {kind} written as ###-##-####"))
+    country = draft.get("country_of_issuance")
+    if country is not None:
+        problems += check_country(country, "countryOfIssuance")
+        if id_type is None and stored_id_type is None:
+            problems.append(Problem("countryOfIssuance", "is given with idType and identifier"))
+        elif countries.is_country(country) and country != ID_COUNTRY:
+            problems.append(
+                Problem(
+                    "countryOfIssuance", f"must be {ID_COUNTRY}: SSN and ITIN are issued by the United States"
+                )
+            )
+    return problems
+
+
+def check_consent(
+    consent: dict[str, Any] | None,
+    *,
+    now: datetime,
+    versions: tuple[str, ...],
+    field: str = "endUserTermsConsent",
+) -> list[Problem]:
+    """An End User Terms acceptance: a real IP address, not in the future, a version platpay serves
+    (END_USER_TERMS_VERSION_NOT_FOUND otherwise, the reference's 400)."""
+    if consent is None:
+        return []
+    problems = []
+    try:
+        ipaddress.ip_address(consent["ip_address"])
+    except ValueError:
+        problems.append(Problem(f"{field}.ipAddress", "is not an IPv4 or IPv6 address"))
+    accepted_at = consent["accepted_at"]
+    if accepted_at > now + CONSENT_CLOCK_SKEW:
+        problems.append(Problem(f"{field}.acceptedAt", f"{accepted_at.isoformat()} is in the future"))
+    version = consent["terms_version"]
+    if version not in versions:
+        problems.append(
+            Problem(
+                f"{field}.termsVersion",
+                f"{version!r} is not a version of the End User Terms: the current one is {versions[-1]!r} "
+                "(GET /customers/end-user-terms)",
+                error=EndUserTermsVersionNotFound,
+            )
+        )
     return problems
 
 
@@ -220,6 +372,7 @@ _REQUIREMENT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "BIRTH_DATE": ("birth_date",),
         "NATIONALITY": ("nationality",),
         "EMAIL": ("email",),
+        "PHONE_NUMBER": ("phone_number",),
         "POSTAL_ADDRESS": ("address",),
         "COUNTRY_OF_RESIDENCE": ("address",),
     },
@@ -231,6 +384,7 @@ _REQUIREMENT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
         "REGISTRATION_NUMBER": ("business_info", "registration_number"),
         "BUSINESS_TYPE": ("business_info", "business_type"),
         "EMAIL": ("email",),
+        "PHONE_NUMBER": ("phone_number",),
         "POSTAL_ADDRESS": ("address",),
         "COUNTRY_OF_RESIDENCE": ("address",),
     },
@@ -240,6 +394,7 @@ _FIELD_NAMES = {
     "birth_date": "birthDate",
     "nationality": "nationality",
     "email": "email",
+    "phone_number": "phoneNumber",
     "address": "address",
     "business_info": "businessInfo",
 }

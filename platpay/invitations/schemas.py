@@ -1,4 +1,5 @@
-"""Invitation request and response bodies (INTERFACE-FACTS §3.11, with SPEC's `invitationCode`)."""
+"""Invitation request and response bodies (INTERFACE-FACTS §3.11): the code is both SPEC's `invitationCode`
+and the reference's `code` (DRIFT-2026-08 §3, ruling "both")."""
 
 from __future__ import annotations
 
@@ -45,7 +46,11 @@ class UmaInvitationClaimRequest(ApiRequest):
 
 
 class UmaInvitation(ApiModel):
-    invitation_code: str = Field(examples=["7mq4xk2p9d3a"])
+    code: str = Field(
+        examples=["7mq4xk2p9d3a"],
+        description="the invitation's code: the reference's name for invitationCode",
+    )
+    invitation_code: str = Field(examples=["7mq4xk2p9d3a"], description="the invitation's code (SPEC's name)")
     created_at: datetime
     claimed_at: datetime | None = None
     url: str = Field(description="the invitation's page, served by platpay; it shows the current status")

@@ -73,6 +73,7 @@ def to_schema(row: InvitationRow, *, now: datetime) -> UmaInvitation:
     if row.amount_to_send is not None and row.amount_currency is not None:
         amount = currency_amount(row.amount_to_send, row.amount_currency)
     return UmaInvitation(
+        code=row.code,
         invitation_code=row.code,
         created_at=row.created_at,
         claimed_at=row.claimed_at,

@@ -77,6 +77,7 @@ _OWNER_FIELDS = (
     ("owner.ownershipPercentage", "Ownership (%)"),
 )
 _ID_TYPES = ("SSN", "ITIN", "EIN", "NON_US_TAX_ID")
+UBO_SHARE = 25  # percent: an owner of this share or more is an ultimate beneficial owner
 
 
 @dataclass
@@ -191,7 +192,7 @@ def build_form(customer: dict[str, Any], errors: list[dict[str, Any]]) -> Form:
                 if error["type"] == "INVALID_FIELD":
                     item.error = error["reason"]
                 form.fields.append(item)
-        elif error["type"] == "MISSING_BENEFICIAL_OWNER":
+        elif error["type"] in ("MISSING_BENEFICIAL_OWNER", "MISSING_CONTROL_PERSON"):
             form.owner_fields = [_input(name, label) for name, label in _OWNER_FIELDS]
             identity = requirements.IDENTITY
             form.uploads.append(
@@ -205,16 +206,7 @@ def build_form(customer: dict[str, Any], errors: list[dict[str, Any]]) -> Form:
         elif error["type"].startswith("MISSING_") and error["type"].endswith("_DOCUMENT"):
             holder = error["resourceId"]
             label = next(
-                (
-                    r.label
-                    for r in (
-                        requirements.IDENTITY,
-                        requirements.PROOF_OF_ADDRESS,
-                        requirements.LEGAL_PRESENCE,
-                        requirements.OWNERSHIP_STRUCTURE,
-                    )
-                    if r.error_type == error["type"]
-                ),
+                (r.label for r in requirements.DOCUMENTS if r.error_type == error["type"]),
                 error["reason"],
             )
             if holder.startswith("BeneficialOwner:"):
@@ -556,7 +548,9 @@ async def _create_owner(session: Any, *, tenant_id: str, customer_id: str, form:
         session,
         tenant_id=tenant_id,
         customer_id=customer_id,
-        roles=["UBO"],
+        # The page asks for an owner who controls the business (form.html): its control person, and a UBO
+        # when the share makes it one.
+        roles=["UBO", "CONTROL_PERSON"] if share >= UBO_SHARE else ["CONTROL_PERSON"],
         ownership_percentage=share,
         personal_info=info,
     )

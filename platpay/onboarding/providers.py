@@ -3,7 +3,9 @@ documents' files (storage.py).
 
 A review is asked about one subject at a time (a customer, or one beneficial owner of a business) and
 answers APPROVED, REJECTED or MANUAL_REVIEW (a person must look: the verification waits in
-PENDING_MANUAL_REVIEW and the customer stays PENDING). Sandbox tenants use PLATPAY_SANDBOX_KYC_PROVIDER
+PENDING_MANUAL_REVIEW and the customer stays PENDING). Before a submission goes to review, the provider
+screens the customer (`screen`, inside the submitting request: it must be quick): what it finds (a document
+it cannot use) sends the verification back to RESOLVE_ERRORS with those errors, the customer unchanged. Sandbox tenants use PLATPAY_SANDBOX_KYC_PROVIDER
 (`sandbox`: the magic suffixes of INTERFACE-FACTS §7, onboarding/sandbox.py); production tenants use
 PLATPAY_KYC_PROVIDER, `manual` by default (every review waits for a person: platpay approves no one on its
 own) or an adapter `package.module:factory` for a real provider. `provider_for` is the one place the
@@ -40,6 +42,18 @@ class ReviewSubject:
     registration_number: str | None = None
     country: str | None = None
     document_keys: tuple[str, ...] = ()
+    documents: tuple[tuple[str, str], ...] = ()  # (document id, documentType) of the subject's documents
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something a screening found to correct before any review: a verification error of `type` (a
+    VerificationErrorType: POOR_QUALITY_DOCUMENT, ...) about the resource `resource_id` (the customer, or
+    one of its documents)."""
+
+    resource_id: str
+    type: str
+    reason: str
 
 
 class KycProvider(Protocol):
@@ -47,6 +61,8 @@ class KycProvider(Protocol):
     link_provider: str
 
     async def review(self, subject: ReviewSubject) -> Decision: ...
+
+    async def screen(self, subject: ReviewSubject) -> list[Finding]: ...
 
 
 KYC_PROVIDER: Slot[KycProvider] = Slot("kyc_provider", default="manual")
@@ -64,6 +80,9 @@ class ManualReview:
 
     async def review(self, subject: ReviewSubject) -> Decision:
         return Decision.MANUAL_REVIEW
+
+    async def screen(self, subject: ReviewSubject) -> list[Finding]:
+        return []  # a person reviews the documents themselves
 
 
 @KYC_PROVIDER.implementation("manual")

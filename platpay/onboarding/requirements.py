@@ -9,7 +9,7 @@ held by the customer (or, for owners, by the owner).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,17 @@ OWNERSHIP_STRUCTURE = DocumentRequirement(
     ("SHAREHOLDER_REGISTER", "TRUST_AGREEMENT", "PARTNERSHIP_AGREEMENT"),
     "Ownership structure document",
 )
+
+GOOD_STANDING = DocumentRequirement(
+    "MISSING_GOOD_STANDING_DOCUMENT", ("GOOD_STANDING_CERTIFICATE",), "Certificate of good standing"
+)
+# Entities that answer to a regulator beyond their incorporation (a charity commission, a foundations
+# register) show they are in good standing with it: platpay's rule, the reference names the error only.
+GOOD_STANDING_ENTITY_TYPES = frozenset({"CHARITY", "PRIVATE_FOUNDATION"})
+# The roles that make a beneficial owner one who controls the business (the control prong of customer due
+# diligence: a senior manager, a general partner, a trustee); a business needs at least one.
+CONTROL_ROLES = frozenset({"CONTROL_PERSON", "DIRECTOR", "COMPANY_OFFICER", "GENERAL_PARTNER", "TRUSTEE"})
+DOCUMENTS = (IDENTITY, PROOF_OF_ADDRESS, LEGAL_PRESENCE, OWNERSHIP_STRUCTURE, GOOD_STANDING)
 
 _ADDRESS = (
     FieldRequirement("customer.address.line1", "Street address"),
@@ -114,12 +125,16 @@ LABELS = {
 
 
 def for_customer(
-    customer_type: str, currencies: list[str]
+    customer_type: str, currencies: list[str], *, entity_type: str | None = None
 ) -> tuple[Requirements, tuple[FieldRequirement, ...]]:
-    """The customer type's requirements and the fields its currencies add."""
+    """The customer type's requirements (with the documents its entity type adds) and the fields its
+    currencies add."""
     extra: list[FieldRequirement] = []
     for code in currencies:
         for requirement in BY_CURRENCY.get(code, {}).get(customer_type, ()):
             if requirement not in extra:
                 extra.append(requirement)
-    return BY_CUSTOMER_TYPE[customer_type], tuple(extra)
+    needed = BY_CUSTOMER_TYPE[customer_type]
+    if customer_type == "BUSINESS" and entity_type in GOOD_STANDING_ENTITY_TYPES:
+        needed = replace(needed, documents=(*needed.documents, GOOD_STANDING))
+    return needed, tuple(extra)

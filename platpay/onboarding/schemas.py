@@ -57,6 +57,8 @@ VerificationErrorType = TypeAliasType(
         "APPLICANT_CRIMINAL_RECORD",
         "APPLICANT_REJECTED",
         "MISSING_BENEFICIAL_OWNER",
+        "MISSING_CONTROL_PERSON",
+        "MISSING_GOOD_STANDING_DOCUMENT",
     ],
 )
 DOCUMENT_TYPES = (

@@ -1,6 +1,8 @@
 """Verifications (SPEC §4.5, INTERFACE-FACTS §3.10): POST /verifications computes what the customer still
-lacks from the requirements (requirements.py) and answers RESOLVE_ERRORS naming each missing item, or, when
-nothing is missing, submits the customer for review: the verification goes IN_PROGRESS, the customer's
+lacks from the requirements (requirements.py: fields, documents, beneficial owners with a control person) and
+answers RESOLVE_ERRORS naming each missing item; when nothing is missing, the KYC provider screens the
+submission (a document it cannot use: RESOLVE_ERRORS again, naming it), and otherwise it is submitted for
+review: the verification goes IN_PROGRESS, the customer's
 kycStatus PENDING (CUSTOMER.KYC_PENDING / KYB_PENDING), its documents are marked submitted and a review job
 is queued. The job asks the KYC provider about the customer and each beneficial owner still pending
 (outside any transaction) and records the outcome: APPROVED, REJECTED (the rejected subjects named as
@@ -26,7 +28,7 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.onboarding import repository, requirements
 from platpay.onboarding.errors import VerificationNotFound
 from platpay.onboarding.models import BeneficialOwnerRow, VerificationRow
-from platpay.onboarding.providers import Decision, ReviewSubject
+from platpay.onboarding.providers import Decision, ReviewSubject, provider_for
 from platpay.onboarding.schemas import Verification, VerificationError
 from platpay.onboarding.state import (
     OWNER_KYC,
@@ -35,6 +37,7 @@ from platpay.onboarding.state import (
     OwnerKycStatus,
     VerificationStatus,
 )
+from platpay.tenants import service as tenants_service
 
 REVIEW_JOB = "onboarding.review_verification"
 _OWNER_STATUS = {
@@ -79,7 +82,9 @@ async def missing(session: AsyncSession, *, tenant_id: str, customer_id: str) ->
 
 async def _missing(session: AsyncSession, *, tenant_id: str, row: Any) -> list[dict[str, Any]]:
     customer = customers_service.to_schema(row).to_api()
-    needed, extra = requirements.for_customer(row.customer_type, list(row.currencies))
+    needed, extra = requirements.for_customer(
+        row.customer_type, list(row.currencies), entity_type=(row.business_info or {}).get("entity_type")
+    )
     errors: list[dict[str, Any]] = []
     named: set[str] = set()
     for field in (*needed.fields, *extra):
@@ -119,6 +124,15 @@ async def _missing(session: AsyncSession, *, tenant_id: str, row: Any) -> list[d
                     row.id,
                     "MISSING_BENEFICIAL_OWNER",
                     "add the business's beneficial owners and a control person (POST /beneficial-owners)",
+                )
+            )
+        elif not any(requirements.CONTROL_ROLES & set(owner.roles) for owner in owners):
+            errors.append(
+                _error(
+                    row.id,
+                    "MISSING_CONTROL_PERSON",
+                    "none of the business's beneficial owners controls it: add one, or give one a control "
+                    f"role ({', '.join(sorted(requirements.CONTROL_ROLES))})",
                 )
             )
         for owner in owners:
@@ -191,6 +205,8 @@ async def submit(session: AsyncSession, *, tenant_id: str, customer_id: str) -> 
         )
         return await _emit(session, decided)
     errors = await _missing(session, tenant_id=tenant_id, row=customer)
+    if not errors:
+        errors = await _screened(session, tenant_id=tenant_id, customer=customer)
     now = clock.now()
     if errors:
         if latest is not None and latest.status == VerificationStatus.RESOLVE_ERRORS:
@@ -256,6 +272,33 @@ async def list_page(
     return await paginate(session, stmt, id_column=VerificationRow.id, params=params)
 
 
+async def _customer_subject(session: AsyncSession, *, tenant_id: str, customer: Any) -> ReviewSubject:
+    info = customer.business_info or {}
+    documents = [
+        d
+        for d in await repository.documents_of_customer(session, tenant_id=tenant_id, customer_id=customer.id)
+        if d.holder_id == customer.id
+    ]
+    return ReviewSubject(
+        kind=customer.customer_type,
+        id=customer.id,
+        platform_customer_id=customer.platform_customer_id,
+        email=customer.email,
+        full_name=customer.full_name or info.get("legal_name"),
+        registration_number=info.get("registration_number"),
+        country=(customer.address or {}).get("country"),
+        document_keys=tuple(d.storage_key for d in documents),
+        documents=tuple((d.id, d.document_type) for d in documents),
+    )
+
+
+async def _screened(session: AsyncSession, *, tenant_id: str, customer: Any) -> list[dict[str, Any]]:
+    """What the KYC provider's screening of a complete submission finds, as verification errors."""
+    provider = provider_for(is_sandbox=await tenants_service.is_sandbox(session, tenant_id=tenant_id))
+    subject = await _customer_subject(session, tenant_id=tenant_id, customer=customer)
+    return [_error(f.resource_id, f.type, f.reason) for f in await provider.screen(subject)]
+
+
 # ---- the review (jobs.py runs it: subjects read in one transaction, the provider asked outside any, the
 # outcome recorded in another)
 
@@ -280,20 +323,7 @@ async def review_subjects(
     if row is None or row.status != VerificationStatus.IN_PROGRESS:
         return []
     customer = await customers_service.load(session, tenant_id=tenant_id, customer_id=row.customer_id)
-    info = customer.business_info or {}
-    documents = await repository.documents_of_customer(session, tenant_id=tenant_id, customer_id=customer.id)
-    subjects = [
-        ReviewSubject(
-            kind=customer.customer_type,
-            id=customer.id,
-            platform_customer_id=customer.platform_customer_id,
-            email=customer.email,
-            full_name=customer.full_name or info.get("legal_name"),
-            registration_number=info.get("registration_number"),
-            country=(customer.address or {}).get("country"),
-            document_keys=tuple(d.storage_key for d in documents if d.holder_id == customer.id),
-        )
-    ]
+    subjects = [await _customer_subject(session, tenant_id=tenant_id, customer=customer)]
     owners = await repository.owners_of(session, tenant_id=tenant_id, customer_id=customer.id)
     subjects += [owner_subject(o) for o in owners if o.kyc_status == OwnerKycStatus.PENDING]
     return subjects

@@ -49,5 +49,8 @@ async def update_config(
             webhook_endpoint=body.webhook_endpoint if "webhook_endpoint" in given else UNSET,
             supported_currencies=currencies,
             embedded_wallet_config=wallet_config,
+            end_user_terms_required=body.end_user_terms_required
+            if "end_user_terms_required" in given
+            else UNSET,
             settings=request.app.state.settings,
         )

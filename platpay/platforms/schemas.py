@@ -4,7 +4,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from platpay.kit.api_model import ApiModel, ApiRequest, FromString
 from platpay.kit.money import MinorUnits
@@ -112,6 +112,10 @@ class PlatformConfig(ApiModel):
     embedded_wallet_config: EmbeddedWalletConfig | None = Field(
         default=None, description="only when configured"
     )
+    end_user_terms_required: bool = Field(
+        description="whether quotes for a customer need its acceptance of the current End User Terms "
+        "(endUserTermsConsent; 403 END_USER_TERMS_NOT_ACCEPTED otherwise); off unless turned on"
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -127,9 +131,18 @@ class PlatformConfigUpdateRequest(ApiRequest):
     embedded_wallet_config: EmbeddedWalletConfig | None = Field(
         default=None, description="partial: omitted nested fields keep their values"
     )
+    end_user_terms_required: StrictBool | None = Field(
+        default=None,
+        description="require the customer's acceptance of the current End User Terms (GET "
+        "/customers/end-user-terms) before its quotes; off by default",
+    )
 
 
 CONFIG_UPDATE_EXAMPLES = request_examples(
+    endUserTermsRequired=(
+        "Require your customers' acceptance of the End User Terms before their quotes",
+        {"endUserTermsRequired": True},
+    ),
     webhookEndpoint=(
         "Receive webhooks at your endpoint (a signed TEST event is sent to it)",
         {"webhookEndpoint": "https://api.example.com/webhooks/platpay"},

@@ -112,6 +112,7 @@ def render_config(tenant: TenantContext) -> PlatformConfig:
         embedded_wallet_config=EmbeddedWalletConfig.model_validate(tenant.embedded_wallet_config)
         if tenant.embedded_wallet_config
         else None,
+        end_user_terms_required=tenant.end_user_terms_required,
         created_at=tenant.created_at,
         updated_at=tenant.updated_at,
     )
@@ -184,16 +185,20 @@ async def update_config(
     webhook_endpoint: str | Unset | None = UNSET,
     supported_currencies: list[dict[str, Any]] | Unset | None = UNSET,
     embedded_wallet_config: dict[str, Any] | Unset | None = UNSET,
+    end_user_terms_required: bool | Unset | None = UNSET,
     settings: Settings,
 ) -> PlatformConfig:
     """PATCH /config: a field left UNSET keeps its value; `webhook_endpoint=None` removes the endpoint
     (uma_domain and supported_currencies refuse None). `supported_currencies` entries are in the API's
     shape (`{"currencyCode", "minAmount", "maxAmount", "requiredCounterpartyFields": [{"name",
     "mandatory"}], "enabledTransactionTypes"}`); `embedded_wallet_config` holds the embeddedWalletConfig fields
-    given (camelCase), merged into the stored ones (None removes the configuration). A new or changed
+    given (camelCase), merged into the stored ones (None removes the configuration);
+    `end_user_terms_required` turns the End User Terms requirement on or off. A new or changed
     webhookEndpoint gets one TEST event."""
     if uma_domain is None:
         raise invalid_field("umaDomain", "must not be null")
+    if end_user_terms_required is None:
+        raise invalid_field("endUserTermsRequired", "must not be null: true or false")
     if supported_currencies is None:
         raise invalid_field("supportedCurrencies", "must not be null")
     changes: dict[str, Any] = {}
@@ -217,6 +222,8 @@ async def update_config(
             merged = {**(tenant.embedded_wallet_config or {}), **embedded_wallet_config}
             merged = {key: value for key, value in merged.items() if value is not None}  # null clears one
         changes["embedded_wallet_config"] = merged
+    if end_user_terms_required is not UNSET:
+        changes["end_user_terms_required"] = end_user_terms_required
     applied = await tenants_service.apply_config(session, tenant=tenant, changes=changes)
     if applied.currencies_added:
         await accounts_service.on_currencies_added(

@@ -27,6 +27,8 @@ class TenantContext:
     updated_at: datetime
     # PlatformConfig.embeddedWalletConfig's fields as configured (camelCase keys), None when never set
     embedded_wallet_config: dict[str, Any] | None = None
+    # PlatformConfig.endUserTermsRequired: quotes need the customer's acceptance of the End User Terms
+    end_user_terms_required: bool = False
     # A sandbox tenant's own clock (kit/clock.py) when it was ever moved; None: the process clock
     clock: TenantClock | None = None
     # Every stored value this context was built from, hashable (authentication sets it from the row it

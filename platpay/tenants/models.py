@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base
@@ -35,6 +35,9 @@ class TenantRow(Base):
     supported_currencies: Mapped[list[dict[str, Any]]] = mapped_column(JsonType)
     # PlatformConfig.embeddedWalletConfig as stored (the fields set); None when never configured
     embedded_wallet_config: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
+    # PlatformConfig.endUserTermsRequired: quotes for a customer need its acceptance of the current End User
+    # Terms (customers.service.ensure_end_user_terms_accepted). Off unless the platform turns it on.
+    end_user_terms_required: Mapped[bool] = mapped_column(default=False, server_default=false())
     webhook_private_key_sealed: Mapped[str] = mapped_column(Text)
     webhook_public_key_pem: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

@@ -28,6 +28,7 @@ CONTEXT_COLUMNS = (
     TenantRow.created_at,
     TenantRow.updated_at,
     cast(TenantRow.embedded_wallet_config, Text),
+    TenantRow.end_user_terms_required,
 )
 
 

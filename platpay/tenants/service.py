@@ -130,7 +130,7 @@ async def apply_config(
 ) -> ConfigApplied:
     """Set a tenant's configuration values, already validated by the caller, under the tenant row's lock:
     `changes` holds any of uma_domain, webhook_endpoint (None removes it), supported_currencies (the
-    stored entries) and embedded_wallet_config (the whole stored object). Any change moves updated_at."""
+    stored entries), embedded_wallet_config (the whole stored object) and end_user_terms_required. Any change moves updated_at."""
     row = await repository.get_tenant(session, tenant.id, for_update=True)
     if row is None:
         raise TenantNotFound(f"tenant {tenant.id} not found")
@@ -144,6 +144,8 @@ async def apply_config(
     added: list[str] = []
     if "embedded_wallet_config" in changes:
         row.embedded_wallet_config = changes["embedded_wallet_config"]
+    if "end_user_terms_required" in changes:
+        row.end_user_terms_required = changes["end_user_terms_required"]
     if "supported_currencies" in changes:
         before = {entry["currencyCode"] for entry in row.supported_currencies}
         row.supported_currencies = changes["supported_currencies"]
@@ -175,6 +177,7 @@ def tenant_context(row: TenantRow, *, is_regulated: bool) -> TenantContext:
         created_at=row.created_at,
         updated_at=row.updated_at,
         embedded_wallet_config=row.embedded_wallet_config,
+        end_user_terms_required=row.end_user_terms_required,
     )
 
 
@@ -220,6 +223,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             created_at,
             updated_at,
             embedded_wallet_config_json,
+            end_user_terms_required,
             clock_offset_us,
             clock_frozen_at,
         ) = columns
@@ -238,6 +242,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             embedded_wallet_config=json.loads(embedded_wallet_config_json)
             if embedded_wallet_config_json is not None
             else None,
+            end_user_terms_required=bool(end_user_terms_required),
             clock=clocks_service.from_columns(tenant_id, clock_offset_us, clock_frozen_at),
             version=columns,
         )

@@ -119,6 +119,10 @@ CALLS = [
     "invitation: claimInvitation",
     "business: createCustomer",
     "business: createCustomer without businessInfo",
+    "onboarding: getEndUserTerms",
+    "onboarding: createCustomer (phone, identification, due diligence, terms consent)",
+    "onboarding: updateCustomerById (endUserTermsConsent)",
+    "onboarding: createCustomer (business: NAICS, TRUST, primary contact)",
 ]
 
 SPEC_WINS: dict[str, SpecWins] = {
@@ -142,10 +146,6 @@ SPEC_WINS: dict[str, SpecWins] = {
 
 DIRECTION = r"direction\s+Input should be 'CREDIT' or 'DEBIT'"
 NO_DIRECTION = "`direction` (CREDIT or DEBIT) is required on every transaction, and platpay sends none"
-NO_CODE = r"\ncode\s+Input should be a valid string"
-CODE_MISSING = (
-    "the reference names the invitation's code `code` (required); platpay sends only invitationCode"
-)
 NOT_YET: dict[str, NotYet] = {
     "payment: createTransferOut": NotYet("1", DIRECTION, NO_DIRECTION),
     "payment: createTransferOut (replayed by its Idempotency-Key)": NotYet("1", DIRECTION, NO_DIRECTION),
@@ -163,9 +163,6 @@ NOT_YET: dict[str, NotYet] = {
     "card: getTransactionById (the card transaction)": NotYet(
         "2", f"HTTP 404|{DIRECTION}", "GET /transactions/{id} does not yet read a card transaction"
     ),
-    "invitation: createInvitation": NotYet("7", NO_CODE, CODE_MISSING),
-    "invitation: getInvitation": NotYet("7", NO_CODE, CODE_MISSING),
-    "invitation: claimInvitation": NotYet("7", NO_CODE, CODE_MISSING),
 }  # fmt: skip
 
 
@@ -731,6 +728,82 @@ class Flows:
         accepted = self.raw.post("/customers", json=bare)  # what SPEC lets a client send, platpay creates
         assert accepted.status_code == 201, accepted.text
 
+    def onboarding(self) -> None:
+        """The August document's customer fields and End User Terms (issue 28 items 7 and 10)."""
+        m = self.models
+        customers = self.api("CustomersApi")
+        terms = self.call("onboarding: getEndUserTerms", m.EndUserTerms, customers.get_end_user_terms)
+        consent = {
+            "acceptedAt": "2026-01-05T10:00:00Z",
+            "ipAddress": "198.51.100.24",
+            "termsVersion": terms["version"],
+            "acceptanceMethod": "CHECKBOX",
+        }
+        person = self.customer(
+            "onboarding: createCustomer (phone, identification, due diligence, terms consent)",
+            "Pia Phone",
+            phoneNumber="+14155551234",
+            idType="SSN",
+            identifier="123-45-6789",
+            sourceOfFundsCategories=["SALARY", "OTHER"],
+            sourceOfFundsOtherDescription="Prize money",
+            pepStatus="NONE",
+            annualIncomeRange="RANGE_50K_100K",
+            endUserTermsConsent=consent,
+        )
+        assert "identifier" not in person and person["countryOfIssuance"] == "US", person
+        update = m.CustomerUpdateRequestOneOf.from_dict(
+            {
+                "customerType": "INDIVIDUAL",
+                "endUserTermsConsent": {**consent, "acceptanceMethod": "CLICK_TO_ACCEPT"},
+            }
+        )
+        self.call(
+            "onboarding: updateCustomerById (endUserTermsConsent)",
+            (m.CustomerOneOf, m.IndividualCustomer),
+            customers.update_customer_by_id,
+            person["id"],
+            update,
+            check=lambda c: (
+                None
+                if c.end_user_terms_consent.acceptance_method == "CLICK_TO_ACCEPT"
+                and c.phone_number == "+14155551234"
+                else f"{c.end_user_terms_consent}, {c.phone_number}"
+            ),
+        )
+        business = m.CustomerCreateRequestOneOf.from_dict(
+            {
+                "customerType": "BUSINESS",
+                "platformCustomerId": f"ref-{self.run_id}-trust",
+                "currencies": ["USD"],
+                "phoneNumber": "+14155550000",
+                "businessInfo": {
+                    "legalName": "Acme Family Trust",
+                    "country": "US",
+                    "taxId": "47-7654321",
+                    "incorporatedOn": "2012-06-01",
+                    "entityType": "TRUST",
+                    "naicsCode": "523991",
+                    "sourceOfFundsCategories": ["INVESTMENT_INCOME"],
+                    "expectedCounterpartyCountries": ["US", "MX"],
+                    "primaryContactFirstName": "Jane",
+                    "primaryContactLastName": "Smith",
+                },
+                "address": {"line1": "2 Market St", "postalCode": "94105", "country": "US"},
+            }
+        )
+        self.call(
+            "onboarding: createCustomer (business: NAICS, TRUST, primary contact)",
+            (m.CustomerOneOf, m.BusinessCustomer),
+            customers.create_customer,
+            business,
+            check=lambda b: (
+                None
+                if b.kyb_status == "UNVERIFIED" and b.business_info.naics_code == "523991"
+                else f"{b.kyb_status}, {b.business_info}"
+            ),
+        )
+
 
 @pytest.fixture(scope="module")
 def flow_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlowRun]:
@@ -761,7 +834,7 @@ def flow_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
             ).stdout
         )  # fmt: skip
         flows = Flows(refclient, base_url, created["sandbox"]["clientId"], created["sandbox"]["clientSecret"])
-        for name in ("payment", "fx", "card", "wallet_card", "agent", "invitation", "business"):
+        for name in ("payment", "fx", "card", "wallet_card", "agent", "invitation", "business", "onboarding"):
             flows.run(name, getattr(flows, name))
         flows.result.ledger = verify_ledger(processes, env)
         yield flows.result

@@ -64,7 +64,8 @@ class TestCreate:
         assert body["amountToSend"]["amount"] == 12550
         assert body["amountToSend"]["currency"]["code"] == jane["currencies"][0]
         assert body["expiresAt"].startswith("2099-12-31T23:59:59")
-        assert "claimedAt" not in body and "inviteeUma" not in body and "code" not in body
+        assert "claimedAt" not in body and "inviteeUma" not in body
+        assert body["code"] == body["invitationCode"]  # the reference's name beside SPEC's (DRIFT-2026-08 §3)
         fetched = await client.get(f"/invitations/{body['invitationCode']}", auth=auth)
         assert fetched.status_code == 200 and fetched.json() == body
 
@@ -152,6 +153,7 @@ class TestReadAndClaim:
         [event] = receiver.of_type("INVITATION_CLAIMED")
         assert verify_header(config["webhookPublicKey"], event.headers["x-svc-signature"], event.body)
         assert event.json["data"] == body == (await client.get(f"/invitations/{code}", auth=auth)).json()
+        assert event.json["data"]["code"] == event.json["data"]["invitationCode"] == code
         claimer_hooks.stop()
         assert [r.json["type"] for r in claimer_hooks.received] == ["TEST"]  # the creator alone is told
 

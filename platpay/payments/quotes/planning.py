@@ -80,12 +80,14 @@ async def _sender(
 async def check_sender(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
 ) -> str | None:
-    """The sender's platformCustomerId once it may move money in `currency` (None for the platform)."""
+    """The sender's platformCustomerId once it may move money in `currency` and, where the platform
+    requires it, has accepted the End User Terms (None for the platform)."""
     if customer_id is None:
         return None
     customer = await customers_service.ensure_can_move_money(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
+    customers_service.ensure_end_user_terms_accepted(customer, tenant=tenant)
     return customer.platform_customer_id
 
 
