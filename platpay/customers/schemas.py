@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import AwareDatetime, BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
 
 from platpay.customers.contact_schemas import ContactVerification
 from platpay.customers.types import CustomerDraft
-from platpay.kit.api_model import ApiModel, ApiRequest, JsonDate, NullRefused
+from platpay.kit.api_model import ApiModel, ApiRequest, AwareJsonDatetime, JsonDate, NullRefused
 from platpay.kit.openapi import request_examples
 from platpay.kit.pagination import Page
 
@@ -233,7 +233,7 @@ class EndUserTermsConsentRequest(ApiRequest):
     """Evidence that the customer accepted the End User Terms (GET /customers/end-user-terms): when, from
     which address, which version, how."""
 
-    accepted_at: AwareDatetime = Field(
+    accepted_at: AwareJsonDatetime = Field(
         description="when the customer accepted, ISO 8601 with a time zone; not in the future"
     )
     ip_address: str = Field(

@@ -1,4 +1,4 @@
-"""cust28: the August reference's customer fields and End User Terms (issue 28 items 7 and 10)
+"""Customers: the August reference's customer fields and End User Terms (issue 28 items 7 and 10)
 
 customers: `phone_number` (E.164); an individual's identification (`id_type`, `identifier_sealed`: the
 number sealed under the master key, never stored in clear; `country_of_issuance`); its enhanced-due-diligence
@@ -9,8 +9,8 @@ needs a column. Existing customers have none of the new values (all NULL): nothi
 tenants: `end_user_terms_required` (PlatformConfig.endUserTermsRequired), false for every existing tenant so
 that existing integrations behave as before.
 
-Revision ID: 0016_cust28
-Revises: 0015_cardusd
+Revision ID: 0019_cust28
+Revises: 0018_cards28
 Create Date: 2026-11-28 12:00:00.000000
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0016_cust28'
-down_revision: str | None = '0015_cardusd'
+revision: str = '0019_cust28'
+down_revision: str | None = '0018_cards28'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
