@@ -11,8 +11,9 @@ from sqlalchemy.engine import Connection
 
 from platpay import domains
 from platpay.config import get_settings
+from platpay.db import migrate
 from platpay.db.base import Base
-from platpay.db.database import build_engine
+from platpay.db.database import WRITE_OPTION, build_engine
 
 domains.load()  # every domain's tables in Base.metadata
 target_metadata = Base.metadata
@@ -47,13 +48,19 @@ def _run(connection: Connection) -> None:
     they commit together, or nothing of them does (a failing migration, a connection cut midway: the next
     run starts from the same revision, never from a half-applied one)."""
     if connection.dialect.name != "postgresql":
+        # SQLite: the write transaction begins (BEGIN IMMEDIATE) before the revision is read, so a second
+        # `migrate` waits for the first and then finds the schema at head.
+        connection.execution_options(**{WRITE_OPTION: True})
         _configure(connection)
+        migrate.check_known(context.get_context().get_current_heads())
         with context.begin_transaction():
             context.run_migrations()
         return
     connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
     try:
         _configure(connection)
+        # A database a newer platpay migrated is refused before anything runs (downgrades are unsupported).
+        migrate.check_known(context.get_context().get_current_heads())
         with context.begin_transaction():
             context.run_migrations()
     except BaseException:

@@ -1,0 +1,5 @@
+"""`python -m platpay`: the `platpay` command."""
+
+from platpay.cli import main
+
+main()
