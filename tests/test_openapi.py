@@ -78,7 +78,10 @@ def test_the_document_is_the_reviewed_snapshot(served):
     to the API updates the copy in the same commit: PLATPAY_UPDATE_OPENAPI_SNAPSHOT=1 pytest tests/test_openapi.py"""
     # platpay's own version (info.x-platpay-version) changes with every release, not with the API.
     assert served.document["info"]["x-platpay-version"] == package_version() != ""
-    document = {**served.document, "info": {**served.document["info"], "x-platpay-version": "PACKAGE_VERSION"}}
+    document = {
+        **served.document,
+        "info": {**served.document["info"], "x-platpay-version": "PACKAGE_VERSION"},
+    }
     rendered = json.dumps(document, indent=1) + "\n"
     if os.environ.get("PLATPAY_UPDATE_OPENAPI_SNAPSHOT"):
         SNAPSHOT.write_text(rendered, encoding="utf-8")
