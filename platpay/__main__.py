@@ -2,4 +2,5 @@
 
 from platpay.cli import main
 
-main()
+if __name__ == "__main__":  # imported (by tools that walk the package), it runs nothing
+    main()
