@@ -143,7 +143,6 @@ def restore(backup_file: Path, url: str, *, replace: bool, timeout: float) -> Co
             f"a database exists at {target} (PLATPAY_DATABASE_URL): restore into a new path, or stop every "
             "platpay process using it and pass --replace"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         with _connection(backup_file, timeout=timeout) as source:
             _checked(source, str(backup_file))
@@ -153,6 +152,7 @@ def restore(backup_file: Path, url: str, *, replace: bool, timeout: float) -> Co
             if revision not in migrate.known_revisions():
                 raise BackupFailed(f"{backup_file}: {migrate.newer_schema_message(revision)}")
             if not exists:
+                target.parent.mkdir(parents=True, exist_ok=True)
                 _copy_into_new_file(source, target, timeout=timeout)
             else:
                 with _connection(target, timeout=timeout) as database:

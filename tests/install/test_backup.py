@@ -165,6 +165,17 @@ def test_restore_never_overwrites_a_database_unless_told_and_backup_never_overwr
     assert "restored" in replaced.stdout
     processes.run([PLATPAY, "ledger", "verify"], env=env, cwd=tmp_path)
 
+    # A backup a newer platpay made is refused: this version cannot serve its schema.
+    with sqlite3.connect(tmp_path / "copy.db") as copy:
+        copy.execute("UPDATE alembic_version SET version_num = '9999_from_a_newer_platpay'")
+    elsewhere = {**env, "PLATPAY_DATABASE_URL": _sqlite_url(tmp_path / "elsewhere")}
+    newer = processes.start(
+        "restore", [PLATPAY, "restore", str(tmp_path / "copy.db")], env=elsewhere, cwd=tmp_path
+    )
+    assert newer.popen.wait(timeout=60) == 1
+    assert "9999_from_a_newer_platpay" in one_error_line(newer, newer.stderr())
+    assert not (tmp_path / "elsewhere" / "platpay.db").exists()
+
 
 def test_backup_of_a_postgresql_database_points_to_pg_dump(processes: ProcessManager, tmp_path: Path) -> None:
     env = clean_env(PLATPAY_DATABASE_URL="postgresql+asyncpg://platpay:hunter2@127.0.0.1:1/platpay")
