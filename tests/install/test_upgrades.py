@@ -32,11 +32,15 @@ def test_several_migrate_processes_at_once_bring_the_schema_to_head_once(
 ) -> None:
     url = _database(backend, tmp_path, request)
     env = clean_env(
-        PLATPAY_DATABASE_URL=url, PLATPAY_MASTER_KEY=master_key, PLATPAY_VAR_DIR=str(tmp_path / "var")
+        PLATPAY_DATABASE_URL=url,
+        PLATPAY_MASTER_KEY=master_key,
+        PLATPAY_VAR_DIR=str(tmp_path / "var"),
+        # Each waits for the others (SQLite's busy wait, PostgreSQL's lock): however loaded the machine.
+        PLATPAY_DB_STARTUP_TIMEOUT_SECONDS="600",
     )
     started = [processes.start(f"migrate-{n}", [PLATPAY, "migrate"], env=env, cwd=tmp_path) for n in range(4)]
     for process in started:
-        assert wait_exit(process, timeout=180) == 0, process.describe()
+        assert wait_exit(process, timeout=600) == 0, process.describe()
         assert f"database at {migrate.head_revision()}" in process.stdout(), process.describe()
     sql = Sql(url)
     try:
