@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TEST_WORKERS ?= auto
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint format bench clean
+.PHONY: setup run test lint format bench image image-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,5 +34,11 @@ format: $(STAMP)
 bench: $(STAMP) ## benchmarks, figures only (bench/README.md); HTTP_ARGS / JOBS_ARGS pass options through
 	bench/run_all.sh
 
+image: $(STAMP) ## the container image localhost/platpay:VERSION from the wheel, with podman (README, Container image)
+	tools/image/build.sh
+
+image-test: image ## run the image: /readyz, one payment, HEALTHCHECK, read-only root, a SIGTERM drain (~1 min)
+	PLATPAY_TEST_IMAGE=1 $(BIN)/pytest -q -n 0 -p no:randomly -s tests/install/test_image.py
+
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache build

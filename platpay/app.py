@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from platpay import API_VERSION, domains
+from platpay import API_VERSION, domains, package_version
 from platpay import metrics as metrics_module
 from platpay.config import Settings, get_settings
 from platpay.db import migrate
@@ -222,8 +222,8 @@ def create_app(
         "/healthz", tags=["Operations"], operation_id="getHealth", responses={500: documented_error(500)}
     )
     async def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
-        return {"status": "ok"}
+        """Liveness: the process answers, with platpay's version."""
+        return {"status": "ok", "version": package_version()}
 
     @app.get(
         "/readyz", tags=["Operations"], operation_id="getReadiness", responses={503: documented_error(503)}
@@ -241,11 +241,15 @@ def create_app(
             return await _api_error(request, DatabaseUnavailable(f"{type(error).__name__}: {error}"[:300]))
         head = migrate.head_revision()
         if current != head:
+            if current is not None and current not in migrate.known_revisions():
+                message = migrate.newer_schema_message(current)  # a newer platpay migrated it
+            else:
+                message = f"database schema is at {current}, expected {head}: run `platpay migrate`"
             return _error_response(
                 503,
                 "SERVICE_UNAVAILABLE",
-                f"database schema is at {current}, expected {head}: run `platpay migrate`",
-                {"dependency": "database", "current": current, "head": head},
+                message,
+                {"dependency": "database", "current": current, "head": head, "version": package_version()},
             )
         return JSONResponse({"status": "ready", "migration": current})
 

@@ -1,4 +1,9 @@
-"""`platpay` command line: serve | worker | migrate | platform create."""
+"""`platpay` command line: serve | worker | migrate | platform create | backup | restore | ….
+
+Every mistake an operator can make in the settings or at start ends in one line on stderr and a non-zero
+exit, never a traceback: a setting that does not parse (exit 2, naming PLATPAY_<SETTING>), a master key
+that is not one (exit 2), a database that cannot be reached or was migrated by a newer platpay (exit 1,
+platpay.db.startup)."""
 
 from __future__ import annotations
 
@@ -6,14 +11,18 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import sys
 from collections.abc import Coroutine, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
-from platpay import BASE_PATH
+from platpay import BASE_PATH, package_version
 from platpay.config import Settings, get_settings
 
 if TYPE_CHECKING:
@@ -43,9 +52,72 @@ app.add_typer(sandbox_app, name="sandbox")
 MIN_PORT, MAX_PORT = 1, 65535
 
 
+# Settings whose values an error line never repeats.
+_SECRET_SETTINGS = frozenset({"master_key", "smtp_password", "smtp_username", "database_url"})
+
+
+def _setting_problems(error: ValidationError | SettingsError) -> str:
+    """What is wrong with the environment's settings, in one line naming each PLATPAY_ variable."""
+    if isinstance(error, SettingsError):  # a JSON-valued setting (a list, an object) that is not JSON
+        field = re.search(r'field "([^"]+)"', str(error))
+        name = f"PLATPAY_{field[1].upper()}" if field else "a PLATPAY_ setting"
+        return f"{name} is not valid JSON (this setting takes a JSON list or object)"
+    problems = []
+    for item in error.errors():
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = item.get("loc") or ()
+        if not loc or message.startswith("PLATPAY_"):
+            problems.append(message)
+            continue
+        field = str(loc[0])
+        given = item.get("input")
+        shown = "" if field in _SECRET_SETTINGS or not isinstance(given, str) else f" (got {given[:60]!r})"
+        problems.append(f"PLATPAY_{field.upper()}: {message}{shown}")
+    return "; ".join(problems)
+
+
 def _settings(**overrides: object) -> Settings:
-    base = get_settings()
+    """The environment's settings with `overrides`; a setting that does not parse ends the command with one
+    line naming it (exit 2)."""
+    try:
+        base = get_settings()
+    except (ValidationError, SettingsError) as error:
+        typer.echo(f"platpay: invalid settings: {_setting_problems(error)}", err=True)
+        raise typer.Exit(code=2) from None
     return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"platpay {package_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    context: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="print platpay's version and exit", callback=_print_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """platpay: Platform Payments Service"""
+    if context.invoked_subcommand != "mcp":  # `mcp` is a client of the API: it reads no PLATPAY_ setting
+        _settings()  # a setting that does not parse stops every command here, in one line
+
+
+def _require_master_key(settings: Settings, command: str) -> None:
+    """The master key loads (generated under var/ when none is configured): a long-running process must not
+    find out at its first sealed value that it has none."""
+    from platpay.kit.crypto.sealing import load_master_key
+
+    try:
+        load_master_key(settings.master_key, settings.var_dir)
+    except (ValueError, OSError) as error:
+        typer.echo(f"platpay {command}: {error}", err=True)
+        raise typer.Exit(code=2) from None
 
 
 def _startup_wait(settings: Settings) -> StartupWait:
@@ -127,7 +199,7 @@ def migrate() -> None:
     """Upgrade the database schema to the latest migration (waiting for a database that is restarting)."""
     from platpay.db import migrate as migrations
 
-    settings = get_settings()
+    settings = _settings()
     wait = _startup_wait(settings)
     with _starting("migrate", settings):
         wait.run("migrating the database", lambda: migrations.upgrade(settings.database_url))
@@ -159,6 +231,7 @@ def serve(
     if no_worker:
         settings = settings.model_copy(update={"run_embedded_worker": False})
     configure(settings.log_level, json_output=settings.log_json)
+    _require_master_key(settings, "serve")
     # Before any server process exists: it and every worker then add up into one /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=True)
     wait = _startup_wait(settings)
@@ -222,6 +295,22 @@ def mcp(
     anyio.run(lambda: server.serve(http=http, host=host, port=port))
 
 
+async def _refuse_newer_schema(settings: Settings, wait: StartupWait) -> None:
+    """A worker never runs jobs on a database a newer platpay migrated (SchemaFromNewerVersion, one line);
+    one not yet migrated is fine: `migrate` may still be running beside it."""
+    from platpay.db import migrate as migrations
+    from platpay.db.database import Database
+
+    db = Database(settings.database_url, null_pool=True, outage=wait.outage)
+    try:
+        async with db.read() as session:
+            current = await migrations.current_revision(session)
+    finally:
+        await db.dispose()
+    if current is not None:
+        migrations.check_known((current,))
+
+
 def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]) -> None:
     """Run a long-lived process's loop on the event loop `serve` would use (PLATPAY_EVENT_LOOP)."""
     if settings.chosen_event_loop() == "uvloop":
@@ -244,9 +333,11 @@ def worker(
     from platpay.jobs.runner import JobRunner
 
     settings = _settings(job_concurrency=concurrency)
+    _require_master_key(settings, "worker")
     wait = _startup_wait(settings)
     with _starting("worker", settings):
         wait.until_reachable()
+        wait.run("reading the schema's revision", lambda: asyncio.run(_refuse_newer_schema(settings, wait)))
     # What this process counts (webhook attempts, job runs) shows in the servers' /metrics.
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=False)
     domains.start(settings)
@@ -299,7 +390,7 @@ def platform_create(
         raise typer.BadParameter(
             "give --regulated or --unregulated, not both", param_hint="'--regulated' / '--unregulated'"
         )
-    settings = get_settings()
+    settings = _settings()
     wait = _startup_wait(settings)
     with _starting("platform create", settings, stdout_is_output=True):
         wait.run("migrating the database", lambda: migrations.upgrade(settings.database_url))
@@ -351,7 +442,7 @@ def ledger_verify(
     from platpay.db.database import Database
     from platpay.ledger import service as ledger_service
 
-    settings = get_settings()
+    settings = _settings()
     wait = _startup_wait(settings)
 
     async def run() -> ledger_service.VerifyReport:
@@ -386,7 +477,7 @@ def agents_audit_export(
     from platpay.agents import audit
     from platpay.db.database import Database
 
-    settings = get_settings()
+    settings = _settings()
     wait = _startup_wait(settings)
 
     async def run() -> list[dict[str, Any]]:
@@ -420,7 +511,7 @@ def agents_audit_verify(
     from platpay.agents import audit
     from platpay.db.database import Database
 
-    settings = get_settings()
+    settings = _settings()
     ends: dict[str, tuple[int, str]] = {}
     if file is not None:
         if file == "-":
@@ -474,7 +565,7 @@ def sandbox_reset(
     from platpay.tenants import service as tenants_service
     from platpay.tenants.context import SANDBOX
 
-    settings = get_settings()
+    settings = _settings()
     domains.start(settings)
     wait = _startup_wait(settings)
     with _starting("sandbox reset", settings, stdout_is_output=True):
@@ -503,8 +594,59 @@ def sandbox_reset(
         typer.echo(f"sandbox of {platform} reset: {sum(deleted.values())} rows deleted")
 
 
+@app.command()
+def backup(
+    path: Annotated[Path, typer.Argument(help="the new file to write the copy to", show_default=False)],
+) -> None:
+    """A consistent copy of the SQLite database (PLATPAY_DATABASE_URL) in a new file, taken while platpay
+    runs (SQLite's online backup, as of one commit). It holds no master key: keep that apart. PostgreSQL:
+    pg_dump (README, Backups)."""
+    from platpay.db import backup as backups
+
+    settings = _settings()
+    try:
+        copied = backups.backup(settings.database_url, path, timeout=settings.db_timeout_seconds)
+    except backups.BackupFailed as error:
+        typer.echo(f"platpay backup: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    typer.echo(
+        f"backed up {copied.source} (schema {copied.revision}) to {copied.target}: {copied.bytes} bytes "
+        f"in {copied.seconds:.2f}s"
+    )
+    typer.echo(
+        "  the master key is not in it: keep PLATPAY_MASTER_KEY (or the var directory's master.key) apart, "
+        "and the var directory's documents/ if the local document store holds files"
+    )
+
+
+@app.command()
+def restore(
+    path: Annotated[Path, typer.Argument(help="a file `platpay backup` wrote", show_default=False)],
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="overwrite an existing database (stop every platpay process first)"),
+    ] = False,
+) -> None:
+    """Bring a backup back as the SQLite database PLATPAY_DATABASE_URL names (a new file, or an existing
+    one with --replace). Then `platpay ledger verify`; `serve` or `migrate` bring an older schema forward."""
+    from platpay.db import backup as backups
+
+    settings = _settings()
+    try:
+        copied = backups.restore(
+            path, settings.database_url, replace=replace, timeout=settings.db_timeout_seconds
+        )
+    except backups.BackupFailed as error:
+        typer.echo(f"platpay restore: {error}", err=True)
+        raise typer.Exit(code=1) from None
+    typer.echo(
+        f"restored {copied.source} (schema {copied.revision}) to {copied.target}: {copied.bytes} bytes "
+        f"in {copied.seconds:.2f}s; check it with `platpay ledger verify`, with the master key it was made with"
+    )
+
+
 def main() -> None:
-    app()
+    app(prog_name="platpay")
 
 
 if __name__ == "__main__":

@@ -2,15 +2,42 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 DEFAULT_SQLITE_PATH = Path("var") / "platpay.db"
+MASTER_KEY_BYTES = 32
+# The database URL's drivers platpay runs on, each with the form of its URL.
+SUPPORTED_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite+aiosqlite:///path/to/platpay.db",
+    "postgresql+asyncpg": "postgresql+asyncpg://user@host/db",
+}
+
+
+def decode_master_key(text: str) -> bytes:
+    """A master key's 32 bytes from its base64url text (padding optional; the standard alphabet's + and /
+    are accepted too); ValueError saying what is wrong, never echoing the key."""
+    value = text.strip()
+    if not value:
+        raise ValueError("is empty")
+    try:
+        key = base64.b64decode(
+            value.replace("-", "+").replace("_", "/") + "=" * (-len(value) % 4), validate=True
+        )
+    except binascii.Error:
+        raise ValueError(f"is not base64url (of {MASTER_KEY_BYTES} bytes)") from None
+    if len(key) != MASTER_KEY_BYTES:
+        raise ValueError(f"must be base64url of exactly {MASTER_KEY_BYTES} bytes, not {len(key)}")
+    return key
 
 
 class Settings(BaseSettings):
@@ -39,6 +66,11 @@ class Settings(BaseSettings):
         default=None,
         description="base64url 32-byte key sealing secrets at rest (webhook signing keys); "
         "generated under var/ when unset, which suits a single machine only",
+    )
+    master_key_file: Path | None = Field(
+        default=None,
+        description="a file holding the master key (a container secret such as /run/secrets/master_key), "
+        "read once at start instead of master_key",
     )
     log_level: str = "INFO"
     log_json: bool = True
@@ -312,6 +344,59 @@ class Settings(BaseSettings):
         le=5000,
         description="CSV rows an import job validates and creates per transaction",
     )
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url_names_a_supported_driver(cls, value: str) -> str:
+        try:
+            driver = make_url(value).drivername
+        except ArgumentError:
+            raise ValueError(
+                "not a database URL: sqlite+aiosqlite:///path/to/platpay.db or postgresql+asyncpg://user@host/db"
+            ) from None
+        if driver not in SUPPORTED_DRIVERS:
+            backend = driver.split("+")[0]
+            hint = SUPPORTED_DRIVERS.get(next((d for d in SUPPORTED_DRIVERS if d.startswith(backend)), ""))
+            raise ValueError(
+                f"the driver {driver!r} is not supported: "
+                + (
+                    f"use {hint}"
+                    if hint
+                    else "platpay runs on SQLite (sqlite+aiosqlite) or PostgreSQL (postgresql+asyncpg)"
+                )
+            )
+        return value
+
+    @field_validator("master_key")
+    @classmethod
+    def _master_key_is_32_bytes(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            decode_master_key(value)
+        except ValueError as error:
+            # Set but empty is a mistake (an unset variable interpolated), not "generate one under var/".
+            raise ValueError(f"PLATPAY_MASTER_KEY {error}") from None
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _master_key_from_its_file(self) -> Self:
+        if self.master_key_file is None:
+            return self
+        if self.master_key is not None:
+            raise ValueError("set PLATPAY_MASTER_KEY or PLATPAY_MASTER_KEY_FILE, not both")
+        path = self.master_key_file
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or type(error).__name__
+            raise ValueError(f"PLATPAY_MASTER_KEY_FILE: cannot read {path}: {reason}") from None
+        try:
+            decode_master_key(text)
+        except ValueError as error:
+            raise ValueError(f"PLATPAY_MASTER_KEY_FILE: the key in {path} {error}") from None
+        self.master_key = text.strip()
+        return self
 
     @property
     def is_sqlite(self) -> bool:

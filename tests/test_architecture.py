@@ -35,7 +35,7 @@ LAYERS = (
     ("platforms",),
     ("sandbox",),
     ("mcp",),
-    ("app", "cli", "middleware", "domains", "testing"),
+    ("app", "cli", "__main__", "middleware", "domains", "testing", "migrations"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])

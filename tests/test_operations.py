@@ -6,6 +6,7 @@ import os
 
 import httpx
 
+from platpay import package_version
 from platpay.db.database import Database
 
 
@@ -13,7 +14,7 @@ async def test_healthz(app):
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
         response = await c.get("/healthz")
-    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert response.status_code == 200 and response.json() == {"status": "ok", "version": package_version()}
 
 
 async def test_readyz_reports_ready_at_head(app):

@@ -85,6 +85,8 @@ class StartupWait:
         while True:
             try:
                 result = action()
+            except StartupFailed:
+                raise  # already the operator's line (a database migrated by a newer platpay)
             except Exception as error:
                 reason = unavailable_reason(error)
                 if reason is None:

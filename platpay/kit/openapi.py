@@ -31,7 +31,7 @@ from pydantic import BaseModel, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from platpay import API_VERSION
+from platpay import API_VERSION, package_version
 from platpay.kit.api_model import EXTENDS, ApiRequest, without_null
 
 SCHEMAS = "#/components/schemas/"
@@ -57,6 +57,8 @@ def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, 
         return app.openapi_schema
     schema = get_openapi(title="platpay", version=API_VERSION, description=DESCRIPTION, routes=app.routes)
     _examples_as_written(app, schema)
+    # info.version is the API's version (the reference's); the software serving it is versioned apart.
+    schema["info"]["x-platpay-version"] = package_version()
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for operation in operations(schema):
         operation.get("responses", {}).pop("422", None)

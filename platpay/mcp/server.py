@@ -11,7 +11,6 @@ we want here. Logs go to stderr (stdout is the stdio transport); the token is ne
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import inspect
 import json
 import logging
@@ -33,7 +32,7 @@ from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from platpay import BASE_PATH
+from platpay import BASE_PATH, package_version
 from platpay.mcp import api
 from platpay.mcp.tools import SPECS, ToolSpec
 
@@ -103,14 +102,6 @@ def unknown_arguments(names: list[str], known: frozenset[str]) -> ApiRefused:
     return ApiRefused(
         400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
     )
-
-
-def package_version() -> str:
-    """platpay's version from the installed package's metadata (serverInfo.version)."""
-    try:
-        return importlib.metadata.version("platpay")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 class PlatpayMCP(MCPServer):
@@ -449,7 +440,7 @@ def any_of_discriminated(schema: Any) -> Any:
 
 
 async def _healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return JSONResponse({"status": "ok", "version": package_version()})
 
 
 def _segment(value: Any) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from platpay.config import decode_master_key
+
 _PREFIX = "v1."
 
 
@@ -44,13 +46,16 @@ class Sealer:
 def load_master_key(configured: str | None, var_dir: Path) -> bytes:
     """The configured key, or one generated once under var/ (single-machine deployments only)."""
     if configured:
-        key = _b64d(configured.strip())
-        if len(key) != 32:
-            raise ValueError("PLATPAY_MASTER_KEY must be base64url of exactly 32 bytes")
-        return key
+        try:
+            return decode_master_key(configured)
+        except ValueError as error:
+            raise ValueError(f"PLATPAY_MASTER_KEY {error}") from None
     path = var_dir / "master.key"
     if path.exists():
-        return _b64d(path.read_text().strip())
+        try:
+            return decode_master_key(path.read_text())
+        except ValueError as error:
+            raise ValueError(f"the master key in {path} {error}") from None
     var_dir.mkdir(parents=True, exist_ok=True)
     key = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -11,8 +11,9 @@ from sqlalchemy.engine import Connection
 
 from platpay import domains
 from platpay.config import get_settings
+from platpay.db import migrate
 from platpay.db.base import Base
-from platpay.db.database import build_engine
+from platpay.db.database import DEFAULT_TIMEOUT_SECONDS, WRITE_OPTION, build_engine
 
 domains.load()  # every domain's tables in Base.metadata
 target_metadata = Base.metadata
@@ -34,6 +35,10 @@ def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool
 def _configure(connection: Connection) -> None:
     context.configure(
         connection=connection,
+        # platpay's SQLite connections BEGIN themselves (platpay.db.database), so DDL is transactional there
+        # too: every pending migration runs in one transaction on both databases (Alembic would otherwise
+        # commit after each migration on SQLite, letting a concurrent `migrate` start between two).
+        transactional_ddl=True,
         target_metadata=target_metadata,
         render_as_batch=True,
         render_item=_render_item,
@@ -47,13 +52,19 @@ def _run(connection: Connection) -> None:
     they commit together, or nothing of them does (a failing migration, a connection cut midway: the next
     run starts from the same revision, never from a half-applied one)."""
     if connection.dialect.name != "postgresql":
+        # SQLite: the write transaction begins (BEGIN IMMEDIATE) before the revision is read and holds every
+        # pending migration, so a second `migrate` waits for the first and then finds the schema at head.
+        connection.execution_options(**{WRITE_OPTION: True})
         _configure(connection)
+        migrate.check_known(context.get_context().get_current_heads())
         with context.begin_transaction():
             context.run_migrations()
         return
     connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
     try:
         _configure(connection)
+        # A database a newer platpay migrated is refused before anything runs (downgrades are unsupported).
+        migrate.check_known(context.get_context().get_current_heads())
         with context.begin_transaction():
             context.run_migrations()
     except BaseException:
@@ -70,7 +81,13 @@ def _run(connection: Connection) -> None:
 
 
 async def _run_async() -> None:
-    engine = build_engine(_url(), null_pool=True)
+    url = _url()
+    timeout = DEFAULT_TIMEOUT_SECONDS
+    if url.startswith("sqlite"):
+        # A second `migrate` waits in SQLite's busy wait while the first migrates: as long as a starting
+        # command waits for its database, rather than failing and retrying every few seconds.
+        timeout = max(get_settings().db_startup_timeout_seconds, DEFAULT_TIMEOUT_SECONDS)
+    engine = build_engine(url, null_pool=True, timeout=timeout)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)
