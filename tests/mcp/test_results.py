@@ -196,6 +196,23 @@ async def test_an_unknown_argument_is_refused_not_dropped(app, client, auth, wor
     assert (await client.get("/agents/me/actions", headers=world["headers"])).json()["data"] == []
 
 
+async def test_an_explicit_null_amount_is_refused_not_taken_for_an_omission(app, client, auth, world):
+    """Omitted, `amount` sends the whole available balance; a null `amount` (a client serialising None) is
+    refused, naming it, as the API refuses it (the tool's parameters come from the API's model, which
+    refuses that null): the tool must not turn the one into the other."""
+    server = server_for(app, world["token"])
+    await server.refresh()
+    before = await balance(client, auth, world["account"]["id"])
+    transfer = {
+        "source": {"accountId": world["account"]["id"]},
+        "destination": {"accountId": world["bank"]["id"]},
+    }
+    error = error_of(await caller(server)("transfer_out", {**transfer, "amount": None}))
+    assert (error["status"], error["code"]) == (400, "INVALID_INPUT"), error
+    assert [item["field"] for item in error["details"]["fields"]] == ["amount"], error
+    assert await balance(client, auth, world["account"]["id"]) == before
+
+
 async def test_unknown_and_unpermitted_tools_answer_in_the_shape(app, client, auth):
     world = await funded_customer(client, auth, 0)
     agent = await connect(client, auth, world["customer"]["id"], permissions=[])
