@@ -219,6 +219,10 @@ class Settings(BaseSettings):
         default=1.0,
         description="how long a sandbox rail takes to settle a transfer after it starts processing",
     )
+    sandbox_slow_settlement_seconds: float = Field(
+        default=600.0,
+        description="how long the sandbox's slow transfers (suffix 006) stay unsettled, and cancellable",
+    )
     sandbox_slow_failure_seconds: float = Field(
         default=30.0,
         description="how long the sandbox's 'pending then fails' cases (suffix 005) stay pending",

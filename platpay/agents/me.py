@@ -172,6 +172,7 @@ async def create_quote(
     purpose_of_payment: str | None,
     sender_customer_info: dict[str, Any] | None,
     settings: Settings,
+    remittance_information: str | None = None,
 ) -> Quote:
     """POST /agents/me/quotes: from one of the customer's internal accounts to an account of the customer
     or a UMA address; needs CREATE_QUOTES and an allowed source account. Executing it is a separate,
@@ -212,6 +213,7 @@ async def create_quote(
         immediately_execute=False,
         description=description,
         purpose_of_payment=purpose_of_payment,
+        remittance_information=remittance_information,
         sender_customer_info=sender_customer_info,
         settings=settings,
         agent_id=agent_id,

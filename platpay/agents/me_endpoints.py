@@ -37,6 +37,7 @@ from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
+from platpay.payments.card_schemas import CardTransactionStatus
 from platpay.payments.quotes.endpoints import destination_of, source_of, wallet_signature_header
 from platpay.payments.quotes.schemas import Quote, QuoteRequest
 from platpay.payments.schemas import (
@@ -45,7 +46,7 @@ from platpay.payments.schemas import (
     TransactionListResponse,
     TransactionOneOf,
     TransactionStatus,
-    TransactionType,
+    TransactionTypeFilter,
     TransferInRequest,
     TransferOutRequest,
 )
@@ -298,6 +299,8 @@ async def _transfer(
                 amount=body.amount,
                 description=body.description,
                 settings=settings,
+                remittance_information=getattr(body, "remittance_information", None),
+                purpose_of_payment=getattr(body, "purpose_of_payment", None),
             ),
             status=201,
             on_refusal=audit.record_refusals(principal, kind, body),
@@ -330,6 +333,7 @@ async def create_quote(
             immediately_execute=body.immediately_execute,
             description=body.description,
             purpose_of_payment=body.purpose_of_payment,
+            remittance_information=body.remittance_information,
             sender_customer_info=body.sender_customer_info,
             settings=settings,
         ),
@@ -384,8 +388,12 @@ async def list_transactions(
     account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
     sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
     receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
-    status: TransactionStatus | None = Query(None),
-    type_: TransactionType | None = Query(None, alias="type"),
+    status: TransactionStatus | CardTransactionStatus | None = Query(
+        None, description="a transaction's status, or a card transaction's"
+    ),
+    type_: TransactionTypeFilter | None = Query(
+        None, alias="type", description="CARD: card transactions only"
+    ),
     reference: str | None = Query(None, max_length=120),
     start_date: QueryTimestamp | None = Query(None, alias="startDate"),
     end_date: QueryTimestamp | None = Query(None, alias="endDate"),

@@ -302,6 +302,8 @@ async def transfer(
     payment_rail: str | None = None,
     description: str | None = None,
     settings: Settings,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
 ) -> AgentAction:
     """POST /agents/me/transfer-out (outgoing) and /transfer-in: the accounts must be the agent's
     customer's (else 404); the policy decides: refused (403, its rule in details), executed at once
@@ -330,6 +332,8 @@ async def transfer(
             description=description,
             agent_id=agent.id,
             customer_id=agent.customer_id,
+            remittance_information=remittance_information,
+            purpose_of_payment=purpose_of_payment,
         )
     else:
         assert amount is not None

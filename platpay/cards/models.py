@@ -67,11 +67,16 @@ class CardTransactionRow(Base):
     __table_args__ = (
         Index("ix_card_transactions_tenant_card", "tenant_id", "card_id", "id"),
         Index("ix_card_transactions_tenant_account", "tenant_id", "account_id"),
+        # GET /transactions lists card transactions beside the others, by creation time (payments.hooks)
+        Index("ix_card_transactions_tenant_created", "tenant_id", "created_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
     card_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("cards.id"))
+    # the cardholder (a customer) and its platformCustomerId when it opened: GET /transactions filters on them
+    customer_id: Mapped[str] = mapped_column(IdColumn())
+    platform_customer_id: Mapped[str | None] = mapped_column(String(255))
     # the network message that opened it (decisioning.MessageKind): AUTHORIZATION, FINANCIAL_AUTHORIZATION,
     # BALANCE_INQUIRY, CREDIT_AUTHORIZATION, CREDIT_AUTHORIZATION_ADVICE, FINANCIAL_CREDIT_AUTHORIZATION
     kind: Mapped[str] = mapped_column(String(32))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, insert, select, update
+from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.cards.models import (
@@ -15,6 +15,7 @@ from platpay.cards.models import (
     CardRow,
     CardTransactionRow,
 )
+from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
 
@@ -53,6 +54,8 @@ _AUTHORIZING = Lean(
         _CARDS.c.currency,
         _CARDS.c.max_spend_per_transaction,
         _SOURCES.c.account_id,
+        _CARDS.c.cardholder_id,
+        customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
     )
     .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
     .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
@@ -63,16 +66,20 @@ _AUTHORIZING = Lean(
 
 async def card_for_authorization(
     session: AsyncSession, *, tenant_id: str, card_id: str
-) -> tuple[tuple[str, str, str, int | None], list[str]] | None:
+) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None]] | None:
     """The card an authorization decides on, locked FOR UPDATE (as `get_card(lock="update")`): its
-    (id, state, currency, max_spend_per_transaction) as read under the lock, and its funding source account
-    ids in priority order; None when the tenant has no such card. A read, not an instance: nothing here is
-    saved."""
+    (id, state, currency, max_spend_per_transaction) as read under the lock, its funding source account
+    ids in priority order, and its cardholder (customer id, platformCustomerId); None when the tenant has no
+    such card. A read, not an instance: nothing here is saved."""
     found = await lean.rows(session, _AUTHORIZING, {"card_id": card_id, "tenant_id": tenant_id})
     if not found:
         return None
-    card_id_, state, currency, max_spend, _ = found[0]
-    return (card_id_, state, currency, max_spend), [row[4] for row in found if row[4] is not None]
+    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id = found[0]
+    return (
+        (card_id_, state, currency, max_spend),
+        [row[4] for row in found if row[4] is not None],
+        (cardholder_id, platform_customer_id),
+    )
 
 
 # A simulation's acceptance (the request; the job decides): the card's currency, no lock.
@@ -170,6 +177,73 @@ def transaction_query(
     if status is not None:
         stmt = stmt.where(CardTransactionRow.status == status)
     return stmt
+
+
+# card transactions that put money on the card (decisioning.Purpose.CREDIT): their account receives
+CREDIT_KINDS = ("CREDIT_AUTHORIZATION", "CREDIT_AUTHORIZATION_ADVICE", "FINANCIAL_CREDIT_AUTHORIZATION")
+
+
+def listed_query(
+    *,
+    tenant_id: str,
+    customer_id: str | None = None,
+    platform_customer_id: str | None = None,
+    account_identifier: str | None = None,
+    sender_account_identifier: str | None = None,
+    receiver_account_identifier: str | None = None,
+    status: str | None = None,
+    start_date: datetime | None = None,
+    end_date: datetime | None = None,
+) -> Select[Any]:
+    """The tenant's card transactions as GET /transactions filters them (payments.hooks)."""
+    row = CardTransactionRow
+    stmt = select(row).where(row.tenant_id == tenant_id)
+    if customer_id is not None:
+        stmt = stmt.where(row.customer_id == customer_id)
+    if platform_customer_id is not None:
+        stmt = stmt.where(row.platform_customer_id == platform_customer_id)
+    if account_identifier is not None:
+        stmt = stmt.where(row.account_id == account_identifier)
+    if sender_account_identifier is not None:
+        stmt = stmt.where(row.account_id == sender_account_identifier, row.kind.not_in(CREDIT_KINDS))
+    if receiver_account_identifier is not None:
+        stmt = stmt.where(row.account_id == receiver_account_identifier, row.kind.in_(CREDIT_KINDS))
+    if status is not None:
+        stmt = stmt.where(row.status == status)
+    if start_date is not None:
+        stmt = stmt.where(row.created_at >= start_date)
+    if end_date is not None:
+        stmt = stmt.where(row.created_at <= end_date)
+    return stmt
+
+
+async def listed_page(
+    session: AsyncSession,
+    stmt: Select[Any],
+    *,
+    after: tuple[datetime, str] | None,
+    descending: bool,
+    limit: int,
+) -> list[CardTransactionRow]:
+    """At most `limit` rows of `listed_query`'s `stmt` in (created_at, id) order strictly after `after`,
+    read through ix_card_transactions_tenant_created."""
+    row = CardTransactionRow
+    if after is not None:
+        created_at, last_id = after
+        if descending:
+            stmt = stmt.where(
+                and_(row.created_at <= created_at, or_(row.created_at < created_at, row.id < last_id))
+            )
+        else:
+            stmt = stmt.where(
+                and_(row.created_at >= created_at, or_(row.created_at > created_at, row.id > last_id))
+            )
+    order = (row.created_at.desc(), row.id.desc()) if descending else (row.created_at.asc(), row.id.asc())
+    return list((await session.scalars(stmt.order_by(*order).limit(limit))).all())
+
+
+async def listed_count(session: AsyncSession, stmt: Select[Any]) -> int:
+    return int(await session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0)
 
 
 async def open_transactions(

@@ -11,19 +11,20 @@ from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, mo
 from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import KEPT_WHEN_OMITTED, ApiModel, ApiRequest, NullRefused
-from platpay.kit.money import CurrencyAmount, MinorUnits
+from platpay.kit.money import MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
+
+# a card transaction is a transaction (TransactionOneOf): its schema lives in payments, below cards
+from platpay.payments.card_schemas import CardMerchant as CardMerchant
+from platpay.payments.card_schemas import CardTransaction as CardTransaction
+from platpay.payments.card_schemas import CardTransactionStatus as CardTransactionStatus
 
 MAX_AMOUNT = 9_000_000_000_000_000
 CardState = TypeAliasType("CardState", Literal["PENDING_ISSUE", "ACTIVE", "FROZEN", "CLOSED"])
 CardStateReason = TypeAliasType("CardStateReason", Literal["ISSUER_REJECTED", "CLOSED_BY_PLATFORM"])
 CardBrand = TypeAliasType("CardBrand", Literal["VISA", "MASTERCARD"])
 CardForm = TypeAliasType("CardForm", Literal["VIRTUAL"])
-CardTransactionStatus = TypeAliasType(
-    "CardTransactionStatus",
-    Literal["AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION", "DECLINED", "EXPIRED"],
-)
 AccountIds = list[str]
 
 
@@ -178,79 +179,6 @@ class SandboxCardSimulationResponse(ApiModel):
         description="the issuer's token of the card transaction the simulated message opens or acts on (its "
         "issuerTransactionToken)"
     )
-
-
-class CardMerchant(ApiModel):
-    descriptor: str = Field(min_length=1, max_length=200)
-    mcc: str | None = Field(default=None, max_length=4)
-    country: str | None = Field(default=None, max_length=2)
-
-
-class CardPullSummary(ApiModel):
-    count: int = Field(description="pulls made: the authorization's hold and each post-hoc pull")
-    total_amount: int = Field(
-        description="minor units the funding sources paid or still reserve: the hold less what it released "
-        "(an expired authorization pulled nothing), plus the covered post-hoc pulls"
-    )
-    pending_count: int | None = Field(default=None, description="pulls whose confirmation is still awaited")
-
-
-class CardRefundSummary(ApiModel):
-    count: int
-    total_amount: int
-
-
-class CardSettlementSummary(ApiModel):
-    count: int
-    total_amount: int
-
-
-class CardRefund(ApiModel):
-    """A merchant RETURN credited back to the funding source (SPEC §2; the reference shows only the
-    parent's refundSummary)."""
-
-    id: str = Field(examples=["CardRefund:019542f5-b3e7-1d02-0000-000000000200"])
-    card_transaction_id: str
-    account_id: str
-    amount: CurrencyAmount
-    status: Literal["COMPLETED", "REVERSED"] = Field(description="REVERSED: a RETURN_REVERSAL undid it")
-    created_at: datetime
-
-
-class CardTransaction(ApiModel):
-    type: Literal["CARD"] = "CARD"
-    id: str = Field(examples=[ExampleIds.CARD_TRANSACTION])
-    card_id: str
-    issuer_transaction_token: str | None = None
-    status: CardTransactionStatus
-    direction: Literal["CREDIT", "DEBIT"] = Field(
-        default="DEBIT",
-        description="DEBIT: the card spends from its funding account; CREDIT: a credit authorization puts "
-        "money on it",
-    )
-    decline_reason: str | None = Field(
-        default=None, description="DECLINED only: INSUFFICIENT_FUNDS, CARD_PAUSED, CARD_CLOSED, …"
-    )
-    merchant: CardMerchant
-    authorized_amount: CurrencyAmount = Field(
-        description="in the card's currency: the request converted one for one (held when AUTHORIZED; nothing is "
-        "held on a decline); 0 when the request's currency does not convert (CURRENCY_MISMATCH)"
-    )
-    requested_amount: CurrencyAmount = Field(
-        description="what the network asked to authorize, in the currency it asked in (USD on a USDB card): the "
-        "currency its clearings and returns are sent in too"
-    )
-    settled_amount: CurrencyAmount | None = None
-    refunded_amount: CurrencyAmount | None = None
-    account_id: str | None = Field(default=None, description="the funding source used (none if declined)")
-    pull_summary: CardPullSummary
-    refund_summary: CardRefundSummary
-    settlement_summary: CardSettlementSummary
-    refunds: list[CardRefund] = Field(default_factory=list, description="the CardRefunds, oldest first")
-    authorized_at: datetime
-    last_event_at: datetime | None = None
-    created_at: datetime
-    updated_at: datetime
 
 
 class CardTransactionListResponse(Page[CardTransaction]):

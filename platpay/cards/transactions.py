@@ -82,15 +82,7 @@ from platpay.cards.errors import (
     CardTransactionNotFound,
 )
 from platpay.cards.models import CardRefundRow, CardTransactionRow
-from platpay.cards.schemas import (
-    MAX_AMOUNT,
-    CardPullSummary,
-    CardRefund,
-    CardRefundSummary,
-    CardSettlementSummary,
-    CardTransaction,
-    SandboxCardSimulationResponse,
-)
+from platpay.cards.schemas import MAX_AMOUNT, SandboxCardSimulationResponse
 from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
 from platpay.config import get_settings
 from platpay.errors import ApiError, NotFound, invalid_field
@@ -102,6 +94,14 @@ from platpay.kit.money import currency_amount, rescale
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
+from platpay.payments import hooks as payments_hooks
+from platpay.payments.card_schemas import (
+    CardPullSummary,
+    CardRefund,
+    CardRefundSummary,
+    CardSettlementSummary,
+    CardTransaction,
+)
 from platpay.tenants.context import TenantContext
 
 log = structlog.get_logger("platpay.cards")
@@ -154,6 +154,8 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
     return CardTransaction(
         id=row.id,
         card_id=row.card_id,
+        customer_id=row.customer_id,
+        platform_customer_id=row.platform_customer_id or row.customer_id,
         issuer_transaction_token=row.issuer_transaction_token,
         status=row.status,  # type: ignore[arg-type]
         direction="CREDIT" if _kind(row).purpose == Purpose.CREDIT else "DEBIT",
@@ -514,7 +516,7 @@ async def authorize(
     if locked is None:
         log.warning("cards.network_message_not_applied", message=kind, card_id=card_id, reason="no such card")
         return None
-    card, source_ids = CardSnapshot(*locked[0]), locked[1]
+    card, source_ids, (cardholder_id, platform_customer_id) = CardSnapshot(*locked[0]), locked[1], locked[2]
     # in the card's currency (0: the request's currency does not convert, and decide declines it)
     card_amount = decisioning.in_card_currency(card.currency, amount, currency) or 0
     purchase = kind.purpose == Purpose.PURCHASE
@@ -562,6 +564,8 @@ async def authorize(
             "id": transaction_id,
             "tenant_id": tenant_id,
             "card_id": card.id,
+            "customer_id": cardholder_id,
+            "platform_customer_id": platform_customer_id,
             "kind": kind.value,
             "status": status,
             "decline_reason": None if approved else str(decision.decline_reason),
@@ -990,3 +994,57 @@ async def list_transactions(
     page = await paginate(session, stmt, id_column=CardTransactionRow.id, params=params)
     refunds = await repository.refunds_of(session, [row.id for row in page.items])
     return page, [to_schema(row, refunds[row.id]) for row in page.items]
+
+
+class _AsTransactions:
+    """Card transactions as GET /transactions lists and reads them (payments.hooks.card_transactions)."""
+
+    async def page(
+        self,
+        session: AsyncSession,
+        *,
+        tenant_id: str,
+        filters: payments_hooks.CardTransactionFilters,
+        after: payments_hooks.Keyset | None,
+        descending: bool,
+        limit: int,
+    ) -> list[CardTransaction]:
+        rows = await repository.listed_page(
+            session,
+            _listed(tenant_id, filters),
+            after=(after.created_at, after.id) if after else None,
+            descending=descending,
+            limit=limit,
+        )
+        refunds = await repository.refunds_of(session, [row.id for row in rows])
+        return [to_schema(row, refunds[row.id]) for row in rows]
+
+    async def count(
+        self, session: AsyncSession, *, tenant_id: str, filters: payments_hooks.CardTransactionFilters
+    ) -> int:
+        return await repository.listed_count(session, _listed(tenant_id, filters))
+
+    async def get(
+        self, session: AsyncSession, *, tenant_id: str, transaction_id: str
+    ) -> CardTransaction | None:
+        row = await repository.get_transaction(session, tenant_id=tenant_id, transaction_id=transaction_id)
+        if row is None:
+            return None
+        return to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
+
+
+def _listed(tenant_id: str, filters: payments_hooks.CardTransactionFilters) -> Any:
+    return repository.listed_query(
+        tenant_id=tenant_id,
+        customer_id=filters.customer_id,
+        platform_customer_id=filters.platform_customer_id,
+        account_identifier=filters.account_identifier,
+        sender_account_identifier=filters.sender_account_identifier,
+        receiver_account_identifier=filters.receiver_account_identifier,
+        status=filters.status,
+        start_date=filters.start_date,
+        end_date=filters.end_date,
+    )
+
+
+payments_hooks.card_transactions.subscribe(_AsTransactions())

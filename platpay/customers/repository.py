@@ -142,6 +142,10 @@ _OWNER_COLUMNS, _OWNER_KEYS = lean.columns_of(CustomerRow)
 OWNER_WIDTH = len(_OWNER_COLUMNS)
 
 
+def platform_customer_id_of(customer_id: ColumnElement[str]) -> Any:
+    return select(CustomerRow.platform_customer_id).where(CustomerRow.id == customer_id).scalar_subquery()
+
+
 def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:

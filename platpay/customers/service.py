@@ -827,6 +827,12 @@ def active_ids_query(*, tenant_id: str) -> Select[Any]:
 OWNER_WIDTH = repository.OWNER_WIDTH
 
 
+def platform_customer_id_of(customer_id: ColumnElement[str]) -> Any:
+    """The platformCustomerId of the customer `customer_id` names, as a scalar subquery: for a statement of
+    another domain to read it in the same round trip (a card authorization records its cardholder's)."""
+    return repository.platform_customer_id_of(customer_id)
+
+
 def with_owner(
     stmt: Select[Any], *, customer_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
 ) -> Select[Any]:

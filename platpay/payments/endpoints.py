@@ -11,18 +11,21 @@ from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 from platpay.payments import funding, transfers
 from platpay.payments import service as payments_service
+from platpay.payments.card_schemas import CardTransactionStatus
 from platpay.payments.schemas import (
+    CANCEL_TRANSACTION_EXAMPLES,
     CONFIRM_RECEIPT_EXAMPLES,
     SANDBOX_FUND_EXAMPLES,
     TRANSFER_IN_EXAMPLES,
     TRANSFER_OUT_EXAMPLES,
+    CancelTransactionRequest,
     ConfirmReceiptDeliveryRequest,
     SandboxFundRequest,
     Transaction,
     TransactionListResponse,
     TransactionOneOf,
     TransactionStatus,
-    TransactionType,
+    TransactionTypeFilter,
     TransferInRequest,
     TransferOutRequest,
 )
@@ -58,6 +61,8 @@ async def transfer_out(
             amount=body.amount,
             description=body.description,
             settings=settings,
+            remittance_information=body.remittance_information,
+            purpose_of_payment=body.purpose_of_payment,
         ),
         status=201,
     )
@@ -109,8 +114,12 @@ async def list_transactions(
     account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
     sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
     receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
-    status: TransactionStatus | None = Query(None),
-    type_: TransactionType | None = Query(None, alias="type"),
+    status: TransactionStatus | CardTransactionStatus | None = Query(
+        None, description="a transaction's status, or a card transaction's"
+    ),
+    type_: TransactionTypeFilter | None = Query(
+        None, alias="type", description="CARD: card transactions only"
+    ),
     reference: str | None = Query(None, max_length=120),
     start_date: QueryTimestamp | None = Query(None, alias="startDate"),
     end_date: QueryTimestamp | None = Query(None, alias="endDate"),
@@ -172,6 +181,31 @@ async def confirm_receipt(
             transaction_id=transactionId,
             at=body.receipt_delivery_confirmed_at if body else None,
         )
+
+
+@router.post(
+    "/transactions/{transactionId}/cancel",
+    operation_id="cancelTransaction",
+    openapi_extra=CANCEL_TRANSACTION_EXAMPLES,
+    response_model=TransactionOneOf,
+    tags=["Transactions"],
+    responses={409: {"description": "the transaction is settled, or no bank transfer"}},
+)
+async def cancel_transaction(
+    transactionId: str,
+    request: Request,
+    body: CancelTransactionRequest | None = Body(None),
+    idem: Idempotent = Idempotency,
+    principal: Principal = Transactor,
+) -> Response:
+    """Cancel a bank transfer (ACH push or pull, wire) the rail has not settled yet; its held funds come back."""
+    return await idem.run(
+        body,
+        lambda s: transfers.cancel(
+            s, tenant=principal.tenant, transaction_id=transactionId, reason=body.reason if body else None
+        ),
+        status=200,
+    )
 
 
 @sandbox_router.post(

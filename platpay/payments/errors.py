@@ -20,3 +20,9 @@ class TransactionNotPendingApproval(Conflict):
 
 class AmountOutOfRange(InvalidInput):
     code = "AMOUNT_OUT_OF_RANGE"
+
+
+class TransactionNotCancellable(Conflict):
+    """POST /transactions/{id}/cancel on anything but a bank transfer the rail has not settled yet."""
+
+    code = "TRANSACTION_NOT_CANCELLABLE"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base
@@ -22,6 +22,8 @@ class TransactionRow(Base):
         Index("ix_transactions_tenant_receiver", "tenant_id", "receiver_account_id"),
         Index("ix_transactions_tenant_reference", "tenant_id", "reference"),
         Index("ix_transactions_quote_id", "quote_id"),
+        # GET /transactions: newest (or oldest) first by creation time, keyset-paged (service.list_transactions)
+        Index("ix_transactions_tenant_created", "tenant_id", "created_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -29,6 +31,9 @@ class TransactionRow(Base):
     type: Mapped[str] = mapped_column(String(8))  # OUTGOING | INCOMING
     kind: Mapped[str] = mapped_column(String(24))  # TRANSFER_OUT | TRANSFER_IN | QUOTE | UMA_INCOMING | ...
     status: Mapped[str] = mapped_column(String(12))
+    # CREDIT | DEBIT: what it does to the customer's (or platform's) internal account (schemas.TransactionDirection)
+    direction: Mapped[str] = mapped_column(String(6))
+    pending_reason: Mapped[str | None] = mapped_column(String(40))  # schemas.TransactionPendingReason
     customer_id: Mapped[str | None] = mapped_column(IdColumn())  # null: the platform's own transaction
     platform_customer_id: Mapped[str | None] = mapped_column(String(255))
     source: Mapped[dict[str, Any]] = mapped_column(JsonType)
@@ -45,6 +50,15 @@ class TransactionRow(Base):
         String(40)
     )  # Decimal as text: receiving units per sending unit
     rail: Mapped[str | None] = mapped_column(String(24))
+    rail_selection_mode: Mapped[str | None] = mapped_column(
+        String(8)
+    )  # AUTO | MANUAL; null: no rail resolved
+    expected_settlement_at: Mapped[datetime | None] = mapped_column(UtcDateTime())  # tenant time
+    settlement_timeline_seconds: Mapped[int | None] = mapped_column(Integer)  # creation to settlement
+    remittance_information: Mapped[str | None] = mapped_column(String(80))  # travels with the payment
+    purpose_of_payment: Mapped[str | None] = mapped_column(String(32))  # quotes.schemas.PurposeOfPayment
+    # POST /transactions/{id}/cancel's reason (the transaction is then FAILED, failureDetails.code CANCELLED)
+    cancel_reason: Mapped[str | None] = mapped_column(String(255))
     reference: Mapped[str | None] = mapped_column(String(120))
     outcome: Mapped[str | None] = mapped_column(String(24))  # the sandbox scenario chosen at creation
     quote_id: Mapped[str | None] = mapped_column(IdColumn())

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -65,6 +65,52 @@ def list_query(
     if end_date is not None:
         stmt = stmt.where(TransactionRow.created_at <= end_date)
     return stmt
+
+
+def _after(after: tuple[datetime, str], *, descending: bool) -> Any:
+    """Strictly after the keyset position `after` in (created_at, id) order. `created_at` bounds the index
+    range on its own; the id breaks ties between rows created at the same instant."""
+    created_at, last_id = after
+    if descending:
+        return and_(
+            TransactionRow.created_at <= created_at,
+            or_(TransactionRow.created_at < created_at, TransactionRow.id < last_id),
+        )
+    return and_(
+        TransactionRow.created_at >= created_at,
+        or_(TransactionRow.created_at > created_at, TransactionRow.id > last_id),
+    )
+
+
+async def page(
+    session: AsyncSession,
+    stmt: Select[Any],
+    *,
+    after: tuple[datetime, str] | None,
+    descending: bool,
+    limit: int,
+) -> list[TransactionRow]:
+    """At most `limit` rows of `list_query`'s `stmt`, in (created_at, id) order, strictly after `after`:
+    read through ix_transactions_tenant_created, so a page costs its rows, not the tenant's size."""
+    if after is not None:
+        stmt = stmt.where(_after(after, descending=descending))
+    if descending:
+        stmt = stmt.order_by(TransactionRow.created_at.desc(), TransactionRow.id.desc())
+    else:
+        stmt = stmt.order_by(TransactionRow.created_at.asc(), TransactionRow.id.asc())
+    return list((await session.scalars(stmt.limit(limit))).all())
+
+
+async def count(session: AsyncSession, stmt: Select[Any]) -> int:
+    return int(await session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0)
+
+
+async def created_at_of(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> datetime | None:
+    return await session.scalar(
+        select(TransactionRow.created_at).where(
+            TransactionRow.id == transaction_id, TransactionRow.tenant_id == tenant_id
+        )
+    )
 
 
 _INSERT = Lean(TransactionRow.__table__.insert())

@@ -59,6 +59,8 @@ class SandboxRail:
     def transfer_delay(self, outcome: str, settings: Settings) -> timedelta:
         if outcome == sandbox_outcomes.SLOW_FAILURE:
             return timedelta(seconds=settings.sandbox_slow_failure_seconds)
+        if outcome == sandbox_outcomes.SLOW_SETTLEMENT:
+            return timedelta(seconds=settings.sandbox_slow_settlement_seconds)
         return timedelta(seconds=settings.sandbox_settlement_seconds)
 
     def payout_outcome(self, identifier: str) -> str:

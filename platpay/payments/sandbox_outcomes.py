@@ -10,6 +10,10 @@ travels in failureDetails.code, with a message, so the specific cause is not los
 | 003    | ACCOUNT_CLOSED     | refused at once         | QUOTE_EXECUTION_FAILED        | QUOTE_EXECUTION_FAILED  |
 | 004    | BANK_REJECTED      | when the rail answers   | COUNTERPARTY_POST_TX_FAILED   | QUOTE_EXECUTION_FAILED  |
 | 005    | SLOW_FAILURE       | after ~30 s pending     | COUNTERPARTY_POST_TX_FAILED   | QUOTE_EXECUTION_FAILED  |
+| 006    | SLOW_SETTLEMENT    | succeeds after ~10 min  | (settles)                     | (settles)               |
+
+006 keeps a transfer unsettled (PROCESSING, or PENDING for a transfer-in) for
+`sandbox_slow_settlement_seconds`, long enough to try POST /transactions/{id}/cancel on it.
 
 Outgoing: a refusal before any money left is the payment not executing (QUOTE_EXECUTION_FAILED: fix the
 account or retry); a failure after the rail took the payment is the receiving side failing it
@@ -28,12 +32,15 @@ SUCCESS = "SUCCESS"
 INSUFFICIENT_FUNDS, ACCOUNT_CLOSED = "INSUFFICIENT_FUNDS", "ACCOUNT_CLOSED"  # fail at once
 BANK_REJECTED = "BANK_REJECTED"  # fails when the rail answers
 SLOW_FAILURE = "SLOW_FAILURE"  # pending ~30 s, then fails
+SLOW_SETTLEMENT = "SLOW_SETTLEMENT"  # unsettled ~10 min (cancellable meanwhile), then settles
+SETTLES = frozenset({SUCCESS, SLOW_SETTLEMENT})
 # Same-currency transfers (transfer-in / transfer-out)
 TRANSFER_OUTCOMES = {
     "002": INSUFFICIENT_FUNDS,
     "003": ACCOUNT_CLOSED,
     "004": BANK_REJECTED,
     "005": SLOW_FAILURE,
+    "006": SLOW_SETTLEMENT,
 }
 IMMEDIATE_FAILURES = frozenset({INSUFFICIENT_FUNDS, ACCOUNT_CLOSED})
 QUOTE_EXECUTION_FAILED, COUNTERPARTY_POST_TX_FAILED = "QUOTE_EXECUTION_FAILED", "COUNTERPARTY_POST_TX_FAILED"

@@ -11,6 +11,7 @@ from platpay.kit.api_model import ApiModel, ApiRequest, JsonDatetime, NullRefuse
 from platpay.kit.money import CurrencyAmount, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
 from platpay.kit.pagination import Page
+from platpay.payments.card_schemas import CardTransaction
 
 # The reference's enumeration (its filter and its answers); platpay's flows set only payments/state.py's
 # values. PENDING_AUTHORIZATION belongs to strong customer authentication, outside SPEC's scope: a filter
@@ -30,6 +31,66 @@ TransactionStatus = TypeAliasType(
     ],
 )
 TransactionType = TypeAliasType("TransactionType", Literal["INCOMING", "OUTGOING"])
+# GET /transactions' `type` and `status` filters: the reference's values, and the card transactions' (CARD;
+# their statuses), since card transactions are listed there too (issue 28 item 2).
+TransactionTypeFilter = Literal["INCOMING", "OUTGOING", "CARD"]
+TransactionDirection = TypeAliasType("TransactionDirection", Literal["CREDIT", "DEBIT"])
+TransactionPendingReason = TypeAliasType(
+    "TransactionPendingReason",
+    Literal[
+        "COUNTERPARTY_DECLARATION_REQUIRED",
+        "WALLET_VERIFICATION_REQUIRED",
+        "COUNTERPARTY_INFORMATION_REQUIRED",
+        "COMPLIANCE_REVIEW",
+    ],
+)
+PAYMENT_RAILS = (
+    "ACH",
+    "ACH_COLOMBIA",
+    "BANK_TRANSFER",
+    "BRE_B",
+    "CIPS",
+    "FAST",
+    "FASTER_PAYMENTS",
+    "FEDNOW",
+    "INSTAPAY",
+    "MOBILE_MONEY",
+    "NEFT",
+    "PAYNOW",
+    "PESONET",
+    "PIX",
+    "RTGS",
+    "RTP",
+    "SEPA",
+    "SEPA_INSTANT",
+    "SPEI",
+    "SWIFT",
+    "UNIONPAY",
+    "UPI",
+    "WIRE",
+)
+PaymentRail = TypeAliasType("PaymentRail", Literal[PAYMENT_RAILS])  # type: ignore[valid-type]
+RailSelectionMode = TypeAliasType("RailSelectionMode", Literal["AUTO", "MANUAL"])
+PurposeOfPayment = TypeAliasType(
+    "PurposeOfPayment",
+    Literal[
+        "GIFT",
+        "SELF",
+        "GOODS_OR_SERVICES",
+        "EDUCATION",
+        "HEALTH_OR_MEDICAL",
+        "REAL_ESTATE_PURCHASE",
+        "TAX_PAYMENT",
+        "LOAN_PAYMENT",
+        "UTILITY_BILL",
+        "DONATION",
+        "TRAVEL",
+        "FAMILY_SUPPORT",
+        "SALARY_PAYMENT",
+        "OTHER",
+    ],
+)
+REMITTANCE_INFORMATION_MAX = 80
 MAX_AMOUNT = 9_000_000_000_000_000
 # What leaving out a transfer's `amount` or an account's `paymentRail` means: a null must not mean it.
 WHOLE_BALANCE = NullRefused("to send the whole available balance")
@@ -40,9 +101,15 @@ class OutgoingTransactionFailureReason(StrEnum):
     """Why an OUTGOING transaction failed (the reference enum); the specific cause is in failureDetails."""
 
     QUOTE_EXPIRED = "QUOTE_EXPIRED"
+    QUOTE_RATE_UNAVAILABLE = "QUOTE_RATE_UNAVAILABLE"
     QUOTE_EXECUTION_FAILED = "QUOTE_EXECUTION_FAILED"
-    LIGHTNING_PAYMENT_FAILED = "LIGHTNING_PAYMENT_FAILED"
     FUNDING_AMOUNT_MISMATCH = "FUNDING_AMOUNT_MISMATCH"
+    PAYOUT_RETURNED = "PAYOUT_RETURNED"
+    LIMIT_EXCEEDED = "LIMIT_EXCEEDED"
+    ACCOUNT_CANNOT_RECEIVE = "ACCOUNT_CANNOT_RECEIVE"
+    ACCOUNT_INVALID = "ACCOUNT_INVALID"
+    COMPLIANCE_REJECTED = "COMPLIANCE_REJECTED"
+    LIGHTNING_PAYMENT_FAILED = "LIGHTNING_PAYMENT_FAILED"
     COUNTERPARTY_POST_TX_FAILED = "COUNTERPARTY_POST_TX_FAILED"
 
 
@@ -57,6 +124,8 @@ class IncomingTransactionFailureReason(StrEnum):
     MISSING_MANDATORY_PAYEE_DATA = "MISSING_MANDATORY_PAYEE_DATA"
     QUOTE_EXPIRED = "QUOTE_EXPIRED"
     QUOTE_EXECUTION_FAILED = "QUOTE_EXECUTION_FAILED"
+    COMPLIANCE_REJECTED = "COMPLIANCE_REJECTED"
+    COLLECTION_FAILED = "COLLECTION_FAILED"
 
 
 class Refund(ApiModel):
@@ -95,18 +164,29 @@ class FailureDetails(ApiModel):
 
 class Transaction(ApiModel):
     """What every transaction carries; `type` says which of IncomingTransaction and OutgoingTransaction it
-    is (TransactionOneOf), and that one adds its direction's fields."""
+    is (TransactionOneOf, where a CardTransaction is the third), and that one adds its own fields."""
 
     id: str = Field(examples=["Transaction:019542f5-b3e7-1d02-0000-000000000004"])
     status: TransactionStatus
+    pending_reason: TransactionPendingReason | None = Field(
+        default=None, description="why a PENDING transaction waits, when someone must act"
+    )
     type: TransactionType
+    direction: TransactionDirection = Field(
+        description="what it does to the customer's (or the platform's) internal account: CREDIT funds in, "
+        "DEBIT funds out; OUTGOING is DEBIT, INCOMING normally CREDIT"
+    )
     source: dict[str, Any] | None = None
     destination: dict[str, Any]
     customer_id: str = Field(
         description="sender for OUTGOING, recipient for INCOMING; the platform's id for its own"
     )
     platform_customer_id: str
+    sent_amount: CurrencyAmount | None = Field(default=None, description="in the sender's currency")
     received_amount: CurrencyAmount | None = None
+    exchange_rate: float | None = Field(
+        default=None, gt=0, description="receiving units per sending unit (the quote's exchangeRate)"
+    )
     fees: int | None = Field(
         default=None,
         ge=0,
@@ -117,11 +197,11 @@ class Transaction(ApiModel):
     quote_id: str | None = Field(
         default=None, description="the quote it pays (OUTGOING) or that paid it (INCOMING between customers)"
     )
+    refund: Refund | None = None
     reconciliation_instructions: dict[str, Any] | None = None
-    rate_details: dict[str, Any] | None = None
     counterparty_information: dict[str, Any] | None = None
     failure_details: FailureDetails | None = Field(
-        default=None, description="the specific cause behind failureReason"
+        default=None, description="the specific cause behind failureReason (a cancellation: code CANCELLED)"
     )
     description: str | None = None
     agent_id: str | None = None
@@ -144,25 +224,49 @@ class OutgoingTransaction(Transaction):
     """Money sent: a transfer out, a quote's payment."""
 
     type: Literal["OUTGOING"]
-    sent_amount: CurrencyAmount | None = None
-    exchange_rate: float | None = Field(
-        default=None, description="receiving units per sending unit (the quote's exchangeRate)"
-    )
     payment_instructions: list[dict[str, Any]] | None = None
-    refund: Refund | None = None
+    rate_details: dict[str, Any] | None = None
     failure_reason: OutgoingTransactionFailureReason | None = Field(
         default=None, description="FAILED or EXPIRED only"
     )
+    payment_rail: PaymentRail | None = Field(
+        default=None, description="the bank rail settling it; absent when no external rail is used"
+    )
+    rail_selection_mode: RailSelectionMode | None = Field(
+        default=None, description="MANUAL: the request named the paymentRail; AUTO: platpay chose it"
+    )
+    expected_settlement_at: datetime | None = Field(
+        default=None, description="when the rail is expected to settle it; absent until known"
+    )
+    settlement_timeline_seconds: int | None = Field(
+        default=None, ge=0, description="expected seconds from creation to settlement"
+    )
+    remittance_information: str | None = Field(
+        default=None, description="what travels with the payment to the recipient, as the request gave it"
+    )
+    purpose_of_payment: PurposeOfPayment | None = None
 
 
 TransactionOneOf = TypeAliasType(
-    "TransactionOneOf", Annotated[IncomingTransaction | OutgoingTransaction, Field(discriminator="type")]
+    "TransactionOneOf",
+    Annotated[IncomingTransaction | OutgoingTransaction | CardTransaction, Field(discriminator="type")],
 )
-"""A transaction of either direction, as GET /transactions/{transactionId} answers it."""
+"""A transaction of either direction, or a card transaction, as GET /transactions/{transactionId} answers it."""
+
+AnyTransaction = Transaction | CardTransaction
+"""What a service returns where a card transaction is a transaction too (GET /transactions, by id)."""
 
 
 class TransactionListResponse(Page[TransactionOneOf]):  # type: ignore[valid-type]
     """GET /transactions."""
+
+
+class CancelTransactionRequest(ApiRequest):
+    """POST /transactions/{transactionId}/cancel."""
+
+    reason: str | None = Field(
+        default=None, min_length=1, max_length=255, description="kept with the transaction (failureDetails)"
+    )
 
 
 class _AccountReference(ApiRequest):
@@ -204,6 +308,13 @@ class TransferOutRequest(ApiRequest):
         default=None, gt=0, le=MAX_AMOUNT, description="minor units; omitted: the whole available balance"
     )
     description: str | None = Field(default=None, max_length=500)
+    remittance_information: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=REMITTANCE_INFORMATION_MAX,
+        description="travels with the payment to the recipient (ACH addenda, wire OBI)",
+    )
+    purpose_of_payment: PurposeOfPayment | None = None
 
 
 class ConfirmReceiptDeliveryRequest(ApiRequest):
@@ -235,6 +346,9 @@ TRANSFER_IN_EXAMPLES = request_examples(
             "amount": 12550,
         },
     )
+)
+CANCEL_TRANSACTION_EXAMPLES = request_examples(
+    cancelTransfer=("Cancel a bank transfer that has not settled yet", {"reason": "REQUESTED_AFTER_HOURS"})
 )
 CONFIRM_RECEIPT_EXAMPLES = request_examples(
     confirmReceipt=(

@@ -9,15 +9,23 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.errors import invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
-from platpay.kit.pagination import PageParams, PageResult, paginate
-from platpay.payments import repository, sandbox_outcomes
+from platpay.kit.pagination import PageParams, PageResult
+from platpay.payments import hooks, repository, sandbox_outcomes
 from platpay.payments.errors import TransactionNotFound
 from platpay.payments.models import TransactionRow
-from platpay.payments.schemas import IncomingTransaction, OutgoingTransaction, Refund, Transaction
+from platpay.payments.schemas import (
+    PAYMENT_RAILS,
+    AnyTransaction,
+    IncomingTransaction,
+    OutgoingTransaction,
+    Refund,
+    Transaction,
+)
 from platpay.payments.state import TransactionStatus, lifecycle
 from platpay.tenants.context import TenantContext
 
@@ -39,6 +47,8 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
     common: dict[str, Any] = {
         "id": row.id,
         "status": row.status,
+        "pending_reason": row.pending_reason,
+        "direction": row.direction,
         "source": row.source,
         "destination": row.destination,
         "customer_id": row.customer_id or platform_id,
@@ -46,10 +56,14 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         "received_amount": currency_amount(row.received_amount, row.received_currency)
         if row.received_amount is not None and row.received_currency
         else None,
+        "sent_amount": currency_amount(row.sent_amount, row.sent_currency)
+        if row.sent_amount is not None and row.sent_currency
+        else None,
+        "exchange_rate": float(Decimal(row.exchange_rate)) if row.exchange_rate else None,
         "fees": row.fee_amount,
         "quote_id": row.quote_id,
+        "refund": Refund(**row.refund) if row.refund else None,
         "reconciliation_instructions": {"reference": row.reference} if row.reference else None,
-        "rate_details": extra.get("rateDetails"),
         "counterparty_information": extra.get("counterpartyInformation"),
         "failure_reason": failure_reason,
         "failure_details": failure_details,
@@ -62,16 +76,26 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
     }
     if row.type == "INCOMING":
         return IncomingTransaction(type="INCOMING", **common)
+    rail = row.rail if row.rail in PAYMENT_RAILS else None
     return OutgoingTransaction(
         type="OUTGOING",
-        sent_amount=currency_amount(row.sent_amount, row.sent_currency)  # type: ignore[arg-type]
-        if row.sent_amount is not None and row.sent_currency
-        else None,
-        exchange_rate=float(Decimal(row.exchange_rate)) if row.exchange_rate else None,
         payment_instructions=extra.get("paymentInstructions"),
-        refund=Refund(**row.refund) if row.refund else None,
+        rate_details=extra.get("rateDetails"),
+        payment_rail=rail,
+        rail_selection_mode=row.rail_selection_mode if rail else None,
+        expected_settlement_at=row.expected_settlement_at if rail else None,
+        settlement_timeline_seconds=row.settlement_timeline_seconds if rail else None,
+        remittance_information=row.remittance_information,
+        purpose_of_payment=row.purpose_of_payment or extra.get("purposeOfPayment"),
         **common,
     )
+
+
+def direction_of(type_: str) -> str:
+    """A new transaction's direction for the customer's internal account: an OUTGOING one debits it, every
+    INCOMING flow platpay has credits it (an inbound pull that debits it, INCOMING + DEBIT in the reference,
+    has no flow here yet: its creator would pass `direction`)."""
+    return "DEBIT" if type_ == "OUTGOING" else "CREDIT"
 
 
 def event_family(row: TransactionRow) -> str:
@@ -111,6 +135,13 @@ async def create_transaction(
     approval_timeout_us: int | None = None,
     approval_arrival_delay_us: int | None = None,
     at: datetime | None = None,
+    direction: str | None = None,
+    pending_reason: str | None = None,
+    rail_selection_mode: str | None = None,
+    expected_settlement_at: datetime | None = None,
+    settlement_timeline_seconds: int | None = None,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
 ) -> TransactionRow:
     """Record a new transaction (one lean INSERT; created and updated `at`, default now) and return its row,
     attached to the session: later changes flush as UPDATEs. Its first event is the caller's `emit_status`
@@ -123,6 +154,8 @@ async def create_transaction(
         type=type,
         kind=kind,
         status=status,
+        direction=direction or direction_of(type),
+        pending_reason=pending_reason,
         customer_id=customer_id,
         platform_customer_id=platform_customer_id,
         source=source,
@@ -136,6 +169,12 @@ async def create_transaction(
         fee_amount=fee_amount,
         exchange_rate=exchange_rate,
         rail=rail,
+        rail_selection_mode=rail_selection_mode,
+        expected_settlement_at=expected_settlement_at,
+        settlement_timeline_seconds=settlement_timeline_seconds,
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
+        cancel_reason=None,
         reference=reference,
         outcome=outcome,
         quote_id=quote_id,
@@ -232,11 +271,78 @@ async def load(
 
 async def get_transaction(
     session: AsyncSession, *, tenant: TenantContext, transaction_id: str
-) -> Transaction:
-    return to_schema(
-        await load(session, tenant_id=tenant.id, transaction_id=transaction_id),
-        platform_id=tenant.platform_id,
+) -> AnyTransaction:
+    """A transaction, or a card transaction (a card transaction is a transaction: TransactionOneOf); the
+    same TransactionNotFound for an id that is neither, whatever the reason."""
+    row = await repository.get(session, tenant_id=tenant.id, transaction_id=transaction_id)
+    if row is not None:
+        return to_schema(row, platform_id=tenant.platform_id)
+    for reader in hooks.card_transactions.subscribers():
+        card = await reader.get(session, tenant_id=tenant.id, transaction_id=transaction_id)
+        if card is not None:
+            return card
+    raise TransactionNotFound(transaction_id)
+
+
+CARD_STATUSES = frozenset(
+    {"AUTHORIZED", "PARTIALLY_SETTLED", "SETTLED", "REFUNDED", "EXCEPTION", "DECLINED", "EXPIRED"}
+)
+_CURSOR_SEPARATOR = "|"
+_NOT_A_CURSOR = "not a cursor returned by this list"
+
+
+def _keyset(cursor_position: str) -> hooks.Keyset | None:
+    """The (createdAt, id) a cursor of this list carries; None for an id alone (a cursor made before the list
+    ordered by creation time)."""
+    created, separator, last_id = cursor_position.partition(_CURSOR_SEPARATOR)
+    if not separator:
+        return None
+    try:
+        return hooks.Keyset(datetime.fromisoformat(created), last_id)
+    except ValueError:
+        raise invalid_field("cursor", _NOT_A_CURSOR, location="query") from None
+
+
+def _card_filters(
+    *,
+    customer_id: str | None,
+    platform_only: bool,
+    type_: str | None,
+    status: str | None,
+    filters: dict[str, Any],
+) -> hooks.CardTransactionFilters | None:
+    """How the filters apply to card transactions; None when they exclude every card transaction (the
+    platform's own transactions, INCOMING or OUTGOING, a transaction status, a reference)."""
+    if platform_only or type_ not in (None, "CARD") or filters.get("reference") is not None:
+        return None
+    if status is not None and status not in CARD_STATUSES:
+        return None
+    return hooks.CardTransactionFilters(
+        customer_id=customer_id,
+        platform_customer_id=filters.get("platform_customer_id"),
+        account_identifier=filters.get("account_identifier"),
+        sender_account_identifier=filters.get("sender_account_identifier"),
+        receiver_account_identifier=filters.get("receiver_account_identifier"),
+        status=status,
+        start_date=filters.get("start_date"),
+        end_date=filters.get("end_date"),
     )
+
+
+async def _position(
+    session: AsyncSession, *, tenant: TenantContext, params: PageParams
+) -> hooks.Keyset | None:
+    if params.after_id is None:
+        return None
+    after = _keyset(params.after_id)
+    if after is None:  # an id alone: the position of that transaction
+        created_at = await repository.created_at_of(
+            session, tenant_id=tenant.id, transaction_id=params.after_id
+        )
+        if created_at is None:
+            raise invalid_field("cursor", _NOT_A_CURSOR, location="query")
+        after = hooks.Keyset(created_at, params.after_id)
+    return after
 
 
 async def list_transactions(
@@ -245,17 +351,64 @@ async def list_transactions(
     tenant: TenantContext,
     params: PageParams,
     customer_id: str | None = None,
+    type_: str | None = None,
+    status: str | None = None,
     **filters: Any,
-) -> tuple[PageResult[TransactionRow], list[Transaction]]:
+) -> tuple[PageResult[AnyTransaction], list[AnyTransaction]]:
+    """One page of the tenant's transactions and card transactions by (createdAt, id), newest first unless
+    ascending, with the total matching the filters.
+
+    Each table gives at most `limit + 1` rows after the cursor's position, read in order through its
+    (tenant_id, created_at, id) index, and the two short lists are merged: a page reads its own rows only,
+    however deep the cursor. The cursor carries the last item's (createdAt, id)."""
     platform_only = customer_id == tenant.platform_id
-    stmt = repository.list_query(
-        tenant_id=tenant.id,
-        customer_id=None if platform_only else customer_id,
-        platform_only=platform_only,
-        **filters,
+    own_customer = None if platform_only else customer_id
+    after = await _position(session, tenant=tenant, params=params)
+    wanted = params.limit + 1
+    found: list[AnyTransaction] = []
+    total = 0
+    if type_ != "CARD" and (status is None or status not in CARD_STATUSES):
+        stmt = repository.list_query(
+            tenant_id=tenant.id,
+            customer_id=own_customer,
+            platform_only=platform_only,
+            type_=type_,
+            status=status,
+            **filters,
+        )
+        rows = await repository.page(
+            session,
+            stmt,
+            after=(after.created_at, after.id) if after else None,
+            descending=params.descending,
+            limit=wanted,
+        )
+        found.extend(to_schema(row, platform_id=tenant.platform_id) for row in rows)
+        total += await repository.count(session, stmt)
+    card_filters = _card_filters(
+        customer_id=own_customer, platform_only=platform_only, type_=type_, status=status, filters=filters
     )
-    page = await paginate(session, stmt, id_column=TransactionRow.id, params=params)
-    return page, [to_schema(row, platform_id=tenant.platform_id) for row in page.items]
+    if card_filters is not None:
+        for reader in hooks.card_transactions.subscribers():
+            found.extend(
+                await reader.page(
+                    session,
+                    tenant_id=tenant.id,
+                    filters=card_filters,
+                    after=after,
+                    descending=params.descending,
+                    limit=wanted,
+                )
+            )
+            total += await reader.count(session, tenant_id=tenant.id, filters=card_filters)
+    found.sort(key=lambda item: (item.created_at, item.id), reverse=params.descending)
+    has_more = len(found) > params.limit
+    items = found[: params.limit]
+    next_cursor = None
+    if has_more:
+        last = items[-1]
+        next_cursor = params.next_cursor(f"{last.created_at.isoformat()}{_CURSOR_SEPARATOR}{last.id}")
+    return PageResult(items=items, has_more=has_more, next_cursor=next_cursor, total_count=total), items
 
 
 async def confirm_receipt(

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
 from platpay.accounts.validators import corridors
-from platpay.config import Settings
+from platpay.config import Settings, get_settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
@@ -25,9 +25,9 @@ from platpay.ledger import service as ledger
 from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
-from platpay.payments.errors import AmountOutOfRange
+from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable, TransactionNotFound
 from platpay.payments.models import TransactionRow
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import AnyTransaction, Transaction
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # row types accounts.service returns; payments never queries 
 
 STEP_JOB = "payments.transfer_step"
 PULL_ACCOUNT_TYPES = {"USD_ACCOUNT": "ACH"}  # ACH debit; other rails only push
+# POST /transactions/{id}/cancel: bank-rail transfers (ACH push or pull, wire) until the rail settles them
+CANCELLABLE_RAILS = frozenset({"ACH", "WIRE"})
+CANCELLED = "CANCELLED"  # failureDetails.code of a cancelled transfer
 
 
 async def _accounts(
@@ -124,8 +127,17 @@ async def _create_transfer(
     platform_customer_id: str | None,
     description: str | None,
     agent_id: str | None,
+    rail_chosen: bool = False,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
 ) -> TransactionRow:
-    """A new PENDING same-currency transfer between an internal and an external account, either way."""
+    """A new PENDING same-currency transfer between an internal and an external account, either way.
+    `rail_chosen`: the request named the rail (railSelectionMode MANUAL). Its expected settlement is the
+    rail's delay for its outcome from now (the process step runs at once)."""
+    rail_provider = providers.rail_for(tenant)
+    outcome = rail_provider.transfer_outcome(corridors.primary_identifier(external.account_info))
+    delay = rail_provider.transfer_delay(outcome, get_settings())
+    now = clock.now()
     internal_ref = {"accountId": internal.id, "currency": internal.currency}
     external_ref = {"accountId": external.id, "currency": external.currency}
     sender, receiver = (internal_ref, external_ref) if outgoing else (external_ref, internal_ref)
@@ -141,18 +153,22 @@ async def _create_transfer(
         destination={"destinationType": "ACCOUNT", **receiver, **({"paymentRail": rail} if outgoing else {})},
         sender_account_id=sender["accountId"],
         receiver_account_id=receiver["accountId"],
-        sent_amount=amount if outgoing else None,
-        sent_currency=internal.currency if outgoing else None,
+        sent_amount=amount,
+        sent_currency=internal.currency,
         received_amount=amount,
         received_currency=internal.currency,
         fee_amount=0,
         rail=rail,
-        outcome=providers.rail_for(tenant).transfer_outcome(
-            corridors.primary_identifier(external.account_info)
-        ),
+        rail_selection_mode=("MANUAL" if rail_chosen else "AUTO") if outgoing else None,
+        expected_settlement_at=now + delay,
+        settlement_timeline_seconds=int(delay.total_seconds()),
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
+        outcome=outcome,
         agent_id=agent_id,
         description=description,
         extra={},
+        at=now,
     )
 
 
@@ -191,6 +207,8 @@ async def plan_transfer_out(
     description: str | None = None,
     agent_id: str | None = None,
     customer_id: str | None = None,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
 ) -> TransferPlan:
     """The checks of POST /transfer-out, then its PENDING transaction (no webhook yet) with the amount held
     on the internal account (InsufficientFunds refuses it): see `transfer_out`. `agent_id`: the agent
@@ -230,6 +248,9 @@ async def plan_transfer_out(
         platform_customer_id=platform_customer_id,
         description=description,
         agent_id=agent_id,
+        rail_chosen=payment_rail is not None,
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
     )
     hold = await ledger.post(
         session,
@@ -294,7 +315,10 @@ async def plan_transfer_in(
 
 async def start_transfer(session: AsyncSession, *, tenant: TenantContext, row: TransactionRow) -> Transaction:
     """Send a planned transfer: its first webhook (`<FAMILY>.PENDING`), then the rail's first step (or, for
-    a sandbox account that fails at once, FAILED with a transfer-out's hold released)."""
+    a sandbox account that fails at once, FAILED with a transfer-out's hold released). A planned transfer
+    cancelled meanwhile (POST /transactions/{id}/cancel) stays as it is."""
+    if row.status != TransactionStatus.PENDING:
+        return payments_service.to_schema(row, platform_id=tenant.platform_id)
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
         if row.kind == "TRANSFER_OUT":
@@ -332,6 +356,8 @@ async def cancel_transfer(
     row = await payments_service.load(
         session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
     )
+    if row.status != TransactionStatus.PENDING:  # cancelled meanwhile: its hold is back already
+        return payments_service.to_schema(row, platform_id=tenant.platform_id)
     if row.kind == "TRANSFER_OUT":
         await _release(session, row)
         await emit_balances(session, tenant_id=tenant.id, account_ids=[row.source["accountId"]])
@@ -360,6 +386,8 @@ async def transfer_out(
     description: str | None = None,
     settings: Settings,
     agent_id: str | None = None,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
 ) -> Transaction:
     """POST /transfer-out: from the internal account `source_account_id` to the same customer's external
     account `destination_account_id` (over `payment_rail`, default the account's first), `amount` minor units
@@ -373,6 +401,8 @@ async def transfer_out(
         amount=amount,
         description=description,
         agent_id=agent_id,
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
     )
     row, internal = plan.row, plan.internal
     assert plan.hold is not None
@@ -422,6 +452,52 @@ async def transfer_in(
     return await start_transfer(session, tenant=tenant, row=plan.row)
 
 
+async def cancel(
+    session: AsyncSession, *, tenant: TenantContext, transaction_id: str, reason: str | None
+) -> AnyTransaction:
+    """POST /transactions/{transactionId}/cancel: a bank-rail transfer (ACH push or pull, wire) the rail has
+    not settled yet ends FAILED (failureDetails.code CANCELLED, with `reason`), a transfer-out's hold back
+    to available through the ledger, with its webhook; anything else is 409 TRANSACTION_NOT_CANCELLABLE.
+
+    Cancel and settlement both take the transaction's row lock (FOR UPDATE; SQLite serializes writers), and
+    each acts only on the status it expects: of a cancel racing the settle step, the one that locks first
+    wins, the other finds the status moved (a settled transfer refuses the cancel; a cancelled one is not
+    settled), so the held money moves exactly once."""
+    try:
+        row = await payments_service.load(
+            session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+        )
+    except TransactionNotFound:
+        # a card transaction is a transaction, but no bank transfer; anything else stays not found
+        await payments_service.get_transaction(session, tenant=tenant, transaction_id=transaction_id)
+        raise TransactionNotCancellable(
+            f"{transaction_id} is a card transaction: only bank transfers (ACH, wire) can be cancelled",
+            details={"transactionId": transaction_id},
+        ) from None
+    if row.kind not in ("TRANSFER_OUT", "TRANSFER_IN") or row.rail not in CANCELLABLE_RAILS:
+        raise TransactionNotCancellable(
+            f"{transaction_id} is not a bank transfer (ACH, wire): it cannot be cancelled",
+            details={"transactionId": transaction_id},
+        )
+    if row.status not in (TransactionStatus.PENDING, TransactionStatus.PROCESSING):
+        raise TransactionNotCancellable(
+            f"{transaction_id} is {row.status}: the rail has it, it can no longer be cancelled",
+            details={"transactionId": transaction_id, "status": row.status},
+        )
+    row.cancel_reason = reason
+    if row.kind == "TRANSFER_OUT":
+        await _release(session, row)
+        await emit_balances(session, tenant_id=tenant.id, account_ids=[row.source["accountId"]])
+    details = {"code": CANCELLED, "message": "cancelled through POST /transactions/{transactionId}/cancel"}
+    return await payments_service.move(
+        session,
+        row,
+        TransactionStatus.FAILED,
+        platform_id=tenant.platform_id,
+        failure_details={**details, **({"reason": reason} if reason else {})},
+    )
+
+
 async def _release(session: AsyncSession, row: TransactionRow) -> ledger.Entry:
     account_id = row.source["accountId"]
     return await ledger.post(
@@ -458,7 +534,7 @@ async def step(
     elif step_name == "settle" and row.status == (
         TransactionStatus.PROCESSING if row.type == "OUTGOING" else TransactionStatus.PENDING
     ):
-        if row.outcome == outcomes.SUCCESS:
+        if row.outcome in outcomes.SETTLES:
             await _settle(session, row)
             await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
         else:

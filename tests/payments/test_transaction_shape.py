@@ -168,6 +168,7 @@ class TestFailureReasons:
         common = {
             "id": "Transaction:x",
             "status": "FAILED",
+            "direction": "DEBIT",
             "destination": {"destinationType": "ACCOUNT", "accountId": "InternalAccount:x"},
             "customerId": "Customer:x",
             "platformCustomerId": "c",

@@ -85,6 +85,7 @@ async def create_quote(
             immediately_execute=body.immediately_execute,
             description=body.description,
             purpose_of_payment=body.purpose_of_payment,
+            remittance_information=body.remittance_information,
             sender_customer_info=body.sender_customer_info,
             settings=settings,
         ),

@@ -13,27 +13,10 @@ from platpay.fx.schemas import EXCHANGE_RATE_DOC
 from platpay.kit.api_model import ApiModel, ApiRequest, NullRefused
 from platpay.kit.money import Currency, MinorUnits
 from platpay.kit.openapi import ExampleIds, request_examples
-from platpay.payments.schemas import DEFAULT_RAIL, MAX_AMOUNT
+from platpay.payments.schemas import DEFAULT_RAIL, MAX_AMOUNT, REMITTANCE_INFORMATION_MAX, PurposeOfPayment
 
 QuoteStatus = Literal["PENDING", "PROCESSING", "COMPLETED", "FAILED", "EXPIRED"]
 CryptoNetwork = Literal["SOLANA", "ETHEREUM", "BASE", "POLYGON", "SPARK", "LIGHTNING", "BITCOIN", "TRON"]
-PurposeOfPayment = TypeAliasType(
-    "PurposeOfPayment",
-    Literal[
-        "GIFT",
-        "SELF",
-        "GOODS_OR_SERVICES",
-        "EDUCATION",
-        "HEALTH_OR_MEDICAL",
-        "REAL_ESTATE_PURCHASE",
-        "TAX_PAYMENT",
-        "LOAN_PAYMENT",
-        "UTILITY_BILL",
-        "DONATION",
-        "TRAVEL",
-        "OTHER",
-    ],
-)
 
 
 QuoteLockSide = TypeAliasType("QuoteLockSide", Literal["SENDING", "RECEIVING"])
@@ -123,6 +106,12 @@ class QuoteRequest(ApiRequest):
         json_schema_extra=lambda schema: schema.pop("default", None),
     )
     description: str | None = Field(default=None, max_length=500)
+    remittance_information: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=REMITTANCE_INFORMATION_MAX,
+        description="travels with the payment to the recipient (kept on the quote's transaction)",
+    )
     purpose_of_payment: PurposeOfPayment | None = None
     sender_customer_info: dict[str, Any] | None = Field(
         default=None, description="extra sender information the receiver asked for, by CustomerInfoFieldName"

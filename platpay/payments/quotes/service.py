@@ -112,6 +112,7 @@ async def create_quote(
     immediately_execute: bool = False,
     description: str | None = None,
     purpose_of_payment: str | None = None,
+    remittance_information: str | None = None,
     sender_customer_info: dict[str, Any] | None = None,
     settings: Settings,
     agent_id: str | None = None,
@@ -221,8 +222,6 @@ async def create_quote(
     extra: dict[str, Any] = {"rateDetails": _rate_details(quote).to_api()}
     if instructions:
         extra["paymentInstructions"] = instructions
-    if purpose_of_payment:
-        extra["purposeOfPayment"] = purpose_of_payment
     if sender_customer_info:
         extra["senderCustomerInfo"] = sender_customer_info
     await payments_service.create_transaction(
@@ -254,6 +253,14 @@ async def create_quote(
         description=description,
         extra=extra,
         at=now,
+        # MANUAL: the destination named its paymentRail (an external account's payout)
+        rail_selection_mode=(
+            ("MANUAL" if getattr(destination, "payment_rail", None) else "AUTO")
+            if payee.payout == planning.EXTERNAL
+            else None
+        ),
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
     )
     await repository.add(session, quote)
     await jobs_service.enqueue(

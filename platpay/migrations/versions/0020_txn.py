@@ -1,0 +1,160 @@
+"""txn: transactions as the reference has them since 2026-08 (issue 28 items 1-3)
+
+transactions gain `direction` (CREDIT | DEBIT, from the customer's internal account's point of view),
+`pending_reason`, the outgoing rail fields (`rail_selection_mode`, `expected_settlement_at`,
+`settlement_timeline_seconds`; `paymentRail` is the existing `rail`), `remittance_information`,
+`purpose_of_payment` and `cancel_reason`. card_transactions gain their cardholder (`customer_id`,
+`platform_customer_id`), since GET /transactions lists and filters them beside the others. Both tables get a
+(tenant_id, created_at, id) index: the list pages newest first by creation time, each table read through
+it.
+
+Backfill of existing rows:
+- direction: OUTGOING rows DEBIT, INCOMING rows CREDIT (every incoming flow platpay had credits the internal
+  account);
+- the fields that moved up to every transaction (sentAmount, exchangeRate): a same-currency transfer-in sent
+  what it received; an incoming payment between two customers of the platform takes its paying
+  transaction's sentAmount and exchangeRate (same quote);
+- purposeOfPayment: out of `extra`, where quotes kept it;
+- rail_selection_mode: MANUAL where the destination named its paymentRail, AUTO where a rail was chosen;
+- card transactions: their card's cardholder and that customer's platformCustomerId.
+
+Revision ID: 0020_txn
+Revises: 0019_cust28
+Create Date: 2026-11-28 22:00:00.000000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = '0020_txn'
+down_revision: str | None = '0019_cust28'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+_TX = sa.table(
+    'transactions',
+    *(
+        sa.column(name)
+        for name in (
+            'id',
+            'type',
+            'kind',
+            'direction',
+            'quote_id',
+            'rail',
+            'rail_selection_mode',
+            'sent_amount',
+            'sent_currency',
+            'received_amount',
+            'received_currency',
+            'exchange_rate',
+        )
+    ),
+    sa.column('destination', sa.JSON),
+    sa.column('extra', sa.JSON),
+    sa.column('purpose_of_payment'),
+)
+_CARD_TX = sa.table(
+    'card_transactions', sa.column('id'), sa.column('card_id'), sa.column('customer_id'),
+    sa.column('platform_customer_id'),
+)
+_CARDS = sa.table('cards', sa.column('id'), sa.column('cardholder_id'))
+_CUSTOMERS = sa.table('customers', sa.column('id'), sa.column('platform_customer_id'))
+
+
+def upgrade() -> None:
+    with op.batch_alter_table('transactions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('direction', sa.String(length=6), nullable=True))
+        batch_op.add_column(sa.Column('pending_reason', sa.String(length=40), nullable=True))
+        batch_op.add_column(sa.Column('rail_selection_mode', sa.String(length=8), nullable=True))
+        batch_op.add_column(sa.Column('expected_settlement_at', sa.DateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('settlement_timeline_seconds', sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column('remittance_information', sa.String(length=80), nullable=True))
+        batch_op.add_column(sa.Column('purpose_of_payment', sa.String(length=32), nullable=True))
+        batch_op.add_column(sa.Column('cancel_reason', sa.String(length=255), nullable=True))
+        batch_op.create_index(
+            'ix_transactions_tenant_created', ['tenant_id', 'created_at', 'id'], unique=False
+        )
+    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('customer_id', sa.String(length=64), nullable=True))
+        batch_op.add_column(sa.Column('platform_customer_id', sa.String(length=255), nullable=True))
+        batch_op.create_index(
+            'ix_card_transactions_tenant_created', ['tenant_id', 'created_at', 'id'], unique=False
+        )
+    connection = op.get_bind()
+    connection.execute(
+        _TX.update()
+        .values(direction=sa.case((_TX.c.type == 'OUTGOING', 'DEBIT'), else_='CREDIT'))
+    )
+    connection.execute(
+        _TX.update()
+        .where(_TX.c.kind == 'TRANSFER_IN', _TX.c.sent_amount.is_(None))
+        .values(sent_amount=_TX.c.received_amount, sent_currency=_TX.c.received_currency)
+    )
+    paying = _TX.alias('paying')
+    for column in ('sent_amount', 'sent_currency', 'exchange_rate'):
+        connection.execute(
+            _TX.update()
+            .where(_TX.c.type == 'INCOMING', _TX.c.quote_id.is_not(None), _TX.c[column].is_(None))
+            .values(
+                {
+                    column: sa.select(paying.c[column])
+                    .where(paying.c.quote_id == _TX.c.quote_id, paying.c.type == 'OUTGOING')
+                    .limit(1)
+                    .scalar_subquery()
+                }
+            )
+        )
+    rows = connection.execute(
+        sa.select(_TX.c.id, _TX.c.type, _TX.c.rail, _TX.c.destination, _TX.c.extra).where(
+            sa.or_(_TX.c.type == 'OUTGOING', _TX.c.kind == 'TRANSFER_IN')
+        )
+    ).all()
+    for row_id, row_type, rail, destination, extra in rows:
+        values = {}
+        purpose = (extra or {}).get('purposeOfPayment')
+        if purpose:
+            values['purpose_of_payment'] = purpose
+        if rail and row_type == 'OUTGOING':
+            values['rail_selection_mode'] = 'MANUAL' if (destination or {}).get('paymentRail') else 'AUTO'
+        if values:
+            connection.execute(_TX.update().where(_TX.c.id == row_id).values(values))
+    connection.execute(
+        _CARD_TX.update().values(
+            customer_id=sa.select(_CARDS.c.cardholder_id)
+            .where(_CARDS.c.id == _CARD_TX.c.card_id)
+            .scalar_subquery()
+        )
+    )
+    connection.execute(
+        _CARD_TX.update().values(
+            platform_customer_id=sa.select(_CUSTOMERS.c.platform_customer_id)
+            .where(_CUSTOMERS.c.id == _CARD_TX.c.customer_id)
+            .scalar_subquery()
+        )
+    )
+    with op.batch_alter_table('transactions', schema=None) as batch_op:
+        batch_op.alter_column('direction', existing_type=sa.String(length=6), nullable=False)
+    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
+        batch_op.alter_column('customer_id', existing_type=sa.String(length=64), nullable=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
+        batch_op.drop_index('ix_card_transactions_tenant_created')
+        batch_op.drop_column('platform_customer_id')
+        batch_op.drop_column('customer_id')
+    with op.batch_alter_table('transactions', schema=None) as batch_op:
+        batch_op.drop_index('ix_transactions_tenant_created')
+        batch_op.drop_column('cancel_reason')
+        batch_op.drop_column('purpose_of_payment')
+        batch_op.drop_column('remittance_information')
+        batch_op.drop_column('settlement_timeline_seconds')
+        batch_op.drop_column('expected_settlement_at')
+        batch_op.drop_column('rail_selection_mode')
+        batch_op.drop_column('pending_reason')
+        batch_op.drop_column('direction')
