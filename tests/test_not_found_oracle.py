@@ -165,7 +165,10 @@ PROBES: dict[str, list[Probe]] = {
     ],
     "listDocuments": [P("GET", "/documents", query={"documentHolder": "{customer}"}, status=200)],
     # payments
-    "getTransactionById": [P("GET", "/transactions/{transaction}", code="TRANSACTION_NOT_FOUND")],
+    "getTransactionById": [P("GET", "/transactions/{transaction}", code="TRANSACTION_NOT_FOUND"),
+                           P("GET", "/transactions/{card_transaction}", code="TRANSACTION_NOT_FOUND")],
+    "cancelTransaction": [P("POST", "/transactions/{transaction}/cancel", {}, code="TRANSACTION_NOT_FOUND"),
+                          P("POST", "/transactions/{card_transaction}/cancel", {}, code="TRANSACTION_NOT_FOUND")],
     "approvePendingPayment": [P("POST", "/transactions/{incoming_payment}/approve", {}, code="TRANSACTION_NOT_FOUND")],
     "rejectPendingPayment": [P("POST", "/transactions/{incoming_payment}/reject", {}, code="TRANSACTION_NOT_FOUND")],
     "confirmReceiptDelivery": [
@@ -340,7 +343,9 @@ PROBES: dict[str, list[Probe]] = {
                       P("GET", "/agents/me/quotes/{customer_quote}", code="QUOTE_NOT_FOUND", scope="agent",
                         costs_more="a quote of the agent's own customer: who made it is its transaction's, read next")],
     "agentExecuteQuote": [P("POST", "/agents/me/quotes/{agent_quote}/execute", code="QUOTE_NOT_FOUND", scope="agent")],
-    "agentGetTransaction": [P("GET", "/agents/me/transactions/{transaction}", code="TRANSACTION_NOT_FOUND", scope="agent")],
+    "agentGetTransaction": [P("GET", "/agents/me/transactions/{transaction}", code="TRANSACTION_NOT_FOUND", scope="agent"),
+                            P("GET", "/agents/me/transactions/{card_transaction}", code="TRANSACTION_NOT_FOUND",
+                              scope="agent")],
     "agentGetAction": [P("GET", "/agents/me/actions/{action}", scope="agent")],
     "agentCreateTransferOut": [
         P("POST", "/agents/me/transfer-out", {"source": {"accountId": "{internal_account}"},

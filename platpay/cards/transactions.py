@@ -1027,10 +1027,11 @@ class _AsTransactions:
     async def get(
         self, session: AsyncSession, *, tenant_id: str, transaction_id: str
     ) -> CardTransaction | None:
+        # the refunds read whether or not the row exists: a card transaction that is not the caller's (another
+        # customer's, for an agent) costs what an unknown id does (tests/test_not_found_oracle.py)
         row = await repository.get_transaction(session, tenant_id=tenant_id, transaction_id=transaction_id)
-        if row is None:
-            return None
-        return to_schema(row, (await repository.refunds_of(session, [row.id]))[row.id])
+        refunds = (await repository.refunds_of(session, [transaction_id]))[transaction_id]
+        return None if row is None else to_schema(row, refunds)
 
 
 def _listed(tenant_id: str, filters: payments_hooks.CardTransactionFilters) -> Any:

@@ -25,7 +25,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
-from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable, TransactionNotFound
+from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import AnyTransaction, Transaction
 from platpay.payments.state import TransactionStatus
@@ -463,17 +463,16 @@ async def cancel(
     each acts only on the status it expects: of a cancel racing the settle step, the one that locks first
     wins, the other finds the status moved (a settled transfer refuses the cancel; a cancelled one is not
     settled), so the held money moves exactly once."""
-    try:
-        row = await payments_service.load(
-            session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
-        )
-    except TransactionNotFound:
-        # a card transaction is a transaction, but no bank transfer; anything else stays not found
+    if payments_service.is_card_transaction_id(transaction_id):
+        # a card transaction is a transaction, but no bank transfer (the tenant's: else not found)
         await payments_service.get_transaction(session, tenant=tenant, transaction_id=transaction_id)
         raise TransactionNotCancellable(
             f"{transaction_id} is a card transaction: only bank transfers (ACH, wire) can be cancelled",
             details={"transactionId": transaction_id},
-        ) from None
+        )
+    row = await payments_service.load(
+        session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
+    )
     if row.kind not in ("TRANSFER_OUT", "TRANSFER_IN") or row.rail not in CANCELLABLE_RAILS:
         raise TransactionNotCancellable(
             f"{transaction_id} is not a bank transfer (ACH, wire): it cannot be cancelled",

@@ -128,6 +128,8 @@ async def test_schemas_come_from_the_api_models(app, client, auth):
         "destination",
         "amount",
         "description",
+        "remittanceInformation",
+        "purposeOfPayment",
         "idempotencyKey",
     }
     assert out.input_schema["required"] == ["source", "destination"]

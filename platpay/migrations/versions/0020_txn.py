@@ -79,12 +79,17 @@ def upgrade() -> None:
         batch_op.create_index(
             'ix_transactions_tenant_created', ['tenant_id', 'created_at', 'id'], unique=False
         )
-    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('customer_id', sa.String(length=64), nullable=True))
-        batch_op.add_column(sa.Column('platform_customer_id', sa.String(length=255), nullable=True))
-        batch_op.create_index(
-            'ix_card_transactions_tenant_created', ['tenant_id', 'created_at', 'id'], unique=False
-        )
+    # Plain ADD COLUMN, not batch mode, on card_transactions: SQLite's batch recreates the table, and its drop
+    # fails while card_refunds reference its rows (as in 0018). customer_id comes NOT NULL with a default for
+    # the rows already there, each backfilled below.
+    op.add_column(
+        'card_transactions',
+        sa.Column('customer_id', sa.String(length=64), nullable=False, server_default=''),
+    )
+    op.add_column('card_transactions', sa.Column('platform_customer_id', sa.String(length=255), nullable=True))
+    op.create_index(
+        'ix_card_transactions_tenant_created', 'card_transactions', ['tenant_id', 'created_at', 'id'], unique=False
+    )
     connection = op.get_bind()
     connection.execute(
         _TX.update()
@@ -139,15 +144,14 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('transactions', schema=None) as batch_op:
         batch_op.alter_column('direction', existing_type=sa.String(length=6), nullable=False)
-    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
-        batch_op.alter_column('customer_id', existing_type=sa.String(length=64), nullable=False)
+    if connection.dialect.name == 'postgresql':  # (SQLite keeps the default: it has no ALTER … DROP DEFAULT)
+        op.alter_column('card_transactions', 'customer_id', server_default=None)
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('card_transactions', schema=None) as batch_op:
-        batch_op.drop_index('ix_card_transactions_tenant_created')
-        batch_op.drop_column('platform_customer_id')
-        batch_op.drop_column('customer_id')
+    op.drop_index('ix_card_transactions_tenant_created', table_name='card_transactions')
+    op.drop_column('card_transactions', 'platform_customer_id')
+    op.drop_column('card_transactions', 'customer_id')
     with op.batch_alter_table('transactions', schema=None) as batch_op:
         batch_op.drop_index('ix_transactions_tenant_created')
         batch_op.drop_column('cancel_reason')
