@@ -225,6 +225,18 @@ class Sandbox:
         )
         return {"transactionId": payment["id"]}
 
+    async def unsettled_transfer(self, _example: Any) -> dict[str, str]:
+        """A transfer-out the rail has not settled (no job runner runs here): cancellable."""
+        transfer = await self.post(
+            "/transfer-out",
+            {
+                "source": {"accountId": self.ids[ExampleIds.INTERNAL_ACCOUNT]},
+                "destination": {"accountId": self.ids[ExampleIds.EXTERNAL_ACCOUNT], "paymentRail": "ACH"},
+                "amount": 100,
+            },
+        )
+        return {"transactionId": transfer["id"]}
+
     async def agent(self) -> dict[str, Any]:
         """A connected agent of the sandbox's customer: its id and the headers carrying its token."""
         created = await self.post(
@@ -409,6 +421,7 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "approvePendingPayment": Sandbox.pending_incoming_payment,
     "rejectPendingPayment": Sandbox.pending_incoming_payment,
     "confirmReceiptDelivery": Sandbox.pending_incoming_payment,
+    "cancelTransaction": Sandbox.unsettled_transfer,
     "updateCustomerById": Sandbox.customer_of_the_examples_type,
     "updateAgent": Sandbox.fresh_agent,
     "updateAgentPolicy": Sandbox.fresh_agent,

@@ -37,7 +37,6 @@ from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
-from platpay.payments.card_schemas import CardTransactionStatus
 from platpay.payments.quotes.endpoints import destination_of, source_of, wallet_signature_header
 from platpay.payments.quotes.schemas import Quote, QuoteRequest
 from platpay.payments.schemas import (
@@ -46,7 +45,7 @@ from platpay.payments.schemas import (
     TransactionListResponse,
     TransactionOneOf,
     TransactionStatus,
-    TransactionTypeFilter,
+    TransactionType,
     TransferInRequest,
     TransferOutRequest,
 )
@@ -388,11 +387,9 @@ async def list_transactions(
     account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
     sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
     receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
-    status: TransactionStatus | CardTransactionStatus | None = Query(
-        None, description="a transaction's status, or a card transaction's"
-    ),
-    type_: TransactionTypeFilter | None = Query(
-        None, alias="type", description="CARD: card transactions only"
+    status: TransactionStatus | None = Query(None, description="card transactions have none of these"),
+    type_: TransactionType | None = Query(
+        None, alias="type", description="either excludes card transactions"
     ),
     reference: str | None = Query(None, max_length=120),
     start_date: QueryTimestamp | None = Query(None, alias="startDate"),

@@ -25,13 +25,12 @@ from platpay.accounts.schemas import (
 )
 from platpay.agents.dry_run_endpoints import AgentPolicyEvaluateRequest, AgentPolicyEvaluation
 from platpay.agents.schemas import Agent, AgentAction, AgentActionListResponse, AgentActionStatus
-from platpay.payments.card_schemas import CardTransactionStatus
 from platpay.payments.quotes.schemas import Quote, QuoteRequest
 from platpay.payments.schemas import (
     TransactionListResponse,
     TransactionOneOf,
     TransactionStatus,
-    TransactionTypeFilter,
+    TransactionType,
     TransferInRequest,
     TransferOutRequest,
 )
@@ -269,10 +268,8 @@ SPECS: tuple[ToolSpec, ...] = (
         "read",
         output=TransactionListResponse,
         query={
-            "status": _opt(
-                TransactionStatus | CardTransactionStatus, "a transaction's or card transaction's status"
-            ),
-            "type": _opt(TransactionTypeFilter, "INCOMING, OUTGOING or CARD"),
+            "status": _opt(TransactionStatus, "transaction status (card transactions have none of these)"),
+            "type": _opt(TransactionType, "INCOMING or OUTGOING (either excludes card transactions)"),
             "reference": _opt(str, "the transaction's reference"),
             "startDate": _opt(TIMESTAMP, "created at or after (ISO 8601)"),
             "endDate": _opt(TIMESTAMP, "created before (ISO 8601)"),

@@ -11,7 +11,6 @@ from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 from platpay.payments import funding, transfers
 from platpay.payments import service as payments_service
-from platpay.payments.card_schemas import CardTransactionStatus
 from platpay.payments.schemas import (
     CANCEL_TRANSACTION_EXAMPLES,
     CONFIRM_RECEIPT_EXAMPLES,
@@ -25,7 +24,7 @@ from platpay.payments.schemas import (
     TransactionListResponse,
     TransactionOneOf,
     TransactionStatus,
-    TransactionTypeFilter,
+    TransactionType,
     TransferInRequest,
     TransferOutRequest,
 )
@@ -114,11 +113,9 @@ async def list_transactions(
     account_identifier: str | None = Query(None, alias="accountIdentifier", max_length=320),
     sender_account_identifier: str | None = Query(None, alias="senderAccountIdentifier", max_length=320),
     receiver_account_identifier: str | None = Query(None, alias="receiverAccountIdentifier", max_length=320),
-    status: TransactionStatus | CardTransactionStatus | None = Query(
-        None, description="a transaction's status, or a card transaction's"
-    ),
-    type_: TransactionTypeFilter | None = Query(
-        None, alias="type", description="CARD: card transactions only"
+    status: TransactionStatus | None = Query(None, description="card transactions have none of these"),
+    type_: TransactionType | None = Query(
+        None, alias="type", description="either excludes card transactions"
     ),
     reference: str | None = Query(None, max_length=120),
     start_date: QueryTimestamp | None = Query(None, alias="startDate"),

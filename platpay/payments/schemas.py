@@ -31,9 +31,6 @@ TransactionStatus = TypeAliasType(
     ],
 )
 TransactionType = TypeAliasType("TransactionType", Literal["INCOMING", "OUTGOING"])
-# GET /transactions' `type` and `status` filters: the reference's values, and the card transactions' (CARD;
-# their statuses), since card transactions are listed there too (issue 28 item 2).
-TransactionTypeFilter = Literal["INCOMING", "OUTGOING", "CARD"]
 TransactionDirection = TypeAliasType("TransactionDirection", Literal["CREDIT", "DEBIT"])
 TransactionPendingReason = TypeAliasType(
     "TransactionPendingReason",
