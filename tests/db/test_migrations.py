@@ -188,3 +188,60 @@ async def test_0014_queues_the_backfill_that_gives_wallet_only_customers_their_u
     assert [a["type"] for a in after] == ["INTERNAL_CRYPTO", "EMBEDDED_WALLET"]  # the backfilled one is newer
     assert after[1] == wallet and after[0]["id"] != holding["id"]
     assert after[0]["balance"]["amount"] == 0 and "privateEnabled" not in after[0]
+
+
+async def test_0020_backfills_direction_the_moved_fields_and_the_card_transactions_holders(
+    db, database_url, client, auth, runner
+):
+    """Rows written before 0020: transactions get their direction (OUTGOING DEBIT, INCOMING CREDIT), a
+    transfer-in its sentAmount, a quote's purposeOfPayment its column, a transfer's rail its selection mode;
+    card transactions their cardholder, so GET /transactions lists them."""
+    from tests.cards.support import active_card, approved, approved_cardholder, funded_account
+    from tests.factories import external_account
+
+    person = await approved_cardholder(client, auth)
+    account = await funded_account(client, auth, person["id"], 10_000)
+    bank = await external_account(client, auth, person["id"])
+    card = await active_card(client, auth, runner, person["id"], [account["id"]])
+    spent = await approved(client, auth, card["id"], 300)
+    out = await client.post(
+        "/transfer-out",
+        auth=auth,
+        json={
+            "source": {"accountId": account["id"]},
+            "destination": {"accountId": bank["id"]},
+            "amount": 100,
+        },
+    )
+    pulled = await client.post(
+        "/transfer-in",
+        auth=auth,
+        json={
+            "source": {"accountId": bank["id"]},
+            "destination": {"accountId": account["id"]},
+            "amount": 200,
+        },
+    )
+    before = {t["id"]: t for t in (await client.get("/transactions", auth=auth)).json()["data"]}
+    assert {spent["id"], out.json()["id"], pulled.json()["id"]} == set(before)
+    config = migrate.alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0019_cust28")
+    try:
+        async with db.transaction() as session:  # as 0019's code wrote a transfer-in: no sentAmount
+            await session.execute(
+                sa.text("UPDATE transactions SET sent_amount = NULL, sent_currency = NULL WHERE id = :id"),
+                {"id": pulled.json()["id"]},
+            )
+    finally:
+        await migrate.upgrade_async(database_url)
+    after = {t["id"]: t for t in (await client.get("/transactions", auth=auth)).json()["data"]}
+    assert after[out.json()["id"]]["direction"] == "DEBIT"
+    assert after[out.json()["id"]]["railSelectionMode"] == "AUTO"  # what the request named was not recorded
+    assert after[pulled.json()["id"]]["direction"] == "CREDIT"
+    assert after[pulled.json()["id"]]["sentAmount"] == before[pulled.json()["id"]]["sentAmount"]
+    card_tx = after[spent["id"]]
+    assert (card_tx["customerId"], card_tx["platformCustomerId"]) == (
+        person["id"],
+        person["platformCustomerId"],
+    )
+    assert card_tx == before[spent["id"]]

@@ -15,7 +15,8 @@ Backfill of existing rows:
   what it received; an incoming payment between two customers of the platform takes its paying
   transaction's sentAmount and exchangeRate (same quote);
 - purposeOfPayment: out of `extra`, where quotes kept it;
-- rail_selection_mode: MANUAL where the destination named its paymentRail, AUTO where a rail was chosen;
+- rail_selection_mode: AUTO where an outgoing row has a rail (whether its request named the rail was never
+  recorded: its destination keeps the rail resolved either way);
 - card transactions: their card's cardholder and that customer's platformCustomerId.
 
 Revision ID: 0020_txn
@@ -54,7 +55,6 @@ _TX = sa.table(
             'exchange_rate',
         )
     ),
-    sa.column('destination', sa.JSON),
     sa.column('extra', sa.JSON),
     sa.column('purpose_of_payment'),
 )
@@ -114,20 +114,15 @@ def upgrade() -> None:
                 }
             )
         )
-    rows = connection.execute(
-        sa.select(_TX.c.id, _TX.c.type, _TX.c.rail, _TX.c.destination, _TX.c.extra).where(
-            sa.or_(_TX.c.type == 'OUTGOING', _TX.c.kind == 'TRANSFER_IN')
-        )
-    ).all()
-    for row_id, row_type, rail, destination, extra in rows:
-        values = {}
+    # whether a request named its rail was never recorded (the destination keeps the rail resolved either way)
+    connection.execute(
+        _TX.update().where(_TX.c.type == 'OUTGOING', _TX.c.rail.is_not(None)).values(rail_selection_mode='AUTO')
+    )
+    quotes = connection.execute(sa.select(_TX.c.id, _TX.c.extra).where(_TX.c.kind == 'QUOTE')).all()
+    for row_id, extra in quotes:  # quotes kept purposeOfPayment in extra
         purpose = (extra or {}).get('purposeOfPayment')
         if purpose:
-            values['purpose_of_payment'] = purpose
-        if rail and row_type == 'OUTGOING':
-            values['rail_selection_mode'] = 'MANUAL' if (destination or {}).get('paymentRail') else 'AUTO'
-        if values:
-            connection.execute(_TX.update().where(_TX.c.id == row_id).values(values))
+            connection.execute(_TX.update().where(_TX.c.id == row_id).values(purpose_of_payment=purpose))
     connection.execute(
         _CARD_TX.update().values(
             customer_id=sa.select(_CARDS.c.cardholder_id)
