@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Select, and_, bindparam, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.cards.models import (
@@ -240,10 +240,6 @@ async def listed_page(
             )
     order = (row.created_at.desc(), row.id.desc()) if descending else (row.created_at.asc(), row.id.asc())
     return list((await session.scalars(stmt.order_by(*order).limit(limit))).all())
-
-
-async def listed_count(session: AsyncSession, stmt: Select[Any]) -> int:
-    return int(await session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0)
 
 
 async def open_transactions(

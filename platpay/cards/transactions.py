@@ -1019,11 +1019,6 @@ class _AsTransactions:
         refunds = await repository.refunds_of(session, [row.id for row in rows])
         return [to_schema(row, refunds[row.id]) for row in rows]
 
-    async def count(
-        self, session: AsyncSession, *, tenant_id: str, filters: payments_hooks.CardTransactionFilters
-    ) -> int:
-        return await repository.listed_count(session, _listed(tenant_id, filters))
-
     async def get(
         self, session: AsyncSession, *, tenant_id: str, transaction_id: str
     ) -> CardTransaction | None:

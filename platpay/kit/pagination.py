@@ -159,10 +159,12 @@ class PageResult(Generic[T]):
     items: list[T]
     has_more: bool
     next_cursor: str | None
-    total_count: int
+    total_count: int | None  # None: a list that does not count (GET /transactions), no totalCount
 
     def envelope(self, data: list[Any]) -> dict[str, Any]:
-        body: dict[str, Any] = {"data": data, "hasMore": self.has_more, "totalCount": self.total_count}
+        body: dict[str, Any] = {"data": data, "hasMore": self.has_more}
+        if self.total_count is not None:
+            body["totalCount"] = self.total_count
         if self.next_cursor is not None:
             body["nextCursor"] = self.next_cursor
         return body

@@ -54,10 +54,6 @@ class CardTransactionReader(Protocol):
         the direction asked, strictly after `after`."""
         ...
 
-    async def count(self, session: AsyncSession, *, tenant_id: str, filters: CardTransactionFilters) -> int:
-        """How many card transactions of the tenant match `filters`."""
-        ...
-
     async def get(
         self, session: AsyncSession, *, tenant_id: str, transaction_id: str
     ) -> CardTransaction | None:

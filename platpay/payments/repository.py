@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -99,10 +99,6 @@ async def page(
     else:
         stmt = stmt.order_by(TransactionRow.created_at.asc(), TransactionRow.id.asc())
     return list((await session.scalars(stmt.limit(limit))).all())
-
-
-async def count(session: AsyncSession, stmt: Select[Any]) -> int:
-    return int(await session.scalar(select(func.count()).select_from(stmt.order_by(None).subquery())) or 0)
 
 
 async def created_at_of(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> datetime | None:

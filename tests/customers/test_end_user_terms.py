@@ -55,7 +55,7 @@ async def _quote(client, auth, payer: dict[str, Any]):
 
 
 async def _quotes(client, auth) -> int:
-    return (await client.get("/transactions", auth=auth)).json()["totalCount"]
+    return len((await client.get("/transactions", auth=auth)).json()["data"])
 
 
 class TestTheTerms:

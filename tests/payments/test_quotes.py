@@ -215,7 +215,7 @@ class TestCreateQuote:
         first = await _usd_to_mxn(client, auth, sender, key="q-1")
         again = await _usd_to_mxn(client, auth, sender, key="q-1")
         assert first.status_code == again.status_code == 201 and first.content == again.content
-        assert (await client.get("/transactions", auth=auth)).json()["totalCount"] == 1
+        assert len((await client.get("/transactions", auth=auth)).json()["data"]) == 1
         different = await _usd_to_mxn(client, auth, sender, key="q-1", amount=12_345)
         assert different.status_code == 400 and different.json()["code"] == "INVALID_INPUT"
         assert different.json()["details"]["reason"] == "IDEMPOTENCY_KEY_REUSED"
@@ -375,9 +375,10 @@ class TestExecuteQuote:
         assert await balances(client, auth, sender["customer"]["id"]) == (990_000, 990_000)
         broke = await _usd_to_mxn(client, auth, sender, amount=5_000_000, immediatelyExecute=True)
         assert broke.status_code == 400 and broke.json()["code"] == "INSUFFICIENT_BALANCE"
-        assert (await client.get("/transactions", auth=auth, params={"type": "OUTGOING"})).json()[
-            "totalCount"
-        ] == 1
+        assert (
+            len((await client.get("/transactions", auth=auth, params={"type": "OUTGOING"})).json()["data"])
+            == 1
+        )
 
     async def test_platform_accounts_pay_on_a_customers_behalf(self, client, auth, sender, runner):
         platform_usd = (

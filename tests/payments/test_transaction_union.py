@@ -172,7 +172,8 @@ class TestCardTransactions:
         spent = await approved(client, auth, cardholder["card"]["id"], 1_250)
         listed = (await client.get("/transactions", auth=auth)).json()
         [card_tx] = [t for t in listed["data"] if t["type"] == "CARD"]
-        assert card_tx["id"] == spent["id"] and listed["totalCount"] == 1
+        assert card_tx["id"] == spent["id"] and len(listed["data"]) == 1
+        assert "totalCount" not in listed  # no count of the tenant's every row (bench/transactions_list.py)
         assert card_tx["direction"] == "DEBIT" and card_tx["customerId"] == cardholder["customer"]["id"]
         assert card_tx["platformCustomerId"] == cardholder["customer"]["platformCustomerId"]
         by_id = (await client.get(f"/transactions/{spent['id']}", auth=auth)).json()
@@ -214,7 +215,6 @@ class TestCardTransactions:
             while True:
                 params = {"limit": 3, "sortOrder": order, **({"cursor": cursor} if cursor else {})}
                 page = (await client.get("/transactions", auth=auth, params=params)).json()
-                assert page["totalCount"] == 8
                 seen.extend(t["id"] for t in page["data"])
                 if not page["hasMore"]:
                     break
