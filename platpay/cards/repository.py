@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, delete, insert, or_, select, update
+from sqlalchemy import Select, and_, bindparam, delete, exists, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.cards.models import (
@@ -224,10 +224,13 @@ async def listed_page(
     after: tuple[datetime, str] | None,
     descending: bool,
     limit: int,
-) -> list[CardTransactionRow]:
+) -> list[tuple[CardTransactionRow, bool]]:
     """At most `limit` rows of `listed_query`'s `stmt` in (created_at, id) order strictly after `after`,
-    read through ix_card_transactions_tenant_created."""
+    read through ix_card_transactions_tenant_created, each with whether it has CardRefunds (so a page
+    without any skips reading them)."""
     row = CardTransactionRow
+    refunded = exists().where(CardRefundRow.card_transaction_id == row.id)
+    stmt = stmt.add_columns(refunded.label("has_refunds"))
     if after is not None:
         created_at, last_id = after
         if descending:
@@ -239,7 +242,9 @@ async def listed_page(
                 and_(row.created_at >= created_at, or_(row.created_at > created_at, row.id > last_id))
             )
     order = (row.created_at.desc(), row.id.desc()) if descending else (row.created_at.asc(), row.id.asc())
-    return list((await session.scalars(stmt.order_by(*order).limit(limit))).all())
+    return [
+        (found, bool(has)) for found, has in (await session.execute(stmt.order_by(*order).limit(limit))).all()
+    ]
 
 
 async def open_transactions(

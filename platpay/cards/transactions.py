@@ -1016,8 +1016,8 @@ class _AsTransactions:
             descending=descending,
             limit=limit,
         )
-        refunds = await repository.refunds_of(session, [row.id for row in rows])
-        return [to_schema(row, refunds[row.id]) for row in rows]
+        refunds = await repository.refunds_of(session, [row.id for row, has_refunds in rows if has_refunds])
+        return [to_schema(row, refunds.get(row.id, [])) for row, _ in rows]
 
     async def get(
         self, session: AsyncSession, *, tenant_id: str, transaction_id: str

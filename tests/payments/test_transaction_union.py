@@ -10,7 +10,7 @@ import pytest
 
 from platpay.kit import clock
 from tests.agents.support import connect
-from tests.cards.support import active_card, approved, approved_cardholder, clear, funded_account
+from tests.cards.support import active_card, approved, approved_cardholder, clear, funded_account, give_back
 from tests.factories import (
     account_destination,
     account_source,
@@ -249,6 +249,16 @@ class TestCardTransactions:
             assert data["customerId"] == cardholder["customer"]["id"]
         final = (await client.get(f"/transactions/{spent['id']}", auth=auth)).json()
         assert receiver.of_type("CARD_TRANSACTION.SETTLED")[0].json["data"] == final
+
+    async def test_a_listed_card_transaction_carries_its_refunds(self, client, auth, cardholder):
+        spent = await approved(client, auth, cardholder["card"]["id"], 900)
+        await approved(client, auth, cardholder["card"]["id"], 100)  # beside one without refunds
+        await clear(client, auth, cardholder["card"]["id"], spent["id"], 900)
+        returned = await give_back(client, auth, cardholder["card"]["id"], spent["id"], 400)
+        assert returned.json()["refunds"], returned.text
+        listed = (await client.get("/transactions", auth=auth)).json()["data"]
+        [item] = [t for t in listed if t["id"] == spent["id"]]
+        assert item == returned.json() == (await client.get(f"/transactions/{spent['id']}", auth=auth)).json()
 
     async def test_an_agent_sees_its_customer_s_card_transactions_only(
         self, client, auth, runner, cardholder
