@@ -98,6 +98,7 @@ class TestLeanGet:
             "type": "OUTGOING",
             "kind": "TRANSFER_OUT",
             "status": "PENDING",
+            "direction": "DEBIT",
             "source": {},
             "destination": {},
             "extra": {},
