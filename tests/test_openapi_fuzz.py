@@ -295,15 +295,27 @@ async def agent_world(client: httpx.AsyncClient, auth: tuple[str, str]) -> Async
             "actionId": sent.json()["id"],
         },
     )
+    EARLIER_REAL_IDS.update({real: example for example, real in world.example_ids.items()})
     yield world
     # Past authentication at least once: a 2xx is the agent logic answering (run on teardown, once the
     # operation's whole run is over).
     assert any(200 <= status < 300 for status in world.statuses), sorted(set(world.statuses))
 
 
+# A real id -> the example id it replaced. Schemathesis keeps an operation's explicit-example cases and
+# hands the same objects to each parametrization (SQLite, then PostgreSQL), so a case the previous world
+# made real carries that world's ids, which this world's database has never seen: they go back to the
+# example's id first, then to this world's.
+EARLIER_REAL_IDS: dict[str, str] = {}
+
+
+def _example_id(value: str) -> str:
+    return EARLIER_REAL_IDS.get(value, value)
+
+
 def _real(value: Any, ids: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return ids.get(value, value)
+        return ids.get(_example_id(value), value)
     if isinstance(value, dict):
         return {key: _real(item, ids) for key, item in value.items()}
     if isinstance(value, list):
@@ -320,8 +332,8 @@ def _with_real_ids(case: schemathesis.Case, world: AgentWorld, turn: int) -> Non
         case.query = _real(dict(case.query), world.example_ids)
     positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
     for name, value in list((case.path_parameters or {}).items()):
-        if value in world.example_ids:
-            case.path_parameters[name] = world.example_ids[value]
+        if isinstance(value, str) and _example_id(value) in world.example_ids:
+            case.path_parameters[name] = world.example_ids[_example_id(value)]
         elif positive and turn % 2 == 0 and name in world.path_ids:
             case.path_parameters[name] = world.path_ids[name]
 
