@@ -48,6 +48,7 @@ from platpay.config import Settings
 from platpay.kit.openapi import ExampleIds
 from tests.agents.support import connect, funded_customer
 from tests.factories import account_destination, account_source, mxn_account
+from tests.support.field_errors import assert_field_errors_match, sent_json
 
 SEED = 20251013
 # Fuzzing-phase examples per operation: fewer as operations are added, so the run stays near a minute per
@@ -87,6 +88,8 @@ def error_body_shape(
     assert isinstance(body.get("code"), str) and body["code"], body
     assert isinstance(body.get("message"), str) and body["message"], body
     assert isinstance(body.get("details", {}), dict), body
+    request_body = response.request.body
+    assert_field_errors_match(body, sent=sent_json(request_body if isinstance(request_body, bytes) else None))
     return None
 
 

@@ -80,10 +80,12 @@ def allowed_values(expected: str) -> list[str] | None:
     return values
 
 
-def request_path(parts: Sequence[Any], sent: Any, *, missing: bool) -> str:
+def request_path(parts: Sequence[Any], sent: Any) -> str:
     """The dot path of `parts` (a `loc` after its location) in the value `sent`: each part the value holds
-    is kept and followed; a part it does not hold is a union's tag or member label and left out, but for the
-    last part of a `missing` error, the required field that was not sent."""
+    is kept and followed; a part it does not hold is left out when it is a union's tag (`ACCOUNT`: tags are
+    upper case) or a union member's label (`int`, `function-after[...]`, a model's class name), never the
+    name of a request field (camelCase); from the first other part on, the path names what the request
+    does not hold (a required field it left out, a member a rule asks for) as it is."""
     kept: list[str] = []
     value = sent
     for number, part in enumerate(parts):
@@ -94,9 +96,23 @@ def request_path(parts: Sequence[Any], sent: Any, *, missing: bool) -> str:
         elif isinstance(value, list) and position is not None and position < len(value):
             kept.append(str(position))
             value = value[position]
-        elif missing and number == len(parts) - 1 and isinstance(value, Mapping):
-            kept.append(str(part))
+        elif _is_label(part):
+            continue
+        else:
+            kept.extend(str(rest) for rest in parts[number:])
+            break
     return ".".join(kept)
+
+
+_TYPE_LABELS = {"str", "int", "float", "bool", "list", "dict", "none", "decimal", "date", "datetime", "uuid"}
+
+
+def _is_label(part: Any) -> bool:
+    """A name pydantic gives a union member in a `loc` (a discriminator's tag, a type, a model), never a
+    request field's (fields are camelCase)."""
+    if not isinstance(part, str) or not part:
+        return False
+    return part in _TYPE_LABELS or "[" in part or part[0].isupper()
 
 
 def _index(part: Any) -> int | None:
@@ -114,6 +130,5 @@ def error_entry(
     `location` (body, query, path, header) with `message`."""
     loc = tuple(error.get("loc", ()))
     if location == "body" and field != "body" and loc[:1] == ("body",):
-        path = request_path(loc[1:], body, missing=str(error.get("type", "")).startswith("missing"))
-        field = path or field
+        field = request_path(loc[1:], body) or field
     return field_error(field, message, constraint_of(error))
