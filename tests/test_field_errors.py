@@ -199,13 +199,41 @@ class TestServiceRules:
         ]
         assert (await client.get("/config", auth=auth)).json() == before
 
-    async def test_a_rule_without_one_names_the_field_and_why(self, client, auth, db):
+    async def test_a_customer_rule_names_the_format_it_checks(self, client, auth, db):
         response = await client.post("/customers", auth=auth, json={**FULL_PERSON, "email": "not-an-email"})
         assert field_errors(response) == [
+            {"field": "email", "constraint": {"format": "email"}, "message": "'not-an-email' is not a valid email address"}
+        ]  # fmt: skip
+        assert fields(response) == [
             {"field": "email", "message": "'not-an-email' is not a valid email address"}
         ]
-        listed = await client.get("/customers", auth=auth)
-        assert listed.json()["data"] == []
+        assert (await client.get("/customers", auth=auth)).json()["data"] == []
+
+    async def test_customer_rules_name_dates_and_countries_by_format(self, client, auth, db):
+        person = {
+            **FULL_PERSON,
+            "birthDate": "1990-02-30",
+            "address": {**FULL_PERSON["address"], "country": "ZZ"},
+        }
+        errors = {
+            entry["field"]: entry
+            for entry in field_errors(await client.post("/customers", auth=auth, json=person))
+        }
+        assert errors["birthDate"] == {
+            "field": "birthDate",
+            "constraint": {"format": "date"},
+            "message": "'1990-02-30' is not a real calendar date",
+        }
+        assert errors["address.country"]["constraint"] == {"format": "iso3166-1-alpha-2"}
+
+    async def test_a_rule_without_a_constraint_names_the_field_and_why(self, client, auth, db):
+        response = await client.post("/customers", auth=auth, json={**FULL_PERSON, "fullName": "J4ne Doe"})
+        assert field_errors(response) == [
+            {
+                "field": "fullName",
+                "message": "must contain only letters, single spaces, hyphens, apostrophes and periods",
+            }
+        ]
 
     async def test_schema_errors_and_rule_problems_are_named_together(self, client, auth, db):
         """The customers routes add the rules' problems to the schema's (customers/endpoints.py)."""
@@ -214,7 +242,8 @@ class TestServiceRules:
         )
         errors = field_errors(response)
         assert [entry["field"] for entry in errors] == [entry["field"] for entry in fields(response)]
-        assert {"field": "email", "message": "'not-an-email' is not a valid email address"} in errors
+        assert {"field": "email", "constraint": {"format": "email"},
+                "message": "'not-an-email' is not a valid email address"} in errors  # fmt: skip
         assert {"field": "phoneNumber", "constraint": {"pattern": r"^\+[1-9]\d{1,14}$"},
                 "message": r"String should match pattern '^\+[1-9]\d{1,14}$'"} in errors  # fmt: skip
 

@@ -7,8 +7,9 @@ member (`amount.int`). An array item is named by its index (`fundingSources.0`),
 
 The constraint comes from the error's type and context: a pattern mismatch carries `pattern`, a value outside
 a fixed set (a Literal, an Enum) `enum`, a string too short or too long `minLength`/`maxLength`, a value that
-does not parse as a date, a timestamp, a UUID or a URL `format`. A validator of our own names a format with
-`PydanticCustomError(type, message, {"format": "date-time"})`.
+does not parse as a date, a timestamp, a UUID or a URL `format`. A rule of our own reported as a pydantic
+error names its constraint in the context: `{"type": "value_error", ..., "ctx": {"constraint": {"format":
+"email"}}}` (customers/endpoints.py).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ def constraint_of(error: Mapping[str, Any]) -> FieldConstraint | None:
     of our own: nothing a form could pre-check from the error alone)."""
     kind = error.get("type", "")
     ctx = error.get("ctx") or {}
-    if isinstance(ctx.get("format"), str):
-        return {"format": ctx["format"]}
+    if isinstance(ctx.get("constraint"), Mapping):
+        return FieldConstraint(**ctx["constraint"])
     if kind == "string_pattern_mismatch" and isinstance(ctx.get("pattern"), str):
         return {"pattern": ctx["pattern"]}
     if kind in _ENUM_TYPES and isinstance(ctx.get("expected"), str):
