@@ -41,7 +41,7 @@ class FieldConstraint(TypedDict, total=False):
     """What a bad field's value must satisfy, as the reference's `FieldConstraint` names it: only the keys that
     apply (a pattern mismatch carries `pattern`, a value outside a fixed set `enum`)."""
 
-    format: str  # date-time, date, time, uuid, url, email...
+    format: str  # date-time, date, time, uuid, url, email, iso3166-1-alpha-2...
     pattern: str
     enum: list[str]
     minLength: int

@@ -309,7 +309,7 @@ FIELD_ERROR_SCHEMAS: dict[str, Any] = {
             "format": {
                 "type": "string",
                 "description": "named format the value must have: `date-time`, `date`, `time`, `uuid`, "
-                "`url`, `email`...",
+                "`url`, `email`, `iso3166-1-alpha-2`...",
                 "example": "date-time",
             },
             "pattern": {"type": "string", "description": "regular expression the value must match"},
