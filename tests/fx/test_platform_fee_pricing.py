@@ -62,12 +62,12 @@ class TestPlatformFee:
                 variable_bps=bps, platform_fixed=pfixed, platform_bps=pbps,
             )  # fmt: skip
 
-            def delivers(sending: int) -> bool:
-                grid, platform = _fees(sending, fixed=fixed, bps=bps, pfixed=pfixed, pbps=pbps)
-                return (
-                    sending - grid - platform > 0
-                    and math.floor((sending - grid - platform) * rate) >= receiving
-                )
+            parts = {"fixed": fixed, "bps": bps, "pfixed": pfixed, "pbps": pbps}
+
+            def delivers(sending: int, parts=parts, rate=rate, receiving=receiving) -> bool:
+                grid, platform = _fees(sending, **parts)
+                left = sending - grid - platform
+                return left > 0 and math.floor(left * rate) >= receiving
 
             assert delivers(price.sending_amount)
             assert not any(
