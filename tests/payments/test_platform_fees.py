@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
+from tests.agents.support import connect, funded_customer, quote_body
 from tests.factories import (
     account_destination,
     account_source,
@@ -431,3 +432,23 @@ class TestOverrideRefusals:
         )
         assert response.status_code == 400, response.text
         assert response.json()["details"]["fields"][0]["field"] == "platformFeeOverride"
+
+
+class TestAgents:
+    async def test_an_agents_quote_carries_the_platforms_fee_and_cannot_override_it(self, client, auth):
+        await _configure(client, auth, fee_config(bps=50, fixed=25))
+        owner = await funded_customer(client, auth)
+        agent = await connect(client, auth, owner["customer"]["id"])
+        payee = await mxn_account(client, auth, owner["customer"]["id"])
+        body = quote_body(owner["account"]["id"], payee["id"], 2_000)
+        refused = await client.post(
+            "/agents/me/quotes",
+            headers=agent["headers"],
+            json={**body, "platformFeeOverride": {"platformFixedFee": {"amount": 0, "currency": "USD"},
+                                                  "platformVariableFeeBps": 0}},
+        )  # fmt: skip
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["details"]["fields"][0]["field"] == "platformFeeOverride"
+        created = await client.post("/agents/me/quotes", headers=agent["headers"], json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["platformFeesIncluded"] == _platform_fee(2_000, fixed=25, bps=50) == 35
