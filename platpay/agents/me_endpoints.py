@@ -334,6 +334,7 @@ async def create_quote(
             purpose_of_payment=body.purpose_of_payment,
             remittance_information=body.remittance_information,
             sender_customer_info=body.sender_customer_info,
+            platform_fee_override=body.platform_fee_override is not None,
             settings=settings,
         ),
         status=201,

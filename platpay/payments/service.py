@@ -81,6 +81,7 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         type="OUTGOING",
         payment_instructions=extra.get("paymentInstructions"),
         rate_details=extra.get("rateDetails"),
+        platform_fees=extra.get("platformFees", 0),
         payment_rail=rail,
         rail_selection_mode=row.rail_selection_mode if rail else None,
         expected_settlement_at=row.expected_settlement_at if rail else None,

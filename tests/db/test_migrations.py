@@ -225,7 +225,7 @@ async def test_0020_backfills_direction_the_moved_fields_and_the_card_transactio
     before = {t["id"]: t for t in (await client.get("/transactions", auth=auth)).json()["data"]}
     assert {spent["id"], out.json()["id"], pulled.json()["id"]} == set(before)
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0019_cust28")
+    await asyncio.to_thread(command.downgrade, config, "0021_fees")
     try:
         async with db.transaction() as session:  # as 0019's code wrote a transfer-in: no sentAmount
             await session.execute(

@@ -20,7 +20,7 @@ Backfill of existing rows:
 - card transactions: their card's cardholder and that customer's platformCustomerId.
 
 Revision ID: 0020_txn
-Revises: 0019_cust28
+Revises: 0021_fees
 Create Date: 2026-11-28 22:00:00.000000
 """
 
@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0020_txn'
-down_revision: str | None = '0019_cust28'
+down_revision: str | None = '0021_fees'  # re-chained after fees (merged first)
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
