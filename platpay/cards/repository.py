@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, delete, exists, insert, or_, select, update
+from sqlalchemy import Select, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.cards.models import (
@@ -18,6 +18,7 @@ from platpay.cards.models import (
 from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.kit.pagination import keyset_page
 
 
 async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids: list[str]) -> CardRow:
@@ -230,21 +231,15 @@ async def listed_page(
     without any skips reading them)."""
     row = CardTransactionRow
     refunded = exists().where(CardRefundRow.card_transaction_id == row.id)
-    stmt = stmt.add_columns(refunded.label("has_refunds"))
-    if after is not None:
-        created_at, last_id = after
-        if descending:
-            stmt = stmt.where(
-                and_(row.created_at <= created_at, or_(row.created_at < created_at, row.id < last_id))
-            )
-        else:
-            stmt = stmt.where(
-                and_(row.created_at >= created_at, or_(row.created_at > created_at, row.id > last_id))
-            )
-    order = (row.created_at.desc(), row.id.desc()) if descending else (row.created_at.asc(), row.id.asc())
-    return [
-        (found, bool(has)) for found, has in (await session.execute(stmt.order_by(*order).limit(limit))).all()
-    ]
+    stmt = keyset_page(
+        stmt.add_columns(refunded.label("has_refunds")),
+        created_at=row.created_at,
+        id_column=row.id,
+        after=after,
+        descending=descending,
+        limit=limit,
+    )
+    return [(found, bool(has)) for found, has in (await session.execute(stmt)).all()]
 
 
 async def open_transactions(

@@ -25,7 +25,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from fastapi import Query, Request
 from pydantic import BaseModel, Field
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import InstrumentedAttribute
 
@@ -189,6 +189,28 @@ async def paginate(
     rows = rows[: params.limit]
     next_cursor = params.next_cursor(getattr(rows[-1], id_column.key)) if has_more else None
     return PageResult(items=rows, has_more=has_more, next_cursor=next_cursor, total_count=int(total or 0))
+
+
+def keyset_page(
+    stmt: Select[Any],
+    *,
+    created_at: InstrumentedAttribute[Any],
+    id_column: InstrumentedAttribute[str],
+    after: tuple[Any, str] | None,
+    descending: bool,
+    limit: int,
+) -> Select[Any]:
+    """`stmt` limited to `limit` rows in (created_at, id) order, strictly after the position `after` (a list
+    ordered by creation time, merged from several tables: GET /transactions). `created_at` bounds the index
+    range on its own; the id breaks ties between rows created at the same instant."""
+    if after is not None:
+        at, last_id = after
+        if descending:
+            stmt = stmt.where(and_(created_at <= at, or_(created_at < at, id_column < last_id)))
+        else:
+            stmt = stmt.where(and_(created_at >= at, or_(created_at > at, id_column > last_id)))
+    order = (created_at.desc(), id_column.desc()) if descending else (created_at.asc(), id_column.asc())
+    return stmt.order_by(*order).limit(limit)
 
 
 def paginate_items(items: Sequence[T], *, key: Callable[[T], str], params: PageParams) -> PageResult[T]:

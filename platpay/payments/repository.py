@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Select, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
 
 
@@ -67,21 +68,6 @@ def list_query(
     return stmt
 
 
-def _after(after: tuple[datetime, str], *, descending: bool) -> Any:
-    """Strictly after the keyset position `after` in (created_at, id) order. `created_at` bounds the index
-    range on its own; the id breaks ties between rows created at the same instant."""
-    created_at, last_id = after
-    if descending:
-        return and_(
-            TransactionRow.created_at <= created_at,
-            or_(TransactionRow.created_at < created_at, TransactionRow.id < last_id),
-        )
-    return and_(
-        TransactionRow.created_at >= created_at,
-        or_(TransactionRow.created_at > created_at, TransactionRow.id > last_id),
-    )
-
-
 async def page(
     session: AsyncSession,
     stmt: Select[Any],
@@ -92,13 +78,11 @@ async def page(
 ) -> list[TransactionRow]:
     """At most `limit` rows of `list_query`'s `stmt`, in (created_at, id) order, strictly after `after`:
     read through ix_transactions_tenant_created, so a page costs its rows, not the tenant's size."""
-    if after is not None:
-        stmt = stmt.where(_after(after, descending=descending))
-    if descending:
-        stmt = stmt.order_by(TransactionRow.created_at.desc(), TransactionRow.id.desc())
-    else:
-        stmt = stmt.order_by(TransactionRow.created_at.asc(), TransactionRow.id.asc())
-    return list((await session.scalars(stmt.limit(limit))).all())
+    row = TransactionRow
+    stmt = keyset_page(
+        stmt, created_at=row.created_at, id_column=row.id, after=after, descending=descending, limit=limit
+    )
+    return list((await session.scalars(stmt)).all())
 
 
 async def created_at_of(session: AsyncSession, *, tenant_id: str, transaction_id: str) -> datetime | None:
