@@ -15,7 +15,8 @@ applied: "applied /s" is the card transactions recorded from the run's start unt
 divided by that time — the authorization throughput, what the ratio to pgbench compares.
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
-same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE; its funding
+same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE (with its
+cardholder's platformCustomerId, since issue 28's card transactions carry it); its funding
 sources; the sources' balances and accounts; INSERT the card transaction; INSERT event
 CARD_TRANSACTION.AUTHORIZED; INSERT the ledger hold; INSERT journal entry; INSERT 2 postings; then the hot
 row last: the conditional balance UPDATE … RETURNING; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the
@@ -198,16 +199,19 @@ def pgbench_script(scenario: str) -> str:
         "JOIN platforms ON platforms.id = tenants.platform_id "
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
         "BEGIN;",
-        f"SELECT c.* , b.account_id AS bench_account FROM cards c JOIN bench_cards b ON b.card_id = c.id "
+        f"SELECT c.* , b.account_id AS bench_account, "
+        "(SELECT platform_customer_id FROM customers WHERE id = c.cardholder_id) AS holder_pcid "
+        "FROM cards c JOIN bench_cards b ON b.card_id = c.id "
         f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant FOR UPDATE OF c \\gset",
         "SELECT card_id, account_id FROM card_funding_sources WHERE card_id IN (:id) ORDER BY card_id, position;",
         "SELECT id, available, held FROM ledger_accounts WHERE id IN (:bench_account);",
         "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",
-        "INSERT INTO card_transactions (id, tenant_id, card_id, kind, status, decline_reason, "
+        "INSERT INTO card_transactions (id, tenant_id, card_id, customer_id, platform_customer_id, kind, status, "
+        "decline_reason, "
         "issuer_transaction_token, merchant, currency, account_id, source_ids, authorized_amount, requested_amount, "
         "requested_currency, settled_amount, refunded_amount, settlement_count, pull_count, pull_amount, "
         "pull_pending, loss_amount, outcome, authorized_at, last_event_at, created_at, updated_at) "
-        f"VALUES ({tx}, :tenant, :id, 'AUTHORIZATION', 'AUTHORIZED', "
+        f"VALUES ({tx}, :tenant, :id, :cardholder_id, :holder_pcid, 'AUTHORIZATION', 'AUTHORIZED', "
         "NULL, 'sandbox_txn_x', '{\"descriptor\": \"BENCH SHOP\"}'::jsonb, 'USD', :bench_account, "
         "jsonb_build_array(:bench_account::text), 1, 1, 'USD', 0, 0, 0, 1, 1, 0, 0, 'APPROVE', now(), now(), now(), "
         "now());",
