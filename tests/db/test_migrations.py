@@ -190,10 +190,10 @@ async def test_0014_queues_the_backfill_that_gives_wallet_only_customers_their_u
     assert after[0]["balance"]["amount"] == 0 and "privateEnabled" not in after[0]
 
 
-async def test_0020_backfills_direction_the_moved_fields_and_the_card_transactions_holders(
+async def test_0021_backfills_direction_the_moved_fields_and_the_card_transactions_holders(
     db, database_url, client, auth, runner
 ):
-    """Rows written before 0020: transactions get their direction (OUTGOING DEBIT, INCOMING CREDIT), a
+    """Rows written before 0021: transactions get their direction (OUTGOING DEBIT, INCOMING CREDIT), a
     transfer-in its sentAmount, a quote's purposeOfPayment its column, a transfer's rail its selection mode;
     card transactions their cardholder, so GET /transactions lists them."""
     from tests.cards.support import active_card, approved, approved_cardholder, funded_account
@@ -225,7 +225,7 @@ async def test_0020_backfills_direction_the_moved_fields_and_the_card_transactio
     before = {t["id"]: t for t in (await client.get("/transactions", auth=auth)).json()["data"]}
     assert {spent["id"], out.json()["id"], pulled.json()["id"]} == set(before)
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0021_fees")
+    await asyncio.to_thread(command.downgrade, config, "0020_fees")
     try:
         async with db.transaction() as session:  # as 0019's code wrote a transfer-in: no sentAmount
             await session.execute(

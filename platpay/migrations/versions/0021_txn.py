@@ -19,8 +19,8 @@ Backfill of existing rows:
   recorded: its destination keeps the rail resolved either way);
 - card transactions: their card's cardholder and that customer's platformCustomerId.
 
-Revision ID: 0020_txn
-Revises: 0021_fees
+Revision ID: 0021_txn
+Revises: 0020_fees
 Create Date: 2026-11-28 22:00:00.000000
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0020_txn'
-down_revision: str | None = '0021_fees'  # re-chained after fees (merged first)
+revision: str = '0021_txn'
+down_revision: str | None = '0020_fees'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -7,7 +7,7 @@ quotes: `platform_fee` (the platform-collected fee in minor units of the sending
 feesIncluded), 0 for every existing quote (there were no platform fees); `platform_fee_entry_id`, the ledger
 entry that moved a completed payment's fee into the platform's internal account (NULL until then).
 
-Revision ID: 0021_fees
+Revision ID: 0020_fees
 Revises: 0019_cust28
 Create Date: 2026-11-28 22:00:00.000000
 """
@@ -20,7 +20,7 @@ from alembic import op
 
 import platpay.db.types
 
-revision: str = '0021_fees'
+revision: str = '0020_fees'
 down_revision: str | None = '0019_cust28'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
