@@ -10,11 +10,11 @@ funded by the same account: every hold updates one balance row). A benchmark, no
 
 Since issue 28 a simulation answers 202 {issuerTransactionToken}. The authorization is decided and applied in
 the request itself (the lean transaction of before issue 28; for a while after it, it was applied by a job
-per simulation, `cards.network_message`, which cost 2-3x the CPU). Each run still waits until no such job is
-queued (a tree that queues them is measured the same way): "applied /s" is the card transactions recorded
-from the run's start until the queue drained, divided by that time — what the ratio to pgbench compares.
-The script also measures a tree from before issue 28 (its 200 answer is accepted): run it with
-PYTHONPATH=<that tree> (bench/README.md).
+per simulation, `cards.network_message`: 1.3-1.8x the server's CPU per authorization, 1.5-2.3x with
+PostgreSQL's, bench/README.md). Each run still waits until no such job is queued (a tree that queues them is
+measured the same way): "applied /s" is the card transactions recorded from the run's start until the queue
+drained, divided by that time — what the ratio to pgbench compares. The script also measures a tree from
+before issue 28 (its 200 answer is accepted): run it with PYTHONPATH=<that tree> (bench/README.md).
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
 same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE; its funding
