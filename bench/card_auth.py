@@ -10,7 +10,7 @@ funded by the same account: every hold updates one balance row). A benchmark, no
 
 Since issue 28 a simulation answers 202 {issuerTransactionToken}. The authorization is decided and applied in
 the request itself (the lean transaction of before issue 28; for a while after it, it was applied by a job
-per simulation, `cards.network_message`: 1.3-1.8x the server's CPU per authorization, 1.5-2.3x with
+per simulation, `cards.network_message`: 1.3-2.1x the server's CPU per authorization, 1.5-3.2x with
 PostgreSQL's, bench/README.md). Each run still waits until no such job is queued (a tree that queues them is
 measured the same way): "applied /s" is the card transactions recorded from the run's start until the queue
 drained, divided by that time — what the ratio to pgbench compares. The script also measures a tree from
