@@ -32,6 +32,7 @@ from platpay.jobs import repository as jobs_repository
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock, openapi
 from platpay.kit.routing import documented_error
+from platpay.kit.validation_errors import error_entry
 from platpay.logging import configure as configure_logging
 from platpay.middleware import EdgeMiddleware
 
@@ -78,6 +79,7 @@ def _clean(message: str) -> str:
 
 async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
     fields = []
+    errors = []  # the reference's FieldError beside each entry of fields (kit/validation_errors.py)
     for error in exc.errors():
         field, location = _field_name(tuple(error.get("loc", ())))
         kind = error.get("type", "")
@@ -90,8 +92,10 @@ async def _validation_error(_request: Request, exc: RequestValidationError) -> J
         else:
             message = _clean(str(error.get("msg", "invalid")))
         fields.append({"field": field, "location": location, "message": message})
+        errors.append(error_entry(error, field=field, location=location, message=message, body=exc.body))
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-    return _error_response(400, "INVALID_INPUT", f"invalid input: {summary}", {"fields": fields})
+    details = {"fields": fields, "errors": errors}
+    return _error_response(400, "INVALID_INPUT", f"invalid input: {summary}", details)
 
 
 async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypedDict
 
 from pydantic import BaseModel, Field
 
@@ -36,9 +37,52 @@ class ApiError(Exception):
         return {"status": self.status, "code": self.code, "message": self.message, "details": self.details}
 
 
+class FieldConstraint(TypedDict, total=False):
+    """What a bad field's value must satisfy, as the reference's `FieldConstraint` names it: only the keys that
+    apply (a pattern mismatch carries `pattern`, a value outside a fixed set `enum`)."""
+
+    format: str  # date-time, date, time, uuid, url, email, iso3166-1-alpha-2...
+    pattern: str
+    enum: list[str]
+    minLength: int
+    maxLength: int
+
+
+def field_error(field: str, message: str, constraint: FieldConstraint | None = None) -> dict[str, Any]:
+    """One entry of a 400's `details.errors` (the reference's `FieldError`): `{field, constraint?, message}`."""
+    entry: dict[str, Any] = {"field": field}
+    if constraint:
+        entry["constraint"] = dict(constraint)
+    entry["message"] = message
+    return entry
+
+
+def errors_of(fields: list[Any]) -> list[dict[str, Any]]:
+    """`details.errors` for a 400 whose raise site wrote only `details.fields` ({field, location?, message}
+    entries): one FieldError per entry, in the same order, with no constraint (the site named none)."""
+    return [
+        field_error(str(entry.get("field", "")), str(entry.get("message", "")))
+        for entry in fields
+        if isinstance(entry, Mapping)
+    ]
+
+
 class InvalidInput(ApiError):
+    """A 400. Whatever builds it, its answer names each bad field twice: platpay's `details.fields`
+    ({field, location?, message}) and, beside it, the reference's `details.errors` ({field, constraint?,
+    message}, in the same order). A raise site that knows the constraint (the request validation handler,
+    `invalid_field(..., constraint=...)`) writes `errors` itself; for the others it is derived from `fields`
+    when the error is rendered, so no site can leave it out."""
+
     status = 400
     code = "INVALID_INPUT"
+
+    def body(self) -> dict[str, Any]:
+        body = super().body()
+        fields = self.details.get("fields")
+        if isinstance(fields, list) and "errors" not in self.details:
+            body["details"] = {**self.details, "errors": errors_of(fields)}
+        return body
 
 
 class InvalidCurrency(InvalidInput):
@@ -128,9 +172,16 @@ class ServiceUnavailable(ApiError):
 
 
 def invalid_field(
-    field: str, message: str, *, error: type[InvalidInput] = InvalidInput, **extra: Any
+    field: str,
+    message: str,
+    *,
+    error: type[InvalidInput] = InvalidInput,
+    constraint: FieldConstraint | None = None,
+    **extra: Any,
 ) -> InvalidInput:
     """A 400 naming one bad field, in the same details shape as framework validation errors; `error` is the
-    InvalidInput class whose code it answers (INVALID_INPUT unless a more precise one applies)."""
+    InvalidInput class whose code it answers (INVALID_INPUT unless a more precise one applies), `constraint`
+    what the value must satisfy (`{"format": "url"}`), for `details.errors`."""
     entry = {"field": field, "message": message, **extra}
-    return error(f"{field}: {message}", details={"fields": [entry]})
+    details = {"fields": [entry], "errors": [field_error(field, message, constraint)]}
+    return error(f"{field}: {message}", details=details)

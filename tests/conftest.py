@@ -29,6 +29,7 @@ from platpay.db.database import Database
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from tests.factories import create_platform
+from tests.support.field_errors import assert_field_errors_match, sent_json
 from tests.support.receiver import WebhookReceiver
 from tests.support.smtp import smtp_server  # noqa: F401  (the fixture, for every test module)
 
@@ -162,10 +163,28 @@ async def app(settings: Settings, db: Database) -> Any:
     return create_app(settings, database=db, embedded_worker=False)
 
 
+async def check_field_errors(response: httpx.Response) -> None:
+    """Every 400 a test receives names its bad fields in details.errors as in details.fields."""
+    if response.status_code != 400 or not response.headers.get("content-type", "").startswith(
+        "application/json"
+    ):
+        return
+    await response.aread()
+    try:
+        sent = sent_json(response.request.content)
+    except httpx.RequestNotRead:  # a streamed upload
+        sent = None
+    assert_field_errors_match(response.json(), sent=sent)
+
+
 @pytest.fixture
 async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url=f"http://testserver{BASE_PATH}") as c:
+    async with httpx.AsyncClient(
+        transport=transport,
+        base_url=f"http://testserver{BASE_PATH}",
+        event_hooks={"response": [check_field_errors]},
+    ) as c:
         yield c
 
 

@@ -8,7 +8,8 @@ values, undeclared methods) and fuzzing phases, with positive and negative data 
 failure reproduces. Every request carries valid HTTP Basic credentials so the handlers run beyond 401; every
 AUTH_VARIANT_EVERY-th case is also sent without credentials and with wrong ones. A response fails the test
 if it is a 5xx, has an undocumented status, content type or header, does not match its documented schema,
-accepts schema-violating input, or is an error not in our {status, code, message, details} shape.
+accepts schema-violating input, is an error not in our {status, code, message, details} shape, or is a 400
+whose `details.errors` does not name the fields its `details.fields` names (tests/support/field_errors.py).
 
 The agent operations (/agents/me/...) take an agent's bearer token, not platform credentials: they are
 fuzzed by a test of their own, with a real agent's token on a funded customer with a policy, so the cases
@@ -48,6 +49,7 @@ from platpay.config import Settings
 from platpay.kit.openapi import ExampleIds
 from tests.agents.support import connect, funded_customer
 from tests.factories import account_destination, account_source, mxn_account
+from tests.support.field_errors import assert_field_errors_match, sent_json
 
 SEED = 20251013
 # Fuzzing-phase examples per operation: fewer as operations are added, so the run stays near a minute per
@@ -70,7 +72,8 @@ UNAUTHENTICATED_STATUSES = {400, 401, 404, 405, 413, 415}
 def error_body_shape(
     ctx: CheckContext, response: schemathesis.Response, case: schemathesis.Case
 ) -> bool | None:
-    """Every 4xx/5xx, documented or not (e.g. a 405 to an undeclared method), is our error shape."""
+    """Every 4xx/5xx, documented or not (e.g. a 405 to an undeclared method), is our error shape; a 400's
+    `details.errors` matches its `details.fields`."""
     if response.status_code < 400:
         return None
     content_type = response.headers.get("content-type", [""])[0]
@@ -87,6 +90,8 @@ def error_body_shape(
     assert isinstance(body.get("code"), str) and body["code"], body
     assert isinstance(body.get("message"), str) and body["message"], body
     assert isinstance(body.get("details", {}), dict), body
+    request_body = response.request.body
+    assert_field_errors_match(body, sent=sent_json(request_body if isinstance(request_body, bytes) else None))
     return None
 
 
@@ -295,15 +300,27 @@ async def agent_world(client: httpx.AsyncClient, auth: tuple[str, str]) -> Async
             "actionId": sent.json()["id"],
         },
     )
+    EARLIER_REAL_IDS.update({real: example for example, real in world.example_ids.items()})
     yield world
     # Past authentication at least once: a 2xx is the agent logic answering (run on teardown, once the
     # operation's whole run is over).
     assert any(200 <= status < 300 for status in world.statuses), sorted(set(world.statuses))
 
 
+# A real id -> the example id it replaced. Schemathesis keeps an operation's explicit-example cases and
+# hands the same objects to each parametrization (SQLite, then PostgreSQL), so a case the previous world
+# made real carries that world's ids, which this world's database has never seen: they go back to the
+# example's id first, then to this world's.
+EARLIER_REAL_IDS: dict[str, str] = {}
+
+
+def _example_id(value: str) -> str:
+    return EARLIER_REAL_IDS.get(value, value)
+
+
 def _real(value: Any, ids: dict[str, str]) -> Any:
     if isinstance(value, str):
-        return ids.get(value, value)
+        return ids.get(_example_id(value), value)
     if isinstance(value, dict):
         return {key: _real(item, ids) for key, item in value.items()}
     if isinstance(value, list):
@@ -320,8 +337,8 @@ def _with_real_ids(case: schemathesis.Case, world: AgentWorld, turn: int) -> Non
         case.query = _real(dict(case.query), world.example_ids)
     positive = case.meta is not None and case.meta.generation.mode == GenerationMode.POSITIVE
     for name, value in list((case.path_parameters or {}).items()):
-        if value in world.example_ids:
-            case.path_parameters[name] = world.example_ids[value]
+        if isinstance(value, str) and _example_id(value) in world.example_ids:
+            case.path_parameters[name] = world.example_ids[_example_id(value)]
         elif positive and turn % 2 == 0 and name in world.path_ids:
             case.path_parameters[name] = world.path_ids[name]
 

@@ -172,10 +172,16 @@ async def create_quote(
     purpose_of_payment: str | None,
     sender_customer_info: dict[str, Any] | None,
     settings: Settings,
+    platform_fee_override: bool = False,
 ) -> Quote:
     """POST /agents/me/quotes: from one of the customer's internal accounts to an account of the customer
     or a UMA address; needs CREATE_QUOTES and an allowed source account. Executing it is a separate,
-    policy-judged step (EXECUTE_QUOTES), so `immediatelyExecute` is refused."""
+    policy-judged step (EXECUTE_QUOTES), so `immediatelyExecute` is refused, and so is a
+    `platformFeeOverride` (the platform's fee is the platform's to set, not its customer's agent's)."""
+    if platform_fee_override:
+        raise invalid_field(
+            "platformFeeOverride", "an agent's quotes carry the platform's configured fee; omit the override"
+        )
     if immediately_execute:
         raise invalid_field(
             "immediatelyExecute",

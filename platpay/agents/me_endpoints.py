@@ -331,6 +331,7 @@ async def create_quote(
             description=body.description,
             purpose_of_payment=body.purpose_of_payment,
             sender_customer_info=body.sender_customer_info,
+            platform_fee_override=body.platform_fee_override is not None,
             settings=settings,
         ),
         status=201,

@@ -37,12 +37,13 @@ from platpay.auth.principal import Principal, PrincipalKind
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
-from platpay.errors import InvalidInput, NotFound, invalid_field
+from platpay.errors import InvalidInput, NotFound, field_error, invalid_field
 from platpay.fx import rates as fx_rates
 from platpay.fx.providers import UnsupportedCurrencyPair
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.kit.validation_errors import constraint_of
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes.errors import QuoteNotFound
 from platpay.tenants import service as tenants_service
@@ -135,8 +136,14 @@ def _parsed(policy: dict[str, Any], prefix: str) -> AgentPolicy:
             }
             for problem in error.errors()
         ]
+        errors = [
+            field_error(entry["field"], entry["message"], constraint_of(problem))
+            for entry, problem in zip(fields, error.errors(), strict=True)
+        ]
         summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
-        raise InvalidInput(f"invalid policy: {summary}", details={"fields": fields}) from None
+        raise InvalidInput(
+            f"invalid policy: {summary}", details={"fields": fields, "errors": errors}
+        ) from None
 
 
 async def check_policy(

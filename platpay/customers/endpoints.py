@@ -74,7 +74,13 @@ async def _with_rule_problems(request: Request, error: RequestValidationError) -
     if not problems:
         return error
     more = [
-        {"type": "value_error", "loc": ("body", *p.field.split(".")), "msg": p.message, "input": None}
+        {
+            "type": "value_error",
+            "loc": ("body", *p.field.split(".")),
+            "msg": p.message,
+            "input": None,
+            "ctx": {"constraint": p.constraint} if p.constraint else {},
+        }
         for p in problems
     ]
     return RequestValidationError([*error.errors(), *more], body=error.body)

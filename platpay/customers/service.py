@@ -87,7 +87,7 @@ class Outcome:
 
 
 def _refusal(problems: list[v.Problem]) -> ApiError:
-    details = {"fields": [p.as_detail() for p in problems]}
+    details = {"fields": [p.as_detail() for p in problems], "errors": [p.as_error() for p in problems]}
     summary = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
     kinds = {p.error for p in problems}
     if kinds == {UmaAddressExists}:

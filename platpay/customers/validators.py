@@ -12,7 +12,14 @@ from typing import Any
 
 from platpay.customers import sandbox
 from platpay.customers.errors import EndUserTermsVersionNotFound, MissingMandatoryUserInfo
-from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
+from platpay.errors import (
+    ApiError,
+    FieldConstraint,
+    InvalidCurrency,
+    InvalidInput,
+    InvalidUmaAddress,
+    field_error,
+)
 from platpay.kit import countries, currencies
 
 # Besides letters of any script and their combining marks (Unicode L and M: "é" written e + U+0301, the
@@ -44,9 +51,18 @@ class Problem:
     field: str
     message: str
     error: type[ApiError] = InvalidInput  # the error class (so the code) the problem answers with
+    constraint: FieldConstraint | None = None  # what the value must satisfy, for the 400's details.errors
 
     def as_detail(self) -> dict[str, str]:
         return {"field": self.field, "message": self.message}
+
+    def as_error(self) -> dict[str, Any]:
+        return field_error(self.field, self.message, self.constraint)
+
+
+DATE: FieldConstraint = {"format": "date"}
+COUNTRY: FieldConstraint = {"format": "iso3166-1-alpha-2"}  # the reference's slug
+EMAIL: FieldConstraint = {"format": "email"}
 
 
 def _invisible(value: str) -> str | None:
@@ -110,11 +126,11 @@ def parse_past_date(value: str | None, field: str, *, today: date) -> tuple[date
     if value is None:
         return None, []
     if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        return None, [Problem(field, f"must be a date as YYYY-MM-DD, got {value!r}")]
+        return None, [Problem(field, f"must be a date as YYYY-MM-DD, got {value!r}", constraint=DATE)]
     try:
         parsed = date.fromisoformat(value)
     except ValueError:
-        return None, [Problem(field, f"{value!r} is not a real calendar date")]
+        return None, [Problem(field, f"{value!r} is not a real calendar date", constraint=DATE)]
     if parsed >= today:
         return None, [Problem(field, f"{value} is not in the past")]
     if parsed.year < 1900:
@@ -124,13 +140,19 @@ def parse_past_date(value: str | None, field: str, *, today: date) -> tuple[date
 
 def check_country(value: str | None, field: str) -> list[Problem]:
     if value is not None and not countries.is_country(value):
-        return [Problem(field, f"{value!r} is not an ISO 3166-1 alpha-2 country code (e.g. US, MX)")]
+        return [
+            Problem(
+                field,
+                f"{value!r} is not an ISO 3166-1 alpha-2 country code (e.g. US, MX)",
+                constraint=COUNTRY,
+            )
+        ]
     return []
 
 
 def check_email(value: str | None, field: str = "email") -> list[Problem]:
     if value is not None and (not _EMAIL_RE.match(value) or len(value) > 254):
-        return [Problem(field, f"{value!r} is not a valid email address")]
+        return [Problem(field, f"{value!r} is not a valid email address", constraint=EMAIL)]
     return []
 
 
@@ -291,7 +313,13 @@ def check_identification(draft: dict[str, Any], *, stored_id_type: str | None) -
     if identifier is not None and id_type is None:
         problems.append(Problem("idType", "is required with identifier (SSN or ITIN)"))
     if id_type is not None and id_type not in INDIVIDUAL_ID_TYPES:
-        problems.append(Problem("idType", f"{id_type} does not identify an individual: use SSN or ITIN"))
+        problems.append(
+            Problem(
+                "idType",
+                f"{id_type} does not identify an individual: use SSN or ITIN",
+                constraint={"enum": list(INDIVIDUAL_ID_TYPES)},
+            )
+        )
     elif id_type is not None and identifier is not None and not _IDENTIFIER_RE[id_type].match(identifier):
         kind = "an SSN" if id_type == "SSN" else "an ITIN (9##-##-####)"
         problems.append(Problem("identifier", f"is not {kind} written as ###-##-####"))

@@ -14,6 +14,16 @@ floor((S - F) * r) >= R; the receiver gets exactly R and the rounding remainder 
 
 Each amount is rounded exactly once, always in the platform's favour: the receiving amount down, the
 sending amount and the fees up. The rate itself is never rounded for arithmetic (display only).
+
+Platform fees (PlatformConfig.feeConfigs, QuoteRequest.platformFeeOverride): the platform's own fee P, part
+of F (feesIncluded = grid fixed + grid variable + P), on the same source-currency amount S:
+
+    P = platformFixed + round_half_up(S * platformBps / 10000)     (in integers: (S*bps + 5000) // 10000)
+
+Locked SENDING: P from S as above, R = floor((S - F) * r). Locked RECEIVING: the smallest S whose fees,
+P included, leave at least C = ceil(R / r) to convert, searched upward from the exact lower bound (two
+independently rounded variable fees make S - F not quite monotonic, so no closed form is exact). Without a
+platform fee both sides are computed exactly as before (P = 0).
 """
 
 from __future__ import annotations
@@ -36,10 +46,11 @@ class Price:
     fixed_fee: int  # minor units of the sending currency
     variable_fee: int  # minor units of the sending currency
     variable_bps: int
+    platform_fee: int = 0  # minor units of the sending currency, part of `fees`
 
     @property
     def fees(self) -> int:
-        return self.fixed_fee + self.variable_fee
+        return self.fixed_fee + self.variable_fee + self.platform_fee
 
     @property
     def converted_amount(self) -> int:
@@ -51,12 +62,80 @@ def variable_fee(sending_amount: int, bps: int) -> int:
     return -(-sending_amount * bps // 10_000)
 
 
-def price(
-    *, locked_side: str, locked_amount: int, minor_rate: Fraction, fixed_fee: int, variable_bps: int
+def platform_fee(sending_amount: int, *, fixed: int, bps: int) -> int:
+    """fixed + round_half_up(sending_amount * bps / 10000), in integers (amounts are never negative)."""
+    return fixed + (sending_amount * bps + 5_000) // 10_000
+
+
+def _with_platform_fee(
+    *,
+    locked_side: str,
+    locked_amount: int,
+    minor_rate: Fraction,
+    fixed_fee: int,
+    variable_bps: int,
+    platform_fixed: int,
+    platform_bps: int,
 ) -> Price:
-    """The amounts of a quote; `minor_rate` is receiving minor units per sending minor unit (> 0)."""
+    def fees_at(sending: int) -> tuple[int, int]:
+        return variable_fee(sending, variable_bps), platform_fee(
+            sending, fixed=platform_fixed, bps=platform_bps
+        )
+
+    if variable_bps + platform_bps >= 10_000:
+        raise AmountTooSmall(f"variable fees of {variable_bps + platform_bps} bps take the whole amount")
+    if locked_side == SENDING:
+        sending = locked_amount
+        variable, platform = fees_at(sending)
+        converted = sending - fixed_fee - variable - platform
+        if converted <= 0:
+            raise AmountTooSmall(f"{sending} does not cover the fees of {fixed_fee + variable + platform}")
+        receiving = math.floor(converted * minor_rate)
+        if receiving <= 0:
+            raise AmountTooSmall(f"{sending} minus fees converts to less than one receiving minor unit")
+        return Price(sending, receiving, fixed_fee, variable, variable_bps, platform)
+    if locked_side == RECEIVING:
+        receiving = locked_amount
+        converted = math.ceil(receiving / minor_rate)
+        # Below this S even the exact fees (the platform's rounded down by at most half a unit) leave too
+        # little: S * (10000 - bps) / 10000 >= C + fixed - 1/2 is necessary.
+        bps = variable_bps + platform_bps
+        sending = max(1, math.ceil(Fraction((2 * (converted + fixed_fee + platform_fixed) - 1) * 10_000,
+                                            2 * (10_000 - bps))))  # fmt: skip
+        while True:
+            variable, platform = fees_at(sending)
+            if sending - fixed_fee - variable - platform >= converted:
+                return Price(sending, receiving, fixed_fee, variable, variable_bps, platform)
+            sending += 1
+    raise ValueError(f"unknown locked side {locked_side!r}")
+
+
+def price(
+    *,
+    locked_side: str,
+    locked_amount: int,
+    minor_rate: Fraction,
+    fixed_fee: int,
+    variable_bps: int,
+    platform_fixed: int = 0,
+    platform_bps: int = 0,
+) -> Price:
+    """The amounts of a quote; `minor_rate` is receiving minor units per sending minor unit (> 0);
+    `platform_fixed` (minor units of the sending currency) and `platform_bps` are the platform's fee."""
     if locked_amount <= 0 or minor_rate <= 0 or fixed_fee < 0 or not 0 <= variable_bps < 10_000:
         raise ValueError("price() needs a positive amount and rate, a fee >= 0 and 0 <= bps < 10000")
+    if platform_fixed < 0 or not 0 <= platform_bps <= 10_000:
+        raise ValueError("price() needs a platform fee >= 0 and 0 <= platform bps <= 10000")
+    if platform_fixed or platform_bps:
+        return _with_platform_fee(
+            locked_side=locked_side,
+            locked_amount=locked_amount,
+            minor_rate=minor_rate,
+            fixed_fee=fixed_fee,
+            variable_bps=variable_bps,
+            platform_fixed=platform_fixed,
+            platform_bps=platform_bps,
+        )
     if locked_side == SENDING:
         sending = locked_amount
         variable = variable_fee(sending, variable_bps)

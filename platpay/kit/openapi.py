@@ -243,13 +243,48 @@ def _error_schemas(schema: dict[str, Any], codes: Mapping[int, set[str]]) -> dic
             if name.startswith("Error") and name.removeprefix("Error").isdigit()
         }
     )
-    return {error_name(status): _error_schema(status, codes.get(status, set())) for status in statuses}
+    schemas = {error_name(status): _error_schema(status, codes.get(status, set())) for status in statuses}
+    if 400 in statuses:
+        schemas.update(FIELD_ERROR_SCHEMAS)
+    return schemas
 
 
 def _error_schema(status: int, codes: set[str]) -> dict[str, Any]:
     code: dict[str, Any] = {"type": "string", "description": "machine-readable error code"}
     if codes:
         code["enum"] = sorted(codes)
+    details: dict[str, Any] = {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "structured context, e.g. `fields` naming each bad field",
+    }
+    if status == 400:
+        details["description"] = (
+            "structured context; a refused field is named twice, in the same order: `fields` (platpay's "
+            "`{field, location, message}`) and `errors` (the reference's FieldError, with the constraint the "
+            "value broke)"
+        )
+        details["properties"] = {
+            "fields": {
+                "type": "array",
+                "description": "one entry per bad field: its dot path (`items.0.amount`), where it was sent "
+                "(body, query, path, header) and what is wrong",
+                "items": {
+                    "type": "object",
+                    "required": ["field"],
+                    "properties": {
+                        "field": {"type": "string"},
+                        "location": {"type": "string"},
+                        "message": {"type": "string"},
+                    },
+                },
+            },
+            "errors": {
+                "type": "array",
+                "description": "one entry per bad field, beside `fields` and in its order",
+                "items": {"$ref": f"{SCHEMAS}FieldError"},
+            },
+        }
     return {
         "type": "object",
         "title": error_name(status),
@@ -260,13 +295,53 @@ def _error_schema(status: int, codes: set[str]) -> dict[str, Any]:
             "status": {"type": "integer", "enum": [status], "description": "HTTP status code"},
             "code": code,
             "message": {"type": "string", "description": "what went wrong, with the offending value"},
-            "details": {
-                "type": "object",
-                "additionalProperties": True,
-                "description": "structured context, e.g. `fields` naming each bad field",
-            },
+            "details": details,
         },
     }
+
+
+# The reference's schemas of `Error400.details.errors` (its 2026-08 document), as it writes them.
+FIELD_ERROR_SCHEMAS: dict[str, Any] = {
+    "FieldConstraint": {
+        "type": "object",
+        "description": "What a refused field's value must satisfy; only the keys that apply.",
+        "properties": {
+            "format": {
+                "type": "string",
+                "description": "named format the value must have: `date-time`, `date`, `time`, `uuid`, "
+                "`url`, `email`, `iso3166-1-alpha-2`...",
+                "example": "date-time",
+            },
+            "pattern": {"type": "string", "description": "regular expression the value must match"},
+            "enum": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "the allowed values, when the field is drawn from a fixed set",
+            },
+            "minLength": {"type": "integer", "description": "minimum length in characters"},
+            "maxLength": {"type": "integer", "description": "maximum length in characters"},
+        },
+    },
+    "FieldError": {
+        "type": "object",
+        "required": ["field"],
+        "description": "One refused field of a 400.",
+        "properties": {
+            "field": {
+                "type": "string",
+                "description": "dot path to the field in the request (`beneficiary.fullName`, an array item "
+                "by its index: `fundingSources.0`); a query, path or header parameter by its name",
+                "example": "lockedCurrencySide",
+            },
+            "constraint": {"$ref": f"{SCHEMAS}FieldConstraint"},
+            "message": {
+                "type": "string",
+                "description": "what is wrong with the value",
+                "example": "Input should be 'SENDING' or 'RECEIVING'",
+            },
+        },
+    },
+}
 
 
 class ExampleIds:

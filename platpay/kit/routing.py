@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi import params as fastapi_params
 from fastapi.routing import APIRoute
 from pydantic import AfterValidator, BeforeValidator
+from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 from starlette.types import Scope
@@ -23,7 +24,7 @@ from platpay.kit import json_body
 from platpay.kit.openapi import error_content
 
 _ERROR_DESCRIPTIONS = {
-    400: "Invalid input: `details.fields` names each bad field",
+    400: "Invalid input: `details.fields` and `details.errors` name each bad field",
     401: "Missing or invalid credentials",
     403: "The credentials may not do this",
     404: "Not found (or not visible to these credentials)",
@@ -175,7 +176,10 @@ _ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
 def _iso_datetime_only(value: Any) -> Any:
     # Pydantic would also take "0.5" or "1700000000" as Unix time; the documented format is ISO 8601.
     if isinstance(value, str) and not _ISO_DATETIME.match(value):
-        raise ValueError("must be an ISO 8601 timestamp, e.g. 2025-10-13T12:00:00Z")
+        # a parsing error, so details.errors names the format (kit/validation_errors.py)
+        raise PydanticCustomError(
+            "datetime_parsing", "must be an ISO 8601 timestamp, e.g. 2025-10-13T12:00:00Z"
+        )
     return value
 
 

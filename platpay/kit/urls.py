@@ -7,7 +7,9 @@ import ipaddress
 import socket
 from urllib.parse import urlsplit
 
-from platpay.errors import invalid_field
+from platpay.errors import FieldConstraint, invalid_field
+
+URL: FieldConstraint = {"format": "url"}
 
 
 def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -20,16 +22,18 @@ def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 def validate_webhook_url(url: str, *, field: str, require_public_https: bool) -> str:
     """http(s) URL with a host; loopback is fine for sandboxes unless public https is required."""
     if any(ch.isspace() for ch in url) or not url.isprintable():
-        raise invalid_field(field, "must be a URL without spaces or control characters")
+        raise invalid_field(field, "must be a URL without spaces or control characters", constraint=URL)
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:
-        raise invalid_field(field, f"not a valid URL: {error}") from None
+        raise invalid_field(field, f"not a valid URL: {error}", constraint=URL) from None
     if parts.scheme not in ("http", "https"):
-        raise invalid_field(field, f"scheme must be http or https, got {parts.scheme or 'none'!r}")
+        raise invalid_field(
+            field, f"scheme must be http or https, got {parts.scheme or 'none'!r}", constraint=URL
+        )
     if not parts.hostname:
-        raise invalid_field(field, "URL has no host")
+        raise invalid_field(field, "URL has no host", constraint=URL)
     if parts.username is not None or parts.password is not None:
         raise invalid_field(field, "credentials in the URL are not accepted; verify X-Svc-Signature instead")
     if parts.fragment:

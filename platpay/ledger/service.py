@@ -34,6 +34,10 @@ AVAILABLE, HELD = "AVAILABLE", "HELD"
 # System account kinds: the outside world (clearing per rail), FX trading per currency, fee revenue,
 # and the sandbox's source of simulated deposits. They may go negative.
 CLEARING, FX, FEES, SANDBOX_FUNDING = "CLEARING", "FX", "FEES", "SANDBOX_FUNDING"
+# Platform fees in flight: what a payment's platform fee (PlatformConfig.feeConfigs) took from the sender
+# at execution, until the payment completes and it moves to the platform's own internal account (or the
+# payment fails and it goes back with the refund). May go negative like the other system accounts.
+PLATFORM_FEES = "PLATFORM_FEES"
 # The operator's losses: what it paid out that no customer's money covered (a card clearing whose post-hoc
 # pull failed). May go negative like the other system accounts.
 LOSS = "LOSS"

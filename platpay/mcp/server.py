@@ -33,6 +33,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from platpay import BASE_PATH, package_version
+from platpay.errors import errors_of, field_error
+from platpay.kit.validation_errors import constraint_of
 from platpay.mcp import api
 from platpay.mcp.tools import SPECS, ToolSpec
 
@@ -82,13 +84,16 @@ def invalid_arguments(error: ValidationError) -> ApiRefused:
     """Arguments the tool's input schema refuses, as the API answers a body its model refuses: 400
     INVALID_INPUT, each bad argument named in details.fields."""
     fields = []
+    errors = []
     for item in error.errors(include_url=False, include_input=False):
         field = ".".join(str(part) for part in item.get("loc", ())) or "arguments"
         message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
         fields.append({"field": field, "location": "arguments", "message": message})
+        errors.append(field_error(field, message, constraint_of(item)))
     summary = "; ".join(f"{f['field']}: {f['message']}" for f in fields[:5])
+    details = {"fields": fields, "errors": errors}
     return ApiRefused(
-        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
+        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": details}
     )
 
 
@@ -99,8 +104,9 @@ def unknown_arguments(names: list[str], known: frozenset[str]) -> ApiRefused:
         for name in names
     ]
     summary = "; ".join(f"{f['field']}: unknown argument" for f in fields[:5])
+    details = {"fields": fields, "errors": errors_of(fields)}
     return ApiRefused(
-        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": {"fields": fields}}
+        400, {"code": "INVALID_INPUT", "message": f"invalid input: {summary}", "details": details}
     )
 
 

@@ -46,7 +46,17 @@ DOMAIN = Domain(
     event_types=frozenset(
         {
             *(f"OUTGOING_PAYMENT.{status}" for status in _OUTGOING),
-            *(f"INCOMING_PAYMENT.{status}" for status in ("PENDING", "COMPLETED", "FAILED")),
+            *(
+                f"INCOMING_PAYMENT.{status}"
+                for status in (
+                    "PENDING",
+                    "COMPLETED",
+                    "FAILED",
+                    "REFUND_PENDING",
+                    "REFUND_COMPLETED",
+                    "REFUND_FAILED",
+                )
+            ),
         }
     ),
 )

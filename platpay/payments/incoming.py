@@ -22,6 +22,14 @@ defaultUmaDepositAccount (an external account in the receiving currency): the fu
 to that account's payout rail, CLEARING(UMA) −amount, CLEARING(rail) +amount, and never sit in an internal
 account. A rejected or failed payment posts nothing.
 
+Returned to the sender (INCOMING_PAYMENT.REFUND_*): when paying a defaultUmaDepositAccount out fails (in
+the sandbox, an account whose identifier ends in 002, 004 or 007, as for a quote's payout), the funds that
+arrived come back from the bank: CLEARING(rail) −amount, CLEARING(SUSPENSE) +amount; the payment is FAILED
+OFFRAMP_FAILED with a refund PENDING (INCOMING_PAYMENT.FAILED, INCOMING_PAYMENT.REFUND_PENDING). The refund
+settles PLATPAY_SANDBOX_REFUND_SECONDS later, back to the sender over UMA: CLEARING(SUSPENSE) −amount,
+CLEARING(UMA) +amount (INCOMING_PAYMENT.REFUND_COMPLETED), or, for 007, fails and the funds stay in
+suspense for operations (INCOMING_PAYMENT.REFUND_FAILED).
+
 Sandbox senders (payments/uma.py): `$success.*` arrive as soon as they are approved; `$pending.long.*` run
 the same approval flow but arrive only PLATPAY_SANDBOX_UMA_LONG_PENDING_SECONDS after approval (PENDING
 until then; approve/reject answer 409 meanwhile); `$fail.compliance.*` fail the sender screening before any
@@ -36,6 +44,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.config import Settings
 from platpay.customers.errors import MissingMandatoryUserInfo
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -45,6 +54,7 @@ from platpay.payments import providers
 from platpay.payments import service as payments_service
 from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
+from platpay.payments.quotes import outcomes
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import APPROVAL, AWAITING, ApprovalState, ApprovalTrigger, TransactionStatus
 from platpay.tenants import service as tenants_service
@@ -55,6 +65,15 @@ STEP_JOB = "payments.incoming_step"
 PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
 UMA_RAIL = "UMA"
 PAY_REQUEST_FAILED = replies.PAY_REQUEST_FAILED
+OFFRAMP_FAILED = "OFFRAMP_FAILED"
+SUSPENSE = "SUSPENSE"
+# How paying a defaultUmaDepositAccount out can fail (the rail's payout outcome for it): the funds go back
+# to the sender; for PAYOUT_AND_REFUND_FAIL the refund fails too.
+OFFRAMP_FAILURES = {
+    outcomes.EXECUTION_FAILED: "the deposit account's bank refused the payout at once",
+    outcomes.DELIVERY_FAILED: "the deposit account's bank rejected the payout",
+    outcomes.PAYOUT_AND_REFUND_FAIL: "the deposit account's bank rejected the payout",
+}
 
 
 def set_extra(row: TransactionRow, **values: Any) -> None:
@@ -159,11 +178,97 @@ async def _arrive(session: AsyncSession, row: TransactionRow, *, platform_id: st
         legs = [ledger.Leg(uma_clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
         kind = "UMA_INCOMING_CREDIT"
     await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
+    offramp = (row.extra or {}).get("offrampOutcome")
+    if payout_rail and offramp in OFFRAMP_FAILURES:
+        await _offramp_failed(session, row, platform_id=platform_id, rail_clearing=legs[1].account_id)
+        return
     await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
     if not payout_rail:
         await accounts_service.emit_balance_updates(
             session, tenant_id=row.tenant_id, account_ids=[account_id]
         )
+
+
+async def _suspense(session: AsyncSession, row: TransactionRow) -> str:
+    return await ledger.system_account(
+        session,
+        tenant_id=row.tenant_id,
+        kind=ledger.CLEARING,
+        currency=row.received_currency or "",
+        qualifier=SUSPENSE,
+    )
+
+
+async def _offramp_failed(
+    session: AsyncSession, row: TransactionRow, *, platform_id: str, rail_clearing: str
+) -> None:
+    """Paying the deposit account out failed: the funds come back into suspense, the payment is FAILED
+    OFFRAMP_FAILED and its refund to the sender starts (REFUND_PENDING; the "refund" step settles it)."""
+    currency, amount = row.received_currency or "", row.received_amount or 0
+    await ledger.post(
+        session,
+        tenant_id=row.tenant_id,
+        kind="UMA_INCOMING_OFFRAMP_RETURN",
+        reference=row.id,
+        legs=[
+            ledger.Leg(rail_clearing, currency, -amount),
+            ledger.Leg(await _suspense(session, row), currency, amount),
+        ],
+    )
+    now = clock.now()
+    offramp = (row.extra or {})["offrampOutcome"]
+    await payments_service.move(
+        session,
+        row,
+        TransactionStatus.FAILED,
+        platform_id=platform_id,
+        failure_reason=OFFRAMP_FAILED,
+        failure_details={"code": offramp, "message": OFFRAMP_FAILURES[offramp]},
+        refund={
+            "reference": f"REFUND-{row.id.rsplit('-', 1)[-1].upper()}",
+            "initiatedAt": clock.isoformat(now),
+            "status": "PENDING",
+            "reason": "TRANSACTION_FAILED",
+        },
+    )
+    await payments_service.emit_status(session, row, platform_id=platform_id, event="REFUND_PENDING")
+    await schedule(session, row, "refund", at=now)
+
+
+async def _settle_refund(
+    session: AsyncSession, row: TransactionRow, *, platform_id: str, settings: Settings | None
+) -> datetime | None:
+    """The refund of a returned incoming payment settles back to the sender (REFUND_COMPLETED) or fails
+    (REFUND_FAILED, 007: the funds stay in suspense); returns when to try again if it is not due yet."""
+    refund = dict(row.refund or {})
+    delay = timedelta(seconds=settings.sandbox_refund_seconds if settings is not None else 0)
+    due = datetime.fromisoformat(refund["initiatedAt"]) + delay
+    if clock.now() < due:
+        return due
+    if (row.extra or {}).get("offrampOutcome") == outcomes.PAYOUT_AND_REFUND_FAIL:
+        refund["status"], event = "FAILED", "REFUND_FAILED"
+    else:
+        currency, amount = row.received_currency or "", row.received_amount or 0
+        uma_clearing = await ledger.system_account(
+            session, tenant_id=row.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=UMA_RAIL
+        )
+        await ledger.post(
+            session,
+            tenant_id=row.tenant_id,
+            kind="UMA_INCOMING_REFUND",
+            reference=row.id,
+            legs=[
+                ledger.Leg(await _suspense(session, row), currency, -amount),
+                ledger.Leg(uma_clearing, currency, amount),
+            ],
+        )
+        refund["status"], refund["settledAt"], event = (
+            "COMPLETED",
+            clock.isoformat(clock.now()),
+            "REFUND_COMPLETED",
+        )
+    await payments_service.announce(session, row, platform_id=platform_id, event=event, refund=refund)
+    return None
 
 
 async def approve(
@@ -267,13 +372,24 @@ async def on_pending_reply(
 
 
 async def step(
-    session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    transaction_id: str,
+    step_name: str,
+    settings: Settings | None = None,
 ) -> datetime | None:
-    """A scheduled step: "deadline" auto-rejects an undecided payment, "arrive" credits an approved one.
-    Returns when to run again if it ran early; a step that no longer applies does nothing."""
+    """A scheduled step: "deadline" auto-rejects an undecided payment, "arrive" credits an approved one,
+    "refund" settles the refund of a returned one. Returns when to run again if it ran early; a step that no
+    longer applies does nothing."""
     row = await payments_service.load(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
+    if step_name == "refund":
+        if (row.refund or {}).get("status") != "PENDING":
+            return None
+        platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
+        return await _settle_refund(session, row, platform_id=platform_id, settings=settings)
     if row.status != TransactionStatus.PENDING:
         return None
     state = row.approval_state

@@ -23,6 +23,7 @@ async def incoming_step(ctx: JobContext) -> None:
             tenant_id=ctx.tenant_id or "",
             transaction_id=ctx.payload["transactionId"],
             step_name=ctx.payload["step"],
+            settings=ctx.settings,
         )
         if again is not None:
             ctx.retry_at(again, reason="not due yet")

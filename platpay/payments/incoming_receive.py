@@ -81,16 +81,20 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
 
 async def _destination(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str, field: str
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, Any], str | None, str | None]:
     """Where the money lands: the customer's defaultUmaDepositAccount when it is in this currency (returns
-    its payout rail too), else the customer's holding account in the currency (never the embedded wallet)."""
+    its payout rail too, and how paying it out ends: the rail's payout outcome for the account), else the
+    customer's holding account in the currency (never the embedded wallet)."""
     deposit = await external_service.default_uma_deposit_account(
         session, tenant_id=tenant.id, customer_id=customer_id
     )
     if deposit is not None and deposit.status == "ACTIVE" and deposit.currency == currency:
         rails = corridors.payment_rails(deposit.account_type)
         rail = rails[0] if rails else deposit.account_type
-        return {"destinationType": "ACCOUNT", "accountId": deposit.id, "currency": currency}, rail
+        offramp = providers.rail_for(tenant).payout_outcome(
+            corridors.primary_identifier(deposit.account_info)
+        )
+        return {"destinationType": "ACCOUNT", "accountId": deposit.id, "currency": currency}, rail, offramp
     account = await accounts_service.holding_account_in(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
@@ -102,7 +106,7 @@ async def _destination(
         )
     if account.status != "ACTIVE":
         raise invalid_field(field, f"the customer's {currency} account {account.id} is {account.status}")
-    return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None
+    return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None, None
 
 
 def _sender_information(sender: Counterparty, wanted: list[str]) -> dict[str, str]:
@@ -165,7 +169,7 @@ async def receive(
     )
     currency = currencies.require(receiving_currency_code, field="receivingCurrencyCode").code
     entry = _currency_entry(tenant, currency)
-    destination, payout_rail = await _destination(
+    destination, payout_rail, offramp = await _destination(
         session, tenant=tenant, customer_id=receiver_id, currency=currency, field=receiver_field
     )
     customer = await customers_service.ensure_can_move_money(
@@ -206,6 +210,7 @@ async def receive(
             "requestedReceiverCustomerInfoFields": requested,
             "receiverUmaAddress": customer.uma_address,
             "payoutRail": payout_rail,
+            **({"offrampOutcome": offramp} if offramp in incoming.OFFRAMP_FAILURES else {}),
         },
         approval_state=ApprovalState.AWAITING_REPLY if has_endpoint else ApprovalState.AWAITING_DECISION,
         # nobody can be asked without an endpoint: the platform must decide through the API in time

@@ -150,6 +150,13 @@ class OutgoingTransaction(Transaction):
     )
     payment_instructions: list[dict[str, Any]] | None = None
     refund: Refund | None = None
+    platform_fees: int | None = Field(
+        default=None,
+        ge=0,
+        description="the platform-collected part of `fees` (PlatformConfig.feeConfigs or the quote's "
+        "platformFeeOverride), minor units of the sending currency; 0 without an applicable fee",
+        examples=[5],
+    )
     failure_reason: OutgoingTransactionFailureReason | None = Field(
         default=None, description="FAILED or EXPIRED only"
     )

@@ -70,6 +70,7 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         exchange_rate=float(Decimal(row.exchange_rate)) if row.exchange_rate else None,
         payment_instructions=extra.get("paymentInstructions"),
         refund=Refund(**row.refund) if row.refund else None,
+        platform_fees=extra.get("platformFees", 0),
         **common,
     )
 

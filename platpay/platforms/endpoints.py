@@ -41,6 +41,11 @@ async def update_config(
         wallet_config = body.embedded_wallet_config.model_dump(mode="json", by_alias=True, exclude_unset=True)
     elif "embedded_wallet_config" in given:
         wallet_config = None
+    fee_configs: list[dict[str, Any]] | Unset | None = UNSET
+    if body.fee_configs is not None:
+        fee_configs = [entry.model_dump(mode="json", by_alias=True) for entry in body.fee_configs]
+    elif "fee_configs" in given:
+        fee_configs = None
     async with get_db(request).transaction() as session:
         return await platforms_service.update_config(
             session,
@@ -52,5 +57,6 @@ async def update_config(
             end_user_terms_required=body.end_user_terms_required
             if "end_user_terms_required" in given
             else UNSET,
+            fee_configs=fee_configs,
             settings=request.app.state.settings,
         )

@@ -5,10 +5,12 @@ from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool
+from typing_extensions import TypeAliasType
 
 from platpay.kit.api_model import ApiModel, ApiRequest, FromString
 from platpay.kit.money import MinorUnits
 from platpay.kit.openapi import request_examples
+from platpay.payments.quotes.schemas import FixedFee
 from platpay.payments.schemas import TransactionType
 
 
@@ -100,6 +102,29 @@ class EmbeddedWalletConfig(ApiRequest):
     logo_url: str | None = Field(default=None, max_length=512, pattern=r"^https?://\S+$")
 
 
+FeeType = TypeAliasType("FeeType", Literal["CROSS_CURRENCY_TRANSACTION"])
+CROSS_CURRENCY_TRANSACTION = "CROSS_CURRENCY_TRANSACTION"
+
+
+class FeeConfig(ApiRequest):
+    """A platform-collected fee (the reference's FeeConfig): on every transaction of `feeType` whose sending
+    side is `sourceCurrency`, `fixedFee` plus `variableFeeBps` of the source-currency amount (rounded half up
+    to a minor unit), included in the quote's feesIncluded and credited to the platform's internal account in
+    that currency when the payment completes. At most one per (feeType, sourceCurrency)."""
+
+    fee_type: FeeType
+    source_currency: str = Field(
+        min_length=1, max_length=8, description="the sending currency it applies to (USD)", examples=["USD"]
+    )
+    variable_fee_bps: int = Field(
+        ge=0,
+        le=10_000,
+        description="basis points (1 bps = 0.01%) of the source-currency amount",
+        examples=[30],
+    )
+    fixed_fee: FixedFee
+
+
 class PlatformConfig(ApiModel):
     id: str = Field(examples=["PlatformConfig:019542f5-b3e7-1d02-0000-000000000003"])
     environment: Literal["sandbox", "production"] = Field(description="the environment these credentials use")
@@ -115,6 +140,9 @@ class PlatformConfig(ApiModel):
     end_user_terms_required: bool = Field(
         description="whether quotes for a customer need its acceptance of the current End User Terms "
         "(endUserTermsConsent; 403 END_USER_TERMS_NOT_ACCEPTED otherwise); off unless turned on"
+    )
+    fee_configs: list[FeeConfig] | None = Field(
+        default=None, description="every active platform fee config; omitted when there is none"
     )
     created_at: datetime
     updated_at: datetime
@@ -136,9 +164,28 @@ class PlatformConfigUpdateRequest(ApiRequest):
         description="require the customer's acceptance of the current End User Terms (GET "
         "/customers/end-user-terms) before its quotes; off by default",
     )
+    fee_configs: list[FeeConfig] | None = Field(
+        default=None,
+        max_length=20,
+        description="merge-by-key upsert keyed by (feeType, sourceCurrency); a config whose variable and "
+        "fixed fees are both 0 removes that key's config; omitted: fee configs unchanged",
+    )
 
 
 CONFIG_UPDATE_EXAMPLES = request_examples(
+    feeConfigs=(
+        "Collect 0.30% plus $0.50 on every cross-currency payment sent from USD",
+        {
+            "feeConfigs": [
+                {
+                    "feeType": "CROSS_CURRENCY_TRANSACTION",
+                    "sourceCurrency": "USD",
+                    "variableFeeBps": 30,
+                    "fixedFee": {"amount": 50, "currency": "USD"},
+                }
+            ]
+        },
+    ),
     endUserTermsRequired=(
         "Require your customers' acceptance of the End User Terms before their quotes",
         {"endUserTermsRequired": True},

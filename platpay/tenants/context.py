@@ -29,6 +29,8 @@ class TenantContext:
     embedded_wallet_config: dict[str, Any] | None = None
     # PlatformConfig.endUserTermsRequired: quotes need the customer's acceptance of the End User Terms
     end_user_terms_required: bool = False
+    # PlatformConfig.feeConfigs as configured (the API's camelCase entries); empty when none
+    fee_configs: tuple[dict[str, Any], ...] = ()
     # A sandbox tenant's own clock (kit/clock.py) when it was ever moved; None: the process clock
     clock: TenantClock | None = None
     # Every stored value this context was built from, hashable (authentication sets it from the row it
@@ -38,6 +40,13 @@ class TenantContext:
     @property
     def is_sandbox(self) -> bool:
         return self.environment == SANDBOX
+
+    def fee_config(self, fee_type: str, source_currency: str) -> dict[str, Any] | None:
+        """The active fee config for (`fee_type`, `source_currency`), if the platform has one."""
+        for entry in self.fee_configs:
+            if entry["feeType"] == fee_type and entry["sourceCurrency"] == source_currency:
+                return entry
+        return None
 
     @property
     def currency_codes(self) -> list[str]:

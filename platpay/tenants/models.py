@@ -38,6 +38,8 @@ class TenantRow(Base):
     # PlatformConfig.endUserTermsRequired: quotes for a customer need its acceptance of the current End User
     # Terms (customers.service.ensure_end_user_terms_accepted). Off unless the platform turns it on.
     end_user_terms_required: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # PlatformConfig.feeConfigs as stored (platforms.service validates them); None or [] when none
+    fee_configs: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType)
     webhook_private_key_sealed: Mapped[str] = mapped_column(Text)
     webhook_public_key_pem: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

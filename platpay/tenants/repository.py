@@ -29,6 +29,7 @@ CONTEXT_COLUMNS = (
     TenantRow.updated_at,
     cast(TenantRow.embedded_wallet_config, Text),
     TenantRow.end_user_terms_required,
+    cast(TenantRow.fee_configs, Text),
 )
 
 

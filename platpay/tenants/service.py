@@ -130,7 +130,7 @@ async def apply_config(
 ) -> ConfigApplied:
     """Set a tenant's configuration values, already validated by the caller, under the tenant row's lock:
     `changes` holds any of uma_domain, webhook_endpoint (None removes it), supported_currencies (the
-    stored entries), embedded_wallet_config (the whole stored object) and end_user_terms_required. Any change moves updated_at."""
+    stored entries), embedded_wallet_config (the whole stored object), end_user_terms_required and fee_configs (the whole stored list). Any change moves updated_at."""
     row = await repository.get_tenant(session, tenant.id, for_update=True)
     if row is None:
         raise TenantNotFound(f"tenant {tenant.id} not found")
@@ -146,6 +146,9 @@ async def apply_config(
         row.embedded_wallet_config = changes["embedded_wallet_config"]
     if "end_user_terms_required" in changes:
         row.end_user_terms_required = changes["end_user_terms_required"]
+    if "fee_configs" in changes:  # the list, or a function of the stored one (a merge under this lock)
+        value = changes["fee_configs"]
+        row.fee_configs = value(tuple(row.fee_configs or ())) if callable(value) else value
     if "supported_currencies" in changes:
         before = {entry["currencyCode"] for entry in row.supported_currencies}
         row.supported_currencies = changes["supported_currencies"]
@@ -178,6 +181,7 @@ def tenant_context(row: TenantRow, *, is_regulated: bool) -> TenantContext:
         updated_at=row.updated_at,
         embedded_wallet_config=row.embedded_wallet_config,
         end_user_terms_required=row.end_user_terms_required,
+        fee_configs=tuple(row.fee_configs or ()),
     )
 
 
@@ -224,6 +228,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             updated_at,
             embedded_wallet_config_json,
             end_user_terms_required,
+            fee_configs_json,
             clock_offset_us,
             clock_frozen_at,
         ) = columns
@@ -243,6 +248,7 @@ def context_from_columns(columns: tuple[Any, ...]) -> TenantContext:
             if embedded_wallet_config_json is not None
             else None,
             end_user_terms_required=bool(end_user_terms_required),
+            fee_configs=tuple(json.loads(fee_configs_json) or ()) if fee_configs_json is not None else (),
             clock=clocks_service.from_columns(tenant_id, clock_offset_us, clock_frozen_at),
             version=columns,
         )

@@ -24,6 +24,7 @@ from platpay.mcp.tools import SPECS
 from platpay.payments.schemas import IncomingTransaction, OutgoingTransaction
 from tests.agents.support import balance, connect, funded_customer
 from tests.mcp.scenario import exercise, exercise_and_check, validators
+from tests.support.field_errors import assert_field_errors_match
 from tests.support.processes import free_port
 
 
@@ -172,10 +173,19 @@ async def test_bad_arguments_are_400_invalid_input_naming_each_field(app, client
     named = {item["field"] for item in error["details"]["fields"]}
     assert fields <= named, error
     assert all(item["location"] == "arguments" and item["message"] for item in error["details"]["fields"])
+    assert_field_errors_match(error)  # details.errors beside details.fields, as the API answers
     assert error["message"].startswith("invalid input: ") and "pydantic" not in json.dumps(error), error
     assert await balance(client, auth, world["account"]["id"]) == before  # nothing moved
     actions = await client.get("/agents/me/actions", headers=world["headers"])
     assert actions.json()["data"] == []  # nothing was asked of the API
+
+
+async def test_a_bad_argument_carries_its_constraint_as_the_api_does(app, client, auth, world):
+    server = server_for(app, world["token"])
+    await server.refresh()
+    error = error_of(await caller(server)("check_policy", {"type": "SPEND_IT_ALL"}))
+    [entry] = [item for item in error["details"]["errors"] if item["field"] == "type"]
+    assert entry["constraint"] == {"enum": ["EXECUTE_QUOTE", "TRANSFER_OUT", "TRANSFER_IN"]}, error
 
 
 async def test_an_unknown_argument_is_refused_not_dropped(app, client, auth, world):
@@ -191,6 +201,7 @@ async def test_an_unknown_argument_is_refused_not_dropped(app, client, auth, wor
     error = error_of(await caller(server)("transfer_out", {**transfer, "ammount": 100, "memo": "x"}))
     assert (error["status"], error["code"]) == (400, "INVALID_INPUT"), error
     assert [item["field"] for item in error["details"]["fields"]] == ["ammount", "memo"], error
+    assert [item["field"] for item in error["details"]["errors"]] == ["ammount", "memo"], error
     assert "amount" in error["details"]["fields"][0]["message"], error  # says what the tool takes
     assert await balance(client, auth, world["account"]["id"]) == before
     assert (await client.get("/agents/me/actions", headers=world["headers"])).json()["data"] == []

@@ -45,6 +45,17 @@ def source_of(source: QuoteSourceOneOf) -> quote_types.QuoteSource:
     return quote_types.UmaAddressSource(uma_address=source.uma_address, currency=source.currency)
 
 
+def platform_fee_of(body: QuoteRequest) -> quote_types.PlatformFee | None:
+    override = body.platform_fee_override
+    if override is None:
+        return None
+    return quote_types.PlatformFee(
+        fixed=override.platform_fixed_fee.amount,
+        currency=override.platform_fixed_fee.currency,
+        variable_bps=override.platform_variable_fee_bps,
+    )
+
+
 def destination_of(destination: QuoteDestinationOneOf) -> quote_types.QuoteDestination:
     if isinstance(destination, AccountDestination):
         return quote_types.AccountDestination(
@@ -86,6 +97,7 @@ async def create_quote(
             description=body.description,
             purpose_of_payment=body.purpose_of_payment,
             sender_customer_info=body.sender_customer_info,
+            platform_fee_override=platform_fee_of(body),
             settings=settings,
         ),
         status=201,

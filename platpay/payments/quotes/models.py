@@ -39,6 +39,10 @@ class QuoteRow(Base):
     fixed_fee: Mapped[int] = mapped_column(BigInteger)  # minor units of sending_currency
     variable_fee: Mapped[int] = mapped_column(BigInteger)  # minor units of sending_currency
     variable_fee_bps: Mapped[int]
+    # the platform's fee (feeConfigs / platformFeeOverride), minor units of sending_currency, part of the
+    # fees: credited to PLATFORM_FEES at execution, to the platform's internal account at completion
+    platform_fee: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    platform_fee_entry_id: Mapped[str | None] = mapped_column(IdColumn())  # that completion's entry
     exchange_rate: Mapped[str] = mapped_column(String(40))  # Decimal text: receiving per sending major unit
     mid_rate: Mapped[str] = mapped_column(String(40))  # Decimal text, before the spread
     spread_bps: Mapped[int]

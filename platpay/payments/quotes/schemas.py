@@ -102,6 +102,26 @@ QuoteDestinationOneOf = TypeAliasType(
 )
 
 
+class FixedFee(ApiRequest):
+    """A fixed fee per transaction: `amount` minor units of `currency` (the reference's FixedFee)."""
+
+    amount: MinorUnits = Field(ge=0, le=MAX_AMOUNT, description="minor units of `currency`", examples=[50])
+    currency: str = Field(
+        min_length=1, max_length=8, description="the quote's source currency", examples=["USD"]
+    )
+
+
+class PlatformFeeOverride(ApiRequest):
+    """Replaces the platform's configured fee (PlatformConfig.feeConfigs) for this quote: `platformFixedFee`
+    plus `platformVariableFeeBps` of totalSendingAmount (rounded half up), part of feesIncluded. Only for a
+    USD source, as the reference has it; the fixed fee is in the source currency."""
+
+    platform_fixed_fee: FixedFee
+    platform_variable_fee_bps: int = Field(
+        ge=0, le=10_000, description="basis points (1 bps = 0.01%) of totalSendingAmount", examples=[30]
+    )
+
+
 class QuoteRequest(ApiRequest):
     lookup_id: str | None = Field(
         default=None,
@@ -126,6 +146,9 @@ class QuoteRequest(ApiRequest):
     purpose_of_payment: PurposeOfPayment | None = None
     sender_customer_info: dict[str, Any] | None = Field(
         default=None, description="extra sender information the receiver asked for, by CustomerInfoFieldName"
+    )
+    platform_fee_override: PlatformFeeOverride | None = Field(
+        default=None, description="this quote's platform fee instead of the configured one (feeConfigs)"
     )
 
 
@@ -152,7 +175,16 @@ class Quote(ApiModel):
     total_sending_amount: int = Field(gt=0, description="minor units of the sending currency, fees included")
     total_receiving_amount: int = Field(gt=0, description="minor units of the receiving currency")
     exchange_rate: float = Field(gt=0, description=EXCHANGE_RATE_DOC)
-    fees_included: int = Field(ge=0, description="minor units of the sending currency")
+    fees_included: int = Field(
+        ge=0,
+        description="minor units of the sending currency, the platform's fee (platformFeesIncluded) included",
+    )
+    platform_fees_included: int | None = Field(
+        default=None,
+        ge=0,
+        description="the platform-collected part of feesIncluded (feeConfigs or platformFeeOverride); 0 "
+        "without an applicable fee",
+    )
     transaction_id: str = Field(description="the OUTGOING transaction, which exists from creation")
     payment_instructions: list[PaymentInstructions] | None = Field(
         default=None, description="real-time funding: where to send totalSendingAmount"

@@ -31,7 +31,7 @@ from platpay.payments.quotes.errors import LookupNotFound, QuoteNotFound
 from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
-from platpay.payments.quotes.types import QuoteDestination, QuoteSource
+from platpay.payments.quotes.types import PlatformFee, QuoteDestination, QuoteSource
 from platpay.payments.state import TransactionStatus
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
@@ -67,15 +67,55 @@ def to_schema(row: QuoteRow) -> Quote:
         total_sending_amount=row.sending_amount,
         total_receiving_amount=row.receiving_amount,
         exchange_rate=float(row.exchange_rate),
-        fees_included=row.fixed_fee + row.variable_fee,
+        fees_included=row.fixed_fee + row.variable_fee + row.platform_fee,
+        platform_fees_included=row.platform_fee,
         transaction_id=row.transaction_id,
         payment_instructions=row.payment_instructions,  # type: ignore[arg-type]
         rate_details=_rate_details(row),
     )
 
 
+CROSS_CURRENCY_TRANSACTION = "CROSS_CURRENCY_TRANSACTION"  # every quote is one: check_pair refuses the rest
+OVERRIDE_CURRENCIES = ("USD",)  # as the reference: an override only for a USD source
+
+
+def platform_fee_for(
+    tenant: TenantContext, *, currency: str, override: PlatformFee | None
+) -> PlatformFee | None:
+    """The platform fee of a cross-currency quote sent in `currency`: the request's override (checked
+    here, its refusals naming platformFeeOverride's fields), else the platform's fee config for the
+    currency, else none."""
+    if override is not None:
+        if currency not in OVERRIDE_CURRENCIES:
+            raise invalid_field(
+                "platformFeeOverride",
+                f"a platform fee override is supported only for a {', '.join(OVERRIDE_CURRENCIES)} source, "
+                f"not {currency}",
+            )
+        if override.currency != currency:
+            raise invalid_field(
+                "platformFeeOverride.platformFixedFee.currency",
+                f"must be the quote's source currency {currency}, not {override.currency}",
+            )
+        return override
+    config = tenant.fee_config(CROSS_CURRENCY_TRANSACTION, currency)
+    if config is None:
+        return None
+    return PlatformFee(
+        fixed=config["fixedFee"]["amount"],
+        currency=config["fixedFee"]["currency"],
+        variable_bps=config["variableFeeBps"],
+    )
+
+
 def _price(
-    *, locked_side: str, locked_amount: int, source: str, destination: str, corridor: str
+    *,
+    locked_side: str,
+    locked_amount: int,
+    source: str,
+    destination: str,
+    corridor: str,
+    platform_fee: PlatformFee | None = None,
 ) -> tuple[pricing.Price, RateQuote]:
     try:
         quote_rate = RATES.get().rate(source, destination)
@@ -89,6 +129,8 @@ def _price(
             minor_rate=rates.minor_rate(quote_rate.customer_rate, source, destination),
             fixed_fee=rule.fixed_in(source),
             variable_bps=rule.variable_bps,
+            platform_fixed=platform_fee.fixed if platform_fee else 0,
+            platform_bps=platform_fee.variable_bps if platform_fee else 0,
         )
     except pricing.AmountTooSmall as error:
         raise AmountOutOfRange(
@@ -113,12 +155,14 @@ async def create_quote(
     description: str | None = None,
     purpose_of_payment: str | None = None,
     sender_customer_info: dict[str, Any] | None = None,
+    platform_fee_override: PlatformFee | None = None,
     settings: Settings,
     agent_id: str | None = None,
 ) -> Quote:
     """POST /quotes: lock a price for paying `destination` from `source`, exact on the locked side
     (SENDING or RECEIVING: `locked_currency_amount` minor units of that side's currency). `lookup_id`: the
-    receiver lookup it follows (required for UMA destinations). Refusals name the API's fields."""
+    receiver lookup it follows (required for UMA destinations). `platform_fee_override` replaces the
+    platform's configured fee (feeConfigs) for this quote. Refusals name the API's fields."""
     payer = await planning.resolve_source(session, tenant=tenant, source=source)
     payee = await planning.resolve_destination(
         session, tenant=tenant, destination=destination, lookup_id=lookup_id
@@ -138,12 +182,14 @@ async def create_quote(
     platform_customer_id = await planning.check_sender(
         session, tenant=tenant, customer_id=payer.customer_id, currency=payer.currency
     )
+    platform_fee = platform_fee_for(tenant, currency=payer.currency, override=platform_fee_override)
     price, quote_rate = _price(
         locked_side=locked_currency_side,
         locked_amount=locked_currency_amount,
         source=payer.currency,
         destination=payee.currency,
         corridor=payee.fee_corridor,
+        platform_fee=platform_fee,
     )
     check_amount(tenant, currency=payer.currency, amount=price.sending_amount, field="lockedCurrencyAmount")
     if payee.currency in tenant.currency_codes:
@@ -203,6 +249,8 @@ async def create_quote(
         fixed_fee=price.fixed_fee,
         variable_fee=price.variable_fee,
         variable_fee_bps=price.variable_bps,
+        platform_fee=price.platform_fee,
+        platform_fee_entry_id=None,
         exchange_rate=exchange_rate,
         mid_rate=str(rates.to_decimal(quote_rate.mid)),
         spread_bps=quote_rate.spread_bps,
@@ -218,7 +266,7 @@ async def create_quote(
         created_at=now,
         updated_at=now,
     )
-    extra: dict[str, Any] = {"rateDetails": _rate_details(quote).to_api()}
+    extra: dict[str, Any] = {"rateDetails": _rate_details(quote).to_api(), "platformFees": price.platform_fee}
     if instructions:
         extra["paymentInstructions"] = instructions
     if purpose_of_payment:

@@ -1,15 +1,22 @@
 """A quote's money and lifecycle after creation: execution, real-time funding, payout, failure, refund.
 
-Ledger, per step (S = totalSendingAmount, F = fees, R = totalReceivingAmount; src/dst = currencies):
+Ledger, per step (S = totalSendingAmount, F = the fee schedule's fees, P = the platform's fee
+(platformFeesIncluded; feesIncluded = F + P), R = totalReceivingAmount; src/dst = currencies):
 
-    execute / funded   FUNDS(src) -S; FEES(src) +F; FX(src) +(S-F); FX(dst) -R; CLEARING(rail, dst) +R
+    execute / funded   FUNDS(src) -S; FEES(src) +F; PLATFORM_FEES(src) +P; FX(src) +(S-F-P); FX(dst) -R;
+                       CLEARING(rail, dst) +R   (no PLATFORM_FEES leg when P = 0)
                        FUNDS is the internal source (AVAILABLE, refused when short: 400 INSUFFICIENT_BALANCE),
                        CLEARING(ACH) for a pull (posted when the pull settles), CLEARING(REALTIME_FUNDING)
                        for a real-time-funded quote (posted when the funds arrive)
     payout settles     external / sandbox UMA: nothing (the money left with the rail at execution);
                        internal destination: CLEARING(rail, dst) -R; destination account +R, and the
-                       recipient's COMPLETED INCOMING transaction (payments/incoming_internal.py)
-    refund completes   the execution entry reversed: the FULL S, fees included, back where it came from
+                       recipient's COMPLETED INCOMING transaction (payments/incoming_internal.py);
+                       and when P > 0: PLATFORM_FEES(src) -P; the platform's internal account in src +P
+                       (PLATFORM_FEE_SETTLE; stays in PLATFORM_FEES if the platform has no active one)
+    refund completes   the execution entry reversed: the FULL S, fees included (P too), back where it came
+                       from; after a bank return of a completed payment whose P reached the platform's
+                       account, first PLATFORM_FEE_RETURN: that account -P; PLATFORM_FEES(src) +P (when the
+                       platform has already spent it: LOSS(src, PLATFORM_FEE) -P instead, the operator's)
     refund fails (007) CLEARING(rail, dst) -R; CLEARING(SUSPENSE, dst) +R (returned funds parked for ops)
     funding mismatch   CLEARING(REALTIME_FUNDING, src) -A; CLEARING(SUSPENSE, src) +A, refunded like above
 
@@ -81,6 +88,82 @@ async def _clearing(session: AsyncSession, quote: QuoteRow, currency: str, quali
     )
 
 
+async def _platform_fees(session: AsyncSession, quote: QuoteRow) -> str:
+    return await ledger.system_account(
+        session, tenant_id=quote.tenant_id, kind=ledger.PLATFORM_FEES, currency=quote.sending_currency
+    )
+
+
+async def _platform_account(session: AsyncSession, quote: QuoteRow) -> str | None:
+    """The platform's own active internal account in the quote's sending currency (its holding account),
+    where a completed payment's platform fee goes; None when it has none."""
+    currency = quote.sending_currency
+    for account in await accounts_service.list_platform_accounts(
+        session,
+        tenant_id=quote.tenant_id,
+        currency=currency,
+        account_type=accounts_service.holding_type_for(currency),
+    ):
+        if account.status == "ACTIVE":
+            return account.id
+    return None
+
+
+async def _settle_platform_fee(session: AsyncSession, quote: QuoteRow, reference: str) -> None:
+    """A completed payment's platform fee leaves PLATFORM_FEES for the platform's internal account."""
+    if not quote.platform_fee or quote.platform_fee_entry_id is not None:
+        return
+    account_id = await _platform_account(session, quote)
+    if account_id is None:
+        return
+    src = quote.sending_currency
+    entry = await ledger.post(
+        session,
+        tenant_id=quote.tenant_id,
+        kind="PLATFORM_FEE_SETTLE",
+        reference=reference,
+        legs=[
+            ledger.Leg(await _platform_fees(session, quote), src, -quote.platform_fee),
+            ledger.Leg(account_id, src, quote.platform_fee),
+        ],
+    )
+    quote.platform_fee_entry_id = entry.id
+    await accounts_service.emit_balance_updates(session, tenant_id=quote.tenant_id, account_ids=[account_id])
+
+
+async def _return_platform_fee(session: AsyncSession, quote: QuoteRow, reference: str) -> None:
+    """Before a refund reverses the execution entry of a payment whose fee already reached the platform's
+    account (a bank return): the fee comes back from that account into PLATFORM_FEES, so that the reversal
+    takes it from there. A platform that has spent it meanwhile is not overdrawn: the operator covers it."""
+    if quote.platform_fee_entry_id is None:
+        return
+    src, fee = quote.sending_currency, quote.platform_fee
+    settled = await ledger.entries_for(session, tenant_id=quote.tenant_id, reference=reference)
+    account_id = next(
+        posting["accountId"]
+        for entry in settled
+        if entry["id"] == quote.platform_fee_entry_id
+        for posting in entry["postings"]
+        if posting["amount"] > 0
+    )
+    available = (await ledger.balances(session, [account_id]))[account_id].available
+    payer = account_id
+    if available < fee:
+        payer = await ledger.system_account(
+            session, tenant_id=quote.tenant_id, kind=ledger.LOSS, currency=src, qualifier="PLATFORM_FEE"
+        )
+    await ledger.post(
+        session,
+        tenant_id=quote.tenant_id,
+        kind="PLATFORM_FEE_RETURN",
+        reference=reference,
+        legs=[ledger.Leg(payer, src, -fee), ledger.Leg(await _platform_fees(session, quote), src, fee)],
+    )
+    quote.platform_fee_entry_id = None
+    if payer == account_id:
+        await accounts_service.emit_balance_updates(session, tenant_id=quote.tenant_id, account_ids=[payer])
+
+
 async def _post_exchange(session: AsyncSession, quote: QuoteRow, *, funds_account_id: str, kind: str) -> None:
     """The execution entry (see the module docstring); remembered on the quote for a refund to reverse."""
     src, dst = quote.sending_currency, quote.receiving_currency
@@ -92,10 +175,12 @@ async def _post_exchange(session: AsyncSession, quote: QuoteRow, *, funds_accoun
             session, tenant_id=tenant_id, kind=ledger.FEES, currency=src
         )
         legs.append(ledger.Leg(fee_account, src, fees))
+    if quote.platform_fee:
+        legs.append(ledger.Leg(await _platform_fees(session, quote), src, quote.platform_fee))
     fx_src = await ledger.system_account(session, tenant_id=tenant_id, kind=ledger.FX, currency=src)
     fx_dst = await ledger.system_account(session, tenant_id=tenant_id, kind=ledger.FX, currency=dst)
     legs += [
-        ledger.Leg(fx_src, src, quote.sending_amount - fees),
+        ledger.Leg(fx_src, src, quote.sending_amount - fees - quote.platform_fee),
         ledger.Leg(fx_dst, dst, -quote.receiving_amount),
         ledger.Leg(await _clearing(session, quote, dst, quote.rail), dst, quote.receiving_amount),
     ]
@@ -280,6 +365,7 @@ async def _complete(
         await incoming_internal.record_receipt(
             session, outgoing=transaction, account_id=quote.destination_account_id, platform_id=platform_id
         )
+    await _settle_platform_fee(session, quote, transaction.id)
     quote.status = QUOTE.move(quote.status, QuoteStatus.COMPLETED, subject=quote.id)
     quote.updated_at = clock.now()
     await payments_service.move(session, transaction, TransactionStatus.COMPLETED, platform_id=platform_id)
@@ -305,6 +391,7 @@ async def _refund(
         refund["status"], event = "FAILED", "REFUND_FAILED"
     else:
         assert quote.debit_entry_id is not None
+        await _return_platform_fee(session, quote, transaction.id)
         await ledger.reverse(
             session,
             tenant_id=quote.tenant_id,

@@ -77,3 +77,13 @@ class UmaAddressDestination:
 
 QuoteSource = AccountSource | RealtimeFundingSource | UmaAddressSource
 QuoteDestination = AccountDestination | UmaAddressDestination
+
+
+@dataclass(frozen=True)
+class PlatformFee:
+    """A platform fee for one quote: `fixed` minor units of `currency` plus `variable_bps` of the source
+    amount (QuoteRequest.platformFeeOverride; a feeConfigs entry has the same parts)."""
+
+    fixed: int
+    currency: str
+    variable_bps: int
