@@ -50,6 +50,7 @@ from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
+from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.wallets.signed_endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
@@ -244,27 +245,42 @@ def _simulation(path: str, operation_id: str, examples: dict) -> Callable[..., A
 async def _opening(
     kind: MessageKind,
     card_id: str,
-    body: SandboxCardAuthorizationRequest,
+    body: SandboxCardAuthorizationRequest | SandboxCardBalanceInquiryRequest,
     idem: Idempotent,
     principal: Principal,
 ) -> Response:
-    """A message that opens a card transaction, idempotently: checked and queued (lean: the authorization
-    path's statements)."""
+    """A message that opens a card transaction, idempotently: decided and applied in this request's
+    transaction, answered 202 with its token. An AUTHORIZATION runs lean with the balance moved last and,
+    raced, once more in the default order."""
     merchant = body.merchant.model_dump()
-    return await idem.run(
-        body,
-        lambda s: transactions.accept_opening(
-            s,
-            tenant=principal.tenant,
-            card_id=card_id,
-            kind=kind,
-            merchant=merchant,
-            amount=body.amount,
-            currency=body.currency.code,
-        ),
-        status=202,
-        lean=True,
-    )
+    amount, currency = 0, None  # a balance inquiry's: 0 in the card's currency
+    if isinstance(body, SandboxCardAuthorizationRequest):
+        amount, currency = body.amount, body.currency.code
+
+    async def run(balance_last: bool) -> Response:
+        return await idem.run(
+            body,
+            lambda s: transactions.accept_opening(
+                s,
+                tenant=principal.tenant,
+                card_id=card_id,
+                kind=kind,
+                merchant=merchant,
+                amount=amount,
+                currency=currency,
+                balance_last=balance_last,
+            ),
+            status=202,
+            lean=balance_last,  # the fast path's statements are all lean; the other kinds' and the retry's not
+        )
+
+    if kind is not MessageKind.AUTHORIZATION:
+        return await run(balance_last=False)
+    try:
+        return await run(balance_last=True)
+    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
+        CARD_AUTHORIZATIONS_RACED.inc()
+        return await run(balance_last=False)
 
 
 async def _on_transaction(
@@ -365,15 +381,7 @@ async def simulate_balance_inquiry(
     principal: Principal = Transactor,
 ) -> Response:
     """A balance inquiry (a 0 authorization): decided and recorded; no money moves."""
-    merchant = body.merchant.model_dump()
-    return await idem.run(
-        body,
-        lambda s: transactions.accept_opening(
-            s, tenant=principal.tenant, card_id=id, kind=MessageKind.BALANCE_INQUIRY, merchant=merchant
-        ),
-        status=202,
-        lean=True,
-    )
+    return await _opening(MessageKind.BALANCE_INQUIRY, id, body, idem, principal)
 
 
 @_simulation("clearing", "sandboxSimulateCardClearing", CLEARING_EXAMPLES)

@@ -1,13 +1,17 @@
-"""Cards' jobs: provisioning by the issuer, the card network's messages (the sandbox's simulations), a
-delayed pull's confirmation."""
+"""Cards' jobs: provisioning by the issuer, the card network's messages on a card transaction (the sandbox's
+clearing, return, advice and return reversal simulations), a delayed pull's confirmation."""
 
 from __future__ import annotations
+
+import structlog
 
 from platpay.cards import service, transactions
 from platpay.cards.decisioning import MessageKind
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
 from platpay.metrics import CARD_AUTHORIZATIONS_RACED
+
+log = structlog.get_logger("platpay.cards")
 
 
 @handler(service.PROVISION_JOB)
@@ -24,8 +28,10 @@ async def provision(ctx: JobContext) -> None:
 
 @handler(transactions.NETWORK_JOB)
 async def network_message(ctx: JobContext) -> None:
-    """A network message a simulation sent: an authorization of any kind opens a card transaction (an
-    AUTHORIZATION on the fast path: a lean transaction, the balance moved last); the others act on one."""
+    """A network message a simulation sent on an existing card transaction (clearing, return, advice, return
+    reversal). Messages that open one are applied in the simulation's request; such a message queued by an
+    earlier version (before an upgrade) is applied here as it was: an AUTHORIZATION on the fast path (a lean
+    transaction, the balance moved last)."""
     payload, tenant_id = ctx.payload, ctx.tenant_id or ""
     if payload["message"] not in MessageKind.__members__:
         async with ctx.transaction() as session:
@@ -35,7 +41,7 @@ async def network_message(ctx: JobContext) -> None:
 
     async def run(balance_last: bool) -> None:
         async with ctx.transaction(lean=balance_last) as session:
-            await transactions.authorize(
+            opened = await transactions.authorize(
                 session,
                 tenant_id=tenant_id,
                 card_id=payload["cardId"],
@@ -46,6 +52,13 @@ async def network_message(ctx: JobContext) -> None:
                 currency=payload["currency"],
                 merchant=payload["merchant"],
                 balance_last=balance_last,
+            )
+        if opened is None:  # (a sandbox reset deleted the card meanwhile)
+            log.warning(
+                "cards.network_message_not_applied",
+                message=kind,
+                card_id=payload["cardId"],
+                reason="no such card",
             )
 
     if kind is not MessageKind.AUTHORIZATION:

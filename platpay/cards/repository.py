@@ -83,20 +83,6 @@ async def card_for_authorization(
     )
 
 
-# A simulation's acceptance (the request; the job decides): the card's currency, no lock.
-_CURRENCY_OF = Lean(
-    select(_CARDS.c.currency).where(
-        _CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id")
-    )
-)
-
-
-async def currency_of(session: AsyncSession, *, tenant_id: str, card_id: str) -> str | None:
-    """The card's currency; None when the tenant has no such card."""
-    found = await lean.rows(session, _CURRENCY_OF, {"card_id": card_id, "tenant_id": tenant_id})
-    return found[0][0] if found else None
-
-
 async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, list[str]]:
     """Each card's funding source account ids, in priority order."""
     if not card_ids:

@@ -1,7 +1,9 @@
-"""Card transactions: the card network's messages, as the sandbox's simulations send them, applied on the job
-runner (a simulation answers 202 with the issuer's transaction token; the card transaction, its webhooks and
-its money follow). Every message is one transaction: the card transaction's change, its balanced ledger
-entries (all referencing the card transaction's id) and its webhooks commit together, with the job.
+"""Card transactions: the card network's messages, as the sandbox's simulations send them. A simulation answers
+202 with the issuer's transaction token, as the network does; its webhooks follow through the outbox. A
+message that opens a card transaction is decided and applied in the simulation's own request (the card
+transaction is readable once the 202 is sent); a message on an existing one is applied on the job runner.
+Every message is one transaction: the card transaction's change, its balanced ledger entries (all
+referencing the card transaction's id) and its webhooks commit together (with the request, or the job).
 
 Messages that open a card transaction (`decisioning.MessageKind`, decided by `decisioning.decide`):
 - AUTHORIZATION (dual message): a hold on the chosen source, cleared later;
@@ -41,12 +43,15 @@ fiat currency its stablecoin tracks (USD on a USDB card), converted one for one 
 `decisioning.in_card_currency` (scaled to the card currency's decimals, rounded up) before any money moves;
 another currency declines CURRENCY_MISMATCH.
 
-Acceptance and application: a simulation is checked when it is sent (the card exists, the card
-transaction is the card's and its status takes the message, the amounts convert and fit: 4xx, nothing
-queued) and again when its job applies it, under the card transaction's lock; a message the card
-transaction no longer takes by then (another message went first) changes nothing and is logged
-(`cards.network_message_not_applied`). Messages are applied as their jobs run: send the next message on a
-card transaction once the previous one's webhook arrived.
+Acceptance and application: a message that opens a card transaction is checked (the card exists, the
+amount converts and fits: 4xx, nothing written) and decided in the request, in the lean transaction of the
+authorization path (`authorize`; no job: the only one it may queue is a delayed pull's confirmation). A
+message on an existing card transaction is checked when it is sent (the card transaction is the card's and
+its status takes the message, the amounts convert and fit: 4xx, nothing queued) and again when its job
+applies it, under the card transaction's lock; a message the card transaction no longer takes by then
+(another message went first) changes nothing and is logged (`cards.network_message_not_applied`). Those
+are applied as their jobs run: send the next message on a card transaction once the previous one's
+webhook arrived.
 
 Concurrency: an authorization locks its card (FOR UPDATE: a freeze or close waits for the authorizations in
 flight, and those after it see the new state; FOR SHARE would let a stream of authorizations on one card
@@ -264,7 +269,7 @@ def issuer_token(issuer_name: str, transaction_id: str) -> str:
     return f"{issuer_name}_txn_{transaction_id[-12:]}"
 
 
-# ---- acceptance: a simulation as the request takes it (checked, queued for the job runner)
+# ---- acceptance: a simulation as the request takes it
 
 
 async def accept_opening(
@@ -276,35 +281,34 @@ async def accept_opening(
     merchant: dict[str, Any],
     amount: int = 0,
     currency: str | None = None,
+    balance_last: bool = False,
 ) -> SandboxCardSimulationResponse:
     """A message that opens a card transaction (an authorization of any kind, a balance inquiry): refused
-    now (404 card, 400 currency or amount) or queued; the answer names the card transaction's token."""
+    (404 card, 400 currency or amount, nothing written) or decided and applied by `authorize` in the
+    request's transaction; the answer is the network's 202, the card transaction's token. Nothing here
+    needs the job runner: the card transaction is readable once the 202 is sent and its webhooks go out
+    through the outbox like every other (a delayed pull's confirmation is the only job it may queue).
+    `balance_last`: see `authorize` (an AUTHORIZATION's fast path; AuthorizationRaced: run it again
+    without)."""
     _sandbox_only(tenant, card_id)
     if kind is not _K.BALANCE_INQUIRY:
         currencies.require(currency or "", field="currency.code")
-    card_currency = await repository.currency_of(session, tenant_id=tenant.id, card_id=card_id)
-    if card_currency is None:
-        raise CardNotFound(card_id)
-    if kind is _K.BALANCE_INQUIRY:  # always 0, in the card's currency
-        amount, currency = 0, card_currency
-    else:
-        _card_units(amount, currency=currency or "", card_currency=card_currency)
     transaction_id = new_id("CardTransaction")
     token = issuer_token(providers.issuer_for(tenant).name, transaction_id)
-    await jobs_service.enqueue(
+    opened = await authorize(
         session,
-        NETWORK_JOB,
-        {
-            "message": kind.value,
-            "cardId": card_id,
-            "cardTransactionId": transaction_id,
-            "issuerTransactionToken": token,
-            "amount": amount,
-            "currency": currency,
-            "merchant": {k: v for k, v in merchant.items() if v is not None},
-        },
         tenant_id=tenant.id,
+        card_id=card_id,
+        transaction_id=transaction_id,
+        issuer_transaction_token=token,
+        kind=kind,
+        amount=amount,
+        currency=currency or "",
+        merchant={k: v for k, v in merchant.items() if v is not None},
+        balance_last=balance_last,
     )
+    if opened is None:
+        raise CardNotFound(card_id)
     return SandboxCardSimulationResponse(issuer_transaction_token=token)
 
 
@@ -402,7 +406,7 @@ async def _open_hold(session: AsyncSession, row: CardTransactionRow) -> ledger.H
     return hold if hold is not None and hold.status == "OPEN" and hold.remaining > 0 else None
 
 
-# ---- application: the job runner applies a queued message
+# ---- application: the job runner applies a queued message on a card transaction; openings are decided here
 
 
 async def apply_message(session: AsyncSession, *, tenant_id: str, payload: dict[str, Any]) -> None:
@@ -501,7 +505,9 @@ async def authorize(
 ) -> CardTransaction | None:
     """A message that opens a card transaction, as the network sends it: decided, and either approved
     (with its money: a hold, a pull, a credit, or none) or declined and recorded with its reason, in one
-    transaction. None when the card is gone (a sandbox reset since it was accepted).
+    transaction (the simulation's request's, or a job's for a message queued by an earlier version). None
+    when the tenant has no such card (nothing written); an amount beyond what a card transaction holds is
+    a 400 before anything is written. A BALANCE_INQUIRY is 0 in the card's currency.
 
     Two statement orders for an AUTHORIZATION, one outcome. `balance_last` (the fast path: lean statements
     only, the card's maxSpendPerTransaction read with the card) decides once on the snapshot, writes the
@@ -514,11 +520,12 @@ async def authorize(
     issuer = providers.simulation_issuer()
     locked = await repository.card_for_authorization(session, tenant_id=tenant_id, card_id=card_id)
     if locked is None:
-        log.warning("cards.network_message_not_applied", message=kind, card_id=card_id, reason="no such card")
         return None
     card, source_ids, (cardholder_id, platform_customer_id) = CardSnapshot(*locked[0]), locked[1], locked[2]
+    if kind is _K.BALANCE_INQUIRY:
+        amount, currency = 0, card.currency
     # in the card's currency (0: the request's currency does not convert, and decide declines it)
-    card_amount = decisioning.in_card_currency(card.currency, amount, currency) or 0
+    card_amount = _card_units(amount, currency=currency, card_currency=card.currency) or 0
     purchase = kind.purpose == Purpose.PURCHASE
     outcome = issuer.authorization_outcome(merchant["descriptor"])
     request = AuthorizationRequest(

@@ -13,12 +13,15 @@ from datetime import timedelta
 
 import pytest
 from alembic import command
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
+from platpay.cards import transactions
 from platpay.db import migrate
 from platpay.events.models import EventRow
+from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.kit import clock
+from platpay.kit.ids import new_id
 from platpay.ledger.models import LedgerAccountRow
 from tests.cards.support import (
     active_card,
@@ -74,15 +77,16 @@ async def opened(client, auth, card_id: str, what: str, amount: int, descriptor:
 
 
 class TestTheAnswerIs202AndTheCardTransactionFollows:
-    async def test_an_authorization_is_recorded_when_its_job_runs(self, client, auth, db, setup) -> None:
+    async def test_an_authorization_is_readable_once_answered_and_queues_no_job(
+        self, client, auth, db, setup
+    ) -> None:
+        queued_before = await queued(db)
         accepted = await simulate(client, auth, setup["card"], "authorization", opening_body(2_500))
         assert accepted.status_code == 202, accepted.text
         token = accepted.json()["issuerTransactionToken"]
         assert set(accepted.json()) == {"issuerTransactionToken"} and token.startswith("sandbox_txn_")
-        listed = await client.get(f"/cards/{setup['card']}/transactions", auth=auth)
-        assert listed.json()["data"] == [] and await events(db, "CARD_TRANSACTION.") == []
-        assert await balance(client, auth, setup["customer"]) == (10_000, 10_000)
-        await run_jobs(client)
+        # decided in the request: no job ran, none was queued; the webhook waits in the outbox
+        assert await queued(db) == queued_before
         [transaction] = (await client.get(f"/cards/{setup['card']}/transactions", auth=auth)).json()["data"]
         assert (transaction["issuerTransactionToken"], transaction["status"]) == (token, "AUTHORIZED")
         by_account = await client.get("/card-transactions", auth=auth, params={"accountId": setup["account"]})
@@ -175,6 +179,42 @@ class TestTheAnswerIs202AndTheCardTransactionFollows:
                 select(func.count()).select_from(JobRow).where(JobRow.state == "DEAD")
             )
         assert dead == 0
+
+    @pytest.mark.parametrize("message", ["AUTHORIZATION", "BALANCE_INQUIRY"])
+    async def test_an_opening_queued_by_the_previous_version_is_still_applied_by_its_job(
+        self, client, auth, db, setup, message
+    ) -> None:
+        """Before openings were decided in their requests, each was queued (cards.network_message): one still
+        queued at the upgrade is applied by the job runner as it was."""
+        async with db.transaction() as session:
+            tenant_id = (
+                await session.execute(
+                    text("SELECT tenant_id FROM cards WHERE id = :id"), {"id": setup["card"]}
+                )
+            ).scalar_one()
+            transaction_id = new_id("CardTransaction")
+            token = transactions.issuer_token("sandbox", transaction_id)
+            amount = 2_500 if message == "AUTHORIZATION" else 0
+            await jobs_service.enqueue(
+                session,
+                transactions.NETWORK_JOB,
+                {
+                    "message": message,
+                    "cardId": setup["card"],
+                    "cardTransactionId": transaction_id,
+                    "issuerTransactionToken": token,
+                    "amount": amount,
+                    "currency": "USD",
+                    "merchant": {"descriptor": "SHOP"},
+                },
+                tenant_id=tenant_id,
+            )
+        await run_jobs(client)
+        found = (await client.get(f"/card-transactions/{transaction_id}", auth=auth)).json()
+        expected = "AUTHORIZED" if message == "AUTHORIZATION" else "SETTLED"
+        assert (found["issuerTransactionToken"], found["status"]) == (token, expected), found
+        assert [kind for kind, _ in await events(db, "CARD_TRANSACTION.")] == [f"CARD_TRANSACTION.{expected}"]
+        assert await balance(client, auth, setup["customer"]) == (10_000 - amount, 10_000)
 
     async def test_the_descriptor_suffixes_keep_working(self, client, auth, runner, db, setup) -> None:
         assert (await authorize(client, auth, setup["card"], 10, "SHOP-002")).json()["declineReason"] == (

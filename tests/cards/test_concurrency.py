@@ -1,5 +1,6 @@
-"""Cards under concurrency on PostgreSQL (real parallel transactions: simulations accepted by the app, their
-messages applied by several job runners at once): holds never overdraw, a freeze is respected by every
+"""Cards under concurrency on PostgreSQL (real parallel transactions: authorizations decided in concurrent
+simulation requests, the messages on their card transactions applied by several job runners at once): holds
+never overdraw, a freeze is respected by every
 authorization decided after it commits, a clearing racing the authorization's expiry captures or releases
 the hold exactly once, and a source spent between an authorization's decision and its hold is decided again."""
 
@@ -64,7 +65,6 @@ async def test_fifty_authorizations_against_funds_for_ten(client, auth, runner, 
         *(simulate(client, auth, setup["card"], "authorization", opening_body(700)) for _ in range(50))
     )
     assert all(r.status_code == 202 for r in accepted), [r.text for r in accepted if r.status_code != 202]
-    await _runners(client)
     transactions = await _transactions(client, auth, setup["card"])
     assert len(transactions) == 50
     statuses = [t["status"] for t in transactions]
@@ -78,29 +78,22 @@ async def test_fifty_authorizations_against_funds_for_ten(client, auth, runner, 
 
 
 async def test_no_authorization_is_approved_after_a_freeze_commits(client, auth, runner, db) -> None:
-    """Authorizations keep arriving and being applied by three runners while the card is frozen: every one
+    """Authorizations keep arriving, each decided in its request, while the card is frozen: every one
     decided after the freeze committed (its authorizedAt, the time of its decision) is declined
     CARD_PAUSED, and the approved ones were all decided before it."""
     setup = await _card(client, auth, runner, 1_000_000)
     frozen_at: list[datetime] = []
-    start_freeze, sending = asyncio.Event(), True
+    start_freeze = asyncio.Event()
 
     async def send() -> None:
-        for n in range(80):
-            if n == 30:
+        for n in range(50):
+            if n == 20:
                 start_freeze.set()
-            if n == 70:  # the last ten are sent once the freeze committed: decided after it
+            if n == 40:  # each sender's last ten are sent once the freeze committed: decided after it
                 while not frozen_at:
                     await asyncio.sleep(0.01)
             response = await simulate(client, auth, setup["card"], "authorization", opening_body(100))
             assert response.status_code == 202, response.text
-        nonlocal sending
-        sending = False
-
-    async def apply() -> None:
-        while sending:
-            await _runners(client, 1)
-            await asyncio.sleep(0.01)
 
     async def freeze() -> None:
         await start_freeze.wait()
@@ -108,10 +101,9 @@ async def test_no_authorization_is_approved_after_a_freeze_commits(client, auth,
         assert response.status_code == 200, response.text
         frozen_at.append(clock.real_now())  # its transaction committed before it answered
 
-    await asyncio.gather(send(), freeze(), apply(), apply(), apply())
-    await _runners(client)
+    await asyncio.gather(send(), send(), freeze())
     transactions = await _transactions(client, auth, setup["card"])
-    assert len(transactions) == 80
+    assert len(transactions) == 100
     decided = [(datetime.fromisoformat(t["authorizedAt"].replace("Z", "+00:00")), t) for t in transactions]
     after = [t for at, t in decided if at > frozen_at[0]]
     assert after, "some authorizations were decided after the freeze committed"
@@ -158,8 +150,6 @@ async def test_a_source_spent_between_decision_and_hold_is_decided_again(client,
     decided again under the lock, here a decline."""
     setup = await _card(client, auth, runner, 1_000)
     raced_before = await _raced(client)
-    accepted = await simulate(client, auth, setup["card"], "authorization", opening_body(600))
-    assert accepted.status_code == 202, accepted.text
     async with db.transaction() as session:  # a competing hold on the whole balance, not yet committed
         tenant_id = (
             await session.execute(
@@ -170,7 +160,9 @@ async def test_a_source_spent_between_decision_and_hold_is_decided_again(client,
             session, tenant_id=tenant_id, account_id=setup["account"], currency="USD", amount=1_000,
             reference="Test:competing-hold", kind="TEST_HOLD",
         )  # fmt: skip
-        pending = asyncio.create_task(run_jobs(client))  # the authorization's job
+        pending = asyncio.create_task(  # the authorization, decided in its request
+            simulate(client, auth, setup["card"], "authorization", opening_body(600))
+        )
         for _ in range(200):  # until the authorization waits on the balance row this transaction holds
             async with db.read() as probe:
                 waiting = (
@@ -185,7 +177,8 @@ async def test_a_source_spent_between_decision_and_hold_is_decided_again(client,
                 break
             await asyncio.sleep(0.02)
         assert waiting, "the authorization never waited on the balance row"
-    await pending
+    accepted = await pending
+    assert accepted.status_code == 202, accepted.text
     [declined] = await _transactions(client, auth, setup["card"])  # the rolled-back approval left no trace
     assert (declined["status"], declined["declineReason"]) == ("DECLINED", "INSUFFICIENT_FUNDS")
     assert declined["issuerTransactionToken"] == accepted.json()["issuerTransactionToken"]

@@ -40,7 +40,6 @@ from tests.cards.support import (
     funded_account,
     open_holds,
     opening_body,
-    run_jobs,
     simulate,
 )
 from tests.factories import customer, external_account, fund, internal_account
@@ -267,9 +266,9 @@ class TestPostgresUnreachable:
 
 
 class TestCardAuthorizationsThroughCuts:
-    """A card authorization is accepted in a lean transaction and applied by a job in another (their own
-    asyncpg pool, no ORM session): the same promises through a restart — 202 or 503, never 500, nothing
-    half-written, and served again after; every accepted authorization is applied once."""
+    """A card authorization is decided and applied in its request's lean transaction (its own asyncpg pool,
+    no ORM session): the same promises through a restart — 202 or 503, never 500, nothing half-written, and
+    served again after; every accepted authorization is applied once."""
 
     async def test_every_connection_cut_twice_under_authorizations(
         self, behind_proxy: _Apps, proxy: TcpProxy, client: Any, auth: Any, runner: Any, db: Database
@@ -291,7 +290,6 @@ class TestCardAuthorizationsThroughCuts:
             accepted.add(response.json()["issuerTransactionToken"])
 
         await asyncio.gather(*(one() for _ in range(20)))
-        await run_jobs(api)  # applied through the proxy
         for cut_after in (0.0, 0.005, 0.02):  # between requests, then with authorizations in flight
             in_flight = asyncio.gather(*(one() for _ in range(20)))
             await asyncio.sleep(cut_after)
@@ -299,7 +297,6 @@ class TestCardAuthorizationsThroughCuts:
             await in_flight
         await one()  # served again once the database is back
         assert 500 not in statuses and statuses[202] >= 21, statuses
-        await run_jobs(api)  # the job runner behind the proxy reconnects and applies the rest
         listed = (
             await client.get(f"/cards/{card['id']}/transactions", auth=auth, params={"limit": 100})
         ).json()["data"]
