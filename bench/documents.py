@@ -14,6 +14,11 @@ What runs, all on 127.0.0.1 against one `platpay serve` process (embedded job ru
    `--customers` individuals without documents, then `POST /verifications` round-robin over them by
    `--concurrency` clients for `--seconds` (the RESOLVE_ERRORS path: every call reads the customer, its
    documents and its latest verification and computes what is missing). Figures: req/s, p50/p99.
+3. Verifications through review (the same PostgreSQL database): `--review-customers` individuals with
+   every field and both documents a review needs (a passport and a bank statement), then one
+   `POST /verifications` each, by `--concurrency` clients (every call starts a review: IN_PROGRESS, its
+   webhooks and its review job). Figures: req/s, p50/p99 of the submissions, then the time until the
+   embedded job runner has decided every review (each verification polled until APPROVED).
 
     .venv/bin/python bench/documents.py
     .venv/bin/python bench/documents.py --rounds 2 --seconds 5      # a quick check
@@ -87,11 +92,17 @@ def _pdf(size: int) -> bytes:
     return head + b"0" * (size - len(head))
 
 
-async def _upload(client: httpx.AsyncClient, auth: tuple[str, str], holder: str, content: bytes) -> None:
+async def _upload(
+    client: httpx.AsyncClient,
+    auth: tuple[str, str],
+    holder: str,
+    content: bytes,
+    document_type: str = "PASSPORT",
+) -> None:
     response = await client.post(
         f"{BASE_PATH}/documents",
         auth=auth,
-        data={"documentHolder": holder, "documentType": "PASSPORT", "country": "US"},
+        data={"documentHolder": holder, "documentType": document_type, "country": "US"},
         files={"file": ("scan.pdf", content, "application/pdf")},
     )
     if response.status_code != 201:
@@ -170,6 +181,68 @@ async def verifications(
     }
 
 
+def _percentiles(latencies: list[float]) -> tuple[float, float]:
+    latencies = sorted(latencies)
+    return statistics.median(latencies) * 1000, latencies[max(int(len(latencies) * 0.99) - 1, 0)] * 1000
+
+
+async def reviews(base: str, auth: tuple[str, str], customers: int, concurrency: int) -> dict[str, float]:
+    """One POST /verifications per customer ready for review, then every review decided by the job runner."""
+    ready = {**PERSON, "email": "bench@example.com", "address": {**PERSON["address"], "city": "Springfield"}}
+    async with httpx.AsyncClient(
+        base_url=base, timeout=60, limits=httpx.Limits(max_connections=concurrency)
+    ) as client:
+        ids = []
+        for index in range(customers):
+            response = await client.post(
+                f"{BASE_PATH}/customers", auth=auth, json={**ready, "platformCustomerId": f"review-{index}"}
+            )
+            response.raise_for_status()
+            ids.append(response.json()["id"])
+            await _upload(client, auth, ids[-1], _pdf(2_000))
+            await _upload(client, auth, ids[-1], _pdf(2_000), "BANK_STATEMENT")
+        queue = list(ids)
+        latencies: list[float] = []
+        verification_ids: list[str] = []
+
+        async def submit() -> None:
+            while queue:
+                customer_id = queue.pop()
+                started = time.perf_counter()
+                response = await client.post(
+                    f"{BASE_PATH}/verifications", auth=auth, json={"customerId": customer_id}
+                )
+                latencies.append(time.perf_counter() - started)
+                body = response.json()
+                if response.status_code != 200 or body.get("verificationStatus") != "IN_PROGRESS":
+                    raise RuntimeError(f"verification: {response.status_code} {response.text[:300]}")
+                verification_ids.append(body["id"])
+
+        started = time.perf_counter()
+        await asyncio.gather(*(submit() for _ in range(concurrency)))
+        submitted = time.perf_counter() - started
+        pending = set(verification_ids)
+        while pending:
+            for verification_id in list(pending):
+                body = (await client.get(f"{BASE_PATH}/verifications/{verification_id}", auth=auth)).json()
+                if body["verificationStatus"] == "APPROVED":
+                    pending.discard(verification_id)
+                elif body["verificationStatus"] != "IN_PROGRESS":
+                    raise RuntimeError(f"review: {body}")
+            if pending:
+                await asyncio.sleep(0.2)
+        decided = time.perf_counter() - started
+    p50, p99 = _percentiles(latencies)
+    return {
+        "requests": len(latencies),
+        "req/s": len(latencies) / submitted,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "all_decided_s": decided,
+        "decided/s": len(latencies) / decided,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -178,6 +251,7 @@ def main() -> None:
     parser.add_argument("--customers", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--review-customers", type=int, default=200)
     parser.add_argument("--pg-admin", default=DEFAULT_PG_ADMIN)
     args = parser.parse_args()
     print(machine_summary())
@@ -211,12 +285,21 @@ def main() -> None:
                 row = asyncio.run(
                     verifications(base, target.credentials, args.customers, args.concurrency, args.seconds)
                 )
+                review = asyncio.run(
+                    reviews(base, target.credentials, args.review_customers, args.concurrency)
+                )
             finally:
                 stop(target.proc)
         print(
             f"\nPOST /verifications (PostgreSQL, RESOLVE_ERRORS path, {args.customers} customers, "
             f"{args.concurrency} clients, {args.seconds:.0f} s): {row['req/s']:.0f} req/s "
             f"(p50 {row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms, {row['requests']:.0f} requests)"
+        )
+        print(
+            f"POST /verifications through review (PostgreSQL, {review['requests']:.0f} customers ready for "
+            f"review, {args.concurrency} clients): {review['req/s']:.0f} req/s (p50 {review['p50_ms']:.1f} ms, "
+            f"p99 {review['p99_ms']:.1f} ms); every review decided (APPROVED) {review['all_decided_s']:.1f} s "
+            f"after the first submission ({review['decided/s']:.0f} reviews/s through the job runner)"
         )
 
 
