@@ -222,6 +222,15 @@ SAMPLE_SQL = {
 }
 
 
+# Whether the schema has transactions.direction (issue 28: NOT NULL once migrated), so the baseline's INSERT
+# writes it as platpay does; a tree from before it (a baseline measured with this script) has no such column.
+DIRECTION_SQL = {
+    "postgres": "SELECT count(*) FROM information_schema.columns WHERE table_name = 'transactions' "
+    "AND column_name = 'direction'",
+    "sqlite": "SELECT count(*) FROM pragma_table_info('transactions') WHERE name = 'direction'",
+}
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -231,14 +240,18 @@ async def _pg_samples(dsn: str) -> dict[str, str]:
 
     conn = await asyncpg.connect(dsn)
     try:
-        return {name: _text(await conn.fetchval(sql)) for name, sql in SAMPLE_SQL.items()}
+        samples = {name: _text(await conn.fetchval(sql)) for name, sql in SAMPLE_SQL.items()}
+        samples["direction"] = str(await conn.fetchval(DIRECTION_SQL["postgres"]))
+        return samples
     finally:
         await conn.close()
 
 
 def sqlite_samples(path: Path) -> dict[str, str]:
     with sqlite3.connect(path) as conn:
-        return {name: _text(conn.execute(sql).fetchone()[0]) for name, sql in SAMPLE_SQL.items()}
+        samples = {name: _text(conn.execute(sql).fetchone()[0]) for name, sql in SAMPLE_SQL.items()}
+        samples["direction"] = str(conn.execute(DIRECTION_SQL["sqlite"]).fetchone()[0])
+        return samples
 
 
 # ---- the baseline on PostgreSQL: pgbench --------------------------------------------------------------
@@ -299,8 +312,9 @@ def _pg_id(prefix: str, n: int = 0) -> str:
     return f"'{prefix}:' || to_hex((extract(epoch from now()) * 1000000)::bigint) || '-{n}-' || to_hex(:r::bigint)"
 
 
-def pgbench_script(*, hot: bool) -> str:
+def pgbench_script(*, hot: bool, direction: bool = True) -> str:
     tx = _pg_id("Transaction")
+    columns = TRANSACTION_COLUMNS + (", direction" if direction else "")
     lines = [
         "-- one POST /transfer-out, statement for statement (bench/transfer_out.py)",
         r"\set n 0" if hot else r"\set n random(1, :naccounts)",
@@ -320,12 +334,13 @@ def pgbench_script(*, hot: bool) -> str:
         "coalesce(b.platform_customer_id, '') AS platform_customer_id, "
         f"(SELECT row(p.*)::text FROM ({PARTIES_SELECT}) p) AS parties "
         r"FROM bench_accounts b WHERE b.n = :n \gset",
-        f"INSERT INTO transactions ({TRANSACTION_COLUMNS}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
+        f"INSERT INTO transactions ({columns}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
         "'PENDING', NULLIF(:customer_id::text, ''), NULLIF(:platform_customer_id::text, ''), "
         "jsonb_build_object('sourceType', 'ACCOUNT', 'accountId', :internal_id::text, 'currency', 'USD'), "
         "jsonb_build_object('destinationType', 'ACCOUNT', 'accountId', :external_id::text, 'currency', 'USD', "
         "'paymentRail', 'ACH'), :internal_id, :external_id, :amount, 'USD', :amount, 'USD', 0, NULL, 'ACH', NULL, "
-        "'SUCCESS', NULL, NULL, NULL, NULL, '{}'::jsonb, NULL, NULL, now(), now());",
+        "'SUCCESS', NULL, NULL, NULL, NULL, '{}'::jsonb, NULL, NULL, now(), now()"
+        + (", 'DEBIT');" if direction else ");"),
         "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
         "WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
         "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0)) RETURNING available, held;",
@@ -465,6 +480,8 @@ def sqlite_baseline(
         conn.execute(f"PRAGMA {pragma}")
     pairs = [seeded.platform] if hot else seeded.pairs
     tenant = seeded.tenant_id
+    direction = samples["direction"] == "1"
+    columns = TRANSACTION_COLUMNS + (", direction" if direction else "")
     rng = random.Random(7)
     latencies: list[float] = []
     deadline = time.perf_counter() + seconds
@@ -500,7 +517,7 @@ def sqlite_baseline(
             }
         )
         execute(
-            f"INSERT INTO transactions ({TRANSACTION_COLUMNS}) VALUES ({', '.join('?' * 29)})",
+            f"INSERT INTO transactions ({columns}) VALUES ({', '.join('?' * (29 + direction))})",
             (
                 tx,
                 tenant,
@@ -531,6 +548,7 @@ def sqlite_baseline(
                 None,
                 stamp,
                 stamp,
+                *(("DEBIT",) if direction else ()),
             ),
         )
         updated = execute(
@@ -887,7 +905,7 @@ def run_postgres(
                 for scenario in args.scenarios:
                     hot = scenario == "hot"
                     script = workdir / f"transfer_out_{scenario}.sql"
-                    script.write_text(pgbench_script(hot=hot), "utf-8")
+                    script.write_text(pgbench_script(hot=hot, direction=samples["direction"] == "1"), "utf-8")
                     if args.show_sql and processes == args.server_processes[0]:
                         print(script.read_text())
                     senders = [pairs[-1]] if hot else pairs[:-1]
