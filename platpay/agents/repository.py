@@ -304,6 +304,27 @@ _AUDIT_HEAD_MOVE = Lean(
     .returning(AgentAuditHeadRow.agent_id)
 )
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
+# PostgreSQL: the head's move and the record's INSERT in one statement (one round trip); the record is
+# inserted only if the head moved (as it must: it is locked by this transaction).
+_AUDIT_MOVED = (
+    update(AgentAuditHeadRow)
+    .where(
+        AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
+        AgentAuditHeadRow.sequence == bindparam("old_sequence"),
+    )
+    .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
+    .returning(AgentAuditHeadRow.agent_id)
+    .cte("moved")
+)
+_AUDIT_TABLE = AgentAuditRow.__table__
+_AUDIT_MOVE_AND_INSERT = Lean(
+    insert(_AUDIT_TABLE)
+    .from_select(
+        [c.name for c in _AUDIT_TABLE.columns],
+        select(*(bindparam(c.name, type_=c.type) for c in _AUDIT_TABLE.columns)).select_from(_AUDIT_MOVED),
+    )
+    .returning(_AUDIT_TABLE.c.id)
+)
 
 
 async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int, str] | None:
@@ -314,8 +335,9 @@ async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int,
 
 async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_sequence: int | None) -> None:
     """Insert the audit record (`record` by column name) and move the agent's chain head to it (the head read
-    by `lock_audit_head`, in this transaction: `head_sequence` None creates it). Two chains' heads never
-    race: a first record racing another fails on the head's primary key, as the ORM's INSERT would."""
+    by `lock_audit_head`, in this transaction: `head_sequence` None creates it). A first record racing
+    another fails on the head's primary key, as the ORM's INSERT would. On PostgreSQL a moved head and its
+    record are one statement."""
     head = {
         "agent_id": record["agent_id"],
         "tenant_id": record["tenant_id"],
@@ -326,6 +348,10 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     }
     if head_sequence is None:
         await lean.rows(session, _AUDIT_HEAD_INSERT, head)
+    elif session.bind.dialect.name == "postgresql":
+        if not await lean.rows(session, _AUDIT_MOVE_AND_INSERT, {**record, **head}):
+            raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
+        return
     elif not await lean.rows(session, _AUDIT_HEAD_MOVE, head):
         raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
     await lean.rows(session, _AUDIT_INSERT, record)
