@@ -48,11 +48,13 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.agents import repository
 from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
 from platpay.config import get_settings
+from platpay.db import lean
 from platpay.errors import ApiError
 from platpay.kit import clock
 from platpay.kit.crypto.sealing import load_master_key
@@ -152,33 +154,30 @@ async def record(
     data: dict[str, Any] | None = None,
     actor: str | None = None,
 ) -> AgentAuditRow:
-    """Append one record to the agent's chain, in the caller's transaction. `actor`: the request's credential
-    unless given (authentication names its principal before the request's is known)."""
+    """Append one record to the agent's chain, in the caller's transaction (lean statements: the head's locked
+    read, its move, the record's INSERT). `actor`: the request's credential unless given (authentication
+    names its principal before the request's is known). Returns the record as written (a snapshot, in no
+    session)."""
     assert kind in KINDS, kind
-    head = await session.scalar(
-        select(AgentAuditHeadRow).where(AgentAuditHeadRow.agent_id == agent_id).with_for_update()
-    )
-    if head is None:
-        head = AgentAuditHeadRow(agent_id=agent_id, tenant_id=tenant_id, sequence=0, hash=GENESIS)
-        session.add(head)
-    row = AgentAuditRow(
-        id=new_id("AgentAuditRecord"),
-        tenant_id=tenant_id,
-        agent_id=agent_id,
-        sequence=head.sequence + 1,
-        kind=kind,
-        actor=actor or _actor.get(),
-        occurred_at=now,
-        data=json.loads(json.dumps(data or {}, default=str)),
-        previous_hash=head.hash,
-        hash="",
-        hash_algorithm=KEYED,
-        legacy_seal=None,
-    )
-    row.hash = hash_of(head.hash, content_of(row), key=chain_key())
-    session.add(row)
-    head.sequence, head.hash = row.sequence, row.hash
-    await session.flush()
+    head = await repository.lock_audit_head(session, agent_id=agent_id)
+    sequence, previous_hash = head if head is not None else (0, GENESIS)
+    values = {
+        "id": new_id("AgentAuditRecord"),
+        "tenant_id": tenant_id,
+        "agent_id": agent_id,
+        "sequence": sequence + 1,
+        "kind": kind,
+        "actor": actor or _actor.get(),
+        "occurred_at": now,
+        "data": json.loads(json.dumps(data or {}, default=str)),
+        "previous_hash": previous_hash,
+        "hash": "",
+        "hash_algorithm": KEYED,
+        "legacy_seal": None,
+    }
+    row = lean.snapshot(AgentAuditRow, tuple(values), tuple(values.values()))
+    row.hash = values["hash"] = hash_of(previous_hash, content_of(row), key=chain_key())
+    await repository.append_audit(session, record=values, head_sequence=None if head is None else sequence)
     return row
 
 

@@ -26,7 +26,8 @@ Lean statements are for the hot paths a benchmark shows they matter on (bench/RE
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
 idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
 owner (accounts' repository, the owner's part built by customers'); a card authorization's card read and
-card transaction INSERT (cards' repository); plus authentication's one read per
+card transaction INSERT (cards' repository); an agent's money request's agent and usage, action
+and audit append (agents' repository); plus authentication's one read per
 request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 
