@@ -54,7 +54,6 @@ from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
 from platpay.config import get_settings
-from platpay.db import lean
 from platpay.errors import ApiError
 from platpay.kit import clock
 from platpay.kit.crypto.sealing import load_master_key
@@ -175,7 +174,7 @@ async def record(
         "hash_algorithm": KEYED,
         "legacy_seal": None,
     }
-    row = lean.snapshot(AgentAuditRow, tuple(values), tuple(values.values()))
+    row = repository.audit_snapshot(values)
     row.hash = values["hash"] = hash_of(previous_hash, content_of(row), key=chain_key())
     await repository.append_audit(session, record=values, head_sequence=None if head is None else sequence)
     return row

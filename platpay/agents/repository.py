@@ -327,6 +327,12 @@ _AUDIT_MOVE_AND_INSERT = Lean(
 )
 
 
+def audit_snapshot(values: dict[str, Any]) -> AgentAuditRow:
+    """An audit record built from its column values, as a read-only snapshot in no session (what `record`
+    returns once `append_audit` has written it)."""
+    return lean.snapshot(AgentAuditRow, tuple(values), tuple(values.values()))
+
+
 async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int, str] | None:
     """The agent's audit chain head (sequence, hash), locked until the transaction ends; None: no chain yet."""
     row = await lean.first(session, _AUDIT_HEAD, {"agent_id": agent_id})
