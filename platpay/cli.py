@@ -430,7 +430,7 @@ def platform_create(
         for env in ("sandbox", "production"):
             typer.echo(
                 f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}"
-            )  # type: ignore[index]
+            )
         typer.echo(f"platformId={created.platform_id}")
 
 

@@ -295,10 +295,10 @@ def _render(rows: list[InternalAccountRow], balances: Mapping[str, Balance]) -> 
             InternalAccount(
                 id=row.id,
                 customer_id=row.customer_id,
-                type=row.type,  # type: ignore[arg-type]
-                status=row.status,  # type: ignore[arg-type]
-                balance=currency_amount(balance.available, row.currency),  # type: ignore[arg-type]
-                total_balance=currency_amount(balance.total, row.currency),  # type: ignore[arg-type]
+                type=row.type,
+                status=row.status,
+                balance=currency_amount(balance.available, row.currency),
+                total_balance=currency_amount(balance.total, row.currency),
                 # none before provisioning issues them (PENDING), nor when it failed
                 funding_payment_instructions=[
                     PaymentInstructions(**item) for item in instructions.funding_instructions(row)

@@ -80,8 +80,8 @@ async def to_schema(
         agent_id=row.agent_id,
         customer_id=row.customer_id,
         platform_customer_id=row.platform_customer_id,
-        status=row.status,  # type: ignore[arg-type]
-        type=row.type,  # type: ignore[arg-type]
+        status=row.status,
+        type=row.type,
         quote=quote,
         transfer_details=AgentTransferDetails.model_validate(row.transfer) if row.transfer else None,
         transaction=transaction,

@@ -94,10 +94,10 @@ def to_schema(card: CardRow, sources: list[str]) -> Card:
         id=card.id,
         cardholder_id=card.cardholder_id,
         platform_card_id=card.platform_card_id,
-        state=card.state,  # type: ignore[arg-type]
-        state_reason=card.state_reason,  # type: ignore[arg-type]
-        brand=card.brand,  # type: ignore[arg-type]
-        form=card.form,  # type: ignore[arg-type]
+        state=card.state,
+        state_reason=card.state_reason,
+        brand=card.brand,
+        form=card.form,
         last4=card.last4,
         exp_month=card.exp_month,
         exp_year=card.exp_year,

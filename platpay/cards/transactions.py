@@ -162,14 +162,14 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
         customer_id=row.customer_id,
         platform_customer_id=row.platform_customer_id or row.customer_id,
         issuer_transaction_token=row.issuer_transaction_token,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         direction="CREDIT" if _kind(row).purpose == Purpose.CREDIT else "DEBIT",
         decline_reason=row.decline_reason,
-        merchant=row.merchant,  # type: ignore[arg-type]
-        authorized_amount=currency_amount(row.authorized_amount, ccy),  # type: ignore[arg-type]
-        requested_amount=currency_amount(row.requested_amount, row.requested_currency),  # type: ignore[arg-type]
-        settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,  # type: ignore[arg-type]
-        refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,  # type: ignore[arg-type]
+        merchant=row.merchant,
+        authorized_amount=currency_amount(row.authorized_amount, ccy),
+        requested_amount=currency_amount(row.requested_amount, row.requested_currency),
+        settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,
+        refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,
         account_id=row.account_id,
         pull_summary=CardPullSummary(
             count=row.pull_count, total_amount=row.pull_amount, pending_count=row.pull_pending
@@ -181,8 +181,8 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
                 id=refund.id,
                 card_transaction_id=refund.card_transaction_id,
                 account_id=refund.account_id,
-                amount=currency_amount(refund.amount, refund.currency),  # type: ignore[arg-type]
-                status=refund.status,  # type: ignore[arg-type]
+                amount=currency_amount(refund.amount, refund.currency),
+                status=refund.status,
                 created_at=refund.created_at,
             )
             for refund in refunds

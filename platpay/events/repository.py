@@ -159,7 +159,7 @@ _CLEAR_FAILURES = Lean(
 
 async def endpoint_state(session: AsyncSession, *, endpoint_id: str) -> tuple[str, str | None] | None:
     """(status, probe job id) of an endpoint, or None for one that never failed."""
-    return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})  # type: ignore[return-value]
+    return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})
 
 
 async def clear_endpoint_failures(session: AsyncSession, *, endpoint_id: str, now: datetime) -> bool:

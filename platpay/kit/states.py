@@ -129,7 +129,7 @@ class StateMachine(Generic[S]):
     def fire(self, current: str | None, trigger: str, *, subject: str | None = None) -> S:
         """The state `trigger` moves `current` to; IllegalTransition if it does not apply there."""
         state = self.state(current)
-        target = self.triggers.get((state, trigger)) if state is not None else None  # type: ignore[arg-type]
+        target = self.triggers.get((state, trigger)) if state is not None else None
         if target is None:
             raise IllegalTransition(self.name, current, trigger=trigger, subject=subject)
         return target

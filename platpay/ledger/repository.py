@@ -103,7 +103,7 @@ async def apply(
             "d_held": d_held,
             "now": now,
         },
-    )  # type: ignore[return-value]
+    )
 
 
 async def get_account(session: AsyncSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:

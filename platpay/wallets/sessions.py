@@ -37,7 +37,7 @@ def render(row: SessionRow, credential: CredentialRow, *, encrypted_key: str | N
     return AuthSession(
         id=row.id,
         account_id=row.account_id,
-        type=credential.type,  # type: ignore[arg-type]
+        type=credential.type,
         credential_id=credential.passkey_credential_id,
         nickname=credential.nickname,
         created_at=row.created_at,

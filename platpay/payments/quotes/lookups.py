@@ -81,7 +81,7 @@ def _preference(
         )
     low, high = sending_limits(tenant, currency)
     preference = CurrencyPreference(
-        currency=currencies.require(currency).as_api(),  # type: ignore[arg-type]
+        currency=currencies.require(currency).as_api(),
         estimated_exchange_rate=estimated,
         min=max(1, low),
         max=max(1, high),
@@ -153,7 +153,7 @@ async def lookup_uma(
     )
     return ReceiverUmaLookupResponse(
         receiver_uma_address=counterparty.address,
-        supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
+        supported_currencies=row.supported_currencies,
         required_payer_data_fields=[],
         lookup_id=row.id,
     )
@@ -190,7 +190,7 @@ async def lookup_external_account(
     )
     return ReceiverExternalAccountLookupResponse(
         account_id=account.id,
-        supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
+        supported_currencies=row.supported_currencies,
         required_payer_data_fields=[],
         lookup_id=row.id,
     )
