@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -19,6 +19,9 @@ from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.kit.pagination import keyset_page
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
 
 
 async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids: list[str]) -> CardRow:
@@ -293,4 +296,4 @@ async def use_reveal(session: AsyncSession, *, reveal_id: str, now: datetime) ->
         .where(CardRevealRow.id == reveal_id, CardRevealRow.used_at.is_(None), CardRevealRow.expires_at > now)
         .values(used_at=now)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import MetaData
+from typing import TYPE_CHECKING, ClassVar
+
+from sqlalchemy import MetaData, Table
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING_CONVENTION = {
@@ -16,3 +18,7 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    if TYPE_CHECKING:
+        # Every model is declared with columns (never with a selectable), so its `__table__` is a Table:
+        # `Row.__table__.insert()` and `.c` type-check (SQLAlchemy types it as any FromClause).
+        __table__: ClassVar[Table]

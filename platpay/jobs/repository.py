@@ -14,7 +14,7 @@ import hashlib
 import random
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Integer, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +26,10 @@ from platpay.db.types import UtcDateTime
 from platpay.jobs import registry
 from platpay.jobs.models import JobRow
 from platpay.kit.clock import NEVER
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
 # Lean inserts (the only way jobs are written): jobs are written on every money movement.
@@ -253,7 +257,7 @@ async def hasten(session: AsyncSession, *, lane: str, key: str, now: datetime, r
         )
         .values(run_at=run_at, updated_at=now)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 async def reschedule_oldest(
@@ -280,7 +284,7 @@ async def finish_many(session: AsyncSession, *, job_ids: list[str], now: datetim
         .where(JobRow.id.in_(job_ids), JobRow.state == QUEUED)
         .values(state=DONE, finished_at=now, updated_at=now)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:
@@ -289,7 +293,7 @@ async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_
         .where(JobRow.id == job_id, JobRow.lease_token == token, JobRow.state == RUNNING)
         .values(lease_until=lease_until)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 # Lean: every job finishes once (an OTP email's send job on every EMAIL_OTP login challenge).
@@ -351,7 +355,7 @@ async def reschedule(
         .where(JobRow.id == job_id, JobRow.lease_token == token, JobRow.state == RUNNING)
         .values(**values)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 async def queue_stats(session: AsyncSession, *, now: datetime) -> dict[str, Any]:
@@ -386,7 +390,7 @@ async def purge_finished(session: AsyncSession, *, before: datetime) -> int:
     result = await session.execute(
         JobRow.__table__.delete().where(JobRow.state == DONE, JobRow.finished_at < before)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 # Jobs following their tenant's clock (jobs.service.follow_clock, clocks.service).

@@ -4,7 +4,7 @@ non-negative account below zero, which works the same on SQLite and PostgreSQL (
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,6 +13,10 @@ from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many, lean_in
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 _ACCOUNTS = LedgerAccountRow.__table__
 
@@ -274,7 +278,7 @@ async def grow_hold(
             updated_at=now,
         )
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 # Verification queries (whole ledger, every tenant)
@@ -453,8 +457,8 @@ async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) 
         .values(available=0, held=0, updated_at=now)
     )
     return {
-        "ledger_holds": max(holds.rowcount or 0, 0),
-        "postings": max(postings.rowcount or 0, 0),
-        "journal_entries": max(entries.rowcount or 0, 0),
-        "ledger_accounts": max(internal.rowcount or 0, 0),
+        "ledger_holds": max(cast("CursorResult[Any]", holds).rowcount or 0, 0),
+        "postings": max(cast("CursorResult[Any]", postings).rowcount or 0, 0),
+        "journal_entries": max(cast("CursorResult[Any]", entries).rowcount or 0, 0),
+        "ledger_accounts": max(cast("CursorResult[Any]", internal).rowcount or 0, 0),
     }
