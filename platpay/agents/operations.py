@@ -44,7 +44,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import service as payments_service
 from platpay.payments import transfers
 from platpay.payments.quotes import service as quotes_service
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import AnyTransaction
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -61,7 +61,7 @@ async def to_schema(
     *,
     tenant: TenantContext,
     row: AgentActionRow,
-    transaction: Transaction | None = None,
+    transaction: AnyTransaction | None = None,
 ) -> AgentAction:
     """The action as the API shows it (`transaction`: its transaction as just rendered, if the caller has it)."""
     quote = (
@@ -99,7 +99,7 @@ async def _emit(
     tenant: TenantContext,
     row: AgentActionRow,
     announce: bool = True,
-    transaction: Transaction | None = None,
+    transaction: AnyTransaction | None = None,
 ) -> AgentAction:
     """AGENT_ACTION.<status> with the action as GET returns it, in the caller's transaction. An action
     approved at once (`announce` false) is announced by its transaction's own webhook (which names the

@@ -34,6 +34,9 @@ from pydantic_core import CoreSchema
 from platpay import API_VERSION, package_version
 from platpay.kit.api_model import EXTENDS, ApiRequest, without_null
 
+# A route's `responses=`, as FastAPI types it.
+Responses = dict[int | str, dict[str, Any]]
+
 SCHEMAS = "#/components/schemas/"
 HTTP_METHODS = ("get", "put", "post", "patch", "delete", "options", "head", "trace")
 DESCRIPTION = (
