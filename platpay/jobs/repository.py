@@ -146,7 +146,7 @@ async def claim_keyed(
     first, then every key's second, ...), taking no key past `key_cap` jobs in flight. A job without a key
     is a key of its own. Of a key in `held`, only the job it names may be taken."""
     held = held or {}
-    if session.bind.dialect.name == "postgresql":
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
         await session.execute(select(func.pg_advisory_xact_lock(_lane_lock_id(lane))))
     key = func.coalesce(JobRow.concurrency_key, JobRow.id)
     # Every running job of the lane (a few dozen at most): those under a live lease are in flight, those
@@ -198,7 +198,7 @@ async def claim_keyed(
         candidates += [(rank, run_at, job_id, due_key) for rank, (run_at, job_id) in enumerate(heads, 1)]
         if sum(1 for candidate in candidates if candidate[0] == 1) >= limit:
             break  # enough keys to fill every free slot with each one's oldest
-    ids = []
+    ids: list[str] = []
     for _, _, job_id, job_key in sorted(candidates):
         if len(ids) >= limit:
             break
@@ -446,7 +446,7 @@ async def follow_clock(
     changes = [
         {"b_id": job_id, "b_run_at": due_at - shift}
         for job_id, due_at, run_at in later.all()
-        if run_at != due_at - shift
+        if due_at is not None and run_at != due_at - shift  # (the query already excludes NULL due_at)
     ]
     if changes:
         await session.execute(_SET_RUN_AT, changes)
