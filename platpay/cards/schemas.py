@@ -313,18 +313,17 @@ RETURN_REVERSAL_EXAMPLES = request_examples(
 
 
 def _authorization_family_example(name: str, summary: str, amount: int, descriptor: str, mcc: str) -> Any:
-    return request_examples(
-        **{
-            name: (
-                summary,
-                {
-                    "amount": amount,
-                    "currency": {"code": "USD"},
-                    "merchant": {"descriptor": descriptor, "mcc": mcc, "country": "US"},
-                },
-            )
-        }
-    )
+    examples: dict[str, Any] = {
+        name: (
+            summary,
+            {
+                "amount": amount,
+                "currency": {"code": "USD"},
+                "merchant": {"descriptor": descriptor, "mcc": mcc, "country": "US"},
+            },
+        )
+    }
+    return request_examples(**examples)
 
 
 CREDIT_AUTHORIZATION_EXAMPLES = _authorization_family_example(

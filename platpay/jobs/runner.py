@@ -22,7 +22,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -104,7 +104,9 @@ class JobContext:
         (a card authorization: no ORM session on PostgreSQL)."""
         if self._finished:
             raise RuntimeError("job already finished in an earlier transaction")
-        async with self.db.lean_transaction() if lean else self.db.transaction() as session:
+        async with self.db.lean_transaction() if lean else self.db.transaction() as transaction:
+            # a LeanTransaction stands in for the session of a handler whose statements are all lean
+            session = cast("AsyncSession", transaction)
             yield session
             now = clock.real_now()
             if self._retry_at is not None:

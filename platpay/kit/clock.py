@@ -83,7 +83,7 @@ def of(tenant: object | None) -> TenantClock | None:
         return _current.get()
     if isinstance(tenant, TenantClock):
         return tenant
-    state = getattr(tenant, "clock", None)
+    state: TenantClock | None = getattr(tenant, "clock", None)
     if state is not None:
         return state
     running = _current.get()

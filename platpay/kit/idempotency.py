@@ -57,7 +57,7 @@ from platpay.db.types import IdColumn, UtcDateTime
 from platpay.errors import ApiError, Conflict, InvalidInput
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
-from platpay.kit.crypto.sealing import get_sealer
+from platpay.kit.crypto.sealing import Sealer, get_sealer
 
 if TYPE_CHECKING:
     from sqlalchemy import CursorResult
@@ -140,7 +140,7 @@ def render(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _sealer():  # type: ignore[no-untyped-def]
+def _sealer() -> Sealer:
     settings = get_settings()
     return get_sealer(settings.master_key, settings.var_dir)
 
@@ -173,7 +173,8 @@ async def execute(
     if key is None:
         try:
             async with db.lean_transaction() if lean else db.transaction() as session:
-                status, body = await operation(session)
+                # a LeanTransaction stands in for the session of an operation whose statements are all lean
+                status, body = await operation(cast("AsyncSession", session))
         except ApiError as error:
             write = on_refusal(error) if on_refusal is not None and _is_answer(error) else None
             if write is not None:  # the operation's transaction rolled back: the record gets one of its own

@@ -434,4 +434,5 @@ def _core_ref(schema: Any) -> str:
     """The reference a model's core schema has (`ref`), or that a reference to it names (`schema_ref`)."""
     if schema.get("type") == "definitions":
         schema = schema["schema"]
-    return schema.get("schema_ref") or schema["ref"]
+    ref: str = schema.get("schema_ref") or schema["ref"]
+    return ref

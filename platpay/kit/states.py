@@ -102,6 +102,8 @@ class StateMachine(Generic[S]):
 
     def state(self, value: str | None) -> S | None:
         """`value` (a column's text) as a member of the machine's states, None if it is not one."""
+        if value is None:
+            return None
         try:
             member = self.enum(value)
         except ValueError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from typing_extensions import TypeAliasType
@@ -271,7 +271,7 @@ _DOCUMENT_FIELDS = {
     "country": "US",
     "documentNumber": "A12345678",
 }
-DOCUMENT_UPLOAD_EXAMPLES = (
+DOCUMENT_UPLOAD_EXAMPLES: tuple[type[BaseDocumentRequest], dict[str, Any]] = (
     DocumentUploadRequest,
     {
         "passport": (
@@ -280,7 +280,7 @@ DOCUMENT_UPLOAD_EXAMPLES = (
         )
     },
 )
-DOCUMENT_REPLACE_EXAMPLES = (
+DOCUMENT_REPLACE_EXAMPLES: tuple[type[BaseDocumentRequest], dict[str, Any]] = (
     DocumentReplaceRequest,
     {"rescan": ("A clearer scan of the same passport", _DOCUMENT_FIELDS)},
 )
