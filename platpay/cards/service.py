@@ -337,7 +337,7 @@ async def update_intent(
             details={"cardId": card.id, "state": card.state, "requested": state},
         )
     current = (await repository.sources_of(session, [card.id]))[card.id]
-    accounts = []
+    accounts: list[Any] = []
     if funding_sources is not None:
         _, accounts = await _checked_sources(
             session,

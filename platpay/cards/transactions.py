@@ -431,11 +431,15 @@ async def apply_message(session: AsyncSession, *, tenant_id: str, payload: dict[
             reason=refused.message,
         )
         return
+    # (_check asserted that these three messages carry an amount)
     if message == Message.CLEARING:
+        assert amount is not None
         await (_expire(session, row) if amount == 0 else _clear(session, row, amount))
     elif message == Message.AUTHORIZATION_ADVICE:
+        assert amount is not None
         await _advise(session, row, amount)
     elif message == Message.RETURN:
+        assert amount is not None
         await _return(session, row, amount)
     else:
         await _reverse_return(session, row)

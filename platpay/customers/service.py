@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date
 from typing import Any
@@ -103,7 +103,7 @@ def _refusal(problems: list[v.Problem]) -> ApiError:
     return InvalidInput(f"invalid customer: {summary}", details=details)
 
 
-def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]:
+def _type_problems(draft: Mapping[str, Any], customer_type: str) -> list[v.Problem]:
     wrong = BUSINESS_ONLY if customer_type == "INDIVIDUAL" else INDIVIDUAL_ONLY
     return [
         v.Problem(v._camel(name), f"does not apply to {customer_type} customers")
@@ -113,7 +113,7 @@ def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]
 
 
 def _check_fields(
-    draft: dict[str, Any],
+    draft: Mapping[str, Any],
     *,
     tenant: TenantContext,
     today: date,
@@ -243,7 +243,7 @@ def _provider_problems(
 
 
 def _create_problems(
-    draft: dict[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
+    draft: Mapping[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Every rule problem of a create body (SPEC §2), and its normalized values."""
     values, problems = _check_fields(
@@ -674,7 +674,7 @@ async def update_customer(
     only by signed retry): a challenge they answer is returned instead of the customer, nothing changed;
     `wallet_signature` carries the request's signed-retry headers for them."""
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
-    draft = dict(changes)
+    draft: dict[str, Any] = dict(changes)
     values, problems = _update_problems(
         draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
     )

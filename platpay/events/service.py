@@ -46,7 +46,7 @@ async def emit(
     if not types.is_known(type):
         raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
-    event = {
+    event: dict[str, Any] = {
         "id": new_id("Event"),
         "tenant_id": tenant_id,
         "type": type,
