@@ -74,7 +74,7 @@ async def _open(
     smaller id (lists, newest first by default, show the wallet before it)."""
     existing = await repository.existing_accounts(session, tenant_id=tenant_id, customer_ids=owners)
     now = clock.now()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": new_id("InternalAccount"),
             "tenant_id": tenant_id,
