@@ -112,7 +112,10 @@ async def apply(
 
 async def get_account(session: AsyncSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
     """Leanly (a refused card hold explains itself from here, in a LeanTransaction)."""
-    return await lean.get(session, LedgerAccountRow, id=account_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
+    account: LedgerAccountRow | None = await lean.get(
+        session, LedgerAccountRow, id=account_id, tenant_id=tenant_id
+    )
+    return account
 
 
 async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str) -> str | None:
