@@ -231,3 +231,111 @@ def test_lean_statements_only_where_the_fast_path_says() -> None:
     assert LEAN_MODULES - {"db/lean.py"} <= users, (
         f"listed but no longer lean: {LEAN_MODULES - users - {'db/lean.py'}}"
     )
+
+
+def _signatures(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module's functions and its classes' methods (not the closures inside them)."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node)
+        elif isinstance(node, ast.ClassDef):
+            found += [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return found
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+# Where a unit of work is run (a lean transaction or an ORM one): the runners of `LeanFirst` operations.
+UNIT_OF_WORK_RUNNERS = {"kit/idempotency.py", "jobs/runner.py"}
+PERFORMANCE_FLAGS = {"lean", "balance_last", "balances_last", "fast", "fast_path"}
+
+
+def test_no_performance_parameters_in_service_signatures() -> None:
+    """docs/architecture.md "The fast path": which transaction an operation runs in is its runner's business
+    (a `LeanFirst`, db/unit_of_work.py), and the ledger's statement order has one name, `BalanceOrder`, taken
+    only by the ledger's own functions; no domain function takes a lean or statement-order flag, and no
+    public function outside the ledger takes a `BalanceOrder`."""
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if rel.startswith("db/") or rel in UNIT_OF_WORK_RUNNERS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # closures too: an endpoint's `run(balance_last)` is one
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                wrong += [
+                    f"{rel}:{node.lineno} {node.name}({parameter.arg})"
+                    for parameter in _parameters(node)
+                    if parameter.arg in PERFORMANCE_FLAGS
+                ]
+        for function in _signatures(tree):
+            if function.name.startswith("_") or rel.startswith("ledger/"):
+                continue
+            for parameter in _parameters(function):
+                annotation = ast.unparse(parameter.annotation) if parameter.annotation else ""
+                if "BalanceOrder" in annotation:
+                    wrong.append(f"{rel}:{function.lineno} {function.name}({parameter.arg}: {annotation})")
+    assert not wrong, "performance parameters in service signatures:\n" + "\n".join(wrong)
+
+
+def test_only_the_unit_of_work_runners_retry_a_race() -> None:
+    """A `LeanFirst`'s race (`Raced`, db/unit_of_work.py) is caught and retried by its runner only (the
+    idempotent runner, `JobContext.run`): no endpoint, job or service catches one to run again."""
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if rel.startswith("db/") or rel in UNIT_OF_WORK_RUNNERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                caught = ast.unparse(node.type)
+                if "Raced" in caught:
+                    wrong.append(f"{rel}:{node.lineno} except {caught}")
+    assert not wrong, "a race retried outside the unit of work's runners:\n" + "\n".join(wrong)
+
+
+def _public_lean_statements() -> set[str]:
+    """Names of the module-level `Lean(...)` statements a repository does not mark private."""
+    names = set()
+    for path in MODULES:
+        if path.stem != "repository":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "Lean"
+            ):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_")}
+    return names
+
+
+def test_repository_statements_run_only_in_their_repository() -> None:
+    """A statement is run by the repository that holds it (a function named for what it reads): no module
+    outside a repository runs one with `Database.fetch_first` (an autocommit read) or names one."""
+    statements = _public_lean_statements()
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if path.stem == "repository" or rel.startswith("db/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "fetch_first"
+            ):
+                wrong.append(f"{rel}:{node.lineno} calls fetch_first")
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr in statements
+                and isinstance(node.value, ast.Name)
+                and node.value.id.endswith("repository")
+            ):
+                wrong.append(f"{rel}:{node.lineno} names {node.value.id}.{node.attr}")
+    assert not wrong, "repository statements run outside their repository:\n" + "\n".join(wrong)

@@ -14,6 +14,7 @@ from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
+from platpay.db.unit_of_work import LeanSession
 
 
 async def insert_internal(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -82,7 +83,7 @@ _INTERNAL = Lean(
 
 
 async def read_internal(
-    session: AsyncSession, *, tenant_id: str, account_id: str
+    session: LeanSession, *, tenant_id: str, account_id: str
 ) -> InternalAccountRow | None:
     """`get_internal` without a lock, leanly, for the card authorization path: a row for reading (outside
     the identity map: a change to it is not saved)."""

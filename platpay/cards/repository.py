@@ -18,6 +18,7 @@ from platpay.cards.models import (
 from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
 
 
@@ -66,7 +67,7 @@ _AUTHORIZING = Lean(
 
 
 async def card_for_authorization(
-    session: AsyncSession, *, tenant_id: str, card_id: str
+    session: LeanSession, *, tenant_id: str, card_id: str
 ) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None]] | None:
     """The card an authorization decides on, locked FOR UPDATE (as `get_card(lock="update")`): its
     (id, state, currency, max_spend_per_transaction) as read under the lock, its funding source account
@@ -136,7 +137,7 @@ def card_query(
 _INSERT_TRANSACTION = Lean(CardTransactionRow.__table__.insert())
 
 
-async def insert_transaction(session: AsyncSession, values: dict[str, Any]) -> CardTransactionRow:
+async def insert_transaction(session: LeanSession, values: dict[str, Any]) -> CardTransactionRow:
     """Insert a new card transaction leanly (the only way they are inserted; `values` by attribute name): the
     row comes back attached to the session as if loaded, so later changes flush as UPDATEs."""
     return await lean.add(session, _INSERT_TRANSACTION, CardTransactionRow, values)

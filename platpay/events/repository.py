@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
+from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
     WebhookAttemptRow,
@@ -30,7 +31,7 @@ _INSERT_EVENT = Lean(
 _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 
 
-async def insert_event(session: AsyncSession, values: dict[str, Any]) -> str | None:
+async def insert_event(session: LeanSession, values: dict[str, Any]) -> str | None:
     """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of this
     statement (None when it has none)."""
     [(endpoint,)] = await lean.rows(
@@ -39,7 +40,7 @@ async def insert_event(session: AsyncSession, values: dict[str, Any]) -> str | N
     return endpoint
 
 
-async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:
+async def insert_delivery(session: LeanSession, values: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_DELIVERY, values)
 
 
