@@ -339,3 +339,16 @@ def test_repository_statements_run_only_in_their_repository() -> None:
             ):
                 wrong.append(f"{rel}:{node.lineno} names {node.value.id}.{node.attr}")
     assert not wrong, "repository statements run outside their repository:\n" + "\n".join(wrong)
+
+
+def test_routes_are_tried_by_specificity_not_by_numbers() -> None:
+    """A domain lists its routers; the app tries their routes by specificity (kit/routing.py `by_specificity`,
+    tests/kit/test_route_order.py), so no domain.py orders them with numbers coordinated across domains."""
+    wrong = []
+    for path in MODULES:
+        if path.name != "domain.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and any(k.arg == "order" for k in node.keywords):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not wrong, "routers given a numeric order:\n" + "\n".join(wrong)

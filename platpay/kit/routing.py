@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -15,7 +15,7 @@ from fastapi.routing import APIRoute
 from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from platpay import BASE_PATH
@@ -155,6 +155,27 @@ def _without_body(
         return await handler(request)
 
     return bodyless
+
+
+def specificity(path: str) -> tuple[int, ...]:
+    """Where a path's routes are tried, as a sort key: per segment 0 for a literal, 1 for a parameter (2 for
+    a `{name:path}` one, which takes the rest of the path). Sorted by it, a route is tried before every
+    route that would take its requests (`/customers/internal-accounts` before `/customers/{customerId}`,
+    `/agents/me/quotes/{quoteId}` before `/agents/{agentId}/...`): the first segment where two paths differ
+    decides, a literal before a parameter, so a longer literal prefix goes first."""
+    return tuple(
+        (2 if segment.endswith(":path}") else 1) if segment.startswith("{") else 0
+        for segment in path.strip("/").split("/")
+    )
+
+
+def by_specificity(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
+    """The routes in the order the app tries them: by `specificity`, then by path (the methods of one path
+    in their given order), so that no route takes another's requests whatever order the domains list them
+    in. (Per request the app tries routes one by one; the document keeps its own order: kit/openapi.py.)"""
+    return sorted(
+        routes, key=lambda route: (specificity(getattr(route, "path", "")), getattr(route, "path", ""))
+    )
 
 
 def api_router(**kwargs: Any) -> APIRouter:
