@@ -263,6 +263,7 @@ async def _opening(
             merchant=merchant,
             amount=amount,
             currency=currency,
+            settings=idem.request.app.state.settings,
         ),
         status=202,
     )

@@ -47,6 +47,7 @@ async def network_message(ctx: JobContext) -> None:
             amount=payload["amount"],
             currency=payload["currency"],
             merchant=payload["merchant"],
+            settings=ctx.settings,
         )
     )
     if opened is None:  # (a sandbox reset deleted the card meanwhile)

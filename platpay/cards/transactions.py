@@ -90,7 +90,7 @@ from platpay.cards.errors import (
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import MAX_AMOUNT, SandboxCardSimulationResponse
 from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, NotFound, invalid_field
 from platpay.events import service as events_service
@@ -284,6 +284,7 @@ def accept_opening(
     merchant: dict[str, Any],
     amount: int = 0,
     currency: str | None = None,
+    settings: Settings,
 ) -> Opening[SandboxCardSimulationResponse]:
     """A message that opens a card transaction (an authorization of any kind, a balance inquiry), as the
     operation the caller runs in its unit of work: refused (404 card, 400 currency or amount, nothing
@@ -311,6 +312,7 @@ def accept_opening(
                 amount=amount,
                 currency=currency or "",
                 merchant={k: v for k, v in merchant.items() if v is not None},
+                settings=settings,
                 order=order,
             )
             if opened is None:
@@ -523,6 +525,7 @@ def authorization(
     amount: int,
     currency: str,
     merchant: dict[str, Any],
+    settings: Settings,
 ) -> Opening[CardTransaction | None]:
     """A message that opens a card transaction, as the network sends it (a job queued by an earlier
     version), as the operation the caller runs in its unit of work: see `_authorize`. An AUTHORIZATION is
@@ -541,6 +544,7 @@ def authorization(
                 amount=amount,
                 currency=currency,
                 merchant=merchant,
+                settings=settings,
                 order=order,
             )
 
@@ -560,6 +564,7 @@ async def _authorize(
     amount: int,
     currency: str,
     merchant: dict[str, Any],
+    settings: Settings,
     order: ledger.BalanceOrder,
 ) -> CardTransaction | None:
     """A message that opens a card transaction, as the network sends it: decided, and either approved
@@ -665,7 +670,7 @@ async def _authorize(
             CONFIRM_PULL_JOB,
             {"cardTransactionId": row.id},
             tenant_id=tenant_id,
-            run_at=now + issuer.pull_delay(get_settings()),
+            run_at=now + issuer.pull_delay(settings),
         )
     if single and (pull_fails or kind.purpose == Purpose.CREDIT):
         network = await _network_account(_orm(session), tenant_id=tenant_id, currency=card.currency)

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
+from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
@@ -47,12 +48,9 @@ async def insert_delivery(session: LeanSession, values: dict[str, Any]) -> None:
 async def get_delivery(
     session: AsyncSession, *, delivery_id: str, tenant_id: str | None = None, for_update: bool = False
 ) -> WebhookDeliveryRow | None:
-    stmt = select(WebhookDeliveryRow).where(WebhookDeliveryRow.id == delivery_id)
-    if tenant_id is not None:
-        stmt = stmt.where(WebhookDeliveryRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(
+        session, WebhookDeliveryRow, id=delivery_id, tenant_id=tenant_id, for_update=for_update
+    )
 
 
 async def get_event(session: AsyncSession, event_id: str) -> EventRow | None:

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
 from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
 
@@ -107,12 +108,7 @@ async def record(session: AsyncSession, row: MessageRow) -> None:
 async def get(
     session: AsyncSession, *, message_id: str, tenant_id: str | None = None, for_update: bool = False
 ) -> MessageRow | None:
-    stmt = select(MessageRow).where(MessageRow.id == message_id)
-    if tenant_id is not None:
-        stmt = stmt.where(MessageRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(session, MessageRow, id=message_id, tenant_id=tenant_id, for_update=for_update)
 
 
 def mailbox_query(
