@@ -410,7 +410,6 @@ SETTINGS_READERS_TO_CONVERT = {
     "kit/idempotency.py",
     "kit/providers.py",
     "messages/service.py",
-    "payments/transfers.py",
     "wallets/challenges.py",
     "wallets/keys.py",
     "wallets/sessions.py",
