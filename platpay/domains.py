@@ -36,7 +36,7 @@ def load() -> tuple[Domain, ...]:
 
 
 def mounts() -> list[Mount]:
-    """Every domain's routers, in discovery order (the app tries their routes by specificity)."""
+    """Every domain's routers, in discovery order (the app orders their routes: kit/routing.py)."""
     return [mount for domain in load() for mount in domain.routers]
 
 

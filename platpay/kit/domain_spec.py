@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Mount:
     """A router the app serves. Where paths overlap, the app tries the more specific first, whichever domain
-    or router they come from (`kit.routing.by_specificity`): `/customers/internal-accounts` before
+    or router it comes from (`kit.routing.by_specificity`): `/customers/internal-accounts` before
     `/customers/{customerId}`."""
 
     router: APIRouter

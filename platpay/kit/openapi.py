@@ -15,9 +15,9 @@ types (docs/architecture.md, "OpenAPI conventions"):
 - parameters and properties carry no `title` (pydantic's "Sortorder" for `sortOrder`): a generator names
   an inline enum after its parameter or property, as for the reference (`ListTransactionsSortOrder`);
 - no framework 422 and no schemas of its own;
-- its paths in the order the document has always had (`data/openapi_path_order.json`), whatever order the
-  app tries its routes in (by specificity, kit/routing.py); a path not listed there follows, in the app's
-  order.
+- its paths in the order the document has always had (`data/openapi_path_order.json`; a path not listed
+  there follows, in the app's order), which is also the order the app tries its routes in but where a more
+  specific route must go first (kit/routing.py `by_specificity`).
 
 Operation ids, tags and schema names are not made here: each route states its `operation_id=` and each
 model's class name is its component name (tests/test_openapi_reference.py compares them to the reference).

@@ -4,9 +4,11 @@ answers 415 to a body in the wrong media type, and omits null fields from respon
 from __future__ import annotations
 
 import contextlib
+import heapq
 import re
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
@@ -157,25 +159,68 @@ def _without_body(
     return bodyless
 
 
-def specificity(path: str) -> tuple[int, ...]:
-    """Where a path's routes are tried, as a sort key: per segment 0 for a literal, 1 for a parameter (2 for
-    a `{name:path}` one, which takes the rest of the path). Sorted by it, a route is tried before every
-    route that would take its requests (`/customers/internal-accounts` before `/customers/{customerId}`,
-    `/agents/me/quotes/{quoteId}` before `/agents/{agentId}/...`): the first segment where two paths differ
-    decides, a literal before a parameter, so a longer literal prefix goes first."""
-    return tuple(
-        (2 if segment.endswith(":path}") else 1) if segment.startswith("{") else 0
-        for segment in path.strip("/").split("/")
-    )
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
 
 
-def by_specificity(routes: Iterable[BaseRoute]) -> list[BaseRoute]:
-    """The routes in the order the app tries them: by `specificity`, then by path (the methods of one path
-    in their given order), so that no route takes another's requests whatever order the domains list them
-    in. (Per request the app tries routes one by one; the document keeps its own order: kit/openapi.py.)"""
-    return sorted(
-        routes, key=lambda route: (specificity(getattr(route, "path", "")), getattr(route, "path", ""))
-    )
+def _is_parameter(segment: str) -> bool:
+    return segment.startswith("{") and segment.endswith("}")
+
+
+def takes_requests_of(general: str, specific: str) -> bool:
+    """Whether a route on path `general`, tried first, would take requests meant for one on `specific`: the
+    two paths match a common request, and where they first differ in kind `general` has a parameter and
+    `specific` a literal (`/customers/{customerId}` and `/customers/internal-accounts`). A `{name:path}`
+    parameter takes the rest of the path."""
+    first, second = _segments(general), _segments(specific)
+    for index, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a.endswith(":path}") or b.endswith(":path}"):
+            return a.endswith(":path}") and not b.endswith(":path}")
+        if _is_parameter(a) != _is_parameter(b):
+            return _is_parameter(a) and _overlap(first[index + 1 :], second[index + 1 :])
+        if not _is_parameter(a) and a != b:
+            return False  # two literals: no request matches both
+    return False  # one shape: neither is more specific
+
+
+def _overlap(first: list[str], second: list[str]) -> bool:
+    """Whether the rest of two paths (past a position where they may both match) match a common request."""
+    if len(first) != len(second):
+        return bool(first and first[-1].endswith(":path}")) or bool(second and second[-1].endswith(":path}"))
+    return all(_is_parameter(a) or _is_parameter(b) or a == b for a, b in zip(first, second, strict=True))
+
+
+def by_specificity(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The routes in the order the app tries them: their given order, except that a route goes before every
+    route that would take its requests (`takes_requests_of`), however the domains list them. So no domain
+    coordinates its routes' order with another's; the given order (the document's, kit/openapi.py) only
+    decides which of two routes that never match the same request is tried first, which is all a request's
+    cost depends on (the app tries routes one by one)."""
+    return [routes[index] for index in _placement(tuple(getattr(route, "path", "") for route in routes))]
+
+
+@cache
+def _placement(paths: tuple[str, ...]) -> tuple[int, ...]:
+    """`by_specificity`'s order of routes on these paths, as their indexes (every app of a process has the
+    same routes: computed once)."""
+    waits_for: list[set[int]] = [set() for _ in paths]
+    for index, path in enumerate(paths):
+        for other, other_path in enumerate(paths):
+            if other != index and path != other_path and takes_requests_of(path, other_path):
+                waits_for[index].add(other)
+    ready = [index for index, waiting in enumerate(waits_for) if not waiting]
+    heapq.heapify(ready)
+    placed: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        placed.append(index)
+        for other, waiting in enumerate(waits_for):
+            if index in waiting:
+                waiting.discard(index)
+                if not waiting:
+                    heapq.heappush(ready, other)
+    assert len(placed) == len(paths), "routes that would each take the other's requests"
+    return tuple(placed)
 
 
 def api_router(**kwargs: Any) -> APIRouter:

@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Match
 from platpay.app import create_app
 from platpay.config import get_settings
 from platpay.kit.openapi import documented_order
-from platpay.kit.routing import by_specificity, specificity
+from platpay.kit.routing import by_specificity, takes_requests_of
 
 PARAMETER = re.compile(r"^\{[^}]+\}$")
 
@@ -77,20 +77,32 @@ def test_every_request_reaches_the_endpoint_the_hand_kept_order_chose(served) ->
     assert tried > 1_000
 
 
-class TestSpecificity:
-    def test_a_literal_goes_before_a_parameter_where_they_first_differ(self) -> None:
-        assert specificity("/customers/internal-accounts") < specificity("/customers/{customerId}")
-        assert specificity("/agents/me/quotes/{quoteId}") < specificity("/agents/{agentId}/policy")
+class TestByTheirRequests:
+    def test_a_parameter_takes_the_requests_of_a_literal_where_they_first_differ(self) -> None:
+        assert takes_requests_of("/customers/{customerId}", "/customers/internal-accounts")
+        assert takes_requests_of("/agents/{agentId}/quotes/{quoteId}", "/agents/me/quotes/{quoteId}")
+        assert not takes_requests_of("/customers/internal-accounts", "/customers/{customerId}")
 
-    def test_a_path_parameter_goes_after_every_segment_parameter(self) -> None:
-        assert specificity("/docs/{name}") < specificity("/docs/{rest:path}")
+    def test_paths_that_share_no_request_take_nothing(self) -> None:
+        assert not takes_requests_of("/agents/{agentId}/policy", "/agents/me/quotes")
+        assert not takes_requests_of("/a/{id}", "/b/c")
+        assert not takes_requests_of("/a/{id}", "/a/{other}")
 
-    def test_routes_of_one_path_keep_their_order(self) -> None:
-        paths = ["/a/{id}", "/a/b", "/a/{id}", "/a"]
+    def test_a_path_parameter_takes_the_rest_of_the_path(self) -> None:
+        assert takes_requests_of("/docs/{rest:path}", "/docs/assets/app.js")
+        assert not takes_requests_of("/docs/assets/app.js", "/docs/{rest:path}")
+
+    def test_routes_keep_their_order_but_where_one_would_take_anothers_requests(self) -> None:
+        paths = ["/a/{id}", "/c", "/a/b", "/a/{id}", "/a"]
+        methods = ["GET", "GET", "POST", "DELETE", "GET"]
         routes = [
-            APIRoute(path, endpoint=lambda: None, methods=[m])
-            for path, m in zip(paths, ["GET", "POST", "DELETE", "GET"], strict=True)
+            APIRoute(p, endpoint=lambda: None, methods=[m]) for p, m in zip(paths, methods, strict=True)
         ]
         ordered = by_specificity(routes)
-        assert [r.path for r in ordered] == ["/a", "/a/b", "/a/{id}", "/a/{id}"]
-        assert [next(iter(r.methods)) for r in ordered[2:]] == ["GET", "DELETE"]
+        assert [(r.path, next(iter(r.methods))) for r in ordered] == [
+            ("/c", "GET"),
+            ("/a/b", "POST"),
+            ("/a/{id}", "GET"),
+            ("/a/{id}", "DELETE"),
+            ("/a", "GET"),
+        ]
