@@ -56,7 +56,14 @@ from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
 from platpay.payments.quotes import outcomes
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import APPROVAL, AWAITING, ApprovalState, ApprovalTrigger, TransactionStatus
+from platpay.payments.state import (
+    APPROVAL,
+    AWAITING,
+    ApprovalState,
+    ApprovalTrigger,
+    RefundStatus,
+    TransactionStatus,
+)
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -227,7 +234,7 @@ async def _offramp_failed(
         refund={
             "reference": f"REFUND-{row.id.rsplit('-', 1)[-1].upper()}",
             "initiatedAt": clock.isoformat(now),
-            "status": "PENDING",
+            "status": RefundStatus.PENDING,
             "reason": "TRANSACTION_FAILED",
         },
     )
@@ -246,7 +253,7 @@ async def _settle_refund(
     if clock.now() < due:
         return due
     if (row.extra or {}).get("offrampOutcome") == outcomes.PAYOUT_AND_REFUND_FAIL:
-        refund["status"], event = "FAILED", "REFUND_FAILED"
+        refund["status"], event = RefundStatus.FAILED, "REFUND_FAILED"
     else:
         currency, amount = row.received_currency or "", row.received_amount or 0
         uma_clearing = await ledger.system_account(
@@ -263,7 +270,7 @@ async def _settle_refund(
             ],
         )
         refund["status"], refund["settledAt"], event = (
-            "COMPLETED",
+            RefundStatus.COMPLETED,
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
@@ -386,7 +393,7 @@ async def step(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
     if step_name == "refund":
-        if (row.refund or {}).get("status") != "PENDING":
+        if (row.refund or {}).get("status") != RefundStatus.PENDING:
             return None
         platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
         return await _settle_refund(session, row, platform_id=platform_id, settings=settings)

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -88,7 +89,11 @@ async def _destination(
     deposit = await external_service.default_uma_deposit_account(
         session, tenant_id=tenant.id, customer_id=customer_id
     )
-    if deposit is not None and deposit.status == "ACTIVE" and deposit.currency == currency:
+    if (
+        deposit is not None
+        and deposit.status == InternalAccountStatus.ACTIVE
+        and deposit.currency == currency
+    ):
         rails = corridors.payment_rails(deposit.account_type)
         rail = rails[0] if rails else deposit.account_type
         offramp = providers.rail_for(tenant).payout_outcome(
@@ -104,7 +109,7 @@ async def _destination(
             f"customer {customer_id} has no {currency} account to receive into",
             error=InvalidCurrency,
         )
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"the customer's {currency} account {account.id} is {account.status}")
     return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None, None
 

@@ -46,6 +46,22 @@ INCOMING = StateMachine(
 )
 
 
+class RefundStatus(StrEnum):
+    """Where the refund of a returned incoming payment to its sender stands (transactions.refund["status"])."""
+
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+REFUND = StateMachine(
+    "refund",
+    RefundStatus,
+    {RefundStatus.PENDING: {RefundStatus.COMPLETED, RefundStatus.FAILED}},
+    initial={RefundStatus.PENDING},
+)
+
+
 def lifecycle(direction: str) -> StateMachine[TransactionStatus]:
     """The machine of a transaction's `type` (OUTGOING or INCOMING)."""
     return OUTGOING if direction == "OUTGOING" else INCOMING

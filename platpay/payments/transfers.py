@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
+from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings, get_settings
 from platpay.customers import service as customers_service
@@ -75,9 +76,9 @@ async def _accounts(
             external_field,
             f"currencies differ ({internal.currency} vs {external.currency}): same-currency transfers only; use POST /quotes to convert",
         )
-    if internal.status != "ACTIVE":
+    if internal.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(internal_field, f"internal account is {internal.status}")
-    if external.status != "ACTIVE":
+    if external.status != ExternalAccountStatus.ACTIVE:
         raise invalid_field(external_field, f"external account is {external.status}")
     return internal, external, owner
 

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus
 from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
 from platpay.fx import rates
@@ -108,7 +109,7 @@ async def estimate(
                 "blockchain address leave from a crypto account",
             }
         )
-    elif account.status != "ACTIVE":
+    elif account.status != InternalAccountStatus.ACTIVE:
         problems.append({"field": "internalAccountId", "message": f"the account is {account.status}"})
     if currency != account.currency:
         problems.append(

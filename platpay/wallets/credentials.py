@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import InternalAccountNotFound
+from platpay.accounts.state import InternalAccountStatus
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
@@ -71,7 +72,7 @@ async def wallet_account(
             f"{field}: {account_id} is an {account.type} account; wallet operations need an EMBEDDED_WALLET one",
             details={"fields": [{"field": field, "message": "not an EMBEDDED_WALLET account"}]},
         )
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"the wallet's account is {account.status}")
     return account
 
