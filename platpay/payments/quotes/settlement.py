@@ -389,7 +389,7 @@ async def _refund(
                 ledger.Leg(await _clearing(session, quote, dst, SUSPENSE_QUALIFIER), dst, amount),
             ],
         )
-        refund["status"], event = "FAILED", "REFUND_FAILED"
+        refund["status"], event = RefundStatus.FAILED, "REFUND_FAILED"
     else:
         assert quote.debit_entry_id is not None
         await _return_platform_fee(session, quote, transaction.id)
@@ -405,7 +405,7 @@ async def _refund(
                 session, tenant_id=quote.tenant_id, account_ids=[quote.source_account_id]
             )
         refund["status"], refund["settledAt"], event = (
-            "COMPLETED",
+            RefundStatus.COMPLETED,
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
