@@ -43,6 +43,14 @@ INTERNAL_ACCOUNT = StateMachine(
 HAS_DEPOSIT_DETAILS = frozenset({_I.ACTIVE, _I.FROZEN, _I.CLOSED})
 
 
+class InternalAccountType(StrEnum):
+    """What an internal account holds (internal_accounts.type): a closed set, no machine."""
+
+    INTERNAL_FIAT = "INTERNAL_FIAT"
+    INTERNAL_CRYPTO = "INTERNAL_CRYPTO"
+    EMBEDDED_WALLET = "EMBEDDED_WALLET"  # a self-custody wallet the customer signs for (wallets/)
+
+
 class ExternalAccountStatus(StrEnum):
     PENDING = "PENDING"
     ACTIVE = "ACTIVE"

@@ -34,7 +34,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
-from platpay.accounts.state import InternalAccountStatus
+from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.auth.principal import Principal
 from platpay.cards import providers, repository, transactions
 from platpay.cards.errors import (
@@ -355,7 +355,7 @@ async def update_intent(
             )
         except NotFound:
             continue
-    wallets = sorted({a.id for a in accounts if a.type == "EMBEDDED_WALLET"})
+    wallets = sorted({a.id for a in accounts if a.type == InternalAccountType.EMBEDDED_WALLET})
     bound: dict[str, Any] = {}
     if state is not None:
         bound["state"] = state

@@ -62,12 +62,13 @@ from platpay.payments.state import (
     ApprovalState,
     ApprovalTrigger,
     RefundStatus,
+    TransactionKind,
     TransactionStatus,
 )
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-UMA_INCOMING = "UMA_INCOMING"
+UMA_INCOMING = TransactionKind.UMA_INCOMING
 STEP_JOB = "payments.incoming_step"
 PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
 UMA_RAIL = "UMA"

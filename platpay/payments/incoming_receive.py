@@ -32,7 +32,7 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import UmaNotFound
 from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus
+from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus, TransactionType
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -71,7 +71,7 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
             f"{currency} is not among this platform's supportedCurrencies ({', '.join(tenant.currency_codes)})",
             error=InvalidCurrency,
         )
-    if "INCOMING" not in entry["enabledTransactionTypes"]:
+    if TransactionType.INCOMING not in entry["enabledTransactionTypes"]:
         raise invalid_field(
             "receivingCurrencyCode",
             f"incoming payments are not enabled for {currency} (see enabledTransactionTypes in GET /config)",
@@ -193,7 +193,7 @@ async def receive(
         session,
         transaction_id=transaction_id,
         tenant_id=tenant.id,
-        type="INCOMING",
+        type=TransactionType.INCOMING,
         kind=incoming.UMA_INCOMING,
         status=TransactionStatus.PENDING,
         customer_id=customer.id,

@@ -62,9 +62,26 @@ REFUND = StateMachine(
 )
 
 
+class TransactionType(StrEnum):
+    """A transaction's direction (transactions.type): its lifecycle is OUTGOING's or INCOMING's."""
+
+    OUTGOING = "OUTGOING"
+    INCOMING = "INCOMING"
+
+
+class TransactionKind(StrEnum):
+    """Which flow created a transaction (transactions.kind): a closed set, no machine."""
+
+    TRANSFER_OUT = "TRANSFER_OUT"
+    TRANSFER_IN = "TRANSFER_IN"
+    QUOTE = "QUOTE"  # an executed quote's outgoing payment
+    UMA_INCOMING = "UMA_INCOMING"  # an incoming UMA payment from another VASP
+    INTERNAL_INCOMING = "INTERNAL_INCOMING"  # the receiving side of a payment between two of the platform's
+
+
 def lifecycle(direction: str) -> StateMachine[TransactionStatus]:
     """The machine of a transaction's `type` (OUTGOING or INCOMING)."""
-    return OUTGOING if direction == "OUTGOING" else INCOMING
+    return OUTGOING if direction == TransactionType.OUTGOING else INCOMING
 
 
 class ApprovalState(StrEnum):

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound
-from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
+from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
@@ -130,7 +130,7 @@ async def _account_source(
                 "accountId": account.id,
                 "currency": account.currency,
             },
-            wallet=account.type == "EMBEDDED_WALLET",
+            wallet=account.type == InternalAccountType.EMBEDDED_WALLET,
         )
     external = (
         await external_service.find(session, tenant_id=tenant.id, account_id=source.account_id)
