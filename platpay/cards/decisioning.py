@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from platpay.accounts.state import InternalAccountStatus
+from platpay.cards.state import CardState
 from platpay.kit import currencies
 from platpay.kit.money import rescale
 
@@ -126,9 +127,9 @@ class Decision:
 
 
 _CARD_DECLINES = {
-    "FROZEN": DeclineReason.CARD_PAUSED,
-    "CLOSED": DeclineReason.CARD_CLOSED,
-    "PENDING_ISSUE": DeclineReason.CARD_NOT_ACTIVE,
+    CardState.FROZEN: DeclineReason.CARD_PAUSED,
+    CardState.CLOSED: DeclineReason.CARD_CLOSED,
+    CardState.PENDING_ISSUE: DeclineReason.CARD_NOT_ACTIVE,
 }
 
 

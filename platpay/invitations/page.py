@@ -62,10 +62,10 @@ $body
 )
 
 _LABELS = {
-    "PENDING": "Waiting to be claimed",
-    "CLAIMED": "Claimed",
-    "CANCELLED": "Cancelled",
-    "EXPIRED": "Expired",
+    InvitationStatus.PENDING: "Waiting to be claimed",
+    InvitationStatus.CLAIMED: "Claimed",
+    InvitationStatus.CANCELLED: "Cancelled",
+    InvitationStatus.EXPIRED: "Expired",
 }
 
 

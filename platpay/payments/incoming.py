@@ -59,6 +59,7 @@ from platpay.payments.schemas import Transaction
 from platpay.payments.state import (
     APPROVAL,
     AWAITING,
+    REFUND,
     ApprovalState,
     ApprovalTrigger,
     RefundStatus,
@@ -254,7 +255,10 @@ async def _settle_refund(
     if clock.now() < due:
         return due
     if (row.extra or {}).get("offrampOutcome") == outcomes.PAYOUT_AND_REFUND_FAIL:
-        refund["status"], event = RefundStatus.FAILED, "REFUND_FAILED"
+        refund["status"], event = (
+            REFUND.move(refund.get("status"), RefundStatus.FAILED, subject=row.id),
+            "REFUND_FAILED",
+        )
     else:
         currency, amount = row.received_currency or "", row.received_amount or 0
         uma_clearing = await ledger.system_account(
@@ -271,7 +275,7 @@ async def _settle_refund(
             ],
         )
         refund["status"], refund["settledAt"], event = (
-            RefundStatus.COMPLETED,
+            REFUND.move(refund.get("status"), RefundStatus.COMPLETED, subject=row.id),
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )

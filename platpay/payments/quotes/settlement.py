@@ -49,7 +49,7 @@ from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import RefundStatus, TransactionStatus
+from platpay.payments.state import REFUND, RefundStatus, TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -389,7 +389,10 @@ async def _refund(
                 ledger.Leg(await _clearing(session, quote, dst, SUSPENSE_QUALIFIER), dst, amount),
             ],
         )
-        refund["status"], event = RefundStatus.FAILED, "REFUND_FAILED"
+        refund["status"], event = (
+            REFUND.move(refund.get("status"), RefundStatus.FAILED, subject=transaction.id),
+            "REFUND_FAILED",
+        )
     else:
         assert quote.debit_entry_id is not None
         await _return_platform_fee(session, quote, transaction.id)
@@ -405,7 +408,7 @@ async def _refund(
                 session, tenant_id=quote.tenant_id, account_ids=[quote.source_account_id]
             )
         refund["status"], refund["settledAt"], event = (
-            RefundStatus.COMPLETED,
+            REFUND.move(refund.get("status"), RefundStatus.COMPLETED, subject=transaction.id),
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
