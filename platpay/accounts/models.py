@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
+from platpay.accounts.state import BeneficiaryVerificationStatus, ExternalAccountStatus, InternalAccountStatus
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
@@ -70,6 +70,7 @@ class ExternalAccountRow(Base):
             postgresql_where=text("deleted_at IS NULL"),
         ),
         check_in("status", ExternalAccountStatus),
+        check_in("beneficiary_verification_status", BeneficiaryVerificationStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

@@ -60,6 +60,17 @@ class ExternalAccountStatus(StrEnum):
     INACTIVE = "INACTIVE"
 
 
+class BeneficiaryVerificationStatus(StrEnum):
+    """The name check of an external account's beneficiary at registration (its result, it does not move)."""
+
+    MATCHED = "MATCHED"
+    PARTIAL_MATCH = "PARTIAL_MATCH"
+    NOT_MATCHED = "NOT_MATCHED"
+    UNSUPPORTED = "UNSUPPORTED"  # no name-check provider (production, for now)
+    CHECKED_BY_RECEIVING_FI = "CHECKED_BY_RECEIVING_FI"
+    PENDING = "PENDING"
+
+
 _E = ExternalAccountStatus
 
 EXTERNAL_ACCOUNT = StateMachine(

@@ -5,17 +5,21 @@ refuses to run over one it would have to refuse."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from datetime import UTC, datetime
 from enum import StrEnum
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from alembic import command
 from sqlalchemy.exc import IntegrityError
 
+import platpay
 from platpay import domains
 from platpay.db import migrate
 from platpay.db.base import Base, check_in
+from platpay.jobs.models import JobRow
 from platpay.jobs.state import JobState
 
 
@@ -58,7 +62,7 @@ async def test_every_status_column_has_its_check_in_the_migrated_schema(db):
     assert {"transactions", "internal_accounts", "external_accounts", "jobs", "ledger_holds", "cards"} <= set(
         expected
     )
-    assert sum(len(names) for names in expected.values()) == 21
+    assert sum(len(names) for names in expected.values()) == 22
 
     def reflected(connection: sa.Connection) -> dict[str, set[str]]:
         inspector = sa.inspect(connection)
@@ -93,8 +97,6 @@ async def test_an_unknown_status_is_refused_by_the_database(db, client, auth, st
 
 @pytest.mark.parametrize("state", [JobState.QUEUED, "FINISHED"])
 async def test_a_job_is_written_in_a_known_state_only(db, state):
-    from platpay.jobs.models import JobRow
-
     now = datetime(2026, 12, 1, tzinfo=UTC)
     job = {"id": f"Job:{state}", "kind": "test.noop", "lane": "default", "payload": {}, "state": state}
     job |= {"run_at": now, "attempts": 0, "max_attempts": 1, "created_at": now, "updated_at": now}
@@ -153,3 +155,28 @@ async def test_0022_keeps_every_row_and_refuses_to_run_over_an_unknown_status(db
             await session.execute(
                 sa.text("UPDATE customers SET kyc_status = 'LEGACY' WHERE id = :id"), {"id": customer}
             )
+
+
+def test_the_migration_adds_the_models_conditions_value_for_value():
+    """0022 froze each enum's values: the same lists, in the same order, as the models' check_in today."""
+    path = Path(platpay.__file__).parent / "migrations" / "versions" / "0022_status_checks.py"
+    spec = importlib.util.spec_from_file_location("migration_0022", path)
+    assert spec is not None and spec.loader is not None
+    migration = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migration)
+    domains.load()
+    declared = {
+        str(constraint.name): str(constraint.sqltext)
+        for table in Base.metadata.sorted_tables
+        for constraint in table.constraints
+        if isinstance(constraint, sa.CheckConstraint) and "_known_" in str(constraint.name)
+    }
+    added = {
+        migration._name(table, column): migration._condition(column, values)
+        for table, column, values in migration._CHECKS
+    }
+    assert added == {
+        name: condition
+        for name, condition in declared.items()
+        if name not in ("ck_ledger_holds_known_status", "ck_postings_known_bucket")  # since 0010 and 0003
+    }

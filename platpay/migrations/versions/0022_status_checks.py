@@ -47,6 +47,11 @@ _CHECKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ('customers', 'kyc_status', ('UNVERIFIED', 'PENDING', 'APPROVED', 'REJECTED', 'HOLD')),
     (
         'external_accounts',
+        'beneficiary_verification_status',
+        ('MATCHED', 'PARTIAL_MATCH', 'NOT_MATCHED', 'UNSUPPORTED', 'CHECKED_BY_RECEIVING_FI', 'PENDING'),
+    ),
+    (
+        'external_accounts',
         'status',
         ('PENDING', 'ACTIVE', 'PENDING_OWNERSHIP_VERIFICATION', 'UNVERIFIED', 'UNDER_REVIEW', 'INACTIVE'),
     ),
