@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import TYPE_CHECKING, ClassVar
 
-from sqlalchemy import MetaData, Table
+from sqlalchemy import CheckConstraint, MetaData, Table
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING_CONVENTION = {
@@ -22,3 +23,18 @@ class Base(DeclarativeBase):
         # Every model is declared with columns (never with a selectable), so its `__table__` is a Table:
         # `Row.__table__.insert()` and `.c` type-check (SQLAlchemy types it as any FromClause).
         __table__: ClassVar[Table]
+
+
+def check_in(column: str, values: type[StrEnum]) -> CheckConstraint:
+    """`CHECK (column IN ('A', 'B', ...))` over the members of `values`, named `ck_<table>_known_<column>`:
+    the database refuses a status the code does not know, whichever way it is written (a lean statement, a
+    migration, a hand-typed UPDATE)."""
+    return CheckConstraint(in_list(column, values), name=f"known_{column}")
+
+
+def in_list(column: str, values: type[StrEnum]) -> str:
+    """The condition of `check_in`, as its migration adds it: `column IN ('A', 'B', ...)`, members in order."""
+    if any("'" in member.value for member in values):
+        raise ValueError(f"{values.__name__}: a value with a quote cannot go into a CHECK")
+    quoted = ", ".join(f"'{member.value}'" for member in values)
+    return f"{column} IN ({quoted})"

@@ -29,10 +29,10 @@ from platpay.customers import service as customers_service
 from platpay.kit import clock
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
-from platpay.payments.state import TransactionStatus
+from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
 from platpay.payments.types import TransactionSource
 
-INTERNAL_INCOMING = "INTERNAL_INCOMING"
+INTERNAL_INCOMING = TransactionKind.INTERNAL_INCOMING
 
 
 async def _source(session: AsyncSession, outgoing: TransactionRow) -> TransactionSource:
@@ -72,7 +72,7 @@ async def record_receipt(
     row = await payments_service.create_transaction(
         session,
         tenant_id=outgoing.tenant_id,
-        type="INCOMING",
+        type=TransactionType.INCOMING,
         kind=INTERNAL_INCOMING,
         status=TransactionStatus.COMPLETED,
         customer_id=account.customer_id,

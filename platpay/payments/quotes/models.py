@@ -7,8 +7,9 @@ from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.accounts.types import PaymentInstruction
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.payments.quotes.state import QuoteStatus
 from platpay.payments.quotes.types import QuoteDestinationApi, QuoteSourceApi
 
 
@@ -20,6 +21,7 @@ class QuoteRow(Base):
     __table_args__ = (
         Index("ix_quotes_tenant_id_id", "tenant_id", "id"),
         Index("ix_quotes_transaction_id", "transaction_id"),
+        check_in("status", QuoteStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
