@@ -25,9 +25,10 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
-from platpay.agents import audit, repository
 from platpay.agents import policy as policies
+from platpay.agents import repository
 from platpay.agents import service as agents_service
+from platpay.agents.audit import service as audit
 from platpay.agents.errors import ActionNotPending, AgentActionNotFound, AgentNotFound, PolicyForbids
 from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow
 from platpay.agents.policy import NEEDS
@@ -116,7 +117,7 @@ async def _emit(
 
 
 async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
-    """The action's change in the agent's audit trail (agents/audit.py), in this transaction."""
+    """The action's change in the agent's audit trail (agents/audit/service.py), in this transaction."""
     failure = row.failure or {}
     if row.status == ActionStatus.PENDING_APPROVAL or (
         row.status == ActionStatus.APPROVED and not row.decided_by

@@ -18,8 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from platpay.config import get_settings
-from platpay.customers import contact, hooks, identity, repository, sandbox
+from platpay.customers import hooks, identity, repository, sandbox
 from platpay.customers import validators as v
+from platpay.customers.contact import rules as contact
 from platpay.customers.errors import (
     CustomerDeleted,
     CustomerNotFound,

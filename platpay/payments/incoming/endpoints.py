@@ -9,8 +9,9 @@ from platpay.auth.principals import Transactor, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.routing import api_router
-from platpay.payments import incoming, incoming_receive
-from platpay.payments.incoming_schemas import (
+from platpay.payments.incoming import receive as incoming_receive
+from platpay.payments.incoming import service as incoming
+from platpay.payments.incoming.schemas import (
     APPROVE_PAYMENT_EXAMPLES,
     REJECT_PAYMENT_EXAMPLES,
     SANDBOX_RECEIVE_EXAMPLES,

@@ -1,4 +1,4 @@
-"""The FastAPI face of the signed-retry mechanism (signed_retry.py): the `SignedRetry` dependency that makes
+"""The FastAPI face of the signed-retry mechanism (signed/retry.py): the `SignedRetry` dependency that makes
 a signed operation's endpoint two lines."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import Depends, Request, Response
 
 from platpay.kit.wallet_signature import WalletSignature, wallet_signature_headers
-from platpay.wallets.signed_retry import Prepare, Then, execute
+from platpay.wallets.signed.retry import Prepare, Then, execute
 
 
 class SignedRetry:

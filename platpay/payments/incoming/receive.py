@@ -1,5 +1,5 @@
 """Incoming UMA payments arriving in the sandbox: POST /sandbox/uma/receive (the lifecycle after that is
-in incoming.py).
+in incoming/service.py).
 
 The sender must be a sandbox counterparty (payments/uma.py) and the receiver one of the tenant's customers,
 able to receive the currency: the customer's defaultUmaDepositAccount when that external account is in the
@@ -26,9 +26,10 @@ from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
-from platpay.payments import incoming, providers, sandbox, uma
+from platpay.payments import providers, sandbox, uma
 from platpay.payments import service as payments_service
 from platpay.payments.errors import UmaNotFound
+from platpay.payments.incoming import service as incoming
 from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus

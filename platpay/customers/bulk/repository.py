@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.customers.bulk_models import BulkImportErrorRow, BulkImportFileChunkRow, BulkImportJobRow
+from platpay.customers.bulk.models import BulkImportErrorRow, BulkImportFileChunkRow, BulkImportJobRow
 
 
 async def insert_job(session: AsyncSession, values: dict[str, Any]) -> None:

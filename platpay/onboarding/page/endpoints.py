@@ -1,5 +1,5 @@
 """The hosted verification page (SPEC §1, §4.4): what a KYC link opens, served by platpay outside the API's
-base path at /kyc/{token}. Server-rendered (Jinja2 templates in onboarding/templates, inline CSS, no
+base path at /kyc/{token}. Server-rendered (Jinja2 templates in onboarding/page/templates, inline CSS, no
 scripts or external assets: it works offline, on a phone-width screen).
 
 It asks for exactly what a verification of the customer still lacks (verifications.missing): the missing

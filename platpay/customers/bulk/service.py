@@ -23,11 +23,11 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.customers import bulk_csv
-from platpay.customers import bulk_repository as repository
 from platpay.customers import service as customers_service
-from platpay.customers.bulk_models import BulkImportJobRow
-from platpay.customers.bulk_schemas import (
+from platpay.customers.bulk import csv_parser as bulk_csv
+from platpay.customers.bulk import repository
+from platpay.customers.bulk.models import BulkImportJobRow
+from platpay.customers.bulk.schemas import (
     BulkCustomerImportErrorEntry,
     BulkCustomerImportJob,
     BulkCustomerImportJobAccepted,

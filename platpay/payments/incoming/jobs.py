@@ -11,7 +11,7 @@ from platpay.events import service as events_service
 from platpay.events.types import INCOMING_PAYMENT_PENDING
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
-from platpay.payments import incoming
+from platpay.payments.incoming import service as incoming
 
 
 @handler(incoming.STEP_JOB)

@@ -7,8 +7,8 @@ from fastapi import File, Request, Response, UploadFile
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.customers import bulk as bulk_service
-from platpay.customers.bulk_schemas import BulkCustomerImportJob, BulkCustomerImportJobAccepted
+from platpay.customers.bulk import service as bulk_service
+from platpay.customers.bulk.schemas import BulkCustomerImportJob, BulkCustomerImportJobAccepted
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.openapi import request_examples
 from platpay.kit.routing import api_router

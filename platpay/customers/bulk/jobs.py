@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import structlog
 
-from platpay.customers import bulk
+from platpay.customers.bulk import service as bulk
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext, LeaseLost
 from platpay.kit import clock

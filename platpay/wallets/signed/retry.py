@@ -13,7 +13,7 @@ with its code (WALLET_SIGNATURE_MISSING, _MALFORMED, _BODY_MISMATCH, _INVALID, R
 changes nothing.
 
 Using it from an endpoint (any domain above wallets; two lines), with the dependency of
-wallets/signed_endpoints.py:
+wallets/signed/endpoints.py:
 
     async def update_card(id: str, body: CardUpdateRequest, signed: SignedRetry = Signed, principal=Manager):
         return await signed.run(

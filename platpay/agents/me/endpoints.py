@@ -20,9 +20,11 @@ from platpay.accounts.schemas import (
     InternalAccountListResponse,
     InternalAccountType,
 )
-from platpay.agents import audit, me, operations
+from platpay.agents import operations
 from platpay.agents import service as agents_service
+from platpay.agents.audit import service as audit
 from platpay.agents.errors import InvalidAgentToken, NotAnAgent
+from platpay.agents.me import service as me
 from platpay.agents.schemas import (
     AGENT_EXTERNAL_ACCOUNT_EXAMPLES,
     AGENT_QUOTE_EXAMPLES,
@@ -281,7 +283,7 @@ async def _transfer(
     payment_rail: str | None = None,
 ) -> Response:
     """Both transfer endpoints: one at a time per agent, policy refusals audited (MONEY_REFUSED, once per
-    refusal, keyed or not: agents/audit.py `record_refusals`), the policy deciding in `operations.transfer`."""
+    refusal, keyed or not: agents/audit/service.py `record_refusals`), the policy deciding in `operations.transfer`."""
     settings = request.app.state.settings
     kind = "TRANSFER_OUT" if outgoing else "TRANSFER_IN"
     async with _queue(principal.id):

@@ -10,7 +10,7 @@ from platpay.db.types import IdColumn, UtcDateTime
 
 
 class ContactCodeRow(Base):
-    """The one-time code last sent to a customer's email or phone (customers/contact.py): one row per customer
+    """The one-time code last sent to a customer's email or phone (customers/contact/rules.py): one row per customer
     and channel, replaced by each send. Only the code's keyed digest is stored."""
 
     __tablename__ = "customer_contact_codes"

@@ -9,7 +9,7 @@ from platpay.auth.principals import Viewer, get_db
 from platpay.kit.pagination import PageParams, sorted_page_params
 from platpay.kit.routing import api_router
 from platpay.payments import uma_providers, withdrawal_fees
-from platpay.payments.lookup_schemas import (
+from platpay.payments.lookups.schemas import (
     ESTIMATE_WITHDRAWAL_FEE_EXAMPLES,
     EstimateCryptoWithdrawalFeeRequest,
     EstimateCryptoWithdrawalFeeResponse,

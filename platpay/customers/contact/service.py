@@ -2,7 +2,7 @@
 code through the messages domain (queued in this transaction, sent by its job once it commits; a sandbox
 tenant's messages are also kept in GET /sandbox/mailbox), and …/confirm moves the channel PENDING -> VERIFIED.
 
-A code is 6 random digits, valid for 10 minutes and once; only its keyed digest is stored (contact.py). Each
+A code is 6 random digits, valid for 10 minutes and once; only its keyed digest is stored (contact/rules.py). Each
 send replaces the channel's previous code. Abuse limits, per customer and channel: 5 sends and 10 confirm
 attempts per 15 minutes (429 RATE_LIMITED with Retry-After, counted in the database so across processes),
 and 5 wrong tries burn a code. A sandbox tenant's confirm also takes 123456, which needs no send. No webhook:
@@ -17,8 +17,9 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.customers import contact, contact_repository
 from platpay.customers import service as customers_service
+from platpay.customers.contact import repository as contact_repository
+from platpay.customers.contact import rules as contact
 from platpay.customers.errors import (
     ContactAlreadyVerified,
     ContactCodeRefused,

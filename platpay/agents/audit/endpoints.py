@@ -1,4 +1,4 @@
-"""GET /agents/{agentId}/audit: an agent's audit trail (agents/audit.py), platform credentials only."""
+"""GET /agents/{agentId}/audit: an agent's audit trail (agents/audit/service.py), platform credentials only."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Literal
 from fastapi import Depends, Query, Request
 from pydantic import Field
 
-from platpay.agents import audit
+from platpay.agents.audit import service as audit
 from platpay.agents.errors import AgentNotFound
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Viewer, get_db

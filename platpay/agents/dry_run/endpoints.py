@@ -1,4 +1,4 @@
-"""POST /agents/me/policy/evaluate (agents/dry_run.py): the policy's decision on a money request, explained,
+"""POST /agents/me/policy/evaluate (agents/dry_run/service.py): the policy's decision on a money request, explained,
 changing nothing. Same Bearer credential as every agent operation."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 from pydantic import Field
 
-from platpay.agents import dry_run
-from platpay.agents.me_endpoints import AgentCaller
+from platpay.agents.dry_run import service as dry_run
+from platpay.agents.me.endpoints import AgentCaller
 from platpay.agents.schemas import AgentActionType
 from platpay.auth.principal import Principal
 from platpay.auth.principals import get_db

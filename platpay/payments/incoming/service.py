@@ -1,7 +1,7 @@
 """Incoming UMA payments: money from a UMA sender reaches one of the tenant's customers once the platform
 approves it (INTERFACE-FACTS §5.6, §8).
 
-    POST /sandbox/uma/receive (incoming_receive.py) ─► PENDING ── INCOMING_PAYMENT.PENDING
+    POST /sandbox/uma/receive (incoming/receive.py) ─► PENDING ── INCOMING_PAYMENT.PENDING
       reply 200 / POST …/approve ─► approved ─► credited: COMPLETED, INCOMING_PAYMENT.COMPLETED
       reply 202 ─► the platform decides through POST /transactions/{id}/approve|reject before the deadline
                    (PLATPAY_INCOMING_APPROVAL_TIMEOUT_SECONDS after the reply), else FAILED
@@ -49,10 +49,10 @@ from platpay.customers.errors import MissingMandatoryUserInfo
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
-from platpay.payments import incoming_replies as replies
 from platpay.payments import providers
 from platpay.payments import service as payments_service
 from platpay.payments.errors import TransactionNotPendingApproval
+from platpay.payments.incoming import replies
 from platpay.payments.models import TransactionRow
 from platpay.payments.quotes import outcomes
 from platpay.payments.schemas import Transaction

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.customers.contact_models import ContactCodeRow
+from platpay.customers.contact.models import ContactCodeRow
 
 
 async def get(

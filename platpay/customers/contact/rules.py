@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from platpay.config import get_settings
-from platpay.customers.contact_schemas import ContactVerification
+from platpay.customers.contact.schemas import ContactVerification
 from platpay.kit.crypto.sealing import load_master_key
 from platpay.tenants import service as tenants_service
 

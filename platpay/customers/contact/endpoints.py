@@ -5,9 +5,9 @@ from fastapi.responses import JSONResponse
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, get_db
-from platpay.customers import contact
-from platpay.customers import contact_verification as verification
-from platpay.customers.contact_schemas import (
+from platpay.customers.contact import rules as contact
+from platpay.customers.contact import service as verification
+from platpay.customers.contact.schemas import (
     CONFIRM_EXAMPLES,
     PHONE_EXAMPLES,
     ContactVerificationConfirmRequest,
