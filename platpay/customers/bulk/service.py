@@ -23,6 +23,7 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.customers import drafts as customer_drafts
 from platpay.customers import service as customers_service
 from platpay.customers.bulk import csv_parser as bulk_csv
 from platpay.customers.bulk import repository
@@ -323,7 +324,7 @@ async def _import_rows(
         if len(record.cells) != width:
             problems.insert(0, (ROW_FIELD, f"has {len(record.cells)} cells; the header has {width} columns"))
         raw = bulk_csv.request_body(values)
-        failed: list[customers_service.Loc] = []
+        failed: list[customer_drafts.Loc] = []
         try:
             body = CustomerCreateRequestOneOf.model_validate(raw)
         except ValidationError as error:
@@ -332,7 +333,7 @@ async def _import_rows(
         if problems:  # the rules' problems with the row's other cells are named with them, as the API does
             problems += [
                 (bulk_csv.column_of(problem.field), problem.message)
-                for problem in customers_service.problems_beside_schema_errors(
+                for problem in customer_drafts.problems_beside_schema_errors(
                     raw, failed, model=CustomerCreateRequestOneOf, tenant=tenant
                 )
             ]
@@ -347,7 +348,7 @@ async def _import_rows(
             created += 1
             continue
         # The error POST /customers would answer for the same data gives the row's code.
-        code = customers_service._refusal(outcome.problems).code
+        code = customer_drafts.refusal(outcome.problems).code
         problems = [(bulk_csv.column_of(problem.field), problem.message) for problem in outcome.problems]
         errors.append(_row_error(job, number, values, code, problems))
     errors.sort(key=lambda error: error["row_number"])
