@@ -30,14 +30,15 @@ from platpay.auth.principals import get_db
 from platpay.customers import service as customers_service
 from platpay.errors import ApiError, InvalidInput
 from platpay.kit import clock, countries
-from platpay.onboarding import documents, links, owners, requirements, uploads, verifications
+from platpay.onboarding import requirements
+from platpay.onboarding import service as onboarding_service
 from platpay.onboarding.schemas import DOCUMENT_TYPES, BeneficialOwnerPersonalInfo
 from platpay.onboarding.state import VerificationStatus
 from platpay.onboarding.storage import DOCUMENT_STORE
 from platpay.tenants import service as tenants_service
 
 log = structlog.get_logger("platpay.onboarding.page")
-PAGE_PATH = links.PAGE_PATH
+PAGE_PATH = onboarding_service.PAGE_PATH
 MAX_FILES = 8
 ENVELOPE_ALLOWANCE_BYTES = 1 << 20
 NEW_OWNER = "owner"
@@ -283,9 +284,9 @@ def _failure_page(error: BaseException) -> HTMLResponse:
 
 async def _current(
     request: Request, token: str
-) -> tuple[links.LinkState, dict[str, Any] | None, list[dict[str, Any]]]:
+) -> tuple[onboarding_service.LinkState, dict[str, Any] | None, list[dict[str, Any]]]:
     async with get_db(request).read() as session:
-        state = await links.open_link(session, token=token)
+        state = await onboarding_service.open_link(session, token=token)
         if state.tenant is not None:  # the page works on the link's tenant's business time
             clock.use(state.tenant.clock)
         if state.refusal is not None or state.link is None:
@@ -293,7 +294,7 @@ async def _current(
         customer = await customers_service.get_customer(
             session, tenant_id=state.link.tenant_id, customer_id=state.link.customer_id
         )
-        errors = await verifications.missing(
+        errors = await onboarding_service.missing_for_verification(
             session, tenant_id=state.link.tenant_id, customer_id=state.link.customer_id
         )
     return state, customer.to_api(), errors
@@ -314,7 +315,7 @@ async def show(token: str, request: Request) -> Response:
 @router.post(PAGE_PATH + "/{token}", response_class=HTMLResponse)
 async def submit(token: str, request: Request) -> Response:
     """The hosted page's form, submitted."""
-    parsed: uploads.ParsedForm | None = None
+    parsed: onboarding_service.ParsedForm | None = None
     try:
         state, customer, errors = await _current(request, token)
         if state.refusal is not None or customer is None or state.link is None:
@@ -322,7 +323,7 @@ async def submit(token: str, request: Request) -> Response:
         form = build_form(customer, errors)
         link = state.link
         try:
-            parsed = await uploads.parse(
+            parsed = await onboarding_service.parse_form(
                 request.stream(),
                 content_type=request.headers.get("content-type"),
                 store=DOCUMENT_STORE.get(),
@@ -339,10 +340,10 @@ async def submit(token: str, request: Request) -> Response:
             async with get_db(request).transaction() as session:
                 outcome = await _apply(session, link=link, customer=customer, form=form, parsed=parsed)
         except _LinkUsed:  # used meanwhile (another tab): this submission changes nothing
-            await documents.discard_files(parsed.keys())
+            await onboarding_service.discard_document_files(parsed.keys())
             return _refusal_page("used")
         except InvalidInput as refused:
-            await documents.discard_files(parsed.keys())
+            await onboarding_service.discard_document_files(parsed.keys())
             _place(form, refused)
             return _page("form.html", 400, form=form, customer=customer)
         parsed = None  # committed: the documents own their files now
@@ -372,11 +373,11 @@ async def submit(token: str, request: Request) -> Response:
         )
     except Exception as error:
         if parsed is not None:
-            await documents.discard_files(parsed.keys())
+            await onboarding_service.discard_document_files(parsed.keys())
         return _failure_page(error)
 
 
-def _fill(form: Form, parsed: uploads.ParsedForm) -> None:
+def _fill(form: Form, parsed: onboarding_service.ParsedForm) -> None:
     for item in form.inputs():
         item.value = parsed.fields.get(item.name, "").strip()
     for upload in form.uploads:
@@ -422,7 +423,7 @@ _SNAKE = {
 
 
 async def _apply(
-    session: Any, *, link: Any, customer: dict[str, Any], form: Form, parsed: uploads.ParsedForm
+    session: Any, *, link: Any, customer: dict[str, Any], form: Form, parsed: onboarding_service.ParsedForm
 ) -> _Outcome:
     tenant = await tenants_service.load(session, tenant_id=link.tenant_id)
     problems: list[dict[str, str]] = []
@@ -474,7 +475,7 @@ async def _apply(
                 },
             )
         metadata = {"documentType": chosen, "country": country}
-        bad = documents.metadata_problems(metadata, required=("documentType", "country"))
+        bad = onboarding_service.document_metadata_problems(metadata, required=("documentType", "country"))
         if bad:
             raise InvalidInput(
                 "invalid input",
@@ -488,13 +489,15 @@ async def _apply(
         holder = holders[NEW_OWNER] if upload.holder == NEW_OWNER else upload.holder
         if holder is None:
             continue
-        await documents.create(
+        await onboarding_service.create_document(
             session, tenant_id=link.tenant_id, holder_id=holder, fields=metadata, stored=stored
         )
-    verification = await verifications.submit(session, tenant_id=link.tenant_id, customer_id=link.customer_id)
+    verification = await onboarding_service.submit_verification(
+        session, tenant_id=link.tenant_id, customer_id=link.customer_id
+    )
     # submitted (IN_PROGRESS), or already under review or decided: either way the link has done its work
     submitted = verification.verification_status != VerificationStatus.RESOLVE_ERRORS
-    if submitted and not await links.use(session, link=link):
+    if submitted and not await onboarding_service.use_link(session, link=link):
         raise _LinkUsed("the link was used meanwhile")
     return _Outcome(verification.verification_status)
 
@@ -544,7 +547,7 @@ async def _create_owner(session: Any, *, tenant_id: str, customer_id: str, form:
             "invalid input",
             details={"fields": [{"field": "owner.idType", "message": "choose a tax id type"}]},
         )
-    created = await owners.create(
+    created = await onboarding_service.create_owner(
         session,
         tenant_id=tenant_id,
         customer_id=customer_id,
