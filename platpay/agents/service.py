@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
+from platpay.accounts.external import service as external_service
 from platpay.agents import policy as policies
 from platpay.agents import repository
 from platpay.agents.audit import service as audit

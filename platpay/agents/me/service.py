@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.external import service as external_service
 from platpay.accounts.schemas import ExternalAccount, InternalAccount
 from platpay.agents import operations, repository
 from platpay.agents import policy as policies

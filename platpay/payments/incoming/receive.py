@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.external import service as external_service
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service

@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts.errors import ExternalAccountNotFound
+from platpay.accounts.external import service as external_service
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import invalid_field
