@@ -255,7 +255,6 @@ BACK_DOORS = {
     ("payments", "accounts.validators.wallets"),
     ("fx", "accounts.validators.corridor_specs"),
     ("payments", "accounts.instructions"),  # a quote's payment instructions are an internal account's
-    ("onboarding", "customers.sandbox"),  # the sandbox's magic names decide onboarding's sandbox reviews too
     ("cards", "payments.card_schemas"),  # card transactions are documented among payments' transactions
     ("cards", "wallets.signed.endpoints"),  # the FastAPI dependency of a signed operation (PATCH /cards/{id})
     ("agents", "payments.quotes.endpoints"),  # an agent's POST /quotes parses the body as the platform's

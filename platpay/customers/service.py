@@ -617,3 +617,9 @@ def pending_contact_channels(row: CustomerRow) -> list[str]:
         email=row.email,
         phone_number=row.phone_number,
     )
+
+
+def sandbox_name_suffix(full_name: str | None) -> str | None:
+    """The sandbox's KYC magic suffix of an individual's name (customers/sandbox.py: `Jane Doe 003` -> "003"),
+    which decides onboarding's sandbox reviews too; None without one."""
+    return sandbox.name_suffix(full_name)
