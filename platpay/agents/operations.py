@@ -5,7 +5,8 @@ Every money request of an agent runs in one transaction that first locks the age
 judged (agents/policy.py `evaluate`) against usage that includes everything executed and everything still
 pending approval, and the request's own amount is counted in the same transaction as its money moves.
 Concurrent requests therefore never take an agent past a limit, and approving every pending action never
-does either (approval judges again, against the state of that moment).
+does either (approval judges again, against the state of that moment). Locking, planning and judging a
+request is agents/planning.py, the one plan the dry-run (agents/dry_run/) walks too.
 
 What an action reserves while it waits for approval, so approval cannot overdraw:
 - TRANSFER_OUT: the transfer is planned (payments' `plan_transfer_out`): its PENDING transaction exists and
