@@ -292,6 +292,7 @@ async def transfer(
         remittance_information=remittance_information,
         purpose_of_payment=purpose_of_payment,
         now=now,
+        settings=settings,
     )
     agent, usage, decision, plan = planned.agent, planned.usage, planned.decision, planned.plan
     if isinstance(decision, policies.Deny):

@@ -18,6 +18,7 @@ from platpay.agents.errors import AgentNotFound
 from platpay.agents.models import AgentRow, AgentUsageRow
 from platpay.agents.policy import NEEDS
 from platpay.agents.state import ActionType
+from platpay.config import Settings
 from platpay.errors import invalid_field
 from platpay.payments import transfers
 from platpay.payments.quotes import service as quotes_service
@@ -83,6 +84,7 @@ async def plan_transfer(
     remittance_information: str | None = None,
     purpose_of_payment: str | None = None,
     now: datetime,
+    settings: Settings,
 ) -> PlannedTransfer:
     """A transfer-out (`outgoing`) or transfer-in of the agent's customer, planned and judged. Planned first
     (the accounts checked as the customer's, a transfer-out's amount held), judged next: a refusal leaves
@@ -105,6 +107,7 @@ async def plan_transfer(
             customer_id=agent.customer_id,
             remittance_information=remittance_information,
             purpose_of_payment=purpose_of_payment,
+            settings=settings,
         )
     else:
         if amount is None:
@@ -118,6 +121,7 @@ async def plan_transfer(
             description=description,
             agent_id=agent.id,
             customer_id=agent.customer_id,
+            settings=settings,
         )
     decision = judge(
         agent,

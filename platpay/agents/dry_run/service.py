@@ -16,6 +16,7 @@ from typing import Any
 from platpay.agents import planning
 from platpay.agents import policy as policies
 from platpay.agents.state import ActionType
+from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.tenants.context import TenantContext
@@ -47,6 +48,7 @@ async def evaluate(
     payment_rail: str | None = None,
     amount: int | None = None,
     quote_id: str | None = None,
+    settings: Settings,
 ) -> dict[str, Any]:
     now = clock.now(tenant)
     try:
@@ -69,6 +71,7 @@ async def evaluate(
                     payment_rail=payment_rail,
                     amount=amount,
                     now=now,
+                    settings=settings,
                 )
                 decision = transfer.decision
             raise _RollBack(decision)
