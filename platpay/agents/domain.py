@@ -5,6 +5,7 @@ from platpay.agents import endpoints, jobs, models
 from platpay.agents.audit import endpoints as audit_endpoints
 from platpay.agents.dry_run import endpoints as dry_run_endpoints
 from platpay.agents.me import endpoints as me_endpoints
+from platpay.agents.state import ActionStatus
 from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
@@ -18,7 +19,5 @@ DOMAIN = Domain(
     ),
     models=(models,),
     jobs=(jobs,),
-    event_types=frozenset(
-        f"AGENT_ACTION.{status}" for status in ("PENDING_APPROVAL", "APPROVED", "REJECTED", "FAILED")
-    ),
+    event_types=frozenset(f"AGENT_ACTION.{status}" for status in ActionStatus),
 )

@@ -49,10 +49,10 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 from platpay.tenants.context import TenantContext
 
-KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
+KYC_EVENT_STATUSES = (KycStatus.PENDING, KycStatus.APPROVED, KycStatus.REJECTED)
 # What the sandbox's override may set: a review's outcomes, and a hold (which has no webhook of its own in
 # the reference: the customer is read, or learns of it when refused).
-OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, "HOLD")
+OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, KycStatus.HOLD)
 
 
 @dataclass
