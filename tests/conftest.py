@@ -159,6 +159,13 @@ async def assert_ledger_verifies(database: Database) -> None:
     assert report.ok, "\n".join(report.lines())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _started() -> None:
+    """The process's startup (domains.start: provider slots, the master key) for the tests that use no
+    `db` fixture; `db` starts them again with its test's settings."""
+    domains.start(get_settings())
+
+
 @pytest.fixture(autouse=True)
 def _reset_clock() -> Iterator[None]:
     clock.reset()

@@ -23,7 +23,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 
 P = TypeVar("P")
 Factory = Callable[[Settings], Any]
@@ -42,6 +42,7 @@ class Slot(Generic[P]):
         self.default = default
         self._factories: dict[str, Factory] = {}
         self._current: P | None = None
+        self._settings: Settings | None = None  # the ones `configure` chose with: the default's, after use(None)
         _SLOTS.append(self)
 
     def implementation(self, name: str) -> Callable[[Factory], Factory]:
@@ -70,6 +71,7 @@ class Slot(Generic[P]):
                 "and not an import path like package.module:factory"
             )
         self._current = factory(settings)
+        self._settings = settings
         return self._current
 
     def use(self, implementation: P | None) -> None:
@@ -78,7 +80,11 @@ class Slot(Generic[P]):
 
     def get(self) -> P:
         if self._current is None:
-            settings = get_settings()
+            settings = self._settings
+            if settings is None:
+                raise RuntimeError(
+                    f"provider slot {self.setting!r} used before configure_all(settings) (domains.start)"
+                )
             self._current = self._factories[self.default_name(settings)](settings)
         return self._current
 
