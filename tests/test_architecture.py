@@ -609,18 +609,12 @@ SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
 SETTINGS_READERS_TO_CONVERT = {
     "accounts/external/service.py",
     "accounts/service.py",
-    "agents/audit/service.py",
     "cards/service.py",
     "customers/contact/rules.py",
     "customers/drafts.py",  # the end-user terms versions a consent may name (moved with the draft rules)
-    "customers/identity.py",
     "customers/service.py",
     "jobs/service.py",
-    "kit/idempotency.py",
-    "kit/providers.py",
-    "messages/service.py",
     "wallets/challenges.py",
-    "wallets/keys.py",
     "wallets/sessions.py",
     "wallets/signed/retry.py",
     "wallets/verification.py",

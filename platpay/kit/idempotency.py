@@ -274,8 +274,8 @@ async def _execute_once(
     write = on_refusal(refusal) if on_refusal is not None else None
     async with db.transaction() as session:
         stored = await _claim(
-                session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
-            )
+            session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+        )
         if stored is not None:
             return stored
         if write is not None:

@@ -42,7 +42,9 @@ class Slot(Generic[P]):
         self.default = default
         self._factories: dict[str, Factory] = {}
         self._current: P | None = None
-        self._settings: Settings | None = None  # the ones `configure` chose with: the default's, after use(None)
+        self._settings: Settings | None = (
+            None  # the ones `configure` chose with: the default's, after use(None)
+        )
         _SLOTS.append(self)
 
     def implementation(self, name: str) -> Callable[[Factory], Factory]:
