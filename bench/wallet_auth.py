@@ -129,7 +129,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
             from platpay.customers import service as customers_service
 
             person = await customers_service.create_customer(
-                session, tenant=tenant, draft={**_draft(), "email": "bench@example.com"}
+                session, tenant=tenant, draft={**_draft(), "email": "bench@example.com"}, settings=settings
             )
             account_id = (
                 await session.execute(

@@ -17,6 +17,7 @@ from platpay.config import Settings
 from platpay.errors import ApiError
 from platpay.events import types as event_types
 from platpay.jobs import registry
+from platpay.jobs import service as jobs_service
 from platpay.kit import providers
 from platpay.kit.crypto import sealing
 from platpay.kit.domain_spec import Domain, Mount
@@ -54,6 +55,7 @@ def start(settings: Settings) -> None:
     their job handlers and the job plugins, and choose each provider slot's implementation."""
     load_jobs(settings.job_plugins)
     providers.configure_all(settings)
+    jobs_service.configure(settings)
     sealing.use_master_key(settings.master_key, settings.var_dir)
 
 

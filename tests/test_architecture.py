@@ -607,13 +607,7 @@ SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
 # Services that still read the process's settings themselves (issue 29 item 5, not yet converted): this list
 # only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
 SETTINGS_READERS_TO_CONVERT = {
-    "accounts/external/service.py",
-    "accounts/service.py",
     "cards/service.py",
-    "customers/contact/rules.py",
-    "customers/drafts.py",  # the end-user terms versions a consent may name (moved with the draft rules)
-    "customers/service.py",
-    "jobs/service.py",
     "wallets/challenges.py",
     "wallets/sessions.py",
     "wallets/signed/retry.py",
