@@ -608,10 +608,6 @@ SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
 # only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
 SETTINGS_READERS_TO_CONVERT = {
     "cards/service.py",
-    "wallets/challenges.py",
-    "wallets/sessions.py",
-    "wallets/signed/retry.py",
-    "wallets/verification.py",
 }
 
 

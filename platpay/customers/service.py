@@ -394,7 +394,7 @@ async def update_customer(
             wallet_signature=wallet_signature or WalletSignature(),
         )
         for on_email_changing in hooks.on_email_changing.subscribers():
-            challenge = await on_email_changing(session, change=change)
+            challenge = await on_email_changing(session, change=change, settings=settings)
             if challenge is not None:
                 return challenge
     identifier = values.pop("identifier", None)
