@@ -21,7 +21,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, UtcDateTime
-from platpay.ledger.state import Bucket, HoldStatus, LedgerAccountKind
+from platpay.ledger.state import Bucket, HoldStatus
 
 
 class LedgerAccountRow(Base):
@@ -30,7 +30,6 @@ class LedgerAccountRow(Base):
         UniqueConstraint("tenant_id", "code"),
         CheckConstraint("allow_negative OR (available >= 0 AND held >= 0)", name="non_negative"),
         CheckConstraint("kind <> 'INTERNAL' OR NOT allow_negative", name="internal_never_negative"),
-        check_in("kind", LedgerAccountKind),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # internal accounts reuse their own id
