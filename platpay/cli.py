@@ -85,9 +85,9 @@ def _settings(**overrides: object) -> Settings:
         typer.echo(f"platpay: invalid settings: {_setting_problems(error)}", err=True)
         raise typer.Exit(code=2) from None
     settings = base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
-    from platpay.kit.crypto import sealing
+    from platpay import domains
 
-    sealing.use_master_key(settings.master_key, settings.var_dir)  # what seals or verifies offline uses it
+    domains.wire(settings)  # the provider slots, the jobs' defaults and the master key its commands use
     return settings
 
 

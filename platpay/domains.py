@@ -54,7 +54,14 @@ def start(settings: Settings) -> None:
     """What every process (server, worker, tests) does before serving: discover the domains, register
     their job handlers and the job plugins, and choose each provider slot's implementation."""
     load_jobs(settings.job_plugins)
+    wire(settings)
     providers.configure_all(settings)
+
+
+def wire(settings: Settings) -> None:
+    """What the process shares, from its settings (also the CLI's, for commands that start no domain): the
+    settings provider slots make their defaults from, the jobs' default attempts, the master key."""
+    providers.use_settings(settings)
     jobs_service.configure(settings)
     sealing.use_master_key(settings.master_key, settings.var_dir)
 

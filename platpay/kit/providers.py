@@ -30,6 +30,9 @@ Factory = Callable[[Settings], Any]
 DefaultName = str | Callable[[Settings], str]
 
 _SLOTS: list[Slot[Any]] = []
+# The process's settings (startup: configure_all, or use_settings where no domain is loaded, as in the CLI's
+# commands): a slot not configured from them (registered later) makes its default implementation from them.
+_started: Settings | None = None
 
 
 class ProviderNotFound(LookupError):
@@ -82,7 +85,7 @@ class Slot(Generic[P]):
 
     def get(self) -> P:
         if self._current is None:
-            settings = self._settings
+            settings = self._settings or _started
             if settings is None:
                 raise RuntimeError(
                     f"provider slot {self.setting!r} used before configure_all(settings) (domains.start)"
@@ -93,5 +96,12 @@ class Slot(Generic[P]):
 
 def configure_all(settings: Settings) -> None:
     """Choose every slot's implementation from the settings (startup; raises on an unknown name)."""
+    use_settings(settings)
     for slot in _SLOTS:
         slot.configure(settings)
+
+
+def use_settings(settings: Settings) -> None:
+    """The process's settings, for the slots' default implementations (see `_started`)."""
+    global _started
+    _started = settings
