@@ -39,9 +39,13 @@ from tests.factories import (
     quote,
 )
 
-# The kinds the README's statement table explains ("| `KIND` | …").
+# The kinds docs/customers-and-accounts.md's statement table explains ("| `KIND` | …").
 DOCUMENTED_KINDS = set(
-    re.findall(r"^  \| `([A-Z_]+)` \|", (Path(__file__).parents[2] / "README.md").read_text(), re.M)
+    re.findall(
+        r"^  \| `([A-Z_]+)` \|",
+        (Path(__file__).parents[2] / "docs" / "customers-and-accounts.md").read_text(),
+        re.M,
+    )
 )
 
 
