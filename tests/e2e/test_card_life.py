@@ -701,7 +701,7 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     assert (partial_return["status"], partial_return["refundedAmount"]["amount"]) == ("SETTLED", 40)
     assert updates[t3["id"]]["authorizedAmount"]["amount"] == 900
 
-    # INTERNAL_ACCOUNT.BALANCE_UPDATED (README: balances that move send it): one per step that moved an
+    # INTERNAL_ACCOUNT.BALANCE_UPDATED (docs/cards.md: balances that move send it): one per step that moved an
     # account (a clearing that captures and releases on one account is one step), with the balances after it
     def announced() -> dict[str, Counter[tuple[int, int]]]:
         found: dict[str, Counter[tuple[int, int]]] = {h: Counter(), w: Counter()}

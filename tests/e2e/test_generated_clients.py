@@ -96,7 +96,7 @@ def _no_warnings(tool: str, output: str) -> None:
 def test_a_generated_python_client_runs_the_scenario(live_api: LiveApi) -> None:
     package = live_api.work_dir / "python" / "platpay_client"
     config = live_api.work_dir / "openapi-python-client.yml"
-    # A document's download answers its own type (PDF, JPEG, PNG): read as bytes, as the README tells users.
+    # A document's download answers its own type (PDF, JPEG, PNG): read as bytes, as docs/onboarding.md tells users.
     binary = "".join(
         f"  {kind}: application/octet-stream\n" for kind in ("application/pdf", "image/jpeg", "image/png")
     )

@@ -6,7 +6,7 @@ transfer it answered is in the database, the ledger verifies, the exit code is 0
 Not in the default test run (building the image takes minutes): runs when PLATPAY_TEST_IMAGE is set, as
 `make image-test` does. PODMAN overrides the container command (default: podman with runc and cgroupfs,
 as these machines need; tools/image/containers.conf through CONTAINERS_CONF); containers use the host's
-network here (README, "Container image")."""
+network here (docs/operations.md, "Container image")."""
 
 from __future__ import annotations
 
