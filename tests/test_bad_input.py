@@ -37,7 +37,7 @@ from tests.factories import (
 from tests.onboarding.support import BUSINESS, OWNER_INFO
 from tests.onboarding.support import create as create_customer
 from tests.onboarding.support import owner as create_owner
-from tests.test_errors import assert_error, bad_fields
+from tests.support.api_errors import assert_error, bad_fields
 from tests.wallets.support import wallet_account
 
 JSON = {"Content-Type": "application/json"}

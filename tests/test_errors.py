@@ -5,31 +5,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
 
 from platpay import BASE_PATH
+from tests.support.api_errors import assert_error, bad_fields
 from tests.support.error_codes import REFERENCE_CODES, codes_in_source
 
 VALID_TOKEN = {"name": "ci", "permissions": ["VIEW"]}
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].split(";")[0] == "application/json"
-    body = response.json()
-    assert set(body) == {"status", "code", "message", "details"}, body
-    assert body["status"] == status and body["code"] == code, body
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
-
-
-def bad_fields(body: dict[str, Any]) -> dict[str, str]:
-    """details.fields as {field: location}."""
-    return {entry["field"]: entry.get("location", "") for entry in body["details"]["fields"]}
 
 
 async def token_count(client: httpx.AsyncClient, auth: tuple[str, str]) -> int:

@@ -11,7 +11,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from tests.agents.support import connect, funded_customer
-from tests.test_errors import assert_error
+from tests.support.api_errors import assert_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 

@@ -28,7 +28,7 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.conftest import assert_ledger_verifies
+from tests.support.ledger import assert_ledger_verifies
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 

@@ -23,8 +23,8 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.conftest import assert_ledger_verifies
 from tests.factories import fund, internal_account, wallet_account
+from tests.support.ledger import assert_ledger_verifies
 from tests.wallets.support import Wallet, signed_headers
 
 HOLDING_FUNDS, WALLET_FUNDS = 300, 10_000  # USDB minor units

@@ -35,8 +35,8 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.conftest import assert_ledger_verifies
 from tests.factories import balances, create_platform, fund, internal_account, wallet_account
+from tests.support.ledger import assert_ledger_verifies
 
 actions = st.one_of(
     st.tuples(st.just("fund"), st.integers(1, 3_000)),

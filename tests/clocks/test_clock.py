@@ -29,8 +29,8 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.payments.test_incoming import SUCCESS_USD
 from tests.support.jobs import run_jobs_until
+from tests.support.sandbox_values import SUCCESS_USD
 
 START = 1_000_000
 

@@ -5,7 +5,7 @@ validated as POST /customers validates them, a bad cell naming its column."""
 
 from __future__ import annotations
 
-from tests.customers.test_bulk_import import HEADER, company, csv_bytes, import_to_the_end, person, upload
+from tests.support.bulk_import import HEADER, company, csv_bytes, import_to_the_end, person, upload
 
 COLUMNS = [
     *HEADER,

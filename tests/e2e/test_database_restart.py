@@ -34,9 +34,9 @@ from tests.e2e.money import (
     wait_until,
 )
 from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials, start_server
 from tests.support.processes import PLATPAY, ProcessManager
 from tests.support.receiver import WebhookReceiver
+from tests.support.server import create_platform, credentials, start_server
 
 pytestmark = pytest.mark.e2e
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_server import start_server
 from tests.factories import clabe_ending
 from tests.support.processes import PLATPAY, REPO_ROOT, ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 

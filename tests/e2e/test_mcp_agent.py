@@ -33,9 +33,9 @@ from platpay import BASE_PATH
 from tests.agents.support import policy as agent_policy
 from tests.e2e.api_checks import api_client
 from tests.e2e.money import fund, open_holder, verify_ledger
-from tests.e2e.test_server import create_platform, credentials, start_server
 from tests.mcp.scenario import exercise_and_check
 from tests.support.processes import PLATPAY, ProcessManager, free_port, process_env
+from tests.support.server import create_platform, credentials, start_server
 
 pytestmark = pytest.mark.e2e
 

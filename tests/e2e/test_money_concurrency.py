@@ -48,8 +48,8 @@ from tests.e2e.money import (
     wait_until,
 )
 from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials, start_two_server_processes
 from tests.support.processes import PLATPAY, ProcessManager
+from tests.support.server import create_platform, credentials, start_two_server_processes
 
 pytestmark = pytest.mark.e2e
 

@@ -60,9 +60,9 @@ from tests.e2e.money import (
     wait_until,
 )
 from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials
 from tests.factories import clabe_ending
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
+from tests.support.server import create_platform, credentials
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.test_server import start_server
 from tests.support.processes import ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 

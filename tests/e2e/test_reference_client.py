@@ -46,10 +46,10 @@ from tests.e2e.reference_client import (
     the_reference_is_here,
     write_kept_document,
 )
-from tests.e2e.test_server import start_server
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, clabe_ending
 from tests.openapi_reference import REFERENCE_YAML
 from tests.support.processes import PLATPAY, ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 

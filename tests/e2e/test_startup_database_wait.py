@@ -26,8 +26,8 @@ from tests.e2e.api_checks import api_client
 from tests.e2e.money import fund, money_env, open_holder, transfer_out_body, verify_ledger, wait_until
 from tests.e2e.pg import PgProbe
 from tests.e2e.pg_cluster import PrivateCluster
-from tests.e2e.test_server import bootstrap_credentials, create_platform, credentials, start_server
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
+from tests.support.server import bootstrap_credentials, create_platform, credentials, start_server
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,6 @@ import pytest
 
 from platpay.kit import clock
 from tests.cards.support import active_card, approved, approved_cardholder, funded_account, run_jobs
-from tests.conftest import assert_ledger_verifies
 from tests.factories import (
     account_destination,
     account_source,
@@ -27,6 +26,7 @@ from tests.factories import (
 )
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
 from tests.support.jobs import run_jobs_until
+from tests.support.ledger import assert_ledger_verifies
 
 SLOW = "123456006"  # the sandbox's slow settlement: unsettled for sandbox_slow_settlement_seconds
 

@@ -230,7 +230,7 @@ class TestCreateQuote:
         assert (await client.get(f"/quotes/{created['id']}")).status_code == 401
 
     async def test_other_tenants_see_nothing(self, client, auth, sender, db, settings):
-        from tests.conftest import create_platform
+        from tests.factories import create_platform
 
         created = (await _usd_to_mxn(client, auth, sender)).json()
         other = (await create_platform(db, settings, name="Other"))["sandbox"]
