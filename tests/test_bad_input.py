@@ -1,4 +1,4 @@
-"""Bad input is refused, never accepted (issue 27 item 10): duplicate JSON keys, an explicit null where
+"""Bad input is refused, never accepted: duplicate JSON keys, an explicit null where
 leaving a field out means something, loose types, bodies that are not UTF-8, and a sweep of malformed
 variants over the money and onboarding endpoints. Every refusal is a 4xx in the error shape naming what is
 wrong, and changes nothing (no row created, no state moved, the ledger verifies). Runs on every backend.

@@ -1,4 +1,4 @@
-"""No existence oracle (issue 27 item 4): a resource the caller may not see answers exactly as one that does
+"""No existence oracle (nobody learns that an id exists by asking for it): a resource the caller may not see answers exactly as one that does
 not exist. For every lookup by id, "not yours" and "does not exist" give byte-identical answers (status,
 headers that matter, body) once the id echoed is replaced by a placeholder:
 

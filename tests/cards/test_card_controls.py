@@ -1,4 +1,4 @@
-"""A card's controls and secrets through the API (issue 28 item 4): maxSpendPerTransaction (create, PATCH,
+"""A card's controls and secrets through the API (the August 2026 reference): maxSpendPerTransaction (create, PATCH,
 null clears, the card's own value sent back is no change, enforced by decisioning in the card's currency),
 processorRef, the write-only threeDSecurePassword (sealed, never answered, never logged), and POST
 /cards/{id}/reveal (a URL of the card page that shows once and expires, every reveal recorded with who asked).

@@ -1,4 +1,4 @@
-"""The currency an authorization is sent in (issue 27 item 6). A USDB card (6 decimals) takes authorizations in
+"""The currency an authorization is sent in (the network may send another currency than the card's). A USDB card (6 decimals) takes authorizations in
 USD (2 decimals), the fiat currency USDB tracks, one for one: USD 12.50 (1250) holds 12.500000 USDB
 (12_500_000), exactly; the authorization's clearings (partial, full, over, expiry, after close) and returns are
 sent in USD too and converted the same way. Any other currency declines CURRENCY_MISMATCH. Every card

@@ -1,4 +1,4 @@
-"""The card network's messages as the sandbox simulates them (issue 28 item 5): every simulation answers 202
+"""The card network's messages as the sandbox simulates them (the August 2026 reference): every simulation answers 202
 {issuerTransactionToken} and its card transaction (webhook, reads) follows on the job runner; the seven new
 messages move money as their network meaning requires — a financial authorization settles in one step, a
 balance inquiry moves nothing, a credit authorization credits the card's source when cleared (its advice is

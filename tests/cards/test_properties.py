@@ -270,7 +270,7 @@ class TestCurrencyConversionProperties:
         clearing=st.sampled_from(["partial", "full", "over", "zero"]),
         returned=st.integers(0, 4),
     )
-    # the cases of issue 27 item 6 every run has, whatever hypothesis draws
+    # the cases of an authorization in another currency every run has, whatever hypothesis draws
     @example(card_currency="USDB", currency="USD", amount=1_250, clearing="partial", returned=2)
     @example(card_currency="USDB", currency="USD", amount=1_250, clearing="over", returned=4)
     @example(card_currency="USDB", currency="USD", amount=5_000_000, clearing="full", returned=3)

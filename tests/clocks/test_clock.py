@@ -1,4 +1,4 @@
-"""A sandbox tenant's own clock (issue 11): the control API, every delayed job following it, and the same
+"""A sandbox tenant's own clock (docs/sandbox-control.md): the control API, every delayed job following it, and the same
 end state whether time really passes or the clock is advanced."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HOLD (issue 28 item 7; the August reference: "the customer is placed on hold and may be required to update
+"""HOLD (the August reference: "the customer is placed on hold and may be required to update
 or provide more information"): reached through the sandbox's override, it moves no money, like REJECTED, at
 every gate that checks KYC (403 USER_NOT_READY, nothing changed; a card needs APPROVED), and a resubmission
 (POST /verifications) or a decision lifts it. The reference has no webhook for it."""

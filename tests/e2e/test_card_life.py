@@ -1,4 +1,4 @@
-"""A card's whole life over real HTTP, as issue 14's check describes it: a real `platpay serve` (SQLite, and
+"""A card's whole life over real HTTP: a real `platpay serve` (SQLite, and
 PostgreSQL when the e2e setup names a server; its own job runner) and a real webhook receiver; platform
 credentials and sandbox simulations only.
 

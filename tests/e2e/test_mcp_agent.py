@@ -381,7 +381,7 @@ async def every_tool_over(rpc: StdioRpc | HttpRpc, accounts: dict[str, str], run
 def test_every_tool_answers_what_its_schema_promises_over_stdio_and_streamable_http(
     processes: ProcessManager, tmp_path: Path, master_key: str
 ) -> None:
-    """Issue 27: get_transaction advertised `{result: transaction}` and answered the transaction, so every
+    """A regression: get_transaction advertised `{result: transaction}` and answered the transaction, so every
     call failed. Every tool `tools/list` names is called on its success path with real data (a funded
     customer, quotes, transfers both ways, external accounts added and removed) by a client that is not the
     MCP SDK, and each structuredContent is checked against the tool's outputSchema with `jsonschema`."""

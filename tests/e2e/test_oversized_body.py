@@ -1,5 +1,5 @@
 """A body over the limit gets its 413 read by the client, on a real `platpay serve` (uvicorn), through a raw
-socket that sends the whole body before reading (issue 27 item 10): the server drains the rest of a refused
+socket that sends the whole body before reading (so it reads the 413, not a connection reset): the server drains the rest of a refused
 body (bounded) before answering, so closing the connection does not reset it under the unread 413."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A process started while PostgreSQL is down waits for it (issue 27 item 9): `platpay serve`, `worker` and
+"""A process started while PostgreSQL is down waits for it instead of dying: `platpay serve`, `worker` and
 `migrate` started against a stopped cluster log one `database.unavailable`, come up once it starts, and
 do their work (the server migrates, bootstraps and moves money; the worker settles a queued transfer;
 migrate reaches head). Past PLATPAY_DB_STARTUP_TIMEOUT_SECONDS a command exits 1 with one line and no

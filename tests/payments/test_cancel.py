@@ -1,4 +1,4 @@
-"""POST /transactions/{transactionId}/cancel (issue 28 item 3): a bank-rail transfer the rail has not settled
+"""POST /transactions/{transactionId}/cancel (the August 2026 reference): a bank-rail transfer the rail has not settled
 yet ends FAILED (failureDetails.code CANCELLED) with its held funds back through the ledger and its webhook;
 anything else is 409 TRANSACTION_NOT_CANCELLABLE. The sandbox's external account suffix 006 keeps a transfer
 unsettled long enough to cancel it; a cancel racing the settlement (PostgreSQL, concurrent requests and job

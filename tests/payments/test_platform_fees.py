@@ -1,4 +1,4 @@
-"""Platform fees (issue 28 item 9): PATCH /config feeConfigs, QuoteRequest.platformFeeOverride,
+"""Platform fees (the August 2026 reference): PATCH /config feeConfigs, QuoteRequest.platformFeeOverride,
 Quote.platformFeesIncluded, OutgoingTransaction.platformFees, and the fee's money: taken with the payment,
 credited to the platform's own internal account when the payment completes, refunded with it when it fails
 or comes back. Expected amounts are computed here from the published rate table and fee schedule, with the

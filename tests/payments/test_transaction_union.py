@@ -1,4 +1,4 @@
-"""Transactions as the reference has them since 2026-08 (issue 28 items 1-2): direction on every transaction,
+"""Transactions as the reference has them since 2026-08: direction on every transaction,
 the base fields moved up, the outgoing rail fields, remittanceInformation and purposeOfPayment, and card
 transactions listed and read as the CARD variant of the transaction union, in every answer that carries one."""
 
