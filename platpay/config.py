@@ -204,8 +204,12 @@ class Settings(BaseSettings):
         default="local",
         description="where documents' files live: `local` (<var_dir>/documents) or package.module:factory",
     )
-    document_max_bytes: int = Field(default=10 * 1024 * 1024, description="largest document file (413 above)")
-    kyc_link_ttl_seconds: int = Field(default=86_400, ge=60, description="how long a KYC link can be used")
+    document_max_bytes: int = Field(
+        default=10 * 1024 * 1024, description="largest document file (413 above, cut off while streaming)"
+    )
+    kyc_link_ttl_seconds: int = Field(
+        default=86_400, ge=60, description="how long a KYC link (the hosted verification page) can be used"
+    )
     end_user_terms_version: str = Field(
         default="V1",
         min_length=1,
@@ -334,7 +338,9 @@ class Settings(BaseSettings):
 
     # FX, quotes and their sandbox lifecycle (every delay a setting, so tests can compress it)
     fx_rate_cache_seconds: float = Field(
-        default=300.0, ge=0, description="how long GET /exchange-rates and lookups reuse a fetched rate"
+        default=300.0,
+        ge=0,
+        description="how long GET /exchange-rates and lookups reuse a fetched rate (its updatedAt)",
     )
     quote_ttl_seconds: float = Field(default=300.0, gt=0, description="how long a quote can be executed")
     lookup_ttl_seconds: float = Field(
@@ -364,7 +370,7 @@ class Settings(BaseSettings):
     wallet_custody: str = Field(
         default="sandbox",
         description="custody of wallet secrets: `sandbox` (envelope encryption under the master key) or an "
-        "import path `package.module:factory` (a KMS/HSM adapter)",
+        "import path `package.module:factory` (a KMS/HSM adapter; platpay/wallets/providers.py)",
     )
     wallet_challenge_ttl_seconds: int = Field(
         default=300,
@@ -412,7 +418,9 @@ class Settings(BaseSettings):
         default=30, ge=1, description="verify attempts per wallet (all its credentials) per window"
     )
     wallet_challenge_limit: int = Field(
-        default=5, ge=1, description="challenge re-issues per credential per window"
+        default=5,
+        ge=1,
+        description="challenge re-issues (OTP emails, passkey challenges) per credential per window",
     )
     wallet_challenge_account_limit: int = Field(
         default=15, ge=1, description="challenge re-issues per wallet per window"
