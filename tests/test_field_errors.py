@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from tests.agents.support import funded_customer
 from tests.factories import FULL_PERSON
+from tests.support.agents import funded_customer
 from tests.support.api_errors import assert_error
 
 NOT_AN_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
-from tests.agents.support import connect, funded_customer
+from tests.support.agents import connect, funded_customer
 from tests.support.api_errors import assert_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")

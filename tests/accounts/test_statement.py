@@ -15,17 +15,6 @@ from typing import Any
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import (
-    active_card,
-    approved,
-    approved_cardholder,
-    clear,
-    funded_account,
-    give_back,
-    opening_body,
-    run_jobs,
-    simulate,
-)
 from tests.factories import (
     account_destination,
     account_source,
@@ -37,6 +26,17 @@ from tests.factories import (
     internal_account,
     mxn_account,
     quote,
+)
+from tests.support.cards import (
+    active_card,
+    approved,
+    approved_cardholder,
+    clear,
+    funded_account,
+    give_back,
+    opening_body,
+    run_jobs,
+    simulate,
 )
 
 # The kinds docs/customers-and-accounts.md's statement table explains ("| `KIND` | …").

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from platpay.agents import audit
-from tests.agents.support import create_agent, funded_customer, transfer_out
+from tests.support.agents import create_agent, funded_customer, transfer_out
 
 
 async def _lifecycle(client, auth):

@@ -26,7 +26,7 @@ from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.types import JsonType
 from platpay.kit import clock
-from tests.agents.support import connect, funded_customer, transfer_out
+from tests.support.agents import connect, funded_customer, transfer_out
 
 _RECORDS = sa.table(
     "agent_audit_records",

@@ -21,8 +21,8 @@ import pytest
 
 from platpay import BASE_PATH
 from platpay.mcp.server import PlatpayMCP
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import fund, open_holder
+from tests.support.api_checks import api_client
+from tests.support.money import fund, open_holder
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 from tests.support.server import create_platform, credentials, start_server
 

@@ -16,8 +16,8 @@ from sqlalchemy import text
 from platpay import BASE_PATH
 from platpay.agents import audit
 from platpay.mcp.server import PlatpayMCP
-from tests.agents.support import connect, funded_customer, quote_body, transfer_out
 from tests.factories import mxn_account
+from tests.support.agents import connect, funded_customer, quote_body, transfer_out
 
 OVER_LIMIT = 20_000  # past the support policy's perTransactionLimit (10,000)
 

@@ -19,7 +19,8 @@ from platpay.config import get_settings
 from platpay.kit import clock
 from platpay.kit.crypto.sealing import get_sealer
 from platpay.kit.idempotency import IdempotencyKeyRow
-from tests.cards.support import (
+from tests.factories import internal_account
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -32,8 +33,7 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.factories import internal_account
-from tests.wallets.support import Wallet, signed_headers
+from tests.support.wallets import Wallet, signed_headers
 
 PASSWORD = "Zq7!correct-horse-9"
 

@@ -16,7 +16,8 @@ from alembic import command
 
 from platpay.cards.schemas import MAX_AMOUNT
 from platpay.db import migrate
-from tests.cards.support import (
+from tests.factories import balances
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -28,7 +29,6 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.factories import balances
 
 FUNDS = 100_000_000  # 100 USDB
 SCALE = 10**4  # USD cents → USDB micro-units

@@ -23,7 +23,8 @@ from platpay.jobs.models import JobRow
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.ledger.models import LedgerAccountRow
-from tests.cards.support import (
+from tests.factories import create_platform, fund, internal_account, wallet_account
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -41,7 +42,6 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.factories import create_platform, fund, internal_account, wallet_account
 
 OPENING = ("authorization", "financial_authorization", "credit_authorization", "credit_authorization_advice")
 OPENING += ("financial_credit_authorization",)

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
-from tests.cards.support import (
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,

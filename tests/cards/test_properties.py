@@ -22,7 +22,8 @@ from sqlalchemy import func, select
 
 from platpay.cards.models import CardRow
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
-from tests.cards.support import (
+from tests.factories import balances, create_platform, fund, internal_account, wallet_account
+from tests.support.cards import (
     active_card,
     approved_cardholder,
     authorize,
@@ -35,7 +36,6 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.factories import balances, create_platform, fund, internal_account, wallet_account
 from tests.support.ledger import assert_ledger_verifies
 
 actions = st.one_of(

@@ -11,7 +11,6 @@ import pytest
 
 from platpay.customers.state import KYC, KycStatus
 from platpay.kit.states import IllegalTransition
-from tests.cards.support import issue
 from tests.factories import (
     account_destination,
     account_source,
@@ -23,8 +22,9 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.onboarding.support import PERSON, png, uploaded
+from tests.support.cards import issue
 from tests.support.jobs import run_jobs_until
+from tests.support.onboarding import PERSON, png, uploaded
 
 
 async def _kyc(client, auth, customer_id: str, status: str):

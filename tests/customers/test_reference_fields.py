@@ -15,7 +15,7 @@ from cryptography.exceptions import InvalidTag
 from platpay.customers import identity
 from tests.factories import FULL_PERSON, customer
 from tests.support.jobs import run_jobs_until
-from tests.wallets.support import Wallet, signed_headers, wallet_account
+from tests.support.wallets import Wallet, signed_headers, wallet_account
 
 SSN = "123-45-6789"
 EDD = {

@@ -26,13 +26,13 @@ import pytest
 
 from platpay.kit.crypto import bundles
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.e2e.api_checks import api_client, assert_error, verify_signature_independently
-from tests.e2e.money import verify_ledger
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, FULL_PERSON
+from tests.support.api_checks import api_client, assert_error, verify_signature_independently
+from tests.support.money import verify_ledger
 from tests.support.processes import ProcessManager, process_env
 from tests.support.receiver import WebhookReceiver
 from tests.support.server import bootstrap_credentials, start_server
-from tests.wallets.support import new_key, public_hex, signed_headers
+from tests.support.wallets import new_key, public_hex, signed_headers
 
 pytestmark = pytest.mark.e2e
 

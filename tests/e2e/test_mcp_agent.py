@@ -30,10 +30,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription, ToolsListChanged
 
 from platpay import BASE_PATH
-from tests.agents.support import policy as agent_policy
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import fund, open_holder, verify_ledger
-from tests.mcp.scenario import exercise_and_check
+from tests.support.agents import policy as agent_policy
+from tests.support.api_checks import api_client
+from tests.support.mcp_scenario import exercise_and_check
+from tests.support.money import fund, open_holder, verify_ledger
 from tests.support.processes import PLATPAY, ProcessManager, free_port, process_env
 from tests.support.server import create_platform, credentials, start_server
 

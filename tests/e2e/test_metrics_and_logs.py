@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.api_checks import api_client, wait_delivered
+from tests.support.api_checks import api_client, wait_delivered
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, process_env
 from tests.support.receiver import Reply, WebhookReceiver
 from tests.support.server import (

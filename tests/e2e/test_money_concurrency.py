@@ -29,8 +29,8 @@ from sqlalchemy import text
 from platpay.db.database import Database
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
-from tests.e2e.api_checks import api_client, assert_error
-from tests.e2e.money import (
+from tests.support.api_checks import api_client, assert_error
+from tests.support.money import (
     BANK_REJECTS,
     SETTLES,
     TERMINAL,
@@ -47,7 +47,7 @@ from tests.e2e.money import (
     verify_ledger,
     wait_until,
 )
-from tests.e2e.pg import PgProbe
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager
 from tests.support.server import create_platform, credentials, start_two_server_processes
 

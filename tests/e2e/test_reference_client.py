@@ -37,7 +37,6 @@ import httpx
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.money import verify_ledger
 from tests.e2e.reference_client import (
     KEPT_DOCUMENT,
     generate,
@@ -48,6 +47,7 @@ from tests.e2e.reference_client import (
 )
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, clabe_ending
 from tests.openapi_reference import REFERENCE_YAML
+from tests.support.money import verify_ledger
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 from tests.support.server import start_server
 

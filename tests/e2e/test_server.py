@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.api_checks import (
+from tests.support.api_checks import (
     Credentials,
     api_client,
     assert_error,

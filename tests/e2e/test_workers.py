@@ -13,8 +13,8 @@ import pytest
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.jobs import service as jobs_service
-from tests.e2e.pg import PgProbe
 from tests.e2e.slow_jobs import CREATE_TABLES, KIND
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, process_env
 from tests.support.server import wait_until
 

@@ -25,9 +25,9 @@ import httpx
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.api_checks import Credentials, api_client
-from tests.e2e.money import fund, open_holder, transfer_out_body, wait_until
 from tests.install.support import REPO_ROOT, pay_once
+from tests.support.api_checks import Credentials, api_client
+from tests.support.money import fund, open_holder, transfer_out_body, wait_until
 from tests.support.processes import free_port
 
 pytestmark = [

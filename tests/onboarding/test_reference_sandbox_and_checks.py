@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.factories import create_platform
-from tests.onboarding.support import (
+from tests.support.onboarding import (
     BUSINESS,
     OWNER_INFO,
     PERSON,

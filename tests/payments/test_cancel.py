@@ -12,7 +12,6 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import active_card, approved, approved_cardholder, funded_account, run_jobs
 from tests.factories import (
     account_destination,
     account_source,
@@ -25,6 +24,7 @@ from tests.factories import (
     quote,
 )
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
+from tests.support.cards import active_card, approved, approved_cardholder, funded_account, run_jobs
 from tests.support.jobs import run_jobs_until
 from tests.support.ledger import assert_ledger_verifies
 

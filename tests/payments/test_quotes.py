@@ -22,7 +22,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.fx.support import expected
+from tests.support.fx import expected
 from tests.support.jobs import run_jobs_until
 
 

@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.agents.support import connect
-from tests.cards.support import active_card, approved, approved_cardholder, clear, funded_account, give_back
 from tests.factories import (
     account_destination,
     account_source,
@@ -22,6 +20,8 @@ from tests.factories import (
     quote,
 )
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
+from tests.support.agents import connect
+from tests.support.cards import active_card, approved, approved_cardholder, clear, funded_account, give_back
 from tests.support.jobs import run_jobs_until
 
 

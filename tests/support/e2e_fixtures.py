@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.e2e.pg import PgProbe
+from tests.support.pg import PgProbe
 from tests.support.processes import ProcessManager
 
 PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")

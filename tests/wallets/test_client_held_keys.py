@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from platpay.kit.crypto import p256
-from tests.wallets.support import Authenticator, Wallet, new_key, oidc_token, public_hex, wallet_account
+from tests.support.wallets import Authenticator, Wallet, new_key, oidc_token, public_hex, wallet_account
 
 
 def compressed_hex(key) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from tests.e2e.pg import PgProbe
 from tests.factories import FULL_PERSON
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
