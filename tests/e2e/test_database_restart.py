@@ -31,12 +31,11 @@ from tests.support.money import (
     transaction_statuses,
     transfer_out_body,
     verify_ledger,
-    wait_until,
 )
 from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager
 from tests.support.receiver import WebhookReceiver
-from tests.support.server import create_platform, credentials, start_server
+from tests.support.server import create_platform, credentials, start_server, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -45,11 +45,10 @@ from tests.support.money import (
     transfer_in_body,
     transfer_out_body,
     verify_ledger,
-    wait_until,
 )
 from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager
-from tests.support.server import create_platform, credentials, start_two_server_processes
+from tests.support.server import create_platform, credentials, start_two_server_processes, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -58,11 +58,10 @@ from tests.support.money import (
     open_holder,
     transaction_statuses,
     verify_ledger,
-    wait_until,
 )
 from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
-from tests.support.server import create_platform, credentials
+from tests.support.server import create_platform, credentials, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -24,10 +24,10 @@ from alembic import command
 from platpay.db import migrate
 from tests.e2e.pg_cluster import PrivateCluster
 from tests.support.api_checks import api_client
-from tests.support.money import fund, money_env, open_holder, transfer_out_body, verify_ledger, wait_until
+from tests.support.money import fund, money_env, open_holder, transfer_out_body, verify_ledger
 from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
-from tests.support.server import bootstrap_credentials, create_platform, credentials, start_server
+from tests.support.server import bootstrap_credentials, create_platform, credentials, start_server, wait_until
 
 pytestmark = pytest.mark.e2e
 

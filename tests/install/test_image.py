@@ -27,8 +27,9 @@ import pytest
 from platpay import BASE_PATH
 from tests.install.support import REPO_ROOT, pay_once
 from tests.support.api_checks import Credentials, api_client
-from tests.support.money import fund, open_holder, transfer_out_body, wait_until
+from tests.support.money import fund, open_holder, transfer_out_body
 from tests.support.processes import free_port
+from tests.support.server import wait_until
 
 pytestmark = [
     pytest.mark.e2e,
