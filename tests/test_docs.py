@@ -78,7 +78,7 @@ def test_the_generated_docs_are_current(name: str) -> None:
     path = ROOT / "docs" / name
     current = path.read_text(encoding="utf-8")
     assert gen_docs.rendered(path, current) == current, (
-        f"docs/{name} differs from what the source says: run `python tools/gen_docs.py` and commit it"
+        f"docs/{name} differs from what the source says: run `.venv/bin/python tools/gen_docs.py` and commit it"
     )
 
 

@@ -1,6 +1,6 @@
 """Write the generated parts of docs/configuration.md (from platpay/config.py's Settings fields) and
 docs/errors.md (every error code platpay's source can answer with). tests/test_docs.py regenerates both in
-memory and fails when a file differs: run `python tools/gen_docs.py` (from the checkout) and commit.
+memory and fails when a file differs: run `.venv/bin/python tools/gen_docs.py` (from the checkout) and commit.
 
 Only the text between the `<!-- generated:start -->` and `<!-- generated:end -->` markers is generated; the
 rest of each file is written by hand."""
@@ -19,7 +19,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 START, END = "<!-- generated:start -->", "<!-- generated:end -->"
-COMMAND = "python tools/gen_docs.py"
 
 
 def _cell(text: str) -> str:
