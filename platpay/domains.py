@@ -36,8 +36,8 @@ def load() -> tuple[Domain, ...]:
 
 
 def mounts() -> list[Mount]:
-    """Every domain's routers, in the order their routes are tried."""
-    return sorted((mount for domain in load() for mount in domain.routers), key=lambda mount: mount.order)
+    """Every domain's routers, in discovery order (the app orders their routes: kit/routing.py)."""
+    return [mount for domain in load() for mount in domain.routers]
 
 
 def body_limits(settings: Settings) -> dict[str, int]:

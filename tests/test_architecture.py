@@ -231,3 +231,206 @@ def test_lean_statements_only_where_the_fast_path_says() -> None:
     assert LEAN_MODULES - {"db/lean.py"} <= users, (
         f"listed but no longer lean: {LEAN_MODULES - users - {'db/lean.py'}}"
     )
+
+
+def _signatures(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The module's functions and its classes' methods (not the closures inside them)."""
+    found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node)
+        elif isinstance(node, ast.ClassDef):
+            found += [n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return found
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    arguments = function.args
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+
+
+# Where a unit of work is run (a lean transaction or an ORM one): the runners of `LeanFirst` operations.
+UNIT_OF_WORK_RUNNERS = {"kit/idempotency.py", "jobs/runner.py"}
+PERFORMANCE_FLAGS = {"lean", "balance_last", "balances_last", "fast", "fast_path"}
+
+
+def test_no_performance_parameters_in_service_signatures() -> None:
+    """docs/architecture.md "The fast path": which transaction an operation runs in is its runner's business
+    (a `LeanFirst`, db/unit_of_work.py), and the ledger's statement order has one name, `BalanceOrder`, taken
+    only by the ledger's own functions; no domain function takes a lean or statement-order flag, and no
+    public function outside the ledger takes a `BalanceOrder`."""
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if rel.startswith("db/") or rel in UNIT_OF_WORK_RUNNERS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # closures too: an endpoint's `run(balance_last)` is one
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                wrong += [
+                    f"{rel}:{node.lineno} {node.name}({parameter.arg})"
+                    for parameter in _parameters(node)
+                    if parameter.arg in PERFORMANCE_FLAGS
+                ]
+        for function in _signatures(tree):
+            if function.name.startswith("_") or rel.startswith("ledger/"):
+                continue
+            for parameter in _parameters(function):
+                annotation = ast.unparse(parameter.annotation) if parameter.annotation else ""
+                if "BalanceOrder" in annotation:
+                    wrong.append(f"{rel}:{function.lineno} {function.name}({parameter.arg}: {annotation})")
+    assert not wrong, "performance parameters in service signatures:\n" + "\n".join(wrong)
+
+
+def test_only_the_unit_of_work_runners_retry_a_race() -> None:
+    """A `LeanFirst`'s race (`Raced`, db/unit_of_work.py) is caught and retried by its runner only (the
+    idempotent runner, `JobContext.run`): no endpoint, job or service catches one to run again."""
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if rel.startswith("db/") or rel in UNIT_OF_WORK_RUNNERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                caught = ast.unparse(node.type)
+                if "Raced" in caught:
+                    wrong.append(f"{rel}:{node.lineno} except {caught}")
+    assert not wrong, "a race retried outside the unit of work's runners:\n" + "\n".join(wrong)
+
+
+def _public_lean_statements() -> set[str]:
+    """Names of the module-level `Lean(...)` statements a repository does not mark private."""
+    names = set()
+    for path in MODULES:
+        if path.stem != "repository":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "Lean"
+            ):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_")}
+    return names
+
+
+def test_repository_statements_run_only_in_their_repository() -> None:
+    """A statement is run by the repository that holds it (a function named for what it reads): no module
+    outside a repository runs one with `Database.fetch_first` (an autocommit read) or names one."""
+    statements = _public_lean_statements()
+    wrong = []
+    for path in MODULES:
+        rel = str(path.relative_to(ROOT))
+        if path.stem == "repository" or rel.startswith("db/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "fetch_first"
+            ):
+                wrong.append(f"{rel}:{node.lineno} calls fetch_first")
+            elif (
+                isinstance(node, ast.Attribute)
+                and node.attr in statements
+                and isinstance(node.value, ast.Name)
+                and node.value.id.endswith("repository")
+            ):
+                wrong.append(f"{rel}:{node.lineno} names {node.value.id}.{node.attr}")
+    assert not wrong, "repository statements run outside their repository:\n" + "\n".join(wrong)
+
+
+def test_routes_are_tried_by_specificity_not_by_numbers() -> None:
+    """A domain lists its routers; the app tries their routes by specificity (kit/routing.py `by_specificity`,
+    tests/kit/test_route_order.py), so no domain.py orders them with numbers coordinated across domains."""
+    wrong = []
+    for path in MODULES:
+        if path.name != "domain.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and any(k.arg == "order" for k in node.keywords):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not wrong, "routers given a numeric order:\n" + "\n".join(wrong)
+
+
+def _by_id_lookups(tree: ast.Module) -> list[int]:
+    """Lines of `select(Row)....where(Row.id == ..., Row.tenant_id == ...)` chains: a row by its id within a
+    tenant, written out."""
+    found = []
+    for node in ast.walk(tree):
+        if not (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "where"
+        ):
+            continue
+        chain, compared = node, set()
+        while isinstance(chain, ast.Call) and isinstance(chain.func, ast.Attribute):
+            if chain.func.attr == "where":
+                for argument in chain.args:
+                    if isinstance(argument, ast.Compare) and isinstance(argument.left, ast.Attribute):
+                        compared.add((ast.unparse(argument.left.value), argument.left.attr))
+            chain = chain.func.value
+        if (
+            isinstance(chain, ast.Call)
+            and isinstance(chain.func, ast.Name)
+            and chain.func.id == "select"
+            and len(chain.args) == 1
+            and isinstance(chain.args[0], ast.Name)
+            and {(chain.args[0].id, "id"), (chain.args[0].id, "tenant_id")} <= compared
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_a_row_by_its_id_within_its_tenant_is_read_by_one_helper() -> None:
+    """`db.rows.get_scoped(session, Row, id=..., tenant_id=..., for_update=...)` is the one way a repository
+    reads a row by id within its tenant (optionally locked): the same statement everywhere, written once."""
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in MODULES
+        for line in _by_id_lookups(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert not wrong, "rows by id within a tenant read without db.rows.get_scoped:\n" + "\n".join(wrong)
+
+
+# Settings are reached one way: the process's wiring reads them (`get_settings()`), endpoints take them from
+# `request.app.state.settings`, jobs from `ctx.settings`, and a service that needs one takes `settings=`.
+SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
+# Services that still read the process's settings themselves (issue 29 item 5, not yet converted): this list
+# only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
+SETTINGS_READERS_TO_CONVERT = {
+    "accounts/external_service.py",
+    "accounts/service.py",
+    "agents/audit.py",
+    "cards/service.py",
+    "customers/contact.py",
+    "customers/identity.py",
+    "customers/service.py",
+    "jobs/service.py",
+    "kit/idempotency.py",
+    "kit/providers.py",
+    "messages/service.py",
+    "wallets/challenges.py",
+    "wallets/keys.py",
+    "wallets/sessions.py",
+    "wallets/signed_retry.py",
+    "wallets/verification.py",
+}
+
+
+def test_services_take_settings_as_a_parameter() -> None:
+    readers = set()
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and "get_settings" in (
+                getattr(node.func, "id", None),
+                getattr(node.func, "attr", None),
+            ):
+                readers.add(str(path.relative_to(ROOT)))
+    allowed = SETTINGS_READERS | SETTINGS_READERS_TO_CONVERT
+    assert readers <= allowed, (
+        f"get_settings() outside the wiring (take settings= instead): {readers - allowed}"
+    )
+    assert readers >= SETTINGS_READERS_TO_CONVERT, (
+        f"converted, remove from SETTINGS_READERS_TO_CONVERT: {SETTINGS_READERS_TO_CONVERT - readers}"
+    )

@@ -6,7 +6,7 @@ from platpay.kit.domain_spec import Domain, Mount
 DOMAIN = Domain(
     name="accounts",
     # /customers/internal-accounts and /customers/external-accounts before /customers/{customerId}
-    routers=(Mount(endpoints.router, order=30),),
+    routers=(Mount(endpoints.router),),
     models=(models,),
     jobs=(jobs,),
     providers=(providers, sandbox),

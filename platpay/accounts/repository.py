@@ -14,6 +14,8 @@ from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many
+from platpay.db.rows import get_scoped
+from platpay.db.unit_of_work import LeanSession
 
 
 async def insert_internal(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
@@ -63,12 +65,9 @@ def internal_query(
 async def get_internal(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> InternalAccountRow | None:
-    stmt = select(InternalAccountRow).where(
-        InternalAccountRow.id == account_id, InternalAccountRow.tenant_id == tenant_id
+    return await get_scoped(
+        session, InternalAccountRow, id=account_id, tenant_id=tenant_id, for_update=for_update
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 _INTERNAL_COLUMNS, _INTERNAL_KEYS = lean.columns_of(InternalAccountRow)
@@ -82,7 +81,7 @@ _INTERNAL = Lean(
 
 
 async def read_internal(
-    session: AsyncSession, *, tenant_id: str, account_id: str
+    session: LeanSession, *, tenant_id: str, account_id: str
 ) -> InternalAccountRow | None:
     """`get_internal` without a lock, leanly, for the card authorization path: a row for reading (outside
     the identity map: a change to it is not saved)."""
@@ -261,14 +260,14 @@ def external_query(
 async def get_external(
     session: AsyncSession, *, tenant_id: str, account_id: str, for_update: bool = False
 ) -> ExternalAccountRow | None:
-    stmt = select(ExternalAccountRow).where(
-        ExternalAccountRow.id == account_id,
-        ExternalAccountRow.tenant_id == tenant_id,
-        ExternalAccountRow.deleted_at.is_(None),
+    return await get_scoped(
+        session,
+        ExternalAccountRow,
+        id=account_id,
+        tenant_id=tenant_id,
+        where=(ExternalAccountRow.deleted_at.is_(None),),
+        for_update=for_update,
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 async def default_deposit_account(

@@ -27,6 +27,7 @@ from platpay.accounts.state import HAS_DEPOSIT_DETAILS, INTERNAL_ACCOUNT, Intern
 from platpay.config import get_settings
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
+from platpay.db.unit_of_work import LeanSession
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
@@ -273,7 +274,7 @@ async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account
 
 
 async def emit_balance_update(
-    session: AsyncSession, *, account: InternalAccountRow, balance: Balance
+    session: LeanSession, *, account: InternalAccountRow, balance: Balance
 ) -> InternalAccount:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for `account`, whose balance is now `balance` (as the ledger entry that
     moved it returned it); the account as GET returns it."""
@@ -354,7 +355,7 @@ async def get_internal(
     return row
 
 
-async def read_internal(session: AsyncSession, *, tenant_id: str, account_id: str) -> InternalAccountRow:
+async def read_internal(session: LeanSession, *, tenant_id: str, account_id: str) -> InternalAccountRow:
     """`get_internal` for reading only (the card authorization path): the row is a snapshot, a change to it
     is not saved; 404 when missing."""
     row = await repository.read_internal(session, tenant_id=tenant_id, account_id=account_id)

@@ -8,10 +8,10 @@ DOMAIN = Domain(
     name="agents",
     routers=(
         # /agents/me/... before /agents/{agentId}
-        Mount(me_endpoints.router, order=160),
-        Mount(dry_run_endpoints.router, order=161),
-        Mount(endpoints.router, order=170),
-        Mount(audit_endpoints.router, order=171),
+        Mount(me_endpoints.router),
+        Mount(dry_run_endpoints.router),
+        Mount(endpoints.router),
+        Mount(audit_endpoints.router),
     ),
     models=(models,),
     jobs=(jobs,),

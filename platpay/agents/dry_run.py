@@ -20,6 +20,7 @@ from platpay.agents import policy as policies
 from platpay.agents import service as agents_service
 from platpay.agents.policy import NEEDS
 from platpay.agents.state import ActionType
+from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.errors import invalid_field
 from platpay.kit import clock
@@ -54,6 +55,7 @@ async def evaluate(
     payment_rail: str | None = None,
     amount: int | None = None,
     quote_id: str | None = None,
+    settings: Settings,
 ) -> dict[str, Any]:
     now = clock.now(tenant)
     try:
@@ -73,6 +75,7 @@ async def evaluate(
                     payment_rail=payment_rail,
                     amount=amount,
                     now=now,
+                    settings=settings,
                 )
             raise _RollBack(decision)
     except _RollBack as done:
@@ -91,6 +94,7 @@ async def _transfer(
     payment_rail: str | None,
     amount: int | None,
     now: datetime,
+    settings: Settings,
 ) -> policies.Decision:
     agent, usage = await operations._lock(session, tenant=tenant, agent_id=agent_id)
     operation = ActionType.TRANSFER_OUT if outgoing else ActionType.TRANSFER_IN
@@ -108,6 +112,7 @@ async def _transfer(
             amount=amount,
             agent_id=agent.id,
             customer_id=agent.customer_id,
+            settings=settings,
         )
     else:
         if amount is None:
@@ -120,6 +125,7 @@ async def _transfer(
             amount=amount,
             agent_id=agent.id,
             customer_id=agent.customer_id,
+            settings=settings,
         )
     return operations._judge(
         agent,

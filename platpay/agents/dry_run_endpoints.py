@@ -122,6 +122,7 @@ async def evaluate_policy(
         payment_rail=body.destination.payment_rail if body.destination else None,
         amount=body.amount,
         quote_id=body.quote_id,
+        settings=request.app.state.settings,
     )
     # Rendered as is: a null `rule`, `rate` or limit in `remaining` says "none" (not omitted).
     return JSONResponse(

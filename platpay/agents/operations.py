@@ -334,6 +334,7 @@ async def transfer(
             customer_id=agent.customer_id,
             remittance_information=remittance_information,
             purpose_of_payment=purpose_of_payment,
+            settings=settings,
         )
     else:
         assert amount is not None
@@ -346,6 +347,7 @@ async def transfer(
             description=description,
             agent_id=agent.id,
             customer_id=agent.customer_id,
+            settings=settings,
         )
     internal, amount = plan.internal, plan.amount
     decision = _judge(

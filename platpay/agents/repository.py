@@ -20,6 +20,7 @@ from platpay.agents.models import (
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
 from platpay.tenants import service as tenants_service
 
 # Bearer authentication runs on every agent request: one read of the live agent holding the token, with
@@ -63,12 +64,14 @@ async def claim_first_use(
 async def get_agent(
     session: AsyncSession, *, tenant_id: str, agent_id: str, for_update: bool = False
 ) -> AgentRow | None:
-    stmt = select(AgentRow).where(
-        AgentRow.id == agent_id, AgentRow.tenant_id == tenant_id, AgentRow.deleted_at.is_(None)
+    return await get_scoped(
+        session,
+        AgentRow,
+        id=agent_id,
+        tenant_id=tenant_id,
+        where=(AgentRow.deleted_at.is_(None),),
+        for_update=for_update,
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 def agents_query(
@@ -168,12 +171,15 @@ async def get_action(
     agent_id: str | None = None,
     for_update: bool = False,
 ) -> AgentActionRow | None:
-    stmt = select(AgentActionRow).where(AgentActionRow.id == action_id, AgentActionRow.tenant_id == tenant_id)
-    if agent_id is not None:
-        stmt = stmt.where(AgentActionRow.agent_id == agent_id)
-    if for_update:
-        stmt = stmt.with_for_update().execution_options(populate_existing=True)  # the locked version
-    return await session.scalar(stmt)
+    return await get_scoped(
+        session,
+        AgentActionRow,
+        id=action_id,
+        tenant_id=tenant_id,
+        where=() if agent_id is None else (AgentActionRow.agent_id == agent_id,),
+        for_update=for_update,
+        refresh=True,  # the locked version
+    )
 
 
 def actions_query(

@@ -3,4 +3,4 @@
 from platpay.auth import endpoints, models
 from platpay.kit.domain_spec import Domain, Mount
 
-DOMAIN = Domain(name="auth", routers=(Mount(endpoints.router, order=20),), models=(models,))
+DOMAIN = Domain(name="auth", routers=(Mount(endpoints.router),), models=(models,))

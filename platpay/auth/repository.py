@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.auth.models import ApiTokenRow
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
 from platpay.tenants import service as tenants_service
 
 # Authentication runs on every request: one query for the live token with its tenant and platform, flat
@@ -58,12 +59,14 @@ def list_query(
 async def get(
     session: AsyncSession, *, tenant_id: str, token_id: str, for_update: bool = False
 ) -> ApiTokenRow | None:
-    stmt = select(ApiTokenRow).where(
-        ApiTokenRow.id == token_id, ApiTokenRow.tenant_id == tenant_id, ApiTokenRow.deleted_at.is_(None)
+    return await get_scoped(
+        session,
+        ApiTokenRow,
+        id=token_id,
+        tenant_id=tenant_id,
+        where=(ApiTokenRow.deleted_at.is_(None),),
+        for_update=for_update,
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
 
 
 async def live_tokens_for_update(session: AsyncSession, *, tenant_id: str) -> list[ApiTokenRow]:

@@ -6,9 +6,9 @@ from platpay.kit.domain_spec import Domain, Mount
 DOMAIN = Domain(
     name="cards",
     routers=(
-        Mount(endpoints.router, order=160),
-        Mount(endpoints.sandbox_router, order=170),
-        Mount(endpoints.embed_router, order=180),
+        Mount(endpoints.router),
+        Mount(endpoints.sandbox_router),
+        Mount(endpoints.embed_router),
     ),
     models=(models,),
     jobs=(jobs,),

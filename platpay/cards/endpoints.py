@@ -50,7 +50,6 @@ from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
-from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.wallets.signed_endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
@@ -250,37 +249,24 @@ async def _opening(
     principal: Principal,
 ) -> Response:
     """A message that opens a card transaction, idempotently: decided and applied in this request's
-    transaction, answered 202 with its token. An AUTHORIZATION runs lean with the balance moved last and,
-    raced, once more in the default order."""
+    transaction, answered 202 with its token."""
     merchant = body.merchant.model_dump()
     amount, currency = 0, None  # a balance inquiry's: 0 in the card's currency
     if isinstance(body, SandboxCardAuthorizationRequest):
         amount, currency = body.amount, body.currency.code
-
-    async def run(balance_last: bool) -> Response:
-        return await idem.run(
-            body,
-            lambda s: transactions.accept_opening(
-                s,
-                tenant=principal.tenant,
-                card_id=card_id,
-                kind=kind,
-                merchant=merchant,
-                amount=amount,
-                currency=currency,
-                balance_last=balance_last,
-            ),
-            status=202,
-            lean=balance_last,  # the fast path's statements are all lean; the other kinds' and the retry's not
-        )
-
-    if kind is not MessageKind.AUTHORIZATION:
-        return await run(balance_last=False)
-    try:
-        return await run(balance_last=True)
-    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
-        CARD_AUTHORIZATIONS_RACED.inc()
-        return await run(balance_last=False)
+    return await idem.run(
+        body,
+        transactions.accept_opening(
+            tenant=principal.tenant,
+            card_id=card_id,
+            kind=kind,
+            merchant=merchant,
+            amount=amount,
+            currency=currency,
+            settings=idem.request.app.state.settings,
+        ),
+        status=202,
+    )
 
 
 async def _on_transaction(

@@ -9,7 +9,6 @@ from platpay.cards import service, transactions
 from platpay.cards.decisioning import MessageKind
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
-from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 
 log = structlog.get_logger("platpay.cards")
 
@@ -38,37 +37,26 @@ async def network_message(ctx: JobContext) -> None:
             await transactions.apply_message(session, tenant_id=tenant_id, payload=payload)
         return
     kind = MessageKind(payload["message"])
-
-    async def run(balance_last: bool) -> None:
-        async with ctx.transaction(lean=balance_last) as session:
-            opened = await transactions.authorize(
-                session,
-                tenant_id=tenant_id,
-                card_id=payload["cardId"],
-                transaction_id=payload["cardTransactionId"],
-                issuer_transaction_token=payload["issuerTransactionToken"],
-                kind=kind,
-                amount=payload["amount"],
-                currency=payload["currency"],
-                merchant=payload["merchant"],
-                balance_last=balance_last,
-            )
-        if opened is None:  # (a sandbox reset deleted the card meanwhile)
-            log.warning(
-                "cards.network_message_not_applied",
-                message=kind,
-                card_id=payload["cardId"],
-                reason="no such card",
-            )
-
-    if kind is not MessageKind.AUTHORIZATION:
-        await run(balance_last=False)
-        return
-    try:
-        await run(balance_last=True)
-    except transactions.AuthorizationRaced:  # rolled back: decide again, source by source, under the locks
-        CARD_AUTHORIZATIONS_RACED.inc()
-        await run(balance_last=False)
+    opened = await ctx.run(
+        transactions.authorization(
+            tenant_id=tenant_id,
+            card_id=payload["cardId"],
+            transaction_id=payload["cardTransactionId"],
+            issuer_transaction_token=payload["issuerTransactionToken"],
+            kind=kind,
+            amount=payload["amount"],
+            currency=payload["currency"],
+            merchant=payload["merchant"],
+            settings=ctx.settings,
+        )
+    )
+    if opened is None:  # (a sandbox reset deleted the card meanwhile)
+        log.warning(
+            "cards.network_message_not_applied",
+            message=kind,
+            card_id=payload["cardId"],
+            reason="no such card",
+        )
 
 
 @handler(transactions.CONFIRM_PULL_JOB)

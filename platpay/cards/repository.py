@@ -18,6 +18,8 @@ from platpay.cards.models import (
 from platpay.customers import service as customers_service
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
 
 
@@ -34,14 +36,15 @@ async def get_card(
 ) -> CardRow | None:
     """`lock`: "update" (a change of the card, an authorization: after a change commits the next reads the
     new state) or "share"."""
-    stmt = select(CardRow).where(CardRow.id == card_id, CardRow.tenant_id == tenant_id)
-    if lock == "update":
-        stmt = stmt.with_for_update()
-    elif lock == "share":
-        stmt = stmt.with_for_update(read=True)
-    if lock:
-        stmt = stmt.execution_options(populate_existing=True)
-    return (await session.execute(stmt)).scalar_one_or_none()
+    return await get_scoped(
+        session,
+        CardRow,
+        id=card_id,
+        tenant_id=tenant_id,
+        for_update=lock is not None,
+        shared=lock == "share",
+        refresh=True,
+    )
 
 
 _CARDS, _SOURCES = CardRow.__table__, CardFundingSourceRow.__table__
@@ -66,7 +69,7 @@ _AUTHORIZING = Lean(
 
 
 async def card_for_authorization(
-    session: AsyncSession, *, tenant_id: str, card_id: str
+    session: LeanSession, *, tenant_id: str, card_id: str
 ) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None]] | None:
     """The card an authorization decides on, locked FOR UPDATE (as `get_card(lock="update")`): its
     (id, state, currency, max_spend_per_transaction) as read under the lock, its funding source account
@@ -136,7 +139,7 @@ def card_query(
 _INSERT_TRANSACTION = Lean(CardTransactionRow.__table__.insert())
 
 
-async def insert_transaction(session: AsyncSession, values: dict[str, Any]) -> CardTransactionRow:
+async def insert_transaction(session: LeanSession, values: dict[str, Any]) -> CardTransactionRow:
     """Insert a new card transaction leanly (the only way they are inserted; `values` by attribute name): the
     row comes back attached to the session as if loaded, so later changes flush as UPDATEs."""
     return await lean.add(session, _INSERT_TRANSACTION, CardTransactionRow, values)
@@ -145,12 +148,14 @@ async def insert_transaction(session: AsyncSession, values: dict[str, Any]) -> C
 async def get_transaction(
     session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
 ) -> CardTransactionRow | None:
-    stmt = select(CardTransactionRow).where(
-        CardTransactionRow.id == transaction_id, CardTransactionRow.tenant_id == tenant_id
+    return await get_scoped(
+        session,
+        CardTransactionRow,
+        id=transaction_id,
+        tenant_id=tenant_id,
+        for_update=for_update,
+        refresh=True,
     )
-    if for_update:
-        stmt = stmt.with_for_update().execution_options(populate_existing=True)
-    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 def transaction_query(

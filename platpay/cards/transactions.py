@@ -64,8 +64,9 @@ be taken from only once.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -89,7 +90,8 @@ from platpay.cards.errors import (
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import MAX_AMOUNT, SandboxCardSimulationResponse
 from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
-from platpay.config import get_settings
+from platpay.config import Settings
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, NotFound, invalid_field
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -99,6 +101,7 @@ from platpay.kit.money import currency_amount, rescale
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
+from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.payments import hooks as payments_hooks
 from platpay.payments.card_schemas import (
     CardPullSummary,
@@ -110,6 +113,7 @@ from platpay.payments.card_schemas import (
 from platpay.tenants.context import TenantContext
 
 log = structlog.get_logger("platpay.cards")
+T = TypeVar("T")
 
 NETWORK_JOB = "cards.network_message"
 CONFIRM_PULL_JOB = "cards.confirm_pull"
@@ -195,7 +199,7 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
 
 
 async def _emit(
-    session: AsyncSession, row: CardTransactionRow, event: str | None = None, *, new: bool = False
+    session: LeanSession, row: CardTransactionRow, event: str | None = None, *, new: bool = False
 ) -> CardTransaction:
     """CARD_TRANSACTION.<STATUS> (or .<event>) with the card transaction as GET returns it. A `new` row is
     rendered as inserted (its times are the event's, it has no refunds yet)."""
@@ -272,8 +276,7 @@ def issuer_token(issuer_name: str, transaction_id: str) -> str:
 # ---- acceptance: a simulation as the request takes it
 
 
-async def accept_opening(
-    session: AsyncSession,
+def accept_opening(
     *,
     tenant: TenantContext,
     card_id: str,
@@ -281,35 +284,44 @@ async def accept_opening(
     merchant: dict[str, Any],
     amount: int = 0,
     currency: str | None = None,
-    balance_last: bool = False,
-) -> SandboxCardSimulationResponse:
-    """A message that opens a card transaction (an authorization of any kind, a balance inquiry): refused
-    (404 card, 400 currency or amount, nothing written) or decided and applied by `authorize` in the
-    request's transaction; the answer is the network's 202, the card transaction's token. Nothing here
-    needs the job runner: the card transaction is readable once the 202 is sent and its webhooks go out
-    through the outbox like every other (a delayed pull's confirmation is the only job it may queue).
-    `balance_last`: see `authorize` (an AUTHORIZATION's fast path; AuthorizationRaced: run it again
-    without)."""
-    _sandbox_only(tenant, card_id)
-    if kind is not _K.BALANCE_INQUIRY:
-        currencies.require(currency or "", field="currency.code")
-    transaction_id = new_id("CardTransaction")
-    token = issuer_token(providers.issuer_for(tenant).name, transaction_id)
-    opened = await authorize(
-        session,
-        tenant_id=tenant.id,
-        card_id=card_id,
-        transaction_id=transaction_id,
-        issuer_transaction_token=token,
-        kind=kind,
-        amount=amount,
-        currency=currency or "",
-        merchant={k: v for k, v in merchant.items() if v is not None},
-        balance_last=balance_last,
-    )
-    if opened is None:
-        raise CardNotFound(card_id)
-    return SandboxCardSimulationResponse(issuer_transaction_token=token)
+    settings: Settings,
+) -> Opening[SandboxCardSimulationResponse]:
+    """A message that opens a card transaction (an authorization of any kind, a balance inquiry), as the
+    operation the caller runs in its unit of work: refused (404 card, 400 currency or amount, nothing
+    written) or decided and applied by `authorize` in that transaction; the answer is the network's 202, the
+    card transaction's token. Nothing here needs the job runner: the card transaction is readable once the
+    202 is sent and its webhooks go out through the outbox like every other (a delayed pull's confirmation
+    is the only job it may queue). An AUTHORIZATION is a `LeanFirst`: see `authorization`."""
+
+    def attempt(
+        order: ledger.BalanceOrder,
+    ) -> Callable[[LeanSession], Awaitable[SandboxCardSimulationResponse]]:
+        async def run(session: LeanSession) -> SandboxCardSimulationResponse:
+            _sandbox_only(tenant, card_id)
+            if kind is not _K.BALANCE_INQUIRY:
+                currencies.require(currency or "", field="currency.code")
+            transaction_id = new_id("CardTransaction")
+            token = issuer_token(providers.issuer_for(tenant).name, transaction_id)
+            opened = await _authorize(
+                session,
+                tenant_id=tenant.id,
+                card_id=card_id,
+                transaction_id=transaction_id,
+                issuer_transaction_token=token,
+                kind=kind,
+                amount=amount,
+                currency=currency or "",
+                merchant={k: v for k, v in merchant.items() if v is not None},
+                settings=settings,
+                order=order,
+            )
+            if opened is None:
+                raise CardNotFound(card_id)
+            return SandboxCardSimulationResponse(issuer_transaction_token=token)
+
+        return run
+
+    return _opening(kind, attempt)
 
 
 async def accept_message(
@@ -442,7 +454,7 @@ async def apply_message(session: AsyncSession, *, tenant_id: str, payload: dict[
 
 
 async def _snapshot(
-    session: AsyncSession, *, tenant_id: str, account_ids: list[str]
+    session: LeanSession, *, tenant_id: str, account_ids: list[str]
 ) -> tuple[tuple[SourceSnapshot, ...], dict[str, Any]]:
     """The sources as decisioning sees them, and their account rows (for the balance webhook)."""
     balances = await ledger.balances(session, account_ids)
@@ -462,14 +474,14 @@ async def _snapshot(
 
 
 async def _hold(
-    session: AsyncSession,
+    session: LeanSession,
     tenant_id: str,
     account_id: str,
     currency: str,
     amount: int,
     transaction_id: str,
     *,
-    balance_last: bool = False,
+    order: ledger.BalanceOrder = ledger.BalanceOrder.FIRST,
 ) -> ledger.Entry:
     _, entry = await ledger.place_hold(
         session,
@@ -479,19 +491,31 @@ async def _hold(
         amount=amount,
         reference=transaction_id,
         kind=HOLD_KIND,
-        balance_last=balance_last,
+        order=order,
     )
     return entry
 
 
-class AuthorizationRaced(Exception):
+class AuthorizationRaced(Raced):
     """An approval decided on the snapshot found its source spent by a concurrent transaction when the
-    balance moved last. The transaction has writes that must not commit: roll it back and decide again
-    with `balance_last=False`."""
+    balance moved last. The transaction has writes that must not commit: its runner rolls it back and
+    decides again in the default order (`LeanFirst.careful`)."""
 
 
-async def authorize(
-    session: AsyncSession,
+# What opens a card transaction, as its caller runs it: an AUTHORIZATION tries the fast path first (see
+# `_authorize`), every other kind is one plain attempt in the default order.
+Opening = LeanFirst[T] | Callable[[AsyncSession], Awaitable[T]]
+
+
+def _opening(
+    kind: MessageKind, attempt: Callable[[ledger.BalanceOrder], Callable[[LeanSession], Awaitable[T]]]
+) -> Opening[T]:
+    if kind is _K.AUTHORIZATION:
+        return LeanFirst(lean=attempt(ledger.BalanceOrder.LAST), careful=attempt(ledger.BalanceOrder.FIRST))
+    return attempt(ledger.BalanceOrder.FIRST)
+
+
+def authorization(
     *,
     tenant_id: str,
     card_id: str,
@@ -501,7 +525,47 @@ async def authorize(
     amount: int,
     currency: str,
     merchant: dict[str, Any],
-    balance_last: bool = False,
+    settings: Settings,
+) -> Opening[CardTransaction | None]:
+    """A message that opens a card transaction, as the network sends it (a job queued by an earlier
+    version), as the operation the caller runs in its unit of work: see `_authorize`. An AUTHORIZATION is
+    a `LeanFirst` (db/unit_of_work.py): lean statements only with the balance moved last, then, raced
+    (AuthorizationRaced), the default order."""
+
+    def attempt(order: ledger.BalanceOrder) -> Callable[[LeanSession], Awaitable[CardTransaction | None]]:
+        async def run(session: LeanSession) -> CardTransaction | None:
+            return await _authorize(
+                session,
+                tenant_id=tenant_id,
+                card_id=card_id,
+                transaction_id=transaction_id,
+                issuer_transaction_token=issuer_transaction_token,
+                kind=kind,
+                amount=amount,
+                currency=currency,
+                merchant=merchant,
+                settings=settings,
+                order=order,
+            )
+
+        return run
+
+    return _opening(kind, attempt)
+
+
+async def _authorize(
+    session: LeanSession,
+    *,
+    tenant_id: str,
+    card_id: str,
+    transaction_id: str,
+    issuer_transaction_token: str,
+    kind: MessageKind,
+    amount: int,
+    currency: str,
+    merchant: dict[str, Any],
+    settings: Settings,
+    order: ledger.BalanceOrder,
 ) -> CardTransaction | None:
     """A message that opens a card transaction, as the network sends it: decided, and either approved
     (with its money: a hold, a pull, a credit, or none) or declined and recorded with its reason, in one
@@ -509,13 +573,15 @@ async def authorize(
     when the tenant has no such card (nothing written); an amount beyond what a card transaction holds is
     a 400 before anything is written. A BALANCE_INQUIRY is 0 in the card's currency.
 
-    Two statement orders for an AUTHORIZATION, one outcome. `balance_last` (the fast path: lean statements
-    only, the card's maxSpendPerTransaction read with the card) decides once on the snapshot, writes the
-    CardTransaction, its event and the hold's entry, and moves the source's balance last: the balance row —
-    one per funding account, shared by every card on it — stays locked only from that UPDATE to COMMIT. If
-    a concurrent transaction spent the source meanwhile, AuthorizationRaced: the caller rolls back and runs
-    the default order, which takes each source's balance first and falls through the sources in priority
-    order under their locks (as every other kind does)."""
+    Two statement orders for an AUTHORIZATION, one outcome. `ledger.BalanceOrder.LAST` (the fast path: lean
+    statements only, the card's maxSpendPerTransaction read with the card; a `LeanSession` may be a
+    LeanTransaction) decides once on the snapshot, writes the CardTransaction, its event and the hold's
+    entry, and moves the source's balance last: the balance row — one per funding account, shared by every
+    card on it — stays locked only from that UPDATE to COMMIT. If a concurrent transaction spent the source
+    meanwhile, AuthorizationRaced: the runner rolls back and runs the default order (`FIRST`, in an ORM
+    session), which takes each source's balance first and falls through the sources in priority order under
+    their locks (as every other kind does)."""
+    balance_last = order is ledger.BalanceOrder.LAST
     assert not balance_last or kind is _K.AUTHORIZATION
     issuer = providers.simulation_issuer()
     locked = await repository.card_for_authorization(session, tenant_id=tenant_id, card_id=card_id)
@@ -545,7 +611,7 @@ async def authorize(
                     session, tenant_id, decision.account_id, card.currency, card_amount, transaction_id
                 )
             else:
-                network = await _network_account(session, tenant_id=tenant_id, currency=card.currency)
+                network = await _network_account(_orm(session), tenant_id=tenant_id, currency=card.currency)
                 moved = await ledger.post(
                     session,
                     tenant_id=tenant_id,
@@ -604,28 +670,23 @@ async def authorize(
             CONFIRM_PULL_JOB,
             {"cardTransactionId": row.id},
             tenant_id=tenant_id,
-            run_at=now + issuer.pull_delay(get_settings()),
+            run_at=now + issuer.pull_delay(settings),
         )
     if single and (pull_fails or kind.purpose == Purpose.CREDIT):
-        network = await _network_account(session, tenant_id=tenant_id, currency=card.currency)
+        network = await _network_account(_orm(session), tenant_id=tenant_id, currency=card.currency)
         if pull_fails:  # the network settled, the funding source paid nothing: the operator pays
-            await _operator_pays(session, row, amount=card_amount, network=network)
+            await _operator_pays(_orm(session), row, amount=card_amount, network=network)
         else:
-            await _credit(session, row, amount=card_amount, network=network)
+            await _credit(_orm(session), row, amount=card_amount, network=network)
     rendered = await _emit(session, row, new=True)
     if balance_last and status == _T.AUTHORIZED:
         assert row.account_id is not None
         try:
             moved = await _hold(
-                session,
-                tenant_id,
-                row.account_id,
-                card.currency,
-                card_amount,
-                transaction_id,
-                balance_last=True,
+                session, tenant_id, row.account_id, card.currency, card_amount, transaction_id, order=order
             )
         except InsufficientFunds:
+            CARD_AUTHORIZATIONS_RACED.inc()
             raise AuthorizationRaced(transaction_id) from None
     if kind is _K.AUTHORIZATION:
         if moved is not None and status == _T.AUTHORIZED and row.account_id:
@@ -633,8 +694,15 @@ async def authorize(
                 session, account=accounts[row.account_id], balance=moved.balances[row.account_id]
             )
     elif single and not pull_fails:
-        await _balances_moved(session, tenant_id=tenant_id, account_ids=[row.account_id or ""])
+        await _balances_moved(_orm(session), tenant_id=tenant_id, account_ids=[row.account_id or ""])
     return rendered
+
+
+def _orm(session: LeanSession) -> AsyncSession:
+    """The ORM session of an opening's step only the default order takes (never an AUTHORIZATION's lean
+    attempt, which may run in a LeanTransaction)."""
+    assert isinstance(session, AsyncSession), "an ORM step in a lean transaction"
+    return session
 
 
 def _opening_status(kind: MessageKind, *, approved: bool, pull_fails: bool) -> CardTransactionStatus:

@@ -8,6 +8,7 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers.bulk_models import BulkImportErrorRow, BulkImportFileChunkRow, BulkImportJobRow
+from platpay.db.rows import get_scoped
 
 
 async def insert_job(session: AsyncSession, values: dict[str, Any]) -> None:
@@ -26,12 +27,7 @@ async def insert_file_chunk(
 async def get_job(
     session: AsyncSession, *, tenant_id: str, job_id: str, for_update: bool = False
 ) -> BulkImportJobRow | None:
-    stmt = select(BulkImportJobRow).where(
-        BulkImportJobRow.id == job_id, BulkImportJobRow.tenant_id == tenant_id
-    )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(session, BulkImportJobRow, id=job_id, tenant_id=tenant_id, for_update=for_update)
 
 
 async def file_chunk(session: AsyncSession, *, tenant_id: str, job_id: str, seq: int) -> bytes | None:

@@ -27,11 +27,11 @@ def _body_limits(settings: Settings) -> dict[str, int]:
 DOMAIN = Domain(
     name="customers",
     routers=(
-        Mount(bulk_endpoints.router, order=40),  # /customers/bulk/... before /customers/{customerId}
-        Mount(endpoints.router, order=50),
-        Mount(contact_endpoints.router, order=55),
-        Mount(endpoints.sandbox_router, order=80),
-        Mount(endpoints.page_router, order=170),
+        Mount(bulk_endpoints.router),
+        Mount(endpoints.router),
+        Mount(contact_endpoints.router),
+        Mount(endpoints.sandbox_router),
+        Mount(endpoints.page_router),
     ),
     models=(models, bulk_models, contact_models),
     jobs=(bulk_jobs,),

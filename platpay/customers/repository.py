@@ -12,15 +12,13 @@ from sqlalchemy.sql import ColumnElement
 
 from platpay.customers.models import CustomerRow
 from platpay.db import lean
+from platpay.db.rows import get_scoped
 
 
 async def get(
     session: AsyncSession, *, tenant_id: str, customer_id: str, for_update: bool = False
 ) -> CustomerRow | None:
-    stmt = select(CustomerRow).where(CustomerRow.id == customer_id, CustomerRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(session, CustomerRow, id=customer_id, tenant_id=tenant_id, for_update=for_update)
 
 
 async def taken_keys(

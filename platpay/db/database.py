@@ -34,6 +34,7 @@ from sqlalchemy.pool import NullPool
 from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, unavailable_reason
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
@@ -41,7 +42,7 @@ DEFAULT_TIMEOUT_SECONDS = 5.0
 
 # Called with the session after every successful write commit, by every Database; domains register here
 # at import (e.g. the ledger caches ids it read only once they are known to be committed).
-COMMIT_HOOKS: list[Callable[[AsyncSession], None]] = []
+COMMIT_HOOKS: list[Callable[[LeanSession], None]] = []
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -127,7 +128,7 @@ class Database:
         self._read_sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._write_sessions = async_sessionmaker(self._write_engine, expire_on_commit=False, autoflush=False)
         self._write_lock: asyncio.Lock | None = None
-        self._after_commit: list[Callable[[AsyncSession], None]] = []
+        self._after_commit: list[Callable[[LeanSession], None]] = []
         # Lean reads never open overflow connections: a burst of them would otherwise make the pool open
         # and close a connection every few requests. Per event loop, as asyncio primitives are.
         size = getattr(self.engine.pool, "size", None)
@@ -143,7 +144,7 @@ class Database:
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
         self._inline_readers: dict[int, sqlite3.Connection] = {}
 
-    def on_commit(self, callback: Callable[[AsyncSession], None]) -> None:
+    def on_commit(self, callback: Callable[[LeanSession], None]) -> None:
         """Run `callback(session)` after every successful write commit (in-process wake-ups only)."""
         self._after_commit.append(callback)
 
@@ -197,7 +198,7 @@ class Database:
         self._committed(session)
 
     @contextlib.asynccontextmanager
-    async def lean_transaction(self) -> AsyncIterator[AsyncSession | LeanTransaction]:
+    async def lean_transaction(self) -> AsyncIterator[LeanSession]:
         """A unit of work for an operation whose every statement is lean (`platpay.db.lean`): the same
         guarantees as `transaction()` (one commit on success, a rollback on any exception,
         DatabaseUnavailable for an outage, the commit hooks after the commit), without the ORM session's
@@ -238,9 +239,9 @@ class Database:
         except Exception as error:
             self._unavailable(error)
             raise
-        self._committed(lean_tx)  # type: ignore[arg-type]
+        self._committed(lean_tx)
 
-    def _committed(self, session: AsyncSession) -> None:
+    def _committed(self, session: LeanSession) -> None:
         """After a write transaction committed: the outage (if one was logged) is over; the commit hooks."""
         if self.outage.down_since is not None:
             self.outage.succeeded()

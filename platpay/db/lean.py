@@ -44,6 +44,7 @@ from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detach
 from sqlalchemy.sql.expression import Executable
 
 from platpay.db.faults import connection_lost
+from platpay.db.unit_of_work import LeanSession
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
 
@@ -125,13 +126,14 @@ class LeanTransaction:
         )
 
 
-async def _driver(session: AsyncSession) -> Driver:
+async def _driver(session: LeanSession) -> Driver:
     """(adapted DBAPI connection, driver connection, dialect, SQLAlchemy connection) of the session's
     transaction, begun; looked up once per transaction (each lookup is two greenlet round trips into
     SQLAlchemy)."""
     known = session.info.get(_DRIVER)
     if known is not None:
         return known
+    assert isinstance(session, AsyncSession)  # a LeanTransaction knows its driver from its start
     connection = await session.connection()
     fairy = await connection.get_raw_connection()
     adapted = fairy.dbapi_connection
@@ -179,7 +181,7 @@ async def _failed(known: Driver, sql: str, args: Any, error: Exception) -> Excep
     return translated
 
 
-async def rows(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run `lean` in the session's transaction; the rows it returns (none for DML without RETURNING)."""
     known = await _driver(session)
     _, driver, dialect, _ = known
@@ -194,12 +196,12 @@ async def rows(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> lis
     return [convert(row, results) for row in found] if results else []
 
 
-async def first(session: AsyncSession, lean: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
+async def first(session: LeanSession, lean: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
     found = await rows(session, lean, params)
     return found[0] if found else None
 
 
-async def execute_many(session: AsyncSession, lean: Lean, params: list[dict[str, Any]]) -> None:
+async def execute_many(session: LeanSession, lean: Lean, params: list[dict[str, Any]]) -> None:
     """Run a DML `lean` (no RETURNING) once per parameter set, in one driver call."""
     if not params:
         return
@@ -240,7 +242,7 @@ def _insert_columns(cls: type[Any]) -> tuple[tuple[str, str, Any], ...]:
     return columns
 
 
-async def add(session: AsyncSession, insert: Lean, cls: type[Any], values: Mapping[str, Any]) -> Any:
+async def add(session: LeanSession, insert: Lean, cls: type[Any], values: Mapping[str, Any]) -> Any:
     """`session.add(cls(**values))` and its flush, leanly: insert a new row with `insert` (its table's lean
     INSERT) and return it as a persistent `cls` instance in `session`, as if loaded (later changes to it flush
     as UPDATEs). `values` by attribute name; a column it leaves out or None takes its scalar default (or
@@ -262,11 +264,11 @@ async def add(session: AsyncSession, insert: Lean, cls: type[Any], values: Mappi
     return row
 
 
-def _instance(session: AsyncSession, cls: type[Any], values: dict[str, Any]) -> Any:
+def _instance(session: LeanSession, cls: type[Any], values: dict[str, Any]) -> Any:
     """The persistent `cls` instance for a row a lean SELECT read (`values` by attribute name): the one
     already in the session's identity map, else a new one attached as if the ORM had loaded it."""
     mapper = sa_inspect(cls)
-    if isinstance(session, LeanTransaction):  # no session: a snapshot
+    if not isinstance(session, AsyncSession):  # a LeanTransaction, no ORM session: a snapshot
         row = mapper.class_manager.new_instance()
         row.__dict__.update(values)
         return row
@@ -285,7 +287,7 @@ _GETS: dict[tuple[Any, ...], tuple[Lean, tuple[str, ...]]] = {}
 _MISSING = object()
 
 
-async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False, **where: Any) -> Any:
+async def get(session: LeanSession, cls: type[Any], *, for_update: bool = False, **where: Any) -> Any:
     """`session.scalar(select(cls).where(cls.a == a, cls.b.is_(None), ...))`, leanly: the one row matching
     every column = value (`None`: IS NULL) as a persistent instance, or None. Same identity-map semantics
     as the ORM's query: an instance already in the session is returned as it is."""
@@ -304,7 +306,7 @@ async def get(session: AsyncSession, cls: type[Any], *, for_update: bool = False
             statement = statement.with_for_update()
         found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in attrs))
     statement, keys = found
-    if not for_update and not isinstance(session, LeanTransaction):
+    if not for_update and isinstance(session, AsyncSession):
         # Like session.get: an instance this session already holds is the answer, without a query (a
         # query would return that same instance, unrefreshed, anyway).
         mapper = sa_inspect(cls)
@@ -334,11 +336,11 @@ def snapshot(cls: type[Any], keys: tuple[str, ...], values: Sequence[Any]) -> An
     return row
 
 
-def _attach(session: AsyncSession, row: Any) -> None:
+def _attach(session: LeanSession, row: Any) -> None:
     """Make an instance inserted by a lean INSERT persistent in `session`, as if loaded: later changes
     to it flush as UPDATEs with the unit of work. In a LeanTransaction there is no session: the row stays a
     snapshot (a change to it is not saved)."""
-    if isinstance(session, LeanTransaction):
+    if not isinstance(session, AsyncSession):
         return
     make_transient_to_detached(row)
     session.add(row)

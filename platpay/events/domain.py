@@ -5,7 +5,7 @@ from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
     name="events",
-    routers=(Mount(endpoints.router, order=60), Mount(endpoints.sandbox_router, order=70)),
+    routers=(Mount(endpoints.router), Mount(endpoints.sandbox_router)),
     models=(models,),
     jobs=(delivery,),
     event_types=frozenset({types.TEST}),

@@ -9,6 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
+from platpay.db.rows import get_scoped
+from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
     WebhookAttemptRow,
@@ -30,7 +32,7 @@ _INSERT_EVENT = Lean(
 _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 
 
-async def insert_event(session: AsyncSession, values: dict[str, Any]) -> str | None:
+async def insert_event(session: LeanSession, values: dict[str, Any]) -> str | None:
     """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of this
     statement (None when it has none)."""
     [(endpoint,)] = await lean.rows(
@@ -39,19 +41,16 @@ async def insert_event(session: AsyncSession, values: dict[str, Any]) -> str | N
     return endpoint
 
 
-async def insert_delivery(session: AsyncSession, values: dict[str, Any]) -> None:
+async def insert_delivery(session: LeanSession, values: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_DELIVERY, values)
 
 
 async def get_delivery(
     session: AsyncSession, *, delivery_id: str, tenant_id: str | None = None, for_update: bool = False
 ) -> WebhookDeliveryRow | None:
-    stmt = select(WebhookDeliveryRow).where(WebhookDeliveryRow.id == delivery_id)
-    if tenant_id is not None:
-        stmt = stmt.where(WebhookDeliveryRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(
+        session, WebhookDeliveryRow, id=delivery_id, tenant_id=tenant_id, for_update=for_update
+    )
 
 
 async def get_event(session: AsyncSession, event_id: str) -> EventRow | None:

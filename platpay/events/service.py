@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.events import breaker, repository, types
 from platpay.events import delivery as delivery_mod
 from platpay.events.errors import DeliveryNotFound, WebhookDeliveryError, WebhookEndpointNotSet
@@ -39,7 +40,7 @@ def _payload(resource: ApiModel | dict[str, Any]) -> dict[str, Any]:
 
 
 async def emit(
-    session: AsyncSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
+    session: LeanSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
 ) -> str:
     """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint;
     the event's id."""
@@ -60,7 +61,7 @@ async def emit(
 
 
 async def _schedule(
-    session: AsyncSession, *, event_id: str, tenant_id: str, type: str, url: str, now: datetime
+    session: LeanSession, *, event_id: str, tenant_id: str, type: str, url: str, now: datetime
 ) -> str:
     delivery_id = new_id("Webhook")
     job_id = await jobs_service.enqueue(

@@ -3,4 +3,4 @@
 from platpay.fx import endpoints, providers
 from platpay.kit.domain_spec import Domain, Mount
 
-DOMAIN = Domain(name="fx", routers=(Mount(endpoints.router, order=142),), providers=(providers,))
+DOMAIN = Domain(name="fx", routers=(Mount(endpoints.router),), providers=(providers,))

@@ -6,7 +6,7 @@ from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
     name="invitations",
-    routers=(Mount(endpoints.router, order=160), Mount(endpoints.page_router, order=170)),
+    routers=(Mount(endpoints.router), Mount(endpoints.page_router)),
     models=(models,),
     jobs=(jobs,),
     event_types=frozenset({CLAIMED_EVENT}),

@@ -20,9 +20,11 @@ from sqlalchemy import Integer, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
+from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.portable import lean_insert_ignore
 from platpay.db.types import UtcDateTime
+from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import registry
 from platpay.jobs.models import JobRow
 from platpay.kit.clock import NEVER
@@ -33,7 +35,7 @@ _INSERT = Lean(JobRow.__table__.insert())
 _INSERT_UNLESS_DEDUPED = lean_insert_ignore(JobRow.__table__)
 
 
-async def insert(session: AsyncSession, values: dict[str, Any]) -> bool:
+async def insert(session: LeanSession, values: dict[str, Any]) -> bool:
     """Insert a job; with a dedupe_key an existing job with that key wins. True if inserted."""
     if values.get("dedupe_key") is None:
         await lean.rows(session, _INSERT, values)
@@ -86,7 +88,14 @@ _DUE_OF_LANE = Lean(
 # Whether a lane has anything a claim could take (a due job, or a crashed one whose lease expired): run
 # alone in autocommit (Database.fetch_first) before a periodic claim, so that polling an idle lane costs one
 # indexed read instead of a claim transaction.
-CLAIMABLE_IN_LANE = Lean(select(JobRow.id).where(JobRow.lane == bindparam("lane"), _claimable(_NOW)).limit(1))
+_CLAIMABLE_IN_LANE = Lean(
+    select(JobRow.id).where(JobRow.lane == bindparam("lane"), _claimable(_NOW)).limit(1)
+)
+
+
+async def anything_claimable(db: Database, *, lane: str, now: datetime) -> bool:
+    """Whether the lane has a job to claim now: one autocommit read, no transaction (the poll's)."""
+    return await db.fetch_first(_CLAIMABLE_IN_LANE, {"lane": lane, "now": now}) is not None
 
 
 async def claim(
@@ -311,7 +320,7 @@ _FINISH = Lean(
 )
 
 
-async def finish(session: AsyncSession, *, job_id: str, token: str, now: datetime) -> bool:
+async def finish(session: LeanSession, *, job_id: str, token: str, now: datetime) -> bool:
     return bool(await lean.rows(session, _FINISH, {"job_id": job_id, "token": token, "now": now}))
 
 

@@ -19,10 +19,10 @@ import contextlib
 import random
 import traceback
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -30,12 +30,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG, placement
 from platpay.kit import clock, idempotency, rate_limits
 from platpay.metrics import JOB_RUNS
 
 log = structlog.get_logger("platpay.jobs")
+T = TypeVar("T")
+SessionT = TypeVar("SessionT", bound=LeanSession)
 
 # How soon the runner tries again after the database was unavailable (to claim, or to run a job).
 OUTAGE_RETRY_SECONDS = 0.5
@@ -97,17 +100,34 @@ class JobContext:
             raise LeaseLost(self.job_id)
         self._finished = True
 
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
+        """A write transaction that also finishes (or reschedules) this job, atomically with its effects."""
+        return self._transaction(self.db.transaction())
+
+    async def run(self, operation: LeanFirst[T] | Callable[[AsyncSession], Awaitable[T]]) -> T:
+        """`operation` in `transaction()`; a `LeanFirst` (a card authorization) first in a lean transaction
+        (`Database.lean_transaction()`: no ORM session on PostgreSQL), raced, once more in `transaction()`."""
+        if not isinstance(operation, LeanFirst):
+            async with self.transaction() as session:
+                return await operation(session)
+        try:
+            async with self._transaction(self.db.lean_transaction()) as lean_session:
+                return await operation.lean(lean_session)
+        except Raced:  # rolled back, the job unfinished: the careful attempt
+            async with self.transaction() as session:
+                return await operation.careful(session)
+
     @contextlib.asynccontextmanager
-    async def transaction(self, *, lean: bool = False) -> AsyncIterator[AsyncSession]:
-        """A write transaction that also finishes (or reschedules) this job, atomically with its effects.
-        `lean`: the handler runs only lean statements (platpay.db.lean), in `Database.lean_transaction()`
-        (a card authorization: no ORM session on PostgreSQL)."""
+    async def _transaction(
+        self, unit: contextlib.AbstractAsyncContextManager[SessionT]
+    ) -> AsyncIterator[SessionT]:
         if self._finished:
             raise RuntimeError("job already finished in an earlier transaction")
-        async with self.db.lean_transaction() if lean else self.db.transaction() as session:
+        async with unit as session:
             yield session
             now = clock.real_now()
             if self._retry_at is not None:
+                assert isinstance(session, AsyncSession), "a handler in a lean transaction asked to run later"
                 run_at, due_at = placement(self._retry_at, lane=self.lane, tenant_id=self.tenant_id)
                 ok = await repository.reschedule(
                     session,
@@ -149,7 +169,7 @@ class JobRunner:
         if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
             db.on_commit(self._on_commit)
 
-    def _on_commit(self, session: AsyncSession) -> None:
+    def _on_commit(self, session: LeanSession) -> None:
         lanes = session.info.pop(ENQUEUED_FLAG, None)
         if lanes:
             self._maybe_due.update(lanes)
@@ -382,10 +402,7 @@ class JobRunner:
             self._maybe_due.discard(lane.name)
             if lane.name in self._polled:
                 self._polled.discard(lane.name)
-                found = await self.db.fetch_first(
-                    repository.CLAIMABLE_IN_LANE, {"lane": lane.name, "now": clock.real_now()}
-                )
-                if found is None:
+                if not await repository.anything_claimable(self.db, lane=lane.name, now=clock.real_now()):
                     continue  # nothing to claim there now; a commit queueing a job wakes the lane again
             claimed = await self.claim(wanted, lane=lane.name)
             if len(claimed) == wanted:

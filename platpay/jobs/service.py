@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import get_settings
+from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import repository
 from platpay.jobs.registry import DEFAULT_LANE
 from platpay.kit import clock
@@ -23,7 +24,7 @@ from platpay.kit.ids import new_id
 ENQUEUED_FLAG = "platpay_jobs_enqueued"  # session.info: the lanes this transaction queued jobs in
 
 
-def _queued_in(session: AsyncSession, lane: str) -> None:
+def _queued_in(session: LeanSession, lane: str) -> None:
     """Note that the transaction made jobs of `lane` due: the runner of this process claims that lane
     as soon as it commits (other processes find them at their next poll)."""
     session.info.setdefault(ENQUEUED_FLAG, set()).add(lane)
@@ -46,7 +47,7 @@ def placement(when: datetime | None, *, lane: str, tenant_id: str | None) -> tup
 
 
 async def enqueue(
-    session: AsyncSession,
+    session: LeanSession,
     kind: str,
     payload: dict[str, Any],
     *,

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Mount:
-    """A router the app serves. Routes are tried in ascending `order` (then discovery order) where paths
-    overlap: `/customers/internal-accounts` must be tried before `/customers/{customerId}`."""
+    """A router the app serves. Where paths overlap, the app tries the more specific first, whichever domain
+    or router it comes from (`kit.routing.by_specificity`): `/customers/internal-accounts` before
+    `/customers/{customerId}`."""
 
     router: APIRouter
-    order: int = 100
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.types import IdColumn, UtcDateTime
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, Conflict, InvalidInput
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
@@ -118,6 +119,7 @@ class _StoredMeanwhile(Exception):
 
 
 Operation = Callable[[AsyncSession], Awaitable[tuple[int, Any]]]
+LeanOperation = Callable[[LeanSession], Awaitable[tuple[int, Any]]]  # one whose every statement is lean
 # Given an operation's refusal: what to write beside it (in the session given), or None for nothing.
 OnRefusal = Callable[[ApiError], Callable[[AsyncSession], Awaitable[None]] | None]
 
@@ -159,17 +161,45 @@ async def execute(
     tenant_id: str,
     key: str | None,
     request_fingerprint: str,
-    operation: Operation,
-    lean: bool = False,
+    operation: Operation | LeanFirst[tuple[int, Any]],
     on_refusal: OnRefusal | None = None,
 ) -> Response:
-    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key); without a key and
-    `lean`, in `db.lean_transaction()` (an operation whose every statement is lean). `on_refusal`: see the
-    module docstring."""
+    """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). A `LeanFirst`
+    (db/unit_of_work.py): its lean attempt first (without a key in `db.lean_transaction()`; with one in the
+    transaction that claims the key), raced, its careful one. `on_refusal`: see the module docstring."""
+    if not isinstance(operation, LeanFirst):
+        return await _execute(
+            db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation,
+            lean=False, on_refusal=on_refusal,
+        )  # fmt: skip
+    try:
+        return await _execute(
+            db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation.lean,
+            lean=True, on_refusal=on_refusal,
+        )  # fmt: skip
+    except Raced:  # its transaction rolled back: the careful attempt, from the start
+        return await _execute(
+            db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint,
+            operation=operation.careful, lean=False, on_refusal=on_refusal,
+        )  # fmt: skip
+
+
+async def _execute(
+    db: Database,
+    *,
+    tenant_id: str,
+    key: str | None,
+    request_fingerprint: str,
+    operation: Operation,
+    lean: bool,
+    on_refusal: OnRefusal | None,
+) -> Response:
+    """`execute` of one attempt; `lean`: the operation is a LeanOperation (it runs only lean statements), so
+    without a key it runs in `db.lean_transaction()`."""
     if key is None:
         try:
             async with db.lean_transaction() if lean else db.transaction() as session:
-                status, body = await operation(session)
+                status, body = await operation(session)  # type: ignore[arg-type]  # lean: a LeanOperation
         except ApiError as error:
             write = on_refusal(error) if on_refusal is not None and _is_answer(error) else None
             if write is not None:  # the operation's transaction rolled back: the record gets one of its own
@@ -352,20 +382,28 @@ class Idempotent:
     async def run(
         self,
         body: BaseModel | Mapping[str, Any] | None,
-        operation: Callable[[AsyncSession], Awaitable[ApiModel]],
+        operation: Callable[[AsyncSession], Awaitable[ApiModel]] | LeanFirst[Any],
         *,
         status: int = 201,
-        lean: bool = False,
         on_refusal: OnRefusal | None = None,
     ) -> Response:
-        """`lean`: the operation runs only lean statements (platpay.db.lean), so a request without an
-        Idempotency-Key runs it in `Database.lean_transaction()`, which has no ORM session. `on_refusal`:
+        """`operation`: a `LeanFirst` (db/unit_of_work.py) runs its lean attempt first, so a request without
+        an Idempotency-Key runs it in `Database.lean_transaction()`, which has no ORM session. `on_refusal`:
         what to record beside a refusal (see the module docstring)."""
         request = self.request
         state = request.state
 
-        async def run(session: AsyncSession) -> tuple[int, Any]:
-            return status, (await operation(session)).to_api()
+        def answering(attempt: Callable[[Any], Awaitable[ApiModel]]) -> LeanOperation:
+            async def run(session: LeanSession) -> tuple[int, Any]:
+                return status, (await attempt(session)).to_api()
+
+            return run
+
+        run: Operation | LeanFirst[tuple[int, Any]] = (
+            LeanFirst(answering(operation.lean), answering(operation.careful))
+            if isinstance(operation, LeanFirst)
+            else answering(operation)
+        )
 
         return await execute(
             request.app.state.db,
@@ -378,7 +416,6 @@ class Idempotent:
                 caller=getattr(state, "caller", None),
             ),
             operation=run,
-            lean=lean,
             on_refusal=on_refusal,
         )
 

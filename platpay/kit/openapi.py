@@ -14,7 +14,10 @@ types (docs/architecture.md, "OpenAPI conventions"):
   it `<OperationId>Body`);
 - parameters and properties carry no `title` (pydantic's "Sortorder" for `sortOrder`): a generator names
   an inline enum after its parameter or property, as for the reference (`ListTransactionsSortOrder`);
-- no framework 422 and no schemas of its own.
+- no framework 422 and no schemas of its own;
+- its paths in the order the document has always had (`data/openapi_path_order.json`; a path not listed
+  there follows, in the app's order), which is also the order the app tries its routes in but where a more
+  specific route must go first (kit/routing.py `by_specificity`).
 
 Operation ids, tags and schema names are not made here: each route states its `operation_id=` and each
 model's class name is its component name (tests/test_openapi_reference.py compares them to the reference).
@@ -22,7 +25,10 @@ model's class name is its component name (tests/test_openapi_reference.py compar
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI
@@ -30,6 +36,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
+from starlette.routing import BaseRoute
 
 from platpay import API_VERSION, package_version
 from platpay.kit.api_model import EXTENDS, ApiRequest, without_null
@@ -51,11 +58,28 @@ def error_content(status: int | str) -> dict[str, Any]:
     return {"application/json": {"schema": {"$ref": f"{SCHEMAS}{error_name(status)}"}}}
 
 
+@cache
+def _path_positions() -> dict[str, int]:
+    paths = json.loads(
+        resources.files("platpay.kit").joinpath("data/openapi_path_order.json").read_text("utf-8")
+    )
+    return {path: position for position, path in enumerate(paths)}
+
+
+def documented_order(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The routes in the document's order: by their path's place in `data/openapi_path_order.json`, those of
+    one path (its methods) and the unlisted ones after them in the app's order."""
+    positions = _path_positions()
+    return sorted(routes, key=lambda route: positions.get(getattr(route, "path", ""), len(positions)))
+
+
 def document(app: FastAPI, *, error_codes: Mapping[int, set[str]]) -> dict[str, Any]:
     """The app's document, built once; `error_codes` holds every code each HTTP status can carry."""
     if app.openapi_schema:
         return app.openapi_schema
-    schema = get_openapi(title="platpay", version=API_VERSION, description=DESCRIPTION, routes=app.routes)
+    schema = get_openapi(
+        title="platpay", version=API_VERSION, description=DESCRIPTION, routes=documented_order(app.routes)
+    )
     _examples_as_written(app, schema)
     # info.version is the API's version (the reference's); the software serving it is versioned apart.
     schema["info"]["x-platpay-version"] = package_version()

@@ -4,9 +4,11 @@ answers 415 to a body in the wrong media type, and omits null fields from respon
 from __future__ import annotations
 
 import contextlib
+import heapq
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
@@ -15,7 +17,7 @@ from fastapi.routing import APIRoute
 from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from platpay import BASE_PATH
@@ -155,6 +157,70 @@ def _without_body(
         return await handler(request)
 
     return bodyless
+
+
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
+
+
+def _is_parameter(segment: str) -> bool:
+    return segment.startswith("{") and segment.endswith("}")
+
+
+def takes_requests_of(general: str, specific: str) -> bool:
+    """Whether a route on path `general`, tried first, would take requests meant for one on `specific`: the
+    two paths match a common request, and where they first differ in kind `general` has a parameter and
+    `specific` a literal (`/customers/{customerId}` and `/customers/internal-accounts`). A `{name:path}`
+    parameter takes the rest of the path."""
+    first, second = _segments(general), _segments(specific)
+    for index, (a, b) in enumerate(zip(first, second, strict=False)):
+        if a.endswith(":path}") or b.endswith(":path}"):
+            return a.endswith(":path}") and not b.endswith(":path}")
+        if _is_parameter(a) != _is_parameter(b):
+            return _is_parameter(a) and _overlap(first[index + 1 :], second[index + 1 :])
+        if not _is_parameter(a) and a != b:
+            return False  # two literals: no request matches both
+    return False  # one shape: neither is more specific
+
+
+def _overlap(first: list[str], second: list[str]) -> bool:
+    """Whether the rest of two paths (past a position where they may both match) match a common request."""
+    if len(first) != len(second):
+        return bool(first and first[-1].endswith(":path}")) or bool(second and second[-1].endswith(":path}"))
+    return all(_is_parameter(a) or _is_parameter(b) or a == b for a, b in zip(first, second, strict=True))
+
+
+def by_specificity(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The routes in the order the app tries them: their given order, except that a route goes before every
+    route that would take its requests (`takes_requests_of`), however the domains list them. So no domain
+    coordinates its routes' order with another's; the given order (the document's, kit/openapi.py) only
+    decides which of two routes that never match the same request is tried first, which is all a request's
+    cost depends on (the app tries routes one by one)."""
+    return [routes[index] for index in _placement(tuple(getattr(route, "path", "") for route in routes))]
+
+
+@cache
+def _placement(paths: tuple[str, ...]) -> tuple[int, ...]:
+    """`by_specificity`'s order of routes on these paths, as their indexes (every app of a process has the
+    same routes: computed once)."""
+    waits_for: list[set[int]] = [set() for _ in paths]
+    for index, path in enumerate(paths):
+        for other, other_path in enumerate(paths):
+            if other != index and path != other_path and takes_requests_of(path, other_path):
+                waits_for[index].add(other)
+    ready = [index for index, waiting in enumerate(waits_for) if not waiting]
+    heapq.heapify(ready)
+    placed: list[int] = []
+    while ready:
+        index = heapq.heappop(ready)
+        placed.append(index)
+        for other, waiting in enumerate(waits_for):
+            if index in waiting:
+                waiting.discard(index)
+                if not waiting:
+                    heapq.heappush(ready, other)
+    assert len(placed) == len(paths), "routes that would each take the other's requests"
+    return tuple(placed)
 
 
 def api_router(**kwargs: Any) -> APIRouter:

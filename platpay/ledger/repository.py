@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many, lean_in
+from platpay.db.unit_of_work import LeanSession
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
 
 _ACCOUNTS = LedgerAccountRow.__table__
@@ -67,7 +68,7 @@ _BALANCES = lean_in(
 )
 
 
-async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, tuple[int, int]]:
+async def balances(session: LeanSession, account_ids: list[str]) -> dict[str, tuple[int, int]]:
     """(available, held) of each account that exists, leanly (a card authorization reads its sources'
     balances in a LeanTransaction)."""
     if not account_ids:
@@ -81,7 +82,7 @@ async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, t
 
 
 async def apply(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     account_id: str,
@@ -106,7 +107,7 @@ async def apply(
     )  # type: ignore[return-value]
 
 
-async def get_account(session: AsyncSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
+async def get_account(session: LeanSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
     """Leanly (a refused card hold explains itself from here, in a LeanTransaction)."""
     return await lean.get(session, LedgerAccountRow, id=account_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
 
@@ -119,7 +120,7 @@ async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str
     )
 
 
-async def insert_entry(session: AsyncSession, entry: dict[str, Any], postings: list[dict[str, Any]]) -> None:
+async def insert_entry(session: LeanSession, entry: dict[str, Any], postings: list[dict[str, Any]]) -> None:
     await lean.rows(session, _INSERT_ENTRY, entry)
     await lean.execute_many(session, _INSERT_POSTING, postings)
 
@@ -218,7 +219,7 @@ async def balance_after(session: AsyncSession, *, account_id: str, entry_id: str
 _INSERT_HOLD = Lean(LedgerHoldRow.__table__.insert())
 
 
-async def insert_hold(session: AsyncSession, row: dict[str, Any]) -> None:
+async def insert_hold(session: LeanSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_HOLD, row)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import event
@@ -22,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.db.database import COMMIT_HOOKS
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -158,7 +160,7 @@ def _forget_rolled_back_system_accounts(session: Session, previous_transaction: 
         session.info[_NEW_SYSTEM_IDS] = [item for item in staged if previous_transaction not in item[2]]
 
 
-def _remember_committed_system_accounts(session: AsyncSession) -> None:
+def _remember_committed_system_accounts(session: LeanSession) -> None:
     """After-commit hook: system account ids read in a committed transaction (outside any savepoint that
     was rolled back) may be cached."""
     _system_ids.update({key: account_id for key, account_id, _ in session.info.pop(_NEW_SYSTEM_IDS, [])})
@@ -178,6 +180,20 @@ def _check_balanced(legs: list[Leg]) -> None:
         raise UnbalancedEntry(f"postings do not sum to zero per currency: {unbalanced}")
 
 
+class BalanceOrder(Enum):
+    """When an entry moves the balances it touches, relative to its other writes (the entry, its postings, a
+    hold's row): the ledger's one statement order knob.
+
+    FIRST (the default): the balances move first, so a refusal (InsufficientFunds) has changed nothing.
+    LAST: the other writes go first and the balances move as the last statements: a balance row is a hot row
+    (every movement of the account waits on its lock until COMMIT), and taking its lock last keeps it held
+    for the fewest round trips. A refusal then leaves the other writes done: the caller's transaction MUST
+    be rolled back (a card authorization's lean attempt raises `Raced`: db/unit_of_work.py)."""
+
+    FIRST = "first"
+    LAST = "last"
+
+
 @dataclass
 class Entry:
     id: str
@@ -186,24 +202,20 @@ class Entry:
 
 
 async def post(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     kind: str,
     reference: str | None,
     legs: list[Leg],
     reverses_id: str | None = None,
-    balances_last: bool = False,
+    order: BalanceOrder = BalanceOrder.FIRST,
 ) -> Entry:
-    """Write one balanced entry and move the balances it touches, or refuse with InsufficientFunds.
-
-    By default the balances move first, so a refusal has changed nothing. `balances_last` writes the entry
-    first and moves the balances as the last statements: a balance row is a hot row (every movement of the
-    account waits on its lock until COMMIT), and taking its lock last keeps it held for the fewest round
-    trips. A refusal then leaves the entry written: the caller's transaction MUST be rolled back."""
+    """Write one balanced entry and move the balances it touches, or refuse with InsufficientFunds (with
+    `BalanceOrder.LAST`, after writing the entry: roll back)."""
     _check_balanced(legs)
     now = clock.now()
-    if balances_last:
+    if order is BalanceOrder.LAST:
         entry_id = await _write_entry(
             session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, reverses_id=reverses_id,
             now=now,
@@ -219,7 +231,7 @@ async def post(
 
 
 async def _apply_legs(
-    session: AsyncSession, *, tenant_id: str, legs: list[Leg], now: datetime
+    session: LeanSession, *, tenant_id: str, legs: list[Leg], now: datetime
 ) -> dict[str, Balance]:
     """Move the balances the legs touch (one conditional UPDATE per account, in id order so concurrent
     entries lock in one order); InsufficientFunds at the first account that cannot pay."""
@@ -250,7 +262,7 @@ async def _apply_legs(
 
 
 async def _write_entry(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     kind: str,
@@ -288,7 +300,7 @@ async def _write_entry(
 
 
 async def _explain_refusal(
-    session: AsyncSession, *, tenant_id: str, account_id: str, currency: str, needed: int
+    session: LeanSession, *, tenant_id: str, account_id: str, currency: str, needed: int
 ) -> None:
     account = await repository.get_account(session, tenant_id=tenant_id, account_id=account_id)
     if account is None or account.currency != currency:
@@ -330,7 +342,7 @@ class Hold:
 
 
 async def place_hold(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     account_id: str,
@@ -338,14 +350,13 @@ async def place_hold(
     amount: int,
     reference: str,
     kind: str = "HOLD",
-    balance_last: bool = False,
+    order: BalanceOrder = BalanceOrder.FIRST,
 ) -> tuple[Hold, Entry]:
     """Reserve `amount` of an account's available money for `reference` (available ↓, total unchanged):
     a balanced entry moving it from AVAILABLE to HELD and the hold that owns it, or InsufficientFunds (the
-    conditional UPDATE refuses, so concurrent holds can never overdraw). One hold per reference. By default
-    a refusal has changed nothing; with `balance_last` the entry and the hold are written before the
-    balance moves (its row lock is then held only from the UPDATE to COMMIT) and a refusal leaves them
-    written: the caller's transaction MUST be rolled back."""
+    conditional UPDATE refuses, so concurrent holds can never overdraw). One hold per reference. `order`:
+    see BalanceOrder (LAST: the entry and the hold are written before the balance moves, and a refusal
+    leaves them written: roll back)."""
     now = clock.now()
     hold = Hold(new_id("Hold"), account_id, currency, amount, amount, "OPEN", reference)
     row = {
@@ -361,12 +372,10 @@ async def place_hold(
         "updated_at": now,
     }
     legs = [Leg(account_id, currency, -amount, AVAILABLE), Leg(account_id, currency, amount, HELD)]
-    if balance_last:
+    if order is BalanceOrder.LAST:
         await repository.insert_hold(session, row)
-    entry = await post(
-        session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, balances_last=balance_last
-    )
-    if not balance_last:
+    entry = await post(session, tenant_id=tenant_id, kind=kind, reference=reference, legs=legs, order=order)
+    if order is BalanceOrder.FIRST:
         await repository.insert_hold(session, row)
     return hold, entry
 
@@ -449,7 +458,7 @@ async def grow_hold(
     return entry
 
 
-async def balances(session: AsyncSession, account_ids: list[str]) -> dict[str, Balance]:
+async def balances(session: LeanSession, account_ids: list[str]) -> dict[str, Balance]:
     found = await repository.balances(session, account_ids)
     return {account_id: Balance(*found.get(account_id, (0, 0))) for account_id in account_ids}
 

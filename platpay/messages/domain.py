@@ -5,7 +5,7 @@ from platpay.messages import endpoints, jobs, models, providers, sandbox, smtp
 
 DOMAIN = Domain(
     name="messages",
-    routers=(Mount(endpoints.sandbox_router, order=75),),
+    routers=(Mount(endpoints.sandbox_router),),
     models=(models,),
     jobs=(jobs,),
     providers=(providers, smtp, sandbox),

@@ -9,7 +9,9 @@ from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
+from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
 from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
 
@@ -17,7 +19,7 @@ from platpay.messages.state import MessageStatus
 # (an OTP email per challenge; the target is >= 100 logins/s on one process).
 _INSERT = Lean(MessageRow.__table__.insert())
 _COLUMNS, _KEYS = lean.columns_of(MessageRow)
-BY_ID = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")))
+_BY_ID = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")))
 _BY_ID_FOR_UPDATE = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")).with_for_update())
 _RECORD = Lean(
     update(MessageRow)
@@ -54,16 +56,23 @@ async def insert(session: AsyncSession, values: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT, values)
 
 
-def row_of(values: Any) -> MessageRow:
-    """A read-only MessageRow of a row `BY_ID` read (not attached to any session)."""
+def _row_of(values: Any) -> MessageRow:
+    """A read-only MessageRow of a row a lean SELECT read (not attached to any session)."""
     row: MessageRow = lean.snapshot(MessageRow, _KEYS, values)
     return row
+
+
+async def get_outside_transaction(db: Database, *, message_id: str) -> MessageRow | None:
+    """The message, read in autocommit without a transaction (`Database.fetch_first`); a read-only
+    snapshot."""
+    found = await db.fetch_first(_BY_ID, {"message_id": message_id})
+    return None if found is None else _row_of(found)
 
 
 async def get_for_update(session: AsyncSession, *, message_id: str) -> MessageRow | None:
     """The message, its row locked until the transaction ends; a read-only snapshot (`record` writes)."""
     found = await lean.first(session, _BY_ID_FOR_UPDATE, {"message_id": message_id})
-    return None if found is None else row_of(found)
+    return None if found is None else _row_of(found)
 
 
 async def record_sent(
@@ -99,12 +108,7 @@ async def record(session: AsyncSession, row: MessageRow) -> None:
 async def get(
     session: AsyncSession, *, message_id: str, tenant_id: str | None = None, for_update: bool = False
 ) -> MessageRow | None:
-    stmt = select(MessageRow).where(MessageRow.id == message_id)
-    if tenant_id is not None:
-        stmt = stmt.where(MessageRow.tenant_id == tenant_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return await session.scalar(stmt)
+    return await get_scoped(session, MessageRow, id=message_id, tenant_id=tenant_id, for_update=for_update)
 
 
 def mailbox_query(

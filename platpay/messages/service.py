@@ -188,8 +188,7 @@ def _content(row: MessageRow) -> dict[str, Any]:
 async def outbound(db: Database, *, message_id: str) -> Outbound | None:
     """The message as its sender takes it, or None when it is no longer QUEUED (sent, failed, gone): one
     autocommit read, no transaction."""
-    found = await db.fetch_first(repository.BY_ID, {"message_id": message_id})
-    row = repository.row_of(found) if found is not None else None
+    row = await repository.get_outside_transaction(db, message_id=message_id)
     if row is None or row.status != MessageStatus.QUEUED or row.content is None:
         return None
     content = _content(row)

@@ -23,9 +23,9 @@ def _body_limits(settings: Settings) -> dict[str, int]:
 DOMAIN = Domain(
     name="onboarding",
     routers=(
-        Mount(endpoints.router, order=60),
-        Mount(endpoints.documents_router, order=61),
-        Mount(page_endpoints.router, order=400),
+        Mount(endpoints.router),
+        Mount(endpoints.documents_router),
+        Mount(page_endpoints.router),
     ),
     models=(models,),
     jobs=(jobs,),

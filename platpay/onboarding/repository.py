@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.rows import get_scoped
 from platpay.onboarding.models import BeneficialOwnerRow, DocumentRow, KycLinkRow, VerificationRow
 
 # ---- verifications
@@ -16,12 +17,9 @@ from platpay.onboarding.models import BeneficialOwnerRow, DocumentRow, KycLinkRo
 async def get_verification(
     session: AsyncSession, *, tenant_id: str, verification_id: str, for_update: bool = False
 ) -> VerificationRow | None:
-    stmt = select(VerificationRow).where(
-        VerificationRow.tenant_id == tenant_id, VerificationRow.id == verification_id
+    return await get_scoped(
+        session, VerificationRow, id=verification_id, tenant_id=tenant_id, for_update=for_update
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return (await session.scalars(stmt)).first()
 
 
 async def latest_verification(
@@ -53,12 +51,9 @@ def verifications_query(*, tenant_id: str, customer_id: str | None, status: str 
 async def get_owner(
     session: AsyncSession, *, tenant_id: str, owner_id: str, for_update: bool = False
 ) -> BeneficialOwnerRow | None:
-    stmt = select(BeneficialOwnerRow).where(
-        BeneficialOwnerRow.tenant_id == tenant_id, BeneficialOwnerRow.id == owner_id
+    return await get_scoped(
+        session, BeneficialOwnerRow, id=owner_id, tenant_id=tenant_id, for_update=for_update
     )
-    if for_update:
-        stmt = stmt.with_for_update()
-    return (await session.scalars(stmt)).first()
 
 
 async def owners_of(
@@ -98,10 +93,7 @@ def owners_query(*, tenant_id: str, customer_id: str) -> Select[Any]:
 async def get_document(
     session: AsyncSession, *, tenant_id: str, document_id: str, for_update: bool = False
 ) -> DocumentRow | None:
-    stmt = select(DocumentRow).where(DocumentRow.tenant_id == tenant_id, DocumentRow.id == document_id)
-    if for_update:
-        stmt = stmt.with_for_update()
-    return (await session.scalars(stmt)).first()
+    return await get_scoped(session, DocumentRow, id=document_id, tenant_id=tenant_id, for_update=for_update)
 
 
 async def documents_of_customer(

@@ -29,16 +29,14 @@ _OUTGOING = (
 DOMAIN = Domain(
     name="payments",
     routers=(
-        # /transactions/{transactionId}/approve|reject before any broader /transactions/... route
-        Mount(incoming_endpoints.router, order=90),
-        Mount(endpoints.router, order=100),
-        Mount(endpoints.sandbox_router, order=110),
-        Mount(incoming_endpoints.sandbox_router, order=120),
-        Mount(lookup_endpoints.router, order=130),
-        Mount(quote_endpoints.router, order=140),
-        # fx's GET /exchange-rates is 142: /openapi.json keeps its order
-        Mount(quote_endpoints.lookup_router, order=144),
-        Mount(quote_endpoints.sandbox_router, order=150),
+        Mount(incoming_endpoints.router),
+        Mount(endpoints.router),
+        Mount(endpoints.sandbox_router),
+        Mount(incoming_endpoints.sandbox_router),
+        Mount(lookup_endpoints.router),
+        Mount(quote_endpoints.router),
+        Mount(quote_endpoints.lookup_router),
+        Mount(quote_endpoints.sandbox_router),
     ),
     models=(models, quote_models),
     jobs=(jobs, incoming_jobs, quote_jobs),

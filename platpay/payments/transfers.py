@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
 from platpay.accounts.validators import corridors
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
@@ -127,6 +127,7 @@ async def _create_transfer(
     platform_customer_id: str | None,
     description: str | None,
     agent_id: str | None,
+    settings: Settings,
     rail_chosen: bool = False,
     remittance_information: str | None = None,
     purpose_of_payment: str | None = None,
@@ -136,7 +137,7 @@ async def _create_transfer(
     rail's delay for its outcome from now (the process step runs at once)."""
     rail_provider = providers.rail_for(tenant)
     outcome = rail_provider.transfer_outcome(corridors.primary_identifier(external.account_info))
-    delay = rail_provider.transfer_delay(outcome, get_settings())
+    delay = rail_provider.transfer_delay(outcome, settings)
     now = clock.now()
     internal_ref = {"accountId": internal.id, "currency": internal.currency}
     external_ref = {"accountId": external.id, "currency": external.currency}
@@ -209,6 +210,7 @@ async def plan_transfer_out(
     customer_id: str | None = None,
     remittance_information: str | None = None,
     purpose_of_payment: str | None = None,
+    settings: Settings,
 ) -> TransferPlan:
     """The checks of POST /transfer-out, then its PENDING transaction (no webhook yet) with the amount held
     on the internal account (InsufficientFunds refuses it): see `transfer_out`. `agent_id`: the agent
@@ -248,6 +250,7 @@ async def plan_transfer_out(
         platform_customer_id=platform_customer_id,
         description=description,
         agent_id=agent_id,
+        settings=settings,
         rail_chosen=payment_rail is not None,
         remittance_information=remittance_information,
         purpose_of_payment=purpose_of_payment,
@@ -275,6 +278,7 @@ async def plan_transfer_in(
     description: str | None = None,
     agent_id: str | None = None,
     customer_id: str | None = None,
+    settings: Settings,
 ) -> TransferPlan:
     """The checks of POST /transfer-in, then its PENDING transaction (no webhook yet): see `transfer_in`."""
     internal, external, owner = await _accounts(
@@ -309,6 +313,7 @@ async def plan_transfer_in(
         platform_customer_id=platform_customer_id,
         description=description,
         agent_id=agent_id,
+        settings=settings,
     )
     return TransferPlan(row=row, internal=internal, hold=None)
 
@@ -403,6 +408,7 @@ async def transfer_out(
         agent_id=agent_id,
         remittance_information=remittance_information,
         purpose_of_payment=purpose_of_payment,
+        settings=settings,
     )
     row, internal = plan.row, plan.internal
     assert plan.hold is not None
@@ -448,6 +454,7 @@ async def transfer_in(
         amount=amount,
         description=description,
         agent_id=agent_id,
+        settings=settings,
     )
     return await start_transfer(session, tenant=tenant, row=plan.row)
 

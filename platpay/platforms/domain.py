@@ -3,4 +3,4 @@
 from platpay.kit.domain_spec import Domain, Mount
 from platpay.platforms import endpoints
 
-DOMAIN = Domain(name="platforms", routers=(Mount(endpoints.router, order=10),))
+DOMAIN = Domain(name="platforms", routers=(Mount(endpoints.router),))

@@ -4,4 +4,4 @@
 from platpay.kit.domain_spec import Domain, Mount
 from platpay.sandbox import endpoints, faults
 
-DOMAIN = Domain(name="sandbox", routers=(Mount(endpoints.router, order=70),), jobs=(faults,))
+DOMAIN = Domain(name="sandbox", routers=(Mount(endpoints.router),), jobs=(faults,))

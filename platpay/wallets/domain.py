@@ -10,8 +10,8 @@ DOMAIN = Domain(
     name="wallets",
     routers=(
         # /auth/credentials/passkey-challenges is declared before /auth/credentials/{id} in its router
-        Mount(endpoints.router, order=200),
-        Mount(endpoints.account_router, order=201),
+        Mount(endpoints.router),
+        Mount(endpoints.account_router),
     ),
     models=(models,),
     jobs=(jobs,),

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean, portable
 from platpay.db.lean import Lean
+from platpay.db.rows import get_scoped
 from platpay.wallets.models import (
     AuditRow,
     ChallengeRow,
@@ -147,9 +148,7 @@ def _active_sessions(tenant_id: str, now: datetime) -> Any:
 
 
 async def get_session(session: AsyncSession, *, tenant_id: str, session_id: str) -> SessionRow | None:
-    return await session.scalar(
-        select(SessionRow).where(SessionRow.tenant_id == tenant_id, SessionRow.id == session_id)
-    )
+    return await get_scoped(session, SessionRow, id=session_id, tenant_id=tenant_id)
 
 
 async def get_active_session(
@@ -259,9 +258,7 @@ async def insert_challenge(session: AsyncSession, row: dict[str, Any]) -> None:
 
 
 async def get_challenge(session: AsyncSession, *, tenant_id: str, request_id: str) -> ChallengeRow | None:
-    return await session.scalar(
-        select(ChallengeRow).where(ChallengeRow.tenant_id == tenant_id, ChallengeRow.id == request_id)
-    )
+    return await get_scoped(session, ChallengeRow, id=request_id, tenant_id=tenant_id)
 
 
 async def take_challenge(

@@ -1,0 +1,40 @@
+"""The one lookup every repository makes: a row by its id, scoped to its tenant, optionally locked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from sqlalchemy import ColumnElement, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+RowT = TypeVar("RowT")
+
+
+async def get_scoped(
+    session: AsyncSession,
+    model: type[RowT],
+    *,
+    id: str,
+    tenant_id: str | None,
+    where: Iterable[ColumnElement[bool]] = (),
+    for_update: bool = False,
+    shared: bool = False,
+    refresh: bool = False,
+) -> RowT | None:
+    """The `model` row `id` of the tenant, or None (missing, or another tenant's): `SELECT … WHERE id = :id
+    AND tenant_id = :tenant_id [AND where …] [FOR UPDATE]`. `tenant_id` None: whichever tenant's (a job's
+    lookup, its id alone). `for_update` locks the row until the transaction ends (PostgreSQL; SQLite has one
+    writer), `shared` in share mode (FOR SHARE); `refresh`: the locked row's values replace those of an
+    instance the session already holds (read before the lock was taken)."""
+    columns: Any = model  # a mapped class: its `id` and `tenant_id` columns
+    stmt = select(model).where(columns.id == id)
+    if tenant_id is not None:
+        stmt = stmt.where(columns.tenant_id == tenant_id)
+    for condition in where:
+        stmt = stmt.where(condition)
+    if for_update:
+        stmt = stmt.with_for_update(read=shared)
+        if refresh:
+            stmt = stmt.execution_options(populate_existing=True)
+    return await session.scalar(stmt)
