@@ -396,7 +396,7 @@ def test_a_row_by_its_id_within_its_tenant_is_read_by_one_helper() -> None:
 # Settings are reached one way: the process's wiring reads them (`get_settings()`), endpoints take them from
 # `request.app.state.settings`, jobs from `ctx.settings`, and a service that needs one takes `settings=`.
 SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
-# Services that still read the process's settings themselves (issue 29 item 5, not yet converted): this list
+# Services that still read the process's settings themselves (not yet converted to take `settings=`): this list
 # only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
 SETTINGS_READERS_TO_CONVERT = {
     "accounts/external_service.py",
