@@ -233,6 +233,122 @@ def test_lean_statements_only_where_the_fast_path_says() -> None:
     )
 
 
+def _status_enums() -> dict[str, type]:
+    """Every status enum: the StrEnums named *Status or *State in the domains' state.py modules."""
+    import importlib
+    from enum import StrEnum
+
+    enums: dict[str, type] = {}
+    for path in sorted(ROOT.rglob("state.py")):
+        module = importlib.import_module("platpay." + ".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for name, value in vars(module).items():
+            if (
+                isinstance(value, type)
+                and issubclass(value, StrEnum)
+                and value.__module__ == module.__name__
+                and name.endswith(("Status", "State"))
+            ):
+                enums[f"{module.__name__}.{name}"] = value
+    return enums
+
+
+def _names_a_status(name: str) -> bool:
+    lowered = name.lower()
+    return (
+        lowered in ("status", "state") or lowered.endswith(("_status", "_state")) or name.endswith("Status")
+    )
+
+
+def _status_literals(tree: ast.AST, values: frozenset[str]) -> list[ast.Constant]:
+    """String constants equal to a status value where a status is compared or given: either side of a
+    comparison (`row.status == "ACTIVE"`, `status in ("A", "B")`), `.in_(...)`/`.not_in(...)` arguments, a
+    keyword argument or an assignment target named status/state/*_status/*_state, a dict value under such a
+    key (`{"status": "OPEN"}`)."""
+
+    def constants(node: ast.AST | None) -> list[ast.Constant]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in values:
+            return [node]
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return [found for element in node.elts for found in constants(element)]
+        if isinstance(node, ast.IfExp):
+            return constants(node.body) + constants(node.orelse)
+        return []
+
+    found: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                found += constants(side)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and node.func.attr in ("in_", "not_in", "notin_"):
+                for argument in node.args:
+                    found += constants(argument)
+            for keyword in node.keywords:
+                if keyword.arg is not None and _names_a_status(keyword.arg):
+                    found += constants(keyword.value)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                elements = target.elts if isinstance(target, ast.Tuple) else [target]
+                assigned = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for element, value in zip(elements, assigned, strict=False):
+                    if isinstance(element, ast.Attribute):
+                        name = element.attr
+                    elif isinstance(element, ast.Name):
+                        name = element.id
+                    elif isinstance(element, ast.Subscript) and isinstance(element.slice, ast.Constant):
+                        name = str(element.slice.value)
+                    else:
+                        continue
+                    if _names_a_status(name):
+                        found += constants(value)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and _names_a_status(key.value)
+                ):
+                    found += constants(value)
+    return found
+
+
+# Modules that may spell a status out: the enums themselves, the API's schemas (Literal types the OpenAPI
+# document is generated from) and the migrations (each freezes the values of its own revision).
+_STATUS_SPELLED_OUT = ("state.py", "schemas.py")
+
+
+def test_statuses_are_enum_members_outside_state_and_schemas() -> None:
+    """A status compared or written as a raw string drifts from its enum (a typo is a silent mismatch):
+    outside state.py and schemas.py every one is a member of its StrEnum."""
+    values = frozenset(member.value for enum in _status_enums().values() for member in enum)  # type: ignore[attr-defined]
+    assert {"ACTIVE", "OPEN", "QUEUED", "PENDING_APPROVAL"} <= values
+    offenders = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        if path.name.endswith(_STATUS_SPELLED_OUT) or relative.parts[0] == "migrations":
+            continue
+        offenders += [
+            f"platpay/{relative}:{constant.lineno}: {constant.value!r}"
+            for constant in _status_literals(ast.parse(path.read_text()), values)
+        ]
+    assert offenders == [], "use the status enum's member (<domain>/state.py):\n" + "\n".join(offenders)
+
+
+def test_the_status_literal_check_catches_what_it_should() -> None:
+    values = frozenset({"ACTIVE", "OPEN"})
+    caught = """
+if account.status != "ACTIVE": pass
+ok = status in ("ACTIVE", "X")
+row.state = "OPEN"
+values = {"status": "OPEN", "kind": "ACTIVE"}
+update(values, kyc_status="ACTIVE")
+query.where(Row.status.in_(["OPEN"]))
+"""
+    assert sorted(c.lineno for c in _status_literals(ast.parse(caught), values)) == [2, 3, 4, 5, 6, 7]
+    ignored = 'label = "ACTIVE"\nlog("ACTIVE")\nvalues = {"kind": "OPEN"}\n'
+    assert _status_literals(ast.parse(ignored), values) == []
+
+
 def _signatures(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The module's functions and its classes' methods (not the closures inside them)."""
     found: list[ast.FunctionDef | ast.AsyncFunctionDef] = []

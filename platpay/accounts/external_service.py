@@ -12,7 +12,7 @@ from platpay.accounts.errors import DuplicateExternalAccount, ExternalAccountNot
 from platpay.accounts.models import ExternalAccountRow
 from platpay.accounts.providers import NewExternalAccount, provider_for
 from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
-from platpay.accounts.state import EXTERNAL_ACCOUNT
+from platpay.accounts.state import EXTERNAL_ACCOUNT, BeneficiaryVerificationStatus
 from platpay.accounts.validators import corridors
 from platpay.accounts.validators.corridor_specs import account_type_specs
 from platpay.config import get_settings
@@ -29,13 +29,14 @@ PLATFORM_OWNER = "platform"
 STATUS_UPDATED = "EXTERNAL_ACCOUNT.STATUS_UPDATED"
 REVIEW_JOB = "accounts.review_external_account"
 
+_B = BeneficiaryVerificationStatus
 # Sandbox name check: the last three characters of the account's primary identifier (INTERFACE-FACTS §7).
 _NAME_CHECK = {
-    "102": "NOT_MATCHED",
-    "103": "PARTIAL_MATCH",
-    "104": "PENDING",
-    "106": "UNSUPPORTED",
-    "107": "CHECKED_BY_RECEIVING_FI",
+    "102": _B.NOT_MATCHED,
+    "103": _B.PARTIAL_MATCH,
+    "104": _B.PENDING,
+    "106": _B.UNSUPPORTED,
+    "107": _B.CHECKED_BY_RECEIVING_FI,
 }
 REJECTED_SUFFIX = "105"
 
@@ -52,10 +53,10 @@ def _name_check(
     if beneficiary is None:
         return None, None  # wallets carry no beneficiary: nothing to check
     if not sandbox:
-        return "UNSUPPORTED", None  # no name-check provider is configured for production
-    status = _NAME_CHECK.get(magic_suffix(identifier), "MATCHED")
+        return _B.UNSUPPORTED, None  # no name-check provider is configured for production
+    status = _NAME_CHECK.get(magic_suffix(identifier), _B.MATCHED)
     name = beneficiary.get("fullName") or beneficiary.get("legalName")
-    verified = name if status in ("MATCHED", "PARTIAL_MATCH") else None
+    verified = name if status in (_B.MATCHED, _B.PARTIAL_MATCH) else None
     return status, verified
 
 

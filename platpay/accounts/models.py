@@ -6,7 +6,8 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.accounts.state import BeneficiaryVerificationStatus, ExternalAccountStatus, InternalAccountStatus
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 
@@ -37,6 +38,7 @@ class InternalAccountRow(Base):
             sqlite_where=text("customer_id IS NULL"),
             postgresql_where=text("customer_id IS NULL"),
         ),
+        check_in("status", InternalAccountStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -67,6 +69,8 @@ class ExternalAccountRow(Base):
             sqlite_where=text("deleted_at IS NULL"),
             postgresql_where=text("deleted_at IS NULL"),
         ),
+        check_in("status", ExternalAccountStatus),
+        check_in("beneficiary_verification_status", BeneficiaryVerificationStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

@@ -23,7 +23,12 @@ from platpay.accounts.hooks import OpenedAccount
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.accounts.providers import ISSUED, REFUSED, NewInternalAccount, provider_of
 from platpay.accounts.schemas import InternalAccount, PaymentInstructions
-from platpay.accounts.state import HAS_DEPOSIT_DETAILS, INTERNAL_ACCOUNT, InternalAccountStatus
+from platpay.accounts.state import (
+    HAS_DEPOSIT_DETAILS,
+    INTERNAL_ACCOUNT,
+    InternalAccountStatus,
+    InternalAccountType,
+)
 from platpay.config import get_settings
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
@@ -48,7 +53,7 @@ FUNDING_INSTRUCTIONS_UPDATED = "INTERNAL_ACCOUNT.FUNDING_INSTRUCTIONS_UPDATED"
 EVENT_TYPES = frozenset({STATUS_UPDATED, BALANCE_UPDATED, FUNDING_INSTRUCTIONS_UPDATED})
 
 
-EMBEDDED_WALLET = "EMBEDDED_WALLET"
+EMBEDDED_WALLET = InternalAccountType.EMBEDDED_WALLET
 # embedded wallets are provisioned when the platform supports USDB (INTERFACE-FACTS §3.4)
 WALLET_CURRENCY = "USDB"
 
@@ -56,7 +61,7 @@ WALLET_CURRENCY = "USDB"
 def holding_type_for(currency: str) -> str:
     """The type of the platform-managed holding account in `currency`."""
     kind = currencies.require(currency).kind
-    return "INTERNAL_CRYPTO" if kind == "CRYPTO" else "INTERNAL_FIAT"
+    return InternalAccountType.INTERNAL_CRYPTO if kind == "CRYPTO" else InternalAccountType.INTERNAL_FIAT
 
 
 def account_types_for(currency: str, *, customer: bool) -> tuple[str, ...]:

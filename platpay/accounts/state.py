@@ -43,6 +43,14 @@ INTERNAL_ACCOUNT = StateMachine(
 HAS_DEPOSIT_DETAILS = frozenset({_I.ACTIVE, _I.FROZEN, _I.CLOSED})
 
 
+class InternalAccountType(StrEnum):
+    """What an internal account holds (internal_accounts.type): a closed set, no machine."""
+
+    INTERNAL_FIAT = "INTERNAL_FIAT"
+    INTERNAL_CRYPTO = "INTERNAL_CRYPTO"
+    EMBEDDED_WALLET = "EMBEDDED_WALLET"  # a self-custody wallet the customer signs for (wallets/)
+
+
 class ExternalAccountStatus(StrEnum):
     PENDING = "PENDING"
     ACTIVE = "ACTIVE"
@@ -50,6 +58,17 @@ class ExternalAccountStatus(StrEnum):
     UNVERIFIED = "UNVERIFIED"
     UNDER_REVIEW = "UNDER_REVIEW"
     INACTIVE = "INACTIVE"
+
+
+class BeneficiaryVerificationStatus(StrEnum):
+    """The name check of an external account's beneficiary at registration (its result, it does not move)."""
+
+    MATCHED = "MATCHED"
+    PARTIAL_MATCH = "PARTIAL_MATCH"
+    NOT_MATCHED = "NOT_MATCHED"
+    UNSUPPORTED = "UNSUPPORTED"  # no name-check provider (production, for now)
+    CHECKED_BY_RECEIVING_FI = "CHECKED_BY_RECEIVING_FI"
+    PENDING = "PENDING"
 
 
 _E = ExternalAccountStatus

@@ -2,6 +2,7 @@
 registered by me_endpoints), agent operations, approvals."""
 
 from platpay.agents import audit_endpoints, dry_run_endpoints, endpoints, jobs, me_endpoints, models
+from platpay.agents.state import ActionStatus
 from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(
@@ -15,7 +16,5 @@ DOMAIN = Domain(
     ),
     models=(models,),
     jobs=(jobs,),
-    event_types=frozenset(
-        f"AGENT_ACTION.{status}" for status in ("PENDING_APPROVAL", "APPROVED", "REJECTED", "FAILED")
-    ),
+    event_types=frozenset(f"AGENT_ACTION.{status}" for status in ActionStatus),
 )

@@ -8,7 +8,8 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.agents.state import ActionStatus
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 
@@ -90,6 +91,7 @@ class AgentActionRow(Base):
         Index("ix_agent_actions_tenant_id_id", "tenant_id", "id"),
         Index("ix_agent_actions_agent_id", "agent_id"),
         Index("ix_agent_actions_tenant_status", "tenant_id", "status"),
+        check_in("status", ActionStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

@@ -17,6 +17,7 @@ from platpay.agents.models import (
     AgentUsageRow,
     DeviceCodeRow,
 )
+from platpay.agents.state import ActionStatus
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
@@ -211,7 +212,7 @@ async def pending_action_ids(session: AsyncSession, *, tenant_id: str, agent_id:
             select(AgentActionRow.id).where(
                 AgentActionRow.tenant_id == tenant_id,
                 AgentActionRow.agent_id == agent_id,
-                AgentActionRow.status == "PENDING_APPROVAL",
+                AgentActionRow.status == ActionStatus.PENDING_APPROVAL,
             )
         )
     )

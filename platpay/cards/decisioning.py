@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from platpay.accounts.state import InternalAccountStatus
+from platpay.cards.state import CardState
 from platpay.kit import currencies
 from platpay.kit.money import rescale
 
@@ -125,9 +127,9 @@ class Decision:
 
 
 _CARD_DECLINES = {
-    "FROZEN": DeclineReason.CARD_PAUSED,
-    "CLOSED": DeclineReason.CARD_CLOSED,
-    "PENDING_ISSUE": DeclineReason.CARD_NOT_ACTIVE,
+    CardState.FROZEN: DeclineReason.CARD_PAUSED,
+    CardState.CLOSED: DeclineReason.CARD_CLOSED,
+    CardState.PENDING_ISSUE: DeclineReason.CARD_NOT_ACTIVE,
 }
 
 
@@ -164,14 +166,14 @@ def decide(
             return Decision.decline(DeclineReason.TRANSACTION_SIZE_LIMIT_EXCEEDED)
         for source in sources:
             if (
-                source.status == "ACTIVE"
+                source.status == InternalAccountStatus.ACTIVE
                 and source.currency == card.currency
                 and source.available >= amount > 0
             ):
                 return Decision.approve(source.account_id)
         return Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)
     for source in sources:
-        if source.status == "ACTIVE" and source.currency == card.currency:
+        if source.status == InternalAccountStatus.ACTIVE and source.currency == card.currency:
             return Decision.approve(source.account_id)
     if request.purpose == Purpose.INQUIRY:
         return Decision.decline(DeclineReason.INSUFFICIENT_FUNDS)

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.cards.state import CardRefundStatus, CardState, CardTransactionStatus
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 
@@ -21,6 +22,7 @@ class CardRow(Base):
         Index("ix_cards_tenant_cardholder", "tenant_id", "cardholder_id"),
         Index("ix_cards_tenant_platform_card_id", "tenant_id", "platform_card_id"),
         Index("ix_cards_embed_token", "embed_token"),
+        check_in("state", CardState),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -69,6 +71,7 @@ class CardTransactionRow(Base):
         Index("ix_card_transactions_tenant_account", "tenant_id", "account_id"),
         # GET /transactions lists card transactions beside the others, by creation time (payments.hooks)
         Index("ix_card_transactions_tenant_created", "tenant_id", "created_at", "id"),
+        check_in("status", CardTransactionStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -112,7 +115,10 @@ class CardRefundRow(Base):
     """A merchant RETURN credited back to the funding source (SPEC §2 CardRefund)."""
 
     __tablename__ = "card_refunds"
-    __table_args__ = (Index("ix_card_refunds_card_transaction", "card_transaction_id", "id"),)
+    __table_args__ = (
+        Index("ix_card_refunds_card_transaction", "card_transaction_id", "id"),
+        check_in("status", CardRefundStatus),
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))

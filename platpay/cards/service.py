@@ -34,6 +34,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.auth.principal import Principal
 from platpay.cards import providers, repository, transactions
 from platpay.cards.errors import (
@@ -50,6 +51,7 @@ from platpay.cards.state import CARD, PATCH_TRIGGERS, CardState, CardTrigger
 from platpay.clocks import service as clocks_service
 from platpay.config import get_settings
 from platpay.customers import service as customers_service
+from platpay.customers.state import KycStatus
 from platpay.errors import Conflict, InvalidInput, NotFound, invalid_field
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -155,7 +157,7 @@ async def _checked_sources(
             raise ineligible("no such internal account") from None
         if account.customer_id != cardholder_id:
             raise ineligible("it is not an internal account of the cardholder")
-        if account.status != "ACTIVE":
+        if account.status != InternalAccountStatus.ACTIVE:
             raise ineligible(f"the account is {account.status}")
         currency = currency or account.currency
         if account.currency != currency:
@@ -184,7 +186,7 @@ async def issue_card(
     holder = await customers_service.find_active(session, tenant_id=tenant.id, customer_id=cardholder_id)
     if holder is None:
         raise invalid_field("cardholderId", f"no customer {cardholder_id!r}")
-    if holder.kyc_status != "APPROVED":
+    if holder.kyc_status != KycStatus.APPROVED:
         raise CardholderKycNotApproved(
             f"cardholder {cardholder_id} has kycStatus {holder.kyc_status}; cards need APPROVED",
             details={"cardholderId": cardholder_id, "kycStatus": holder.kyc_status},
@@ -353,7 +355,7 @@ async def update_intent(
             )
         except NotFound:
             continue
-    wallets = sorted({a.id for a in accounts if a.type == "EMBEDDED_WALLET"})
+    wallets = sorted({a.id for a in accounts if a.type == InternalAccountType.EMBEDDED_WALLET})
     bound: dict[str, Any] = {}
     if state is not None:
         bound["state"] = state

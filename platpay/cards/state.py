@@ -83,6 +83,19 @@ CARD_TRANSACTION = StateMachine(
     },
     initial={_T.AUTHORIZED, _T.DECLINED, _T.EXCEPTION, _T.SETTLED},
 )
+
+
+class CardRefundStatus(StrEnum):
+    COMPLETED = "COMPLETED"
+    REVERSED = "REVERSED"  # a RETURN_REVERSAL undid it
+
+
+CARD_REFUND = StateMachine(
+    "card refund",
+    CardRefundStatus,
+    {CardRefundStatus.COMPLETED: {CardRefundStatus.REVERSED}},
+    initial={CardRefundStatus.COMPLETED},
+)
 # Where a clearing may arrive, and a return.
 CLEARABLE = frozenset({_T.AUTHORIZED, _T.PARTIALLY_SETTLED, _T.EXPIRED, _T.EXCEPTION})
 RETURNABLE = frozenset({_T.SETTLED})

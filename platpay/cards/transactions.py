@@ -89,7 +89,14 @@ from platpay.cards.errors import (
 )
 from platpay.cards.models import CardRefundRow, CardTransactionRow
 from platpay.cards.schemas import MAX_AMOUNT, SandboxCardSimulationResponse
-from platpay.cards.state import CARD_TRANSACTION, CLEARABLE, RETURNABLE, CardTransactionStatus
+from platpay.cards.state import (
+    CARD_REFUND,
+    CARD_TRANSACTION,
+    CLEARABLE,
+    RETURNABLE,
+    CardRefundStatus,
+    CardTransactionStatus,
+)
 from platpay.config import Settings
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, NotFound, invalid_field
@@ -101,6 +108,7 @@ from platpay.kit.money import currency_amount, rescale
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
+from platpay.ledger.state import HoldStatus
 from platpay.metrics import CARD_AUTHORIZATIONS_RACED
 from platpay.payments import hooks as payments_hooks
 from platpay.payments.card_schemas import (
@@ -159,7 +167,7 @@ def _kind(row: CardTransactionRow) -> MessageKind:
 
 def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTransaction:
     ccy = row.currency
-    completed = [refund for refund in refunds if refund.status == "COMPLETED"]
+    completed = [refund for refund in refunds if refund.status == CardRefundStatus.COMPLETED]
     return CardTransaction(
         id=row.id,
         card_id=row.card_id,
@@ -415,7 +423,7 @@ def _returnable(row: CardTransactionRow, amount: int) -> int:
 
 async def _open_hold(session: AsyncSession, row: CardTransactionRow) -> ledger.Hold | None:
     hold = await ledger.hold_of(session, tenant_id=row.tenant_id, reference=row.id)
-    return hold if hold is not None and hold.status == "OPEN" and hold.remaining > 0 else None
+    return hold if hold is not None and hold.status == HoldStatus.OPEN and hold.remaining > 0 else None
 
 
 # ---- application: the job runner applies a queued message on a card transaction; openings are decided here
@@ -948,7 +956,7 @@ async def _return(session: AsyncSession, row: CardTransactionRow, amount: int) -
                 "account_id": account_id,
                 "amount": part,
                 "currency": row.currency,
-                "status": "COMPLETED",
+                "status": CardRefundStatus.COMPLETED,
                 "return_ref": return_ref,
                 "description": None,
                 "created_at": now,
@@ -971,7 +979,11 @@ async def _reverse_return(session: AsyncSession, row: CardTransactionRow) -> Car
     part back to the network — an account that no longer covers it, the sources in priority order, else the
     operator (EXCEPTION: the network took back money no funding source had); its CardRefunds are REVERSED
     and refundedAmount goes down by the return."""
-    refunds = [r for r in (await repository.refunds_of(session, [row.id]))[row.id] if r.status == "COMPLETED"]
+    refunds = [
+        r
+        for r in (await repository.refunds_of(session, [row.id]))[row.id]
+        if r.status == CardRefundStatus.COMPLETED
+    ]
     last = max(refunds, key=lambda refund: (refund.created_at, refund.return_ref)).return_ref
     reversed_refunds = [refund for refund in refunds if refund.return_ref == last]
     network = await _network_account(session, tenant_id=row.tenant_id, currency=row.currency)
@@ -991,7 +1003,7 @@ async def _reverse_return(session: AsyncSession, row: CardTransactionRow) -> Car
                 moved.append(paid_by)
         else:  # the operator's loss account was credited (it had paid): it pays it back
             await _operator_pays(session, row, amount=refund.amount, network=network)
-        refund.status = "REVERSED"
+        refund.status = CARD_REFUND.move(refund.status, CardRefundStatus.REVERSED, subject=refund.id)
     row.refunded_amount -= sum(refund.amount for refund in reversed_refunds)
     changed = _move(row, _T.EXCEPTION if failed else _T.SETTLED)
     rendered = await _emit(session, row, None if changed else UPDATED)

@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.customers.state import BulkImportStatus
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 
@@ -22,7 +23,10 @@ class BulkImportJobRow(Base):
     """
 
     __tablename__ = "customer_import_jobs"
-    __table_args__ = (Index("ix_customer_import_jobs_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (
+        Index("ix_customer_import_jobs_tenant_id_id", "tenant_id", "id"),
+        check_in("status", BulkImportStatus),
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Job:<uuid7>
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))

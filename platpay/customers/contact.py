@@ -15,6 +15,7 @@ from typing import Any
 
 from platpay.config import get_settings
 from platpay.customers.contact_schemas import ContactVerification
+from platpay.customers.state import ContactChannelStatus
 from platpay.kit.crypto.sealing import load_master_key
 from platpay.tenants import service as tenants_service
 
@@ -66,7 +67,10 @@ def view(
         return None
     done = verified_channels(verified_contacts, email=email, phone_number=phone_number)
     return ContactVerification(
-        **{channel: "VERIFIED" if channel in done else "PENDING" for channel in required}
+        **{
+            channel: ContactChannelStatus.VERIFIED if channel in done else ContactChannelStatus.PENDING
+            for channel in required
+        }
     )
 
 

@@ -6,7 +6,8 @@ from typing import Any
 from sqlalchemy import Date, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.customers.state import KycStatus
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
 _ACTIVE = text("deleted_at IS NULL")
@@ -36,6 +37,7 @@ class CustomerRow(Base):
             postgresql_where=_ACTIVE,
         ),
         Index("ix_customers_tenant_created_at", "tenant_id", "created_at"),
+        check_in("kyc_status", KycStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

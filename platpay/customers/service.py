@@ -71,10 +71,10 @@ DUE_DILIGENCE_FIELDS = (
 IDENTIFICATION_FIELDS = ("id_type", "identifier", "country_of_issuance")
 INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality", *IDENTIFICATION_FIELDS, *DUE_DILIGENCE_FIELDS)
 BUSINESS_ONLY = ("business_info",)
-KYC_EVENT_STATUSES = ("PENDING", "APPROVED", "REJECTED")
+KYC_EVENT_STATUSES = (KycStatus.PENDING, KycStatus.APPROVED, KycStatus.REJECTED)
 # What the sandbox's override may set: a review's outcomes, and a hold (which has no webhook of its own in
 # the reference: the customer is read, or learns of it when refused).
-OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, "HOLD")
+OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, KycStatus.HOLD)
 CONFLICTS = frozenset({PlatformCustomerIdExists, UmaAddressExists})
 
 

@@ -76,3 +76,10 @@ def initial_status(
     if is_regulated:
         return KycStatus.APPROVED
     return KycStatus.UNVERIFIED if customer_type == "BUSINESS" else KycStatus.PENDING
+
+
+class ContactChannelStatus(StrEnum):
+    """A contact channel's verification (customers.contact_verified; the API's contactVerification)."""
+
+    PENDING = "PENDING"
+    VERIFIED = "VERIFIED"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import MetaData
+from enum import StrEnum
+
+from sqlalchemy import CheckConstraint, MetaData
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING_CONVENTION = {
@@ -16,3 +18,18 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def check_in(column: str, values: type[StrEnum]) -> CheckConstraint:
+    """`CHECK (column IN ('A', 'B', ...))` over the members of `values`, named `ck_<table>_known_<column>`:
+    the database refuses a status the code does not know, whichever way it is written (a lean statement, a
+    migration, a hand-typed UPDATE)."""
+    return CheckConstraint(in_list(column, values), name=f"known_{column}")
+
+
+def in_list(column: str, values: type[StrEnum]) -> str:
+    """The condition of `check_in`, as its migration adds it: `column IN ('A', 'B', ...)`, members in order."""
+    if any("'" in member.value for member in values):
+        raise ValueError(f"{values.__name__}: a value with a quote cannot go into a CHECK")
+    quoted = ", ".join(f"'{member.value}'" for member in values)
+    return f"{column} IN ({quoted})"

@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.events.state import DeliveryStatus, EndpointStatus
 
 
 class EventRow(Base):
@@ -27,7 +28,10 @@ class WebhookDeliveryRow(Base):
     """One event sent to one endpoint. Its id is the envelope `id`, stable across every retry."""
 
     __tablename__ = "webhook_deliveries"
-    __table_args__ = (Index("ix_webhook_deliveries_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (
+        Index("ix_webhook_deliveries_tenant_id_id", "tenant_id", "id"),
+        check_in("status", DeliveryStatus),
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Webhook:<uuid>
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
@@ -71,6 +75,7 @@ class WebhookEndpointRow(Base):
     __table_args__ = (
         Index("ix_webhook_endpoints_tenant_id_id", "tenant_id", "id"),
         Index("ix_webhook_endpoints_status", "status"),  # the failing ones, read by every delivery claim
+        check_in("status", EndpointStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # WebhookEndpoint:<uuid5 of tenant, url>

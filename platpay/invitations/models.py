@@ -5,8 +5,9 @@ from datetime import datetime
 from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, UtcDateTime
+from platpay.invitations.state import InvitationStatus
 
 
 class InvitationRow(Base):
@@ -16,7 +17,10 @@ class InvitationRow(Base):
     claim)."""
 
     __tablename__ = "invitations"
-    __table_args__ = (Index("ix_invitations_tenant_created_at", "tenant_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_invitations_tenant_created_at", "tenant_id", "created_at"),
+        check_in("status", InvitationStatus),
+    )
 
     code: Mapped[str] = mapped_column(String(16), primary_key=True)
     environment: Mapped[str] = mapped_column(String(16))  # sandbox | production: who may see it by code

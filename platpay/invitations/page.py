@@ -10,6 +10,7 @@ from html import escape
 from string import Template
 
 from platpay.invitations.schemas import UmaInvitation
+from platpay.invitations.state import InvitationStatus
 from platpay.kit import clock
 
 # Sent with every page: nothing but the inline style may load, the code in the URL is not passed on as a
@@ -61,10 +62,10 @@ $body
 )
 
 _LABELS = {
-    "PENDING": "Waiting to be claimed",
-    "CLAIMED": "Claimed",
-    "CANCELLED": "Cancelled",
-    "EXPIRED": "Expired",
+    InvitationStatus.PENDING: "Waiting to be claimed",
+    InvitationStatus.CLAIMED: "Claimed",
+    InvitationStatus.CANCELLED: "Cancelled",
+    InvitationStatus.EXPIRED: "Expired",
 }
 
 
@@ -83,7 +84,7 @@ def render(invitation: UmaInvitation, *, sandbox: bool) -> tuple[int, str]:
     greeting = f"{invitation.first_name}, you" if invitation.first_name else "You"
     amount = _amount(invitation)
     parts: list[str] = []
-    if status == "PENDING":
+    if status == InvitationStatus.PENDING:
         heading = f"{greeting} have been invited to UMA"
         parts.append(f"<p><b>{inviter}</b> invited you.</p>")
         if amount:
@@ -92,19 +93,19 @@ def render(invitation: UmaInvitation, *, sandbox: bool) -> tuple[int, str]:
             "<p>To accept, give this invitation code to the app of your UMA provider:</p>"
             f'<p class="code" id="code">{escape(invitation.invitation_code)}</p>'
         )
-    elif status == "CLAIMED":
+    elif status == InvitationStatus.CLAIMED:
         heading = "This invitation has been claimed"
         parts.append(
             f"<p>{inviter}'s invitation was accepted by <b>{escape(invitation.invitee_uma or '')}</b>.</p>"
         )
-    elif status == "CANCELLED":
+    elif status == InvitationStatus.CANCELLED:
         heading = "This invitation was cancelled"
         parts.append(f"<p>{inviter} cancelled this invitation: it can no longer be claimed.</p>")
     else:
         heading = "This invitation has expired"
         parts.append(f"<p>{inviter}'s invitation was not claimed in time and can no longer be claimed.</p>")
     details = [("Invited by", inviter), ("Created", clock.isoformat(invitation.created_at))]
-    if invitation.expires_at is not None and status == "PENDING":
+    if invitation.expires_at is not None and status == InvitationStatus.PENDING:
         details.append(("Expires", clock.isoformat(invitation.expires_at)))
     if invitation.claimed_at is not None:
         details.append(("Claimed", clock.isoformat(invitation.claimed_at)))
@@ -117,14 +118,14 @@ def render(invitation: UmaInvitation, *, sandbox: bool) -> tuple[int, str]:
         sandbox='<p class="sandbox">Sandbox invitation: for testing only</p>\n' if sandbox else "",
         body="\n".join(parts),
     )
-    return (200 if status in ("PENDING", "CLAIMED") else 410), page
+    return (200 if status in (InvitationStatus.PENDING, InvitationStatus.CLAIMED) else 410), page
 
 
 def render_not_found() -> str:
     return _DOCUMENT.substitute(
         title="Invitation not found",
         heading="Invitation not found",
-        status="EXPIRED",
+        status=InvitationStatus.EXPIRED,
         status_label="Unknown",
         sandbox="",
         body="<p>No invitation has this code. Check the link you were sent.</p>",

@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.jobs.state import JobState
 
 
 class JobRow(Base):
@@ -29,6 +30,7 @@ class JobRow(Base):
         Index("ix_jobs_lane_state_concurrency_key_run_at", "lane", "state", "concurrency_key", "run_at"),
         Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
         Index("ix_jobs_tenant_id_state_due_at", "tenant_id", "state", "due_at"),
+        check_in("state", JobState),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

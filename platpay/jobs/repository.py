@@ -27,9 +27,10 @@ from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import registry
 from platpay.jobs.models import JobRow
+from platpay.jobs.state import JobState
 from platpay.kit.clock import NEVER
 
-QUEUED, RUNNING, DONE, DEAD = "QUEUED", "RUNNING", "DONE", "DEAD"
+QUEUED, RUNNING, DONE, DEAD = JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.DEAD
 # Lean inserts (the only way jobs are written): jobs are written on every money movement.
 _INSERT = Lean(JobRow.__table__.insert())
 _INSERT_UNLESS_DEDUPED = lean_insert_ignore(JobRow.__table__)
@@ -117,21 +118,22 @@ def _lane_lock_id(lane: str) -> int:
 
 # The concurrency keys with due jobs, walked through the (lane, state, concurrency_key, run_at) index one
 # key at a time (a loose index scan): a cost in keys, not in jobs, however long one key's backlog is.
+# Built once at import; the state is the enum's value, not input.
 _DUE_KEYS = text(
-    """
+    f"""
     WITH RECURSIVE due_keys(key) AS (
         SELECT min(concurrency_key) FROM jobs
-        WHERE lane = :lane AND state = 'QUEUED' AND run_at <= :now
+        WHERE lane = :lane AND state = '{QUEUED.value}' AND run_at <= :now
         UNION ALL
         SELECT (
             SELECT min(later.concurrency_key) FROM jobs AS later
-            WHERE later.lane = :lane AND later.state = 'QUEUED' AND later.run_at <= :now
+            WHERE later.lane = :lane AND later.state = '{QUEUED.value}' AND later.run_at <= :now
               AND later.concurrency_key > due_keys.key
         )
         FROM due_keys WHERE due_keys.key IS NOT NULL
     )
     SELECT key FROM due_keys WHERE key IS NOT NULL LIMIT :most
-    """
+    """  # noqa: S608
 ).bindparams(bindparam("now", type_=UtcDateTime()))
 _MOST_KEYS = 256  # examined per claim; beyond, a random sample of them is served first next time too
 

@@ -19,8 +19,9 @@ from datetime import datetime
 from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, UtcDateTime
+from platpay.ledger.state import Bucket, HoldStatus
 
 
 class LedgerAccountRow(Base):
@@ -67,7 +68,7 @@ class LedgerHoldRow(Base):
         UniqueConstraint("tenant_id", "reference"),
         Index("ix_ledger_holds_account_id", "account_id"),
         CheckConstraint("remaining >= 0 AND remaining <= amount", name="remaining_within_amount"),
-        CheckConstraint("status IN ('OPEN', 'CLOSED')", name="known_status"),
+        check_in("status", HoldStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -88,7 +89,7 @@ class PostingRow(Base):
         Index("ix_postings_account_id", "account_id"),
         Index("ix_postings_entry_id", "entry_id"),
         CheckConstraint("amount <> 0", name="nonzero_amount"),
-        CheckConstraint("bucket IN ('AVAILABLE', 'HELD')", name="known_bucket"),
+        check_in("bucket", Bucket),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

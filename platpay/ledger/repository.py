@@ -14,6 +14,7 @@ from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore_many, lean_in
 from platpay.db.unit_of_work import LeanSession
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
+from platpay.ledger.state import Bucket, HoldStatus
 
 _ACCOUNTS = LedgerAccountRow.__table__
 
@@ -183,7 +184,7 @@ async def account_changes(
     )
     changes: dict[str, list[int]] = {}
     for entry_id, bucket, amount in rows:
-        changes.setdefault(entry_id, [0, 0])[0 if bucket == "AVAILABLE" else 1] += int(amount)
+        changes.setdefault(entry_id, [0, 0])[0 if bucket == Bucket.AVAILABLE else 1] += int(amount)
     return {entry_id: (available, held) for entry_id, (available, held) in changes.items()}
 
 
@@ -206,7 +207,8 @@ async def balance_after(session: AsyncSession, *, account_id: str, entry_id: str
     row = (
         await session.execute(
             select(
-                LedgerAccountRow.available - later("AVAILABLE"), LedgerAccountRow.held - later("HELD")
+                LedgerAccountRow.available - later(Bucket.AVAILABLE),
+                LedgerAccountRow.held - later(Bucket.HELD),
             ).where(LedgerAccountRow.id == account_id)
         )
     ).one()
@@ -245,12 +247,12 @@ async def take_from_hold(
         .where(
             table.c.tenant_id == tenant_id,
             table.c.reference == reference,
-            table.c.status == "OPEN",
+            table.c.status == HoldStatus.OPEN,
             table.c.remaining >= amount,
         )
         .values(
             remaining=remaining,
-            status=case((remaining == 0, "CLOSED"), else_="OPEN"),
+            status=case((remaining == 0, HoldStatus.CLOSED), else_=HoldStatus.OPEN),
             updated_at=now,
         )
         .returning(table.c.id, table.c.account_id, table.c.currency, table.c.remaining)
@@ -271,7 +273,7 @@ async def grow_hold(
         .values(
             amount=table.c.amount + amount,
             remaining=table.c.remaining + amount,
-            status="OPEN",
+            status=HoldStatus.OPEN,
             updated_at=now,
         )
     )
@@ -302,7 +304,7 @@ async def hold_mismatches(session: AsyncSession) -> list[Any]:
             and_(
                 PostingRow.entry_id == JournalEntryRow.id,
                 PostingRow.account_id == LedgerHoldRow.account_id,
-                PostingRow.bucket == "HELD",
+                PostingRow.bucket == Bucket.HELD,
             ),
         )
         .group_by(LedgerHoldRow.id)
@@ -314,8 +316,8 @@ async def hold_mismatches(session: AsyncSession) -> list[Any]:
         .where(
             or_(
                 LedgerHoldRow.remaining != posted.c.posted,
-                and_(LedgerHoldRow.status == "CLOSED", LedgerHoldRow.remaining != 0),
-                and_(LedgerHoldRow.status == "OPEN", LedgerHoldRow.remaining == 0),
+                and_(LedgerHoldRow.status == HoldStatus.CLOSED, LedgerHoldRow.remaining != 0),
+                and_(LedgerHoldRow.status == HoldStatus.OPEN, LedgerHoldRow.remaining == 0),
             )
         )
     )
@@ -327,7 +329,7 @@ async def held_below_open_holds(session: AsyncSession) -> list[Any]:
     every open hold; other reservations, such as a transfer-out in flight, come on top)."""
     reserved = (
         select(LedgerHoldRow.account_id, func.sum(LedgerHoldRow.remaining).label("reserved"))
-        .where(LedgerHoldRow.status == "OPEN")
+        .where(LedgerHoldRow.status == HoldStatus.OPEN)
         .group_by(LedgerHoldRow.account_id)
         .subquery()
     )
@@ -344,10 +346,12 @@ async def stored_vs_posted(session: AsyncSession) -> list[Any]:
     posted = (
         select(
             PostingRow.account_id.label("account_id"),
-            func.coalesce(func.sum(PostingRow.amount).filter(PostingRow.bucket == "AVAILABLE"), 0).label(
+            func.coalesce(func.sum(PostingRow.amount).filter(PostingRow.bucket == Bucket.AVAILABLE), 0).label(
                 "available"
             ),
-            func.coalesce(func.sum(PostingRow.amount).filter(PostingRow.bucket == "HELD"), 0).label("held"),
+            func.coalesce(func.sum(PostingRow.amount).filter(PostingRow.bucket == Bucket.HELD), 0).label(
+                "held"
+            ),
         )
         .group_by(PostingRow.account_id)
         .subquery()

@@ -30,16 +30,22 @@ from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import repository
 from platpay.ledger.errors import HoldExhausted, InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
 from platpay.ledger.models import JournalEntryRow
+from platpay.ledger.state import Bucket, HoldStatus, LedgerAccountKind
 
-INTERNAL = "INTERNAL"
-AVAILABLE, HELD = "AVAILABLE", "HELD"
+INTERNAL = LedgerAccountKind.INTERNAL
+AVAILABLE, HELD = Bucket.AVAILABLE, Bucket.HELD
 # System account kinds: the outside world (clearing per rail), FX trading per currency, fee revenue,
 # and the sandbox's source of simulated deposits. They may go negative.
-CLEARING, FX, FEES, SANDBOX_FUNDING = "CLEARING", "FX", "FEES", "SANDBOX_FUNDING"
+CLEARING, FX, FEES, SANDBOX_FUNDING = (
+    LedgerAccountKind.CLEARING,
+    LedgerAccountKind.FX,
+    LedgerAccountKind.FEES,
+    LedgerAccountKind.SANDBOX_FUNDING,
+)
 # Platform fees in flight: what a payment's platform fee (PlatformConfig.feeConfigs) took from the sender
 # at execution, until the payment completes and it moves to the platform's own internal account (or the
 # payment fails and it goes back with the refund). May go negative like the other system accounts.
-PLATFORM_FEES = "PLATFORM_FEES"
+PLATFORM_FEES = LedgerAccountKind.PLATFORM_FEES
 # The operator's losses: what it paid out that no customer's money covered (a card clearing whose post-hoc
 # pull failed). May go negative like the other system accounts.
 LOSS = "LOSS"
@@ -358,7 +364,7 @@ async def place_hold(
     see BalanceOrder (LAST: the entry and the hold are written before the balance moves, and a refusal
     leaves them written: roll back)."""
     now = clock.now()
-    hold = Hold(new_id("Hold"), account_id, currency, amount, amount, "OPEN", reference)
+    hold = Hold(new_id("Hold"), account_id, currency, amount, amount, HoldStatus.OPEN, reference)
     row = {
         "id": hold.id,
         "tenant_id": tenant_id,
@@ -366,7 +372,7 @@ async def place_hold(
         "currency": currency,
         "amount": amount,
         "remaining": amount,
-        "status": "OPEN",
+        "status": HoldStatus.OPEN,
         "reference": reference,
         "created_at": now,
         "updated_at": now,
@@ -418,7 +424,7 @@ async def release_hold(
     (it stays open while anything remains); None when nothing remained (already captured or released:
     releasing twice moves nothing)."""
     hold = await hold_of(session, tenant_id=tenant_id, reference=reference)
-    if hold is None or hold.status != "OPEN" or hold.remaining == 0:
+    if hold is None or hold.status != HoldStatus.OPEN or hold.remaining == 0:
         return None
     released = hold.remaining if amount is None else min(amount, hold.remaining)
     if released <= 0:

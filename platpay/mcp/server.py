@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from platpay import BASE_PATH, package_version
+from platpay.agents.state import ActionStatus
 from platpay.errors import errors_of, field_error
 from platpay.kit.validation_errors import constraint_of
 from platpay.mcp import api
@@ -346,7 +347,7 @@ class PlatpayMCP(MCPServer):
         deadline = time.monotonic() + float(arguments.get("timeoutSeconds", 30.0))
         while True:
             response = await self.request(spec, arguments, None)
-            if response.status_code != 200 or response.json().get("status") != "PENDING_APPROVAL":
+            if response.status_code != 200 or response.json().get("status") != ActionStatus.PENDING_APPROVAL:
                 return response
             if time.monotonic() >= deadline:
                 return response

@@ -5,8 +5,9 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, UtcDateTime
+from platpay.messages.state import MessageStatus
 
 
 class MessageRow(Base):
@@ -16,7 +17,7 @@ class MessageRow(Base):
     tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox)."""
 
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (Index("ix_messages_tenant_id_id", "tenant_id", "id"), check_in("status", MessageStatus))
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Message:<uuid>
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.customers import service as customers_service
+from platpay.customers.state import ContactChannelStatus
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.ids import new_id
@@ -87,7 +88,11 @@ async def create(
     # adds it); any channel it lists must be VERIFIED first.
     contact = getattr(customer, "contact_verification", None)
     channels = contact if isinstance(contact, dict) else (contact.model_dump() if contact is not None else {})
-    pending = sorted(name for name, status in channels.items() if status is not None and status != "VERIFIED")
+    pending = sorted(
+        name
+        for name, status in channels.items()
+        if status is not None and status != ContactChannelStatus.VERIFIED
+    )
     if pending:
         raise ContactNotVerified(
             f"verify the customer's {' and '.join(pending)} first (contactVerification)",

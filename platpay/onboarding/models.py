@@ -9,8 +9,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.onboarding.state import OwnerKycStatus, VerificationStatus
 
 
 class VerificationRow(Base):
@@ -20,6 +21,7 @@ class VerificationRow(Base):
     __table_args__ = (
         Index("ix_verifications_tenant_id_id", "tenant_id", "id"),
         Index("ix_verifications_tenant_customer", "tenant_id", "customer_id"),
+        check_in("status", VerificationStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
@@ -38,6 +40,7 @@ class BeneficialOwnerRow(Base):
     __table_args__ = (
         Index("ix_beneficial_owners_tenant_id_id", "tenant_id", "id"),
         Index("ix_beneficial_owners_tenant_customer", "tenant_id", "customer_id"),
+        check_in("kyc_status", OwnerKycStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

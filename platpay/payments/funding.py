@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.accounts.schemas import InternalAccount
+from platpay.accounts.state import InternalAccountStatus
 from platpay.errors import invalid_field
 from platpay.ledger import service as ledger
 from platpay.tenants.context import TenantContext
@@ -15,7 +16,7 @@ async def fund_internal_account(
     session: AsyncSession, *, tenant: TenantContext, account_id: str, amount: int
 ) -> InternalAccount:
     account = await accounts_service.get_internal(session, tenant_id=tenant.id, account_id=account_id)
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field("accountId", f"internal account is {account.status}")
     source = await ledger.system_account(
         session, tenant_id=tenant.id, kind=ledger.SANDBOX_FUNDING, currency=account.currency

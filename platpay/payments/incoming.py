@@ -56,11 +56,20 @@ from platpay.payments.errors import TransactionNotPendingApproval
 from platpay.payments.models import TransactionRow
 from platpay.payments.quotes import outcomes
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import APPROVAL, AWAITING, ApprovalState, ApprovalTrigger, TransactionStatus
+from platpay.payments.state import (
+    APPROVAL,
+    AWAITING,
+    REFUND,
+    ApprovalState,
+    ApprovalTrigger,
+    RefundStatus,
+    TransactionKind,
+    TransactionStatus,
+)
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-UMA_INCOMING = "UMA_INCOMING"
+UMA_INCOMING = TransactionKind.UMA_INCOMING
 STEP_JOB = "payments.incoming_step"
 PENDING_EVENT = "INCOMING_PAYMENT.PENDING"
 UMA_RAIL = "UMA"
@@ -227,7 +236,7 @@ async def _offramp_failed(
         refund={
             "reference": f"REFUND-{row.id.rsplit('-', 1)[-1].upper()}",
             "initiatedAt": clock.isoformat(now),
-            "status": "PENDING",
+            "status": RefundStatus.PENDING,
             "reason": "TRANSACTION_FAILED",
         },
     )
@@ -246,7 +255,10 @@ async def _settle_refund(
     if clock.now() < due:
         return due
     if (row.extra or {}).get("offrampOutcome") == outcomes.PAYOUT_AND_REFUND_FAIL:
-        refund["status"], event = "FAILED", "REFUND_FAILED"
+        refund["status"], event = (
+            REFUND.move(refund.get("status"), RefundStatus.FAILED, subject=row.id),
+            "REFUND_FAILED",
+        )
     else:
         currency, amount = row.received_currency or "", row.received_amount or 0
         uma_clearing = await ledger.system_account(
@@ -263,7 +275,7 @@ async def _settle_refund(
             ],
         )
         refund["status"], refund["settledAt"], event = (
-            "COMPLETED",
+            REFUND.move(refund.get("status"), RefundStatus.COMPLETED, subject=row.id),
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
@@ -386,7 +398,7 @@ async def step(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
     )
     if step_name == "refund":
-        if (row.refund or {}).get("status") != "PENDING":
+        if (row.refund or {}).get("status") != RefundStatus.PENDING:
             return None
         platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
         return await _settle_refund(session, row, platform_id=platform_id, settings=settings)

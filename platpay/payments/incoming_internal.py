@@ -31,9 +31,9 @@ from platpay.customers import service as customers_service
 from platpay.kit import clock
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
-from platpay.payments.state import TransactionStatus
+from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
 
-INTERNAL_INCOMING = "INTERNAL_INCOMING"
+INTERNAL_INCOMING = TransactionKind.INTERNAL_INCOMING
 
 
 async def _source(session: AsyncSession, outgoing: TransactionRow) -> dict[str, Any]:
@@ -73,7 +73,7 @@ async def record_receipt(
     row = await payments_service.create_transaction(
         session,
         tenant_id=outgoing.tenant_id,
-        type="INCOMING",
+        type=TransactionType.INCOMING,
         kind=INTERNAL_INCOMING,
         status=TransactionStatus.COMPLETED,
         customer_id=account.customer_id,

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -31,7 +32,7 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import UmaNotFound
 from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus
+from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus, TransactionType
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -70,7 +71,7 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
             f"{currency} is not among this platform's supportedCurrencies ({', '.join(tenant.currency_codes)})",
             error=InvalidCurrency,
         )
-    if "INCOMING" not in entry["enabledTransactionTypes"]:
+    if TransactionType.INCOMING not in entry["enabledTransactionTypes"]:
         raise invalid_field(
             "receivingCurrencyCode",
             f"incoming payments are not enabled for {currency} (see enabledTransactionTypes in GET /config)",
@@ -88,7 +89,11 @@ async def _destination(
     deposit = await external_service.default_uma_deposit_account(
         session, tenant_id=tenant.id, customer_id=customer_id
     )
-    if deposit is not None and deposit.status == "ACTIVE" and deposit.currency == currency:
+    if (
+        deposit is not None
+        and deposit.status == InternalAccountStatus.ACTIVE
+        and deposit.currency == currency
+    ):
         rails = corridors.payment_rails(deposit.account_type)
         rail = rails[0] if rails else deposit.account_type
         offramp = providers.rail_for(tenant).payout_outcome(
@@ -104,7 +109,7 @@ async def _destination(
             f"customer {customer_id} has no {currency} account to receive into",
             error=InvalidCurrency,
         )
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"the customer's {currency} account {account.id} is {account.status}")
     return {"destinationType": "ACCOUNT", "accountId": account.id, "currency": currency}, None, None
 
@@ -188,7 +193,7 @@ async def receive(
         session,
         transaction_id=transaction_id,
         tenant_id=tenant.id,
-        type="INCOMING",
+        type=TransactionType.INCOMING,
         kind=incoming.UMA_INCOMING,
         status=TransactionStatus.PENDING,
         customer_id=customer.id,

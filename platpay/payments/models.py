@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.payments.state import ApprovalState, TransactionStatus
 
 
 class TransactionRow(Base):
@@ -24,6 +25,8 @@ class TransactionRow(Base):
         Index("ix_transactions_quote_id", "quote_id"),
         # GET /transactions: newest (or oldest) first by creation time, keyset-paged (service.list_transactions)
         Index("ix_transactions_tenant_created", "tenant_id", "created_at", "id"),
+        check_in("status", TransactionStatus),
+        check_in("approval_state", ApprovalState),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

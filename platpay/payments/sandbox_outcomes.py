@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from platpay.payments.models import TransactionRow
+from platpay.payments.state import TransactionType
 
 SUCCESS = "SUCCESS"
 INSUFFICIENT_FUNDS, ACCOUNT_CLOSED = "INSUFFICIENT_FUNDS", "ACCOUNT_CLOSED"  # fail at once
@@ -72,6 +73,6 @@ def transfer_failure(row: TransactionRow) -> TransferFailure:
     """How a transfer whose sandbox outcome is a failure fails (the table above)."""
     outgoing_reason, message = _FAILURES[row.outcome or ""]
     return {
-        "failure_reason": outgoing_reason if row.type == "OUTGOING" else QUOTE_EXECUTION_FAILED,
+        "failure_reason": outgoing_reason if row.type == TransactionType.OUTGOING else QUOTE_EXECUTION_FAILED,
         "failure_details": {"code": row.outcome or "", "message": message},
     }

@@ -26,7 +26,7 @@ from platpay.payments.schemas import (
     Refund,
     Transaction,
 )
-from platpay.payments.state import TransactionStatus, lifecycle
+from platpay.payments.state import TransactionStatus, TransactionType, lifecycle
 from platpay.tenants.context import TenantContext
 
 
@@ -74,7 +74,7 @@ def to_schema(row: TransactionRow, *, platform_id: str) -> Transaction:
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }
-    if row.type == "INCOMING":
+    if row.type == TransactionType.INCOMING:
         return IncomingTransaction(type="INCOMING", **common)
     rail = row.rail if row.rail in PAYMENT_RAILS else None
     return OutgoingTransaction(
@@ -96,11 +96,11 @@ def direction_of(type_: str) -> str:
     """A new transaction's direction for the customer's internal account: an OUTGOING one debits it, every
     INCOMING flow platpay has credits it (an inbound pull that debits it, INCOMING + DEBIT in the reference,
     has no flow here yet: its creator would pass `direction`)."""
-    return "DEBIT" if type_ == "OUTGOING" else "CREDIT"
+    return "DEBIT" if type_ == TransactionType.OUTGOING else "CREDIT"
 
 
 def event_family(row: TransactionRow) -> str:
-    return "OUTGOING_PAYMENT" if row.type == "OUTGOING" else "INCOMING_PAYMENT"
+    return "OUTGOING_PAYMENT" if row.type == TransactionType.OUTGOING else "INCOMING_PAYMENT"
 
 
 async def create_transaction(

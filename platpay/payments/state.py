@@ -46,9 +46,42 @@ INCOMING = StateMachine(
 )
 
 
+class RefundStatus(StrEnum):
+    """Where the refund of a returned incoming payment to its sender stands (transactions.refund["status"])."""
+
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+
+
+REFUND = StateMachine(
+    "refund",
+    RefundStatus,
+    {RefundStatus.PENDING: {RefundStatus.COMPLETED, RefundStatus.FAILED}},
+    initial={RefundStatus.PENDING},
+)
+
+
+class TransactionType(StrEnum):
+    """A transaction's direction (transactions.type): its lifecycle is OUTGOING's or INCOMING's."""
+
+    OUTGOING = "OUTGOING"
+    INCOMING = "INCOMING"
+
+
+class TransactionKind(StrEnum):
+    """Which flow created a transaction (transactions.kind): a closed set, no machine."""
+
+    TRANSFER_OUT = "TRANSFER_OUT"
+    TRANSFER_IN = "TRANSFER_IN"
+    QUOTE = "QUOTE"  # an executed quote's outgoing payment
+    UMA_INCOMING = "UMA_INCOMING"  # an incoming UMA payment from another VASP
+    INTERNAL_INCOMING = "INTERNAL_INCOMING"  # the receiving side of a payment between two of the platform's
+
+
 def lifecycle(direction: str) -> StateMachine[TransactionStatus]:
     """The machine of a transaction's `type` (OUTGOING or INCOMING)."""
-    return OUTGOING if direction == "OUTGOING" else INCOMING
+    return OUTGOING if direction == TransactionType.OUTGOING else INCOMING
 
 
 class ApprovalState(StrEnum):

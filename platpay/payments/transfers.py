@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
+from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -28,7 +29,7 @@ from platpay.payments import service as payments_service
 from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import AnyTransaction, Transaction
-from platpay.payments.state import TransactionStatus
+from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -75,9 +76,9 @@ async def _accounts(
             external_field,
             f"currencies differ ({internal.currency} vs {external.currency}): same-currency transfers only; use POST /quotes to convert",
         )
-    if internal.status != "ACTIVE":
+    if internal.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(internal_field, f"internal account is {internal.status}")
-    if external.status != "ACTIVE":
+    if external.status != ExternalAccountStatus.ACTIVE:
         raise invalid_field(external_field, f"external account is {external.status}")
     return internal, external, owner
 
@@ -145,8 +146,8 @@ async def _create_transfer(
     return await payments_service.create_transaction(
         session,
         tenant_id=tenant.id,
-        type="OUTGOING" if outgoing else "INCOMING",
-        kind="TRANSFER_OUT" if outgoing else "TRANSFER_IN",
+        type=TransactionType.OUTGOING if outgoing else TransactionType.INCOMING,
+        kind=TransactionKind.TRANSFER_OUT if outgoing else TransactionKind.TRANSFER_IN,
         status=TransactionStatus.PENDING,
         customer_id=internal.customer_id,
         platform_customer_id=platform_customer_id,
@@ -326,7 +327,7 @@ async def start_transfer(session: AsyncSession, *, tenant: TenantContext, row: T
         return payments_service.to_schema(row, platform_id=tenant.platform_id)
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
-        if row.kind == "TRANSFER_OUT":
+        if row.kind == TransactionKind.TRANSFER_OUT:
             released = await _release(session, row)
             await accounts_service.emit_balance_update(
                 session,
@@ -363,7 +364,7 @@ async def cancel_transfer(
     )
     if row.status != TransactionStatus.PENDING:  # cancelled meanwhile: its hold is back already
         return payments_service.to_schema(row, platform_id=tenant.platform_id)
-    if row.kind == "TRANSFER_OUT":
+    if row.kind == TransactionKind.TRANSFER_OUT:
         await _release(session, row)
         await emit_balances(session, tenant_id=tenant.id, account_ids=[row.source["accountId"]])
     return await payments_service.move(
@@ -480,7 +481,10 @@ async def cancel(
     row = await payments_service.load(
         session, tenant_id=tenant.id, transaction_id=transaction_id, for_update=True
     )
-    if row.kind not in ("TRANSFER_OUT", "TRANSFER_IN") or row.rail not in CANCELLABLE_RAILS:
+    if (
+        row.kind not in (TransactionKind.TRANSFER_OUT, TransactionKind.TRANSFER_IN)
+        or row.rail not in CANCELLABLE_RAILS
+    ):
         raise TransactionNotCancellable(
             f"{transaction_id} is not a bank transfer (ACH, wire): it cannot be cancelled",
             details={"transactionId": transaction_id},
@@ -491,7 +495,7 @@ async def cancel(
             details={"transactionId": transaction_id, "status": row.status},
         )
     row.cancel_reason = reason
-    if row.kind == "TRANSFER_OUT":
+    if row.kind == TransactionKind.TRANSFER_OUT:
         await _release(session, row)
         await emit_balances(session, tenant_id=tenant.id, account_ids=[row.source["accountId"]])
     details = {"code": CANCELLED, "message": "cancelled through POST /transactions/{transactionId}/cancel"}
@@ -528,7 +532,9 @@ async def step(
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "process" and row.status == TransactionStatus.PENDING:
         rail = await providers.rail_of(session, tenant_id=tenant_id)
-        if row.type == "OUTGOING":  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
+        if (
+            row.type == TransactionType.OUTGOING
+        ):  # incoming payments go PENDING → COMPLETED | FAILED (no PROCESSING event)
             await payments_service.move(session, row, TransactionStatus.PROCESSING, platform_id=platform_id)
         await jobs_service.enqueue(
             session,
@@ -538,13 +544,13 @@ async def step(
             run_at=clock.now() + rail.transfer_delay(row.outcome or "", settings),
         )
     elif step_name == "settle" and row.status == (
-        TransactionStatus.PROCESSING if row.type == "OUTGOING" else TransactionStatus.PENDING
+        TransactionStatus.PROCESSING if row.type == TransactionType.OUTGOING else TransactionStatus.PENDING
     ):
         if row.outcome in outcomes.SETTLES:
             await _settle(session, row)
             await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
         else:
-            if row.kind == "TRANSFER_OUT":
+            if row.kind == TransactionKind.TRANSFER_OUT:
                 await _release(session, row)
                 await emit_balances(session, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
             await payments_service.move(
@@ -557,7 +563,7 @@ async def step(
 
 
 async def _settle(session: AsyncSession, row: TransactionRow) -> None:
-    if row.kind == "TRANSFER_OUT":
+    if row.kind == TransactionKind.TRANSFER_OUT:
         account_id, currency, amount = row.source["accountId"], row.sent_currency or "", row.sent_amount or 0
         clearing = await ledger.system_account(
             session,

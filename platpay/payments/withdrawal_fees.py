@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
 from platpay.fx import rates
@@ -30,7 +31,7 @@ from platpay.payments.errors import AmountOutOfRange
 from platpay.payments.lookup_schemas import EstimateCryptoWithdrawalFeeResponse
 from platpay.tenants.context import TenantContext
 
-CRYPTO_ACCOUNT_TYPES = frozenset({"INTERNAL_CRYPTO", "EMBEDDED_WALLET"})
+CRYPTO_ACCOUNT_TYPES = frozenset({InternalAccountType.INTERNAL_CRYPTO, InternalAccountType.EMBEDDED_WALLET})
 
 
 def _lightning_destination(value: str) -> str:
@@ -108,7 +109,7 @@ async def estimate(
                 "blockchain address leave from a crypto account",
             }
         )
-    elif account.status != "ACTIVE":
+    elif account.status != InternalAccountStatus.ACTIVE:
         problems.append({"field": "internalAccountId", "message": f"the account is {account.status}"})
     if currency != account.currency:
         problems.append(

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import InternalAccountNotFound
+from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
@@ -66,12 +67,12 @@ async def wallet_account(
     if not is_id(account_id, "InternalAccount"):
         raise InternalAccountNotFound(account_id)
     account = await accounts_service.get_internal(session, tenant_id=tenant.id, account_id=account_id)
-    if account.type != "EMBEDDED_WALLET" or account.customer_id is None:
+    if account.type != InternalAccountType.EMBEDDED_WALLET or account.customer_id is None:
         raise NotAnEmbeddedWallet(
             f"{field}: {account_id} is an {account.type} account; wallet operations need an EMBEDDED_WALLET one",
             details={"fields": [{"field": field, "message": "not an EMBEDDED_WALLET account"}]},
         )
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"the wallet's account is {account.status}")
     return account
 

@@ -10,8 +10,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.wallets.state import CredentialStatus
 
 _LIVE = text("revoked_at IS NULL")
 
@@ -53,6 +54,7 @@ class CredentialRow(Base):
             sqlite_where=_LIVE,
             postgresql_where=_LIVE,
         ),
+        check_in("status", CredentialStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

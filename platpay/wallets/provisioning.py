@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import hooks as accounts_hooks
 from platpay.accounts.hooks import OpenedAccount
+from platpay.accounts.state import InternalAccountType
 from platpay.customers import service as customers_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id
@@ -18,7 +19,7 @@ from platpay.wallets import audit, repository
 from platpay.wallets.providers import CUSTODY
 from platpay.wallets.state import CredentialStatus
 
-EMBEDDED_WALLET = "EMBEDDED_WALLET"
+EMBEDDED_WALLET = InternalAccountType.EMBEDDED_WALLET
 
 
 def credential_row(

@@ -18,8 +18,10 @@ from platpay.payments.state import (
     APPROVAL,
     INCOMING,
     OUTGOING,
+    REFUND,
     ApprovalState,
     ApprovalTrigger,
+    RefundStatus,
     TransactionStatus,
     lifecycle,
 )
@@ -158,3 +160,10 @@ class TestApprovalColumns:
         row = await _row(db, tx["id"])
         assert (row.approval_state, row.approval_decided_by) == (A.DONE, "API")
         assert row.approval_decided_at is not None
+
+
+def test_a_refund_settles_once():
+    assert REFUND.reachable() == set(RefundStatus)
+    assert REFUND.terminal == {RefundStatus.COMPLETED, RefundStatus.FAILED}
+    with pytest.raises(IllegalTransition):
+        REFUND.move(RefundStatus.FAILED, RefundStatus.COMPLETED, subject="Transaction:x")

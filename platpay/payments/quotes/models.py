@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.db.base import Base
+from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
+from platpay.payments.quotes.state import QuoteStatus
 
 
 class QuoteRow(Base):
@@ -18,6 +19,7 @@ class QuoteRow(Base):
     __table_args__ = (
         Index("ix_quotes_tenant_id_id", "tenant_id", "id"),
         Index("ix_quotes_transaction_id", "transaction_id"),
+        check_in("status", QuoteStatus),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound
+from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
@@ -109,7 +110,7 @@ async def _account_source(
         account = await accounts_service.get_internal(
             session, tenant_id=tenant.id, account_id=source.account_id
         )
-        if account.status != "ACTIVE":
+        if account.status != InternalAccountStatus.ACTIVE:
             raise invalid_field(field, f"internal account is {account.status}")
         sender = await _sender(
             session,
@@ -129,7 +130,7 @@ async def _account_source(
                 "accountId": account.id,
                 "currency": account.currency,
             },
-            wallet=account.type == "EMBEDDED_WALLET",
+            wallet=account.type == InternalAccountType.EMBEDDED_WALLET,
         )
     external = (
         await external_service.find(session, tenant_id=tenant.id, account_id=source.account_id)
@@ -144,7 +145,7 @@ async def _account_source(
             f"{external.account_type} accounts cannot be pulled from; use a REALTIME_FUNDING source and pay "
             "the quote's paymentInstructions instead",
         )
-    if external.status != "ACTIVE":
+    if external.status != ExternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"external account is {external.status}")
     sender = await _sender(
         session,
@@ -208,7 +209,7 @@ async def _internal_destination(
     account = await accounts_service.get_internal(
         session, tenant_id=tenant.id, account_id=destination.account_id
     )
-    if account.status != "ACTIVE":
+    if account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"internal account is {account.status}")
     if account.customer_id is not None:
         await customers_service.ensure_kyc_not_rejected(
@@ -257,7 +258,7 @@ async def _account_destination(
     )
     if external is None:
         raise ExternalAccountNotFound(destination.account_id)
-    if external.status != "ACTIVE":
+    if external.status != ExternalAccountStatus.ACTIVE:
         raise invalid_field(field, f"external account is {external.status}")
     rails = corridors.response_account_info(external.account_info).get("paymentRails") or []
     if destination.payment_rail is not None and destination.payment_rail not in rails:
@@ -299,7 +300,7 @@ async def _local_uma_account(
     account = await accounts_service.holding_account_in(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
-    if account is None or account.status != "ACTIVE":
+    if account is None or account.status != InternalAccountStatus.ACTIVE:
         raise invalid_field("destination.currency", f"the receiver has no active {currency} account")
     return account.id
 

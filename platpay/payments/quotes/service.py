@@ -32,7 +32,7 @@ from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.schemas import OutgoingRateDetails, Quote
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
 from platpay.payments.quotes.types import PlatformFee, QuoteDestination, QuoteSource
-from platpay.payments.state import TransactionStatus
+from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
 from platpay.payments.transfers import check_amount
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -276,8 +276,8 @@ async def create_quote(
         session,
         transaction_id=transaction_id,
         tenant_id=tenant.id,
-        type="OUTGOING",
-        kind="QUOTE",
+        type=TransactionType.OUTGOING,
+        kind=TransactionKind.QUOTE,
         status=TransactionStatus.PENDING,
         customer_id=payer.customer_id,
         platform_customer_id=platform_customer_id,

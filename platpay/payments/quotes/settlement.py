@@ -33,6 +33,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
+from platpay.accounts.state import InternalAccountStatus
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput, invalid_field
@@ -48,7 +49,7 @@ from platpay.payments.quotes.models import QuoteRow
 from platpay.payments.quotes.planning import EXTERNAL, INTERNAL, PULL, REALTIME_FUNDING
 from platpay.payments.quotes.state import QUOTE, QuoteStatus
 from platpay.payments.schemas import Transaction
-from platpay.payments.state import TransactionStatus
+from platpay.payments.state import REFUND, RefundStatus, TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -104,7 +105,7 @@ async def _platform_account(session: AsyncSession, quote: QuoteRow) -> str | Non
         currency=currency,
         account_type=accounts_service.holding_type_for(currency),
     ):
-        if account.status == "ACTIVE":
+        if account.status == InternalAccountStatus.ACTIVE:
             return account.id
     return None
 
@@ -238,7 +239,7 @@ async def execute(session: AsyncSession, *, quote: QuoteRow, tenant: TenantConte
         account = await accounts_service.get_internal(
             session, tenant_id=quote.tenant_id, account_id=quote.source_account_id
         )
-        if account.status != "ACTIVE":
+        if account.status != InternalAccountStatus.ACTIVE:
             raise invalid_field("source.accountId", f"internal account {account.id} is {account.status}")
         await _post_exchange(session, quote, funds_account_id=quote.source_account_id, kind="QUOTE_EXECUTE")
         await accounts_service.emit_balance_updates(
@@ -323,7 +324,7 @@ async def _fail(
         refund = {
             "reference": f"REFUND-{transaction.id.rsplit('-', 1)[-1].upper()}",
             "initiatedAt": clock.isoformat(now),
-            "status": "PENDING",
+            "status": RefundStatus.PENDING,
             "reason": refund_reason,
         }
     failed = await payments_service.move(
@@ -388,7 +389,10 @@ async def _refund(
                 ledger.Leg(await _clearing(session, quote, dst, SUSPENSE_QUALIFIER), dst, amount),
             ],
         )
-        refund["status"], event = "FAILED", "REFUND_FAILED"
+        refund["status"], event = (
+            REFUND.move(refund.get("status"), RefundStatus.FAILED, subject=transaction.id),
+            "REFUND_FAILED",
+        )
     else:
         assert quote.debit_entry_id is not None
         await _return_platform_fee(session, quote, transaction.id)
@@ -404,7 +408,7 @@ async def _refund(
                 session, tenant_id=quote.tenant_id, account_ids=[quote.source_account_id]
             )
         refund["status"], refund["settledAt"], event = (
-            "COMPLETED",
+            REFUND.move(refund.get("status"), RefundStatus.COMPLETED, subject=transaction.id),
             clock.isoformat(clock.now()),
             "REFUND_COMPLETED",
         )
@@ -484,5 +488,5 @@ async def step(
             await _schedule(session, quote, "bank_return", delay)
     elif step_name == "bank_return" and status == TransactionStatus.COMPLETED and quote.payout == EXTERNAL:
         await fail("COUNTERPARTY_POST_TX_FAILED")
-    elif step_name == "refund" and (transaction.refund or {}).get("status") == "PENDING":
+    elif step_name == "refund" and (transaction.refund or {}).get("status") == RefundStatus.PENDING:
         await _refund(session, quote, transaction, platform_id=platform_id)
