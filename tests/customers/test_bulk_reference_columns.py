@@ -1,5 +1,5 @@
-"""Bulk import columns for the August reference's single-valued customer fields (DRIFT-2026-08 §3; README
-"Bulk customer import"): phoneNumber, pepStatus, annualIncomeRange, netWorthRange for individuals and
+"""Bulk import columns for the August reference's single-valued customer fields (DRIFT-2026-08 §3;
+docs/customers-and-accounts.md, "Bulk customer import"): phoneNumber, pepStatus, annualIncomeRange, netWorthRange for individuals and
 businessEntityType, businessNaicsCode, businessPrimaryContactFirstName/LastName for businesses. They are
 validated as POST /customers validates them, a bad cell naming its column."""
 

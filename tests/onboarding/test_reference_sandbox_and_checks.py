@@ -1,5 +1,5 @@
 """The August reference's sandbox KYC outcomes beside platpay's earlier magic values, and its new verification
-errors (DRIFT-2026-08 §3; README "Sandbox" and "Onboarding customers").
+errors (DRIFT-2026-08 §3; docs/sandbox.md and docs/onboarding.md).
 
 - An individual whose `fullName` ends in three digits (sandbox tenants only): `001` starts PENDING and its
   complete submission waits for a person, `002` starts REJECTED, `003` starts UNVERIFIED and its complete
