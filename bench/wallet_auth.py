@@ -97,8 +97,9 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
     from platpay.platforms import service as platforms_service
     from platpay.tenants import service as tenants_service
     from platpay.wallets import accounts as wallet_accounts
-    from platpay.wallets import repository, sessions, signed_retry
+    from platpay.wallets import repository, sessions
     from platpay.wallets.models import CredentialRow
+    from platpay.wallets.signed import retry as signed_retry
 
     configure_logging("WARNING")  # the audit log's info lines are not what is measured
     settings = get_settings().model_copy(update={"database_url": database_url, "var_dir": workdir / "var"})

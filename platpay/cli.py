@@ -474,7 +474,7 @@ def agents_audit_export(
     """Print the audit trail as JSON Lines, one record a line, chain by chain in sequence order: each record
     with its hash and hashAlgorithm, everything a holder of the master key needs to verify it offline
     (`platpay agents audit verify --file`)."""
-    from platpay.agents import audit
+    from platpay.agents.audit import service as audit
     from platpay.db.database import Database
 
     settings = _settings()
@@ -508,7 +508,7 @@ def agents_audit_verify(
     ] = None,
 ) -> None:
     """Check every agent's keyed hash chain; exit 1 naming the first bad record of each broken chain."""
-    from platpay.agents import audit
+    from platpay.agents.audit import service as audit
     from platpay.db.database import Database
 
     settings = _settings()

@@ -233,6 +233,98 @@ def test_lean_statements_only_where_the_fast_path_says() -> None:
     )
 
 
+# docs/architecture.md "A domain's front door": of another domain (or of one of its sub-domains, a
+# sub-package in the same shape: payments/quotes/) a domain imports only these modules.
+FRONT_DOOR = frozenset({"service", "types", "errors", "state", "hooks", "schemas"})
+# Front doors named otherwise, each its domain's answer for everyone (docs/architecture.md).
+OTHER_FRONT_DOORS = {
+    "auth.principal",  # the Principal every endpoint takes
+    "auth.principals",  # the authentication dependencies, and the resolver registry of principal kinds
+    "tenants.context",  # TenantContext: what a request knows of its tenant
+}
+# Packages that are not domains with one front door: the foundation and the jobs kit (jobs/registry.py).
+NOT_DOMAINS = FOUNDATION | {"jobs"}
+# The importers that are not domains: wiring, the migrations, the MCP client (request/response models).
+NOT_CALLERS = TOP | {"mcp"}
+# Known reaches past a front door: (importing domain, imported module), each with its reason. Only shrinks.
+BACK_DOORS = {
+    # Pure validators: account numbers and corridors, shared with payments' checks of the same rules.
+    ("payments", "accounts.validators.corridors"),
+    ("payments", "accounts.validators.bitcoin"),
+    ("payments", "accounts.validators.lightning"),
+    ("payments", "accounts.validators.wallets"),
+    ("fx", "accounts.validators.corridor_specs"),
+    ("payments", "accounts.instructions"),  # a quote's payment instructions are an internal account's
+    ("cards", "payments.card_schemas"),  # card transactions are documented among payments' transactions
+    ("cards", "wallets.signed.endpoints"),  # the FastAPI dependency of a signed operation (PATCH /cards/{id})
+    ("agents", "payments.quotes.endpoints"),  # an agent's POST /quotes parses the body as the platform's
+    ("agents", "payments.transfers"),  # an agent's transfer is planned, approved, then started
+}
+
+
+def _imported_modules(path: Path) -> list[tuple[str, int]]:
+    """(module relative to platpay, line) of every platpay module imported, outside TYPE_CHECKING blocks."""
+    found: list[tuple[str, int]] = []
+
+    def is_module(dotted: str) -> bool:
+        target = ROOT.joinpath(*dotted.split("."))
+        return target.is_dir() or target.with_suffix(".py").exists()
+
+    def visit(node: ast.AST, type_only: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            guarded = type_only or (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            )
+            if not guarded and isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                if child.module.startswith("platpay."):
+                    base = child.module.removeprefix("platpay.")
+                    for alias in child.names:
+                        module = f"{base}.{alias.name}" if is_module(f"{base}.{alias.name}") else base
+                        found.append((module, child.lineno))
+            elif not guarded and isinstance(child, ast.Import):
+                found.extend(
+                    (alias.name.removeprefix("platpay."), child.lineno)
+                    for alias in child.names
+                    if alias.name.startswith("platpay.")
+                )
+            visit(child, guarded)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def _through_the_front_door(module: str) -> bool:
+    if module in OTHER_FRONT_DOORS:
+        return True
+    parts = module.split(".")
+    if len(parts) < 2 or parts[-1] not in FRONT_DOOR:
+        return False
+    # Every part between the domain and the front door module is a sub-domain (a sub-package).
+    return all(ROOT.joinpath(*parts[:i]).is_dir() for i in range(2, len(parts)))
+
+
+def test_other_domains_come_in_through_the_front_door() -> None:
+    """A domain reaches another only through its service (and the types, errors, states, hooks and API
+    schemas it declares), or a sub-domain's: never into the modules that do the work behind it."""
+    wrong, used = [], set()
+    for path in MODULES:
+        package = _package(path)
+        if package in NOT_CALLERS or package in NOT_DOMAINS:
+            continue
+        for module, line in _imported_modules(path):
+            target = module.split(".")[0]
+            if target == package or target in NOT_DOMAINS or _through_the_front_door(module):
+                continue
+            if (package, module) in BACK_DOORS:
+                used.add((package, module))
+                continue
+            wrong.append(f"{path.relative_to(ROOT.parent)}:{line} imports platpay.{module}")
+    assert not wrong, "imports past another domain's front door:\n" + "\n".join(wrong)
+    assert not BACK_DOORS - used, f"back doors no longer used (remove them): {sorted(BACK_DOORS - used)}"
+
+
 def _status_enums() -> dict[str, type]:
     """Every status enum: the StrEnums named *Status or *State in the domains' state.py modules."""
     import importlib
@@ -515,11 +607,12 @@ SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
 # Services that still read the process's settings themselves (not yet converted to take `settings=`): this list
 # only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
 SETTINGS_READERS_TO_CONVERT = {
-    "accounts/external_service.py",
+    "accounts/external/service.py",
     "accounts/service.py",
-    "agents/audit.py",
+    "agents/audit/service.py",
     "cards/service.py",
-    "customers/contact.py",
+    "customers/contact/rules.py",
+    "customers/drafts.py",  # the end-user terms versions a consent may name (moved with the draft rules)
     "customers/identity.py",
     "customers/service.py",
     "jobs/service.py",
@@ -529,7 +622,7 @@ SETTINGS_READERS_TO_CONVERT = {
     "wallets/challenges.py",
     "wallets/keys.py",
     "wallets/sessions.py",
-    "wallets/signed_retry.py",
+    "wallets/signed/retry.py",
     "wallets/verification.py",
 }
 

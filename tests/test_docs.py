@@ -100,11 +100,11 @@ def _row(trigger: str) -> str:
 
 
 def test_the_sandbox_table_names_every_magic_value_the_code_reads() -> None:
-    from platpay.accounts import external_service
     from platpay.accounts import sandbox as accounts
+    from platpay.accounts.external import service as external_service
     from platpay.cards import sandbox as cards
-    from platpay.customers import contact
     from platpay.customers import sandbox as customers
+    from platpay.customers.contact import rules as contact
     from platpay.onboarding import sandbox as onboarding
     from platpay.payments import sandbox as payments
     from platpay.payments import sandbox_outcomes

@@ -1,6 +1,7 @@
 """Internal and external accounts as the app discovers them."""
 
-from platpay.accounts import endpoints, external_service, jobs, models, providers, sandbox, service
+from platpay.accounts import endpoints, jobs, models, providers, sandbox, service
+from platpay.accounts.external import service as external_service
 from platpay.kit.domain_spec import Domain, Mount
 
 DOMAIN = Domain(

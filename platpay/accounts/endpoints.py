@@ -5,8 +5,8 @@ from enum import Enum
 from fastapi import Depends, Path, Query, Request, Response
 
 from platpay.accounts import discoveries, statement
-from platpay.accounts import external_service as external
 from platpay.accounts import service as internal
+from platpay.accounts.external import service as external
 from platpay.accounts.schemas import (
     EXTERNAL_ACCOUNT_EXAMPLES,
     PLATFORM_EXTERNAL_ACCOUNT_EXAMPLES,

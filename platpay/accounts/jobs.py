@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.external import service as external_service
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
 from platpay.kit import clock

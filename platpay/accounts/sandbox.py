@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from platpay.accounts.external_service import magic_suffix
+from platpay.accounts.external.service import magic_suffix
 from platpay.accounts.providers import (
     ISSUED,
     REFUSED,

@@ -1,7 +1,10 @@
 """Agents as the app discovers them: management, device codes, the Bearer credential (its resolver is
-registered by me_endpoints), agent operations, approvals."""
+registered by me/endpoints.py), agent operations, approvals."""
 
-from platpay.agents import audit_endpoints, dry_run_endpoints, endpoints, jobs, me_endpoints, models
+from platpay.agents import endpoints, jobs, models
+from platpay.agents.audit import endpoints as audit_endpoints
+from platpay.agents.dry_run import endpoints as dry_run_endpoints
+from platpay.agents.me import endpoints as me_endpoints
 from platpay.agents.state import ActionStatus
 from platpay.kit.domain_spec import Domain, Mount
 

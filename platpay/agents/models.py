@@ -124,7 +124,7 @@ class AgentActionRow(Base):
 
 
 class AgentAuditRow(Base):
-    """One event of an agent's life (agents/audit.py), append-only and chained per agent: `hash` is the
+    """One event of an agent's life (agents/audit/service.py), append-only and chained per agent: `hash` is the
     HMAC-SHA-256 under the audit key (SHA-256 before revision 0016: `hash_algorithm`) of `previous_hash`
     and the record's canonical content, `sequence` counts from 1. No foreign key to the agent: the trail
     outlives it."""

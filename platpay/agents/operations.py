@@ -5,7 +5,8 @@ Every money request of an agent runs in one transaction that first locks the age
 judged (agents/policy.py `evaluate`) against usage that includes everything executed and everything still
 pending approval, and the request's own amount is counted in the same transaction as its money moves.
 Concurrent requests therefore never take an agent past a limit, and approving every pending action never
-does either (approval judges again, against the state of that moment).
+does either (approval judges again, against the state of that moment). Locking, planning and judging a
+request is agents/planning.py, the one plan the dry-run (agents/dry_run/) walks too.
 
 What an action reserves while it waits for approval, so approval cannot overdraw:
 - TRANSFER_OUT: the transfer is planned (payments' `plan_transfer_out`): its PENDING transaction exists and
@@ -25,12 +26,12 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
-from platpay.agents import audit, repository
+from platpay.agents import planning, repository
 from platpay.agents import policy as policies
 from platpay.agents import service as agents_service
-from platpay.agents.errors import ActionNotPending, AgentActionNotFound, AgentNotFound, PolicyForbids
+from platpay.agents.audit import service as audit
+from platpay.agents.errors import ActionNotPending, AgentActionNotFound, PolicyForbids
 from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow
-from platpay.agents.policy import NEEDS
 from platpay.agents.schemas import AgentAction, AgentTransferDetails
 from platpay.agents.state import ACTION, ActionStatus, ActionType
 from platpay.config import Settings
@@ -116,7 +117,7 @@ async def _emit(
 
 
 async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
-    """The action's change in the agent's audit trail (agents/audit.py), in this transaction."""
+    """The action's change in the agent's audit trail (agents/audit/service.py), in this transaction."""
     failure = row.failure or {}
     if row.status == ActionStatus.PENDING_APPROVAL or (
         row.status == ActionStatus.APPROVED and not row.decided_by
@@ -147,16 +148,6 @@ async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
 
 
 # ---- usage ------------------------------------------------------------------------------------------------
-
-
-async def _lock(
-    session: AsyncSession, *, tenant: TenantContext, agent_id: str
-) -> tuple[AgentRow, AgentUsageRow]:
-    """The agent and its usage row, the usage row locked (the agent's requests serialize on it)."""
-    found = await repository.agent_with_usage(session, tenant_id=tenant.id, agent_id=agent_id)
-    if found is None:
-        raise AgentNotFound(agent_id)
-    return found
 
 
 async def _store_usage(
@@ -190,31 +181,6 @@ async def _uncount(session: AsyncSession, row: AgentUsageRow, action: AgentActio
             month=current.month,
             monthly_spend=max(current.monthly_spend - monthly, 0),
         ),
-        now,
-    )
-
-
-def _judge(
-    agent: AgentRow,
-    usage: AgentUsageRow,
-    *,
-    operation: str,
-    account_id: str | None,
-    amount: int,
-    currency: str,
-    now: datetime,
-) -> policies.Decision:
-    return policies.evaluate(
-        agent.policy,
-        agents_service.usage_of(usage),
-        policies.Request(
-            operation=operation,
-            account_id=account_id,
-            amount=amount,
-            currency=currency,
-            agent_paused=agent.is_paused,
-        ),
-        agents_service.rates,
         now,
     )
 
@@ -310,57 +276,29 @@ async def transfer(
     (APPROVED with its transaction) or held for approval (PENDING_APPROVAL, funds reserved)."""
     tenant = principal_tenant
     now = clock.now(tenant)
-    agent, usage = await _lock(session, tenant=tenant, agent_id=agent_id)
-    operation = ActionType.TRANSFER_OUT if outgoing else ActionType.TRANSFER_IN
-    if agent.is_paused or NEEDS[operation] not in agent.policy["permissions"]:  # before touching anything
-        raise refuse(
-            _judge(agent, usage, operation=operation, account_id=None, amount=0, currency="", now=now)
-        )
     source, destination = (
         (internal_account_id, external_account_id) if outgoing else (external_account_id, internal_account_id)
     )
-    # Planned first (the accounts checked as the customer's, a transfer-out's amount held), judged next: a
-    # refusal rolls the plan back with the rest of this transaction.
-    if outgoing:
-        plan = await transfers.plan_transfer_out(
-            session,
-            tenant=tenant,
-            source_account_id=source,
-            destination_account_id=destination,
-            payment_rail=payment_rail,
-            amount=amount,
-            description=description,
-            agent_id=agent.id,
-            customer_id=agent.customer_id,
-            remittance_information=remittance_information,
-            purpose_of_payment=purpose_of_payment,
-            settings=settings,
-        )
-    else:
-        assert amount is not None
-        plan = await transfers.plan_transfer_in(
-            session,
-            tenant=tenant,
-            source_account_id=source,
-            destination_account_id=destination,
-            amount=amount,
-            description=description,
-            agent_id=agent.id,
-            customer_id=agent.customer_id,
-            settings=settings,
-        )
-    internal, amount = plan.internal, plan.amount
-    decision = _judge(
-        agent,
-        usage,
-        operation=operation,
-        account_id=internal.id,
+    planned = await planning.plan_transfer(
+        session,
+        tenant=tenant,
+        agent_id=agent_id,
+        outgoing=outgoing,
+        source_account_id=source,
+        destination_account_id=destination,
         amount=amount,
-        currency=internal.currency,
+        payment_rail=payment_rail,
+        description=description,
+        remittance_information=remittance_information,
+        purpose_of_payment=purpose_of_payment,
         now=now,
+        settings=settings,
     )
+    agent, usage, decision, plan = planned.agent, planned.usage, planned.decision, planned.plan
     if isinstance(decision, policies.Deny):
         raise refuse(decision)
+    assert plan is not None  # only a refusal comes unplanned
+    operation, internal, amount = planned.operation, plan.internal, plan.amount
     pending = isinstance(decision, policies.NeedsApproval)
     transaction = None if pending else await transfers.start_transfer(session, tenant=tenant, row=plan.row)
     if plan.hold is not None and (transaction is None or transaction.status != TransactionStatus.FAILED):
@@ -407,22 +345,10 @@ async def execute_quote(
     without a stamp, which such a source refuses (the action then FAILS): approval of wallet-funded agent
     quotes is not supported yet."""
     now = clock.now(tenant)
-    agent, usage = await _lock(session, tenant=tenant, agent_id=agent_id)
-    facts = await agents_service.own_quote(
-        session, tenant=tenant, agent_id=agent.id, customer_id=agent.customer_id, quote_id=quote_id
-    )
-    decision = _judge(
-        agent,
-        usage,
-        operation=ActionType.EXECUTE_QUOTE,
-        account_id=facts.source_account_id,
-        amount=facts.sending_amount,
-        currency=facts.sending_currency,
-        now=now,
-    )
+    planned = await planning.plan_quote(session, tenant=tenant, agent_id=agent_id, quote_id=quote_id, now=now)
+    agent, usage, facts, decision = planned.agent, planned.usage, planned.facts, planned.decision
     if isinstance(decision, policies.Deny):
         raise refuse(decision)
-    await quotes_service.check_executable(session, tenant=tenant, quote_id=quote_id)
     pending = isinstance(decision, policies.NeedsApproval)
     reserved: str | None = None
     if pending:
@@ -487,7 +413,7 @@ async def _hold(
 async def _pending(
     session: AsyncSession, *, tenant: TenantContext, agent_id: str, action_id: str
 ) -> tuple[AgentRow, AgentUsageRow, AgentActionRow]:
-    agent, usage = await _lock(session, tenant=tenant, agent_id=agent_id)
+    agent, usage = await planning.lock(session, tenant=tenant, agent_id=agent_id)
     row = await repository.get_action(
         session, tenant_id=tenant.id, action_id=action_id, agent_id=agent.id, for_update=True
     )
@@ -536,7 +462,7 @@ async def approve(
     agent, usage, row = await _pending(session, tenant=tenant, agent_id=agent_id, action_id=action_id)
     row.decided_by = decided_by
     await _uncount(session, usage, row, now)
-    decision = _judge(
+    decision = planning.judge(
         agent,
         usage,
         operation=row.type,

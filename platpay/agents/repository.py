@@ -285,7 +285,7 @@ async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
     )
 
 
-# The audit trail's append (agents/audit.py `record`), on every money request of an agent: the chain head's
+# The audit trail's append (agents/audit/service.py `record`), on every money request of an agent: the chain head's
 # locked read, the head moved (or created) and the record inserted, as lean statements (through the ORM they
 # cost ~0.5 ms of CPU per request: bench/README.md, agent_transfer.py).
 _AUDIT_HEAD = Lean(

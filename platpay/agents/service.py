@@ -17,11 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
-from platpay.agents import audit, repository
+from platpay.accounts.external import service as external_service
 from platpay.agents import policy as policies
+from platpay.agents import repository
+from platpay.agents.audit import service as audit
 from platpay.agents.errors import AgentAlreadyConnected, AgentNotFound, DeviceCodeNotFound, DeviceCodeUnusable
 from platpay.agents.models import AgentRow, AgentUsageRow, DeviceCodeRow
 from platpay.agents.schemas import (
@@ -38,8 +39,7 @@ from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
 from platpay.errors import InvalidInput, NotFound, field_error, invalid_field
-from platpay.fx import rates as fx_rates
-from platpay.fx.providers import UnsupportedCurrencyPair
+from platpay.fx import service as fx_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -74,8 +74,8 @@ def rates(source: str, target: str) -> Any:
     """policy.Rates over the configured rate provider: minor units of `target` per minor unit of `source`
     at the mid rate, None when there is no rate."""
     try:
-        return fx_rates.minor_rate(fx_rates.exact_mid(source, target), source, target)
-    except (UnsupportedCurrencyPair, InvalidInput):
+        return fx_service.minor_rate(fx_service.exact_mid(source, target), source, target)
+    except (fx_service.UnsupportedCurrencyPair, InvalidInput):
         return None
 
 

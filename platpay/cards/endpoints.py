@@ -50,7 +50,7 @@ from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
-from platpay.wallets.signed_endpoints import Signed, SignedRetry
+from platpay.wallets.signed.endpoints import Signed, SignedRetry
 
 router = api_router(tags=["Cards"])
 sandbox_router = api_router(tags=["Sandbox"])

@@ -2,16 +2,13 @@
 
 from platpay import BASE_PATH
 from platpay.config import Settings
-from platpay.customers import (
-    bulk,
-    bulk_endpoints,
-    bulk_jobs,
-    bulk_models,
-    contact_endpoints,
-    contact_models,
-    endpoints,
-    models,
-)
+from platpay.customers import endpoints, models
+from platpay.customers.bulk import endpoints as bulk_endpoints
+from platpay.customers.bulk import jobs as bulk_jobs
+from platpay.customers.bulk import models as bulk_models
+from platpay.customers.bulk import service as bulk
+from platpay.customers.contact import endpoints as contact_endpoints
+from platpay.customers.contact import models as contact_models
 from platpay.kit.domain_spec import Domain, Mount
 
 

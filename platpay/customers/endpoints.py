@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
+from platpay.customers import drafts
 from platpay.customers import service as customers_service
 from platpay.customers.schemas import (
     CUSTOMER_CREATE_EXAMPLES,
@@ -64,7 +65,7 @@ async def _with_rule_problems(request: Request, error: RequestValidationError) -
             row = await customers_service.find_active(
                 session, tenant_id=principal.tenant.id, customer_id=request.path_params["customerId"]
             )
-    problems = customers_service.problems_beside_schema_errors(
+    problems = drafts.problems_beside_schema_errors(
         error.body,
         [tuple(e["loc"])[1:] for e in body_errors],
         model=model,

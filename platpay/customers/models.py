@@ -67,7 +67,7 @@ class CustomerRow(Base):
     # The customer's acceptance of the End User Terms as given (EndUserTermsConsent: acceptedAt, ipAddress,
     # termsVersion, acceptanceMethod); None until recorded.
     end_user_terms_consent: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
-    # The contacts confirmed by one-time code (customers/contact.py): {"email": the address confirmed,
+    # The contacts confirmed by one-time code (customers/contact/rules.py): {"email": the address confirmed,
     # "phone": the number confirmed}; an email changed since is no longer VERIFIED. None: none confirmed.
     verified_contacts: Mapped[dict[str, Any] | None] = mapped_column(JsonType)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())

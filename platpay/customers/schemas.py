@@ -10,7 +10,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 from typing_extensions import TypeAliasType
 
-from platpay.customers.contact_schemas import ContactVerification
+from platpay.customers.contact.schemas import ContactVerification
 from platpay.customers.types import CustomerDraft
 from platpay.kit.api_model import ApiModel, ApiRequest, AwareJsonDatetime, JsonDate, NullRefused
 from platpay.kit.openapi import request_examples

@@ -1,16 +1,14 @@
 """Customers: create (one or many: the API and the bulk import share one path), read, update, delete,
-KYC status changes with their events, and the provider-requirement check money movement calls."""
+KYC status changes with their events, and the provider-requirement check money movement calls. What a draft
+may hold (the rules of a create body and of a PATCH) is customers/drafts.py."""
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date
 from typing import Any
 
-from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 from sqlalchemy import Select
 from sqlalchemy.exc import IntegrityError
@@ -18,15 +16,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from platpay.config import get_settings
-from platpay.customers import contact, hooks, identity, repository, sandbox
+from platpay.customers import drafts as customer_drafts
+from platpay.customers import hooks, identity, repository, sandbox
 from platpay.customers import validators as v
+from platpay.customers.contact import rules as contact
 from platpay.customers.errors import (
     CustomerDeleted,
     CustomerNotFound,
     CustomerNotReady,
     EndUserTermsNotAccepted,
-    EndUserTermsVersionNotFound,
-    MissingMandatoryUserInfo,
     PlatformCustomerIdExists,
     UmaAddressExists,
 )
@@ -37,45 +35,24 @@ from platpay.customers.schemas import (
     BusinessCustomer,
     BusinessInfoResponse,
     Customer,
-    CustomerCreateRequestOneOf,
-    CustomerUpdateRequestOneOf,
     EndUserTerms,
     EndUserTermsConsent,
     IndividualCustomer,
 )
 from platpay.customers.state import BLOCKED, KYC, KycStatus, initial_status
 from platpay.customers.types import CustomerDraft
-from platpay.errors import ApiError, InvalidCurrency, InvalidInput, InvalidUmaAddress
+from platpay.errors import ApiError, InvalidInput
 from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
-from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
-# An individual's enhanced-due-diligence answers (the reference's CustomerEdd), kept together (due_diligence).
-DUE_DILIGENCE_FIELDS = (
-    "source_of_funds_categories",
-    "source_of_funds_other_description",
-    "source_of_wealth_categories",
-    "source_of_wealth_other_description",
-    "purpose_of_account",
-    "purpose_of_account_other_description",
-    "expected_monthly_transaction_count",
-    "expected_monthly_transaction_volume",
-    "annual_income_range",
-    "net_worth_range",
-    "pep_status",
-)
-IDENTIFICATION_FIELDS = ("id_type", "identifier", "country_of_issuance")
-INDIVIDUAL_ONLY = ("full_name", "birth_date", "nationality", *IDENTIFICATION_FIELDS, *DUE_DILIGENCE_FIELDS)
-BUSINESS_ONLY = ("business_info",)
 KYC_EVENT_STATUSES = (KycStatus.PENDING, KycStatus.APPROVED, KycStatus.REJECTED)
 # What the sandbox's override may set: a review's outcomes, and a hold (which has no webhook of its own in
 # the reference: the customer is read, or learns of it when refused).
 OVERRIDE_STATUSES = (*KYC_EVENT_STATUSES, KycStatus.HOLD)
-CONFLICTS = frozenset({PlatformCustomerIdExists, UmaAddressExists})
 
 
 @dataclass
@@ -84,117 +61,6 @@ class Outcome:
 
     row: dict[str, Any] | None = None
     problems: list[v.Problem] = field(default_factory=list)
-
-
-def _refusal(problems: list[v.Problem]) -> ApiError:
-    details = {"fields": [p.as_detail() for p in problems], "errors": [p.as_error() for p in problems]}
-    summary = "; ".join(f"{p.field}: {p.message}" for p in problems[:5])
-    kinds = {p.error for p in problems}
-    if kinds == {UmaAddressExists}:
-        return UmaAddressExists(summary, details=details)
-    if kinds and kinds <= CONFLICTS:
-        # platformCustomerId taken, or both keys taken (the ordinary retry of a create that succeeded): one
-        # 409 CONFLICT naming every taken key.
-        return PlatformCustomerIdExists(summary, details=details)
-    if kinds == {MissingMandatoryUserInfo}:
-        return MissingMandatoryUserInfo(f"missing customer information: {summary}", details=details)
-    if len(kinds) == 1 and kinds <= {InvalidCurrency, InvalidUmaAddress, EndUserTermsVersionNotFound}:
-        return kinds.pop()(summary, details=details)
-    return InvalidInput(f"invalid customer: {summary}", details=details)
-
-
-def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]:
-    wrong = BUSINESS_ONLY if customer_type == "INDIVIDUAL" else INDIVIDUAL_ONLY
-    return [
-        v.Problem(v._camel(name), f"does not apply to {customer_type} customers")
-        for name in wrong
-        if draft.get(name) is not None
-    ]
-
-
-def _check_fields(
-    draft: dict[str, Any],
-    *,
-    tenant: TenantContext,
-    today: date,
-    creating: bool,
-    customer_type: str | None,
-    row: CustomerRow | None = None,
-) -> tuple[dict[str, Any], list[v.Problem]]:
-    """Validate the fields present in `draft`; returns normalized values (snake_case) and problems.
-    `customer_type` None: the body's type is itself invalid, so which fields apply is not checked. `row`:
-    the customer a PATCH changes (the rules that span fields read what it already has)."""
-    values: dict[str, Any] = {}
-    problems = _type_problems(draft, customer_type) if customer_type is not None else []
-    problems += v.check_name(draft.get("full_name"), "fullName", sandbox_suffix=tenant.is_sandbox)
-    birth, date_problems = v.parse_past_date(draft.get("birth_date"), "birthDate", today=today)
-    problems += date_problems
-    if birth is not None:
-        values["birth_date"] = birth
-    problems += v.check_country(draft.get("nationality"), "nationality")
-    problems += v.check_country(draft.get("region"), "region")
-    problems += v.check_email(draft.get("email"))
-    problems += v.check_address(draft.get("address"))
-    problems += v.check_business_info(draft.get("business_info"), creating=creating, today=today)
-    problems += v.check_currencies(draft.get("currencies"), platform_codes=tenant.currency_codes)
-    problems += v.check_identification(draft, stored_id_type=row.id_type if row is not None else None)
-    problems += v.check_free_text(draft, v.INDIVIDUAL_OTHER_DESCRIPTIONS)
-    problems += v.check_unique_lists(draft, ("source_of_funds_categories", "source_of_wealth_categories"))
-    given_edd = {key: draft[key] for key in DUE_DILIGENCE_FIELDS if key in draft}
-    if given_edd:
-        merged = {**((row.due_diligence or {}) if row is not None else {}), **given_edd}
-        problems += v.check_other_descriptions(merged, given_edd, v.INDIVIDUAL_OTHER_DESCRIPTIONS)
-        values["due_diligence"] = merged
-    if draft.get("business_info") is not None:
-        info = draft["business_info"]
-        merged_info = {**((row.business_info or {}) if row is not None else {}), **info}
-        problems += v.check_other_descriptions(
-            merged_info, info, v.BUSINESS_OTHER_DESCRIPTIONS, prefix="businessInfo."
-        )
-    consent = draft.get("end_user_terms_consent")
-    if consent is not None:
-        problems += v.check_consent(consent, now=clock.now(), versions=end_user_terms_versions())
-        values["end_user_terms_consent"] = _consent_record(consent)
-    if draft.get("id_type") is not None:
-        values["country_of_issuance"] = draft.get("country_of_issuance") or v.ID_COUNTRY
-    pcid = draft.get("platform_customer_id")
-    if pcid is not None and (pcid != pcid.strip() or not pcid.isprintable()):
-        problems.append(
-            v.Problem("platformCustomerId", "must be printable without leading or trailing spaces")
-        )
-    if draft.get("uma_address") is not None:
-        uma, uma_problems = v.normalize_uma_address(draft["uma_address"], domain=tenant.uma_domain)
-        problems += uma_problems
-        values["uma_address"] = uma
-    for key in (
-        "full_name",
-        "nationality",
-        "region",
-        "email",
-        "phone_number",
-        "address",
-        "business_info",
-        "currencies",
-        "platform_customer_id",
-        "id_type",
-        "identifier",
-        "country_of_issuance",
-    ):
-        if key in draft and key not in values:
-            values[key] = draft[key]
-    return values, problems
-
-
-def _consent_record(consent: dict[str, Any]) -> dict[str, Any]:
-    """An endUserTermsConsent as stored and shown (the API's names; the address in its canonical form)."""
-    try:
-        address = str(ipaddress.ip_address(consent["ip_address"]))
-    except ValueError:
-        address = consent["ip_address"]  # refused by the checks; kept only for the problems' sake
-    return EndUserTermsConsent.model_validate(
-        {**consent, "accepted_at": consent["accepted_at"].astimezone(UTC), "ip_address": address},
-        by_name=True,
-    ).model_dump(mode="json", by_alias=True)
 
 
 def end_user_terms() -> EndUserTerms:
@@ -209,182 +75,8 @@ def end_user_terms() -> EndUserTerms:
 TERMS_PAGE_PATH = "/end-user-terms"
 
 
-def end_user_terms_versions() -> tuple[str, ...]:
-    """The versions an acceptance may name: the current one only (a consent to an earlier version stays on
-    the customer, but no longer counts)."""
-    return (get_settings().end_user_terms_version,)
-
-
 def _generated_uma(tenant: TenantContext) -> str:
     return f"${secrets.token_hex(6)}@{tenant.uma_domain}"
-
-
-def _provider_required(codes: list[str]) -> dict[str, list[str]]:
-    return {code: tenants_service.provider_requirements(code)["customer"] for code in codes}
-
-
-def _overlaps(field: str, named: set[str]) -> bool:
-    """Whether `field` is, contains or lies inside a field already named."""
-    return any(
-        field == other or field.startswith(f"{other}.") or other.startswith(f"{field}.") for other in named
-    )
-
-
-def _provider_problems(
-    customer: dict[str, Any], currencies: list[str] | None, problems: list[v.Problem]
-) -> list[v.Problem]:
-    """The provider-required fields (per declared currency) the customer lacks, beside `problems` already
-    found: a field already named is not named again, and unusable currencies are not looked up."""
-    named = {p.field for p in problems}
-    if not currencies or _overlaps("currencies", named):
-        return []
-    missing = v.missing_for_currencies(customer, _provider_required(currencies))
-    return [p for p in missing if not _overlaps(p.field, named)]
-
-
-def _create_problems(
-    draft: dict[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
-) -> tuple[dict[str, Any], list[v.Problem]]:
-    """Every rule problem of a create body (SPEC §2), and its normalized values."""
-    values, problems = _check_fields(
-        draft, tenant=tenant, today=today, creating=True, customer_type=customer_type
-    )
-    if customer_type is not None:
-        merged = {"customer_type": customer_type, **values}
-        problems += _provider_problems(merged, draft.get("currencies"), problems)
-    return values, problems
-
-
-def _explicit_nulls(draft: dict[str, Any]) -> list[str]:
-    """The fields of a PATCH body sent as null, nested ones included (`businessInfo.taxId`)."""
-    nulls = []
-    for key, value in draft.items():
-        if value is None:
-            nulls.append(v._camel(key))
-        elif isinstance(value, dict):
-            nulls += [f"{v._camel(key)}.{v._camel(inner)}" for inner, item in value.items() if item is None]
-    return nulls
-
-
-def _without_nulls(draft: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: {k: item for k, item in value.items() if item is not None} if isinstance(value, dict) else value
-        for key, value in draft.items()
-        if value is not None
-    }
-
-
-def _update_problems(
-    draft: dict[str, Any],
-    *,
-    row: CustomerRow | None,
-    tenant: TenantContext,
-    today: date,
-    customer_type: str | None,
-) -> tuple[dict[str, Any], list[v.Problem]]:
-    """Every rule problem of a PATCH body against the customer `row` (None: not known, so the checks that
-    compare with it are skipped), and the values to set."""
-    problems: list[v.Problem] = []
-    if row is not None and customer_type is not None and customer_type != row.customer_type:
-        problems.append(
-            v.Problem("customerType", f"is {row.customer_type} and cannot change to {customer_type}")
-        )
-    if "region" in draft:
-        problems.append(v.Problem("region", "is immutable after create"))
-    for name in _explicit_nulls(draft):
-        if name == "address" or not name.startswith("address."):
-            problems.append(v.Problem(name, "cannot be null: omit it to keep its value"))
-        else:
-            problems.append(v.Problem(name, "cannot be null: omit it (an address is replaced as a whole)"))
-    draft = _without_nulls(draft)
-    values, field_problems = _check_fields(
-        draft, tenant=tenant, today=today, creating=False, customer_type=customer_type, row=row
-    )
-    problems += field_problems
-    if "business_info" in values and row is not None:
-        if row.business_info is None:  # the first businessInfo: what a create would need of it
-            problems += [
-                p
-                for p in v.check_business_info(values["business_info"], creating=True, today=today)
-                if p not in problems
-            ]
-        values["business_info"] = {**(row.business_info or {}), **(_jsonable(values["business_info"]) or {})}
-    if row is not None and customer_type == row.customer_type:
-        problems += _provider_problems({**_customer_dict(row), **values}, values.get("currencies"), problems)
-    return values, problems
-
-
-Loc = tuple[str | int, ...]
-# Stand-ins for an address's required fields when they failed schema validation, so that the rules still
-# run on its other fields; whatever the rules say of a stand-in is dropped (its field is already named).
-_STAND_INS = {"address": {"line1": "-", "postalCode": "-", "country": "US"}}
-
-
-def _without_failed(raw: dict[str, Any], failed: list[Loc]) -> dict[str, Any]:
-    """`raw` less the fields that failed schema validation; inside an object (address, businessInfo) only
-    its failed fields are left out (or stood in for, when required)."""
-    kept: dict[str, Any] = {}
-    for key, value in raw.items():
-        inner = [loc[1:] for loc in failed if loc[0] == key]
-        if not inner:
-            kept[key] = value
-        elif isinstance(value, dict) and all(inner):
-            bad = {loc[0] for loc in inner}
-            stand_ins = {k: item for k, item in _STAND_INS.get(key, {}).items() if k in bad}
-            kept[key] = {**stand_ins, **{k: item for k, item in value.items() if k not in bad}}
-    return kept
-
-
-def _salvage(
-    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf],
-    raw: dict[str, Any],
-    failed: list[Loc],
-) -> Any:
-    """The body made of the fields of `raw` that pass schema validation, or None."""
-    body = _without_failed(raw, failed)
-    if "customerType" not in body:  # the type is itself missing or invalid: any will do for the schema
-        body["customerType"] = "INDIVIDUAL"
-    for _ in range(3):  # an object missing a field it needs once its bad ones are left out goes whole
-        try:
-            return model.model_validate(body)
-        except ValidationError as error:
-            tops = {loc[0] for loc in (tuple(e["loc"]) for e in error.errors()) if loc}
-            if not tops or "customerType" in tops:
-                return None
-            body = {key: value for key, value in body.items() if key not in tops}
-    return None
-
-
-def problems_beside_schema_errors(
-    raw: Any,
-    failed: list[Loc],
-    *,
-    model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf],
-    tenant: TenantContext,
-    row: CustomerRow | None = None,
-) -> list[v.Problem]:
-    """A create or PATCH body that failed schema validation at `failed` (locations of the body's fields,
-    camelCase; none for a bulk-import row refused for its empty cells) may have rule problems in its other
-    fields: find them, so that one 400 names every problem. Fields named by (or inside, or around) a schema
-    error are not named again. `row`: the customer a PATCH changes, if it is known."""
-    if not isinstance(raw, dict) or any(not loc for loc in failed):
-        return []
-    body = _salvage(model, raw, failed)
-    if body is None:
-        return []
-    draft = body.model_dump(exclude_unset=True)
-    customer_type = raw.get("customerType") if ("customerType",) not in failed else None
-    if customer_type not in ("INDIVIDUAL", "BUSINESS"):
-        customer_type = None
-    today = clock.now().date()
-    if model is CustomerCreateRequestOneOf:
-        _, problems = _create_problems(draft, tenant=tenant, today=today, customer_type=customer_type)
-    else:
-        _, problems = _update_problems(
-            draft, row=row, tenant=tenant, today=today, customer_type=customer_type
-        )
-    named = {".".join(str(part) for part in loc) for loc in failed}
-    return [p for p in problems if not _overlaps(p.field, named)]
 
 
 async def create_many(
@@ -403,7 +95,7 @@ async def create_many(
                 Outcome(problems=[v.Problem("customerType", "is required: INDIVIDUAL or BUSINESS")])
             )
             continue
-        values, problems = _create_problems(
+        values, problems = customer_drafts.create_problems(
             draft, tenant=tenant, today=today, customer_type=draft["customer_type"]
         )
         if problems:
@@ -432,7 +124,7 @@ async def create_many(
             "birth_date": values.get("birth_date"),
             "nationality": values.get("nationality"),
             "address": values.get("address"),
-            "business_info": _jsonable(values.get("business_info")),
+            "business_info": customer_drafts.jsonable(values.get("business_info")),
             "phone_number": values.get("phone_number"),
             "id_type": values.get("id_type"),
             "identifier_sealed": identity.seal_identifier(customer_id, identifier) if identifier else None,
@@ -457,14 +149,6 @@ async def create_many(
             currency_codes=tenant.currency_codes,
         )
     return outcomes
-
-
-def _jsonable(info: dict[str, Any] | None) -> dict[str, Any] | None:
-    if info is None:
-        return None
-    return {
-        k: (val.isoformat() if isinstance(val, date) else val) for k, val in info.items() if val is not None
-    }
 
 
 async def _refuse_duplicates(
@@ -523,7 +207,7 @@ async def create_customer(session: AsyncSession, *, tenant: TenantContext, draft
         # Raising rolls the transaction (or the idempotency savepoint around it) back, so no own savepoint.
         raise _duplicate_error(error) from None
     if outcome.row is None:
-        raise _refusal(outcome.problems)
+        raise customer_drafts.refusal(outcome.problems)
     return to_schema_from_values(outcome.row)
 
 
@@ -647,19 +331,6 @@ async def list_customers(
     return await paginate(session, stmt, id_column=CustomerRow.id, params=params)
 
 
-def _customer_dict(row: CustomerRow) -> dict[str, Any]:
-    return {
-        "customer_type": row.customer_type,
-        "full_name": row.full_name,
-        "birth_date": row.birth_date,
-        "nationality": row.nationality,
-        "email": row.email,
-        "phone_number": row.phone_number,
-        "address": row.address,
-        "business_info": row.business_info,
-    }
-
-
 async def update_customer(
     session: AsyncSession,
     *,
@@ -675,11 +346,11 @@ async def update_customer(
     `wallet_signature` carries the request's signed-retry headers for them."""
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
     draft = dict(changes)
-    values, problems = _update_problems(
+    values, problems = customer_drafts.update_problems(
         draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
     )
     if problems:
-        raise _refusal(problems)
+        raise customer_drafts.refusal(problems)
     # Taken keys are a conflict (409), reported once the body is otherwise valid, as on create.
     new_pcid, new_uma = values.get("platform_customer_id"), values.get("uma_address")
     new_pcid = None if new_pcid == row.platform_customer_id else new_pcid
@@ -701,7 +372,7 @@ async def update_customer(
     if taken_umas:
         problems.append(v.Problem("umaAddress", f"{new_uma} is already taken", error=UmaAddressExists))
     if problems:
-        raise _refusal(problems)
+        raise customer_drafts.refusal(problems)
     new_email = values.get("email")
     if new_email is not None and new_email != row.email:
         bound = to_jsonable_python(draft)
@@ -800,7 +471,10 @@ def provider_fields_missing(row: CustomerRow) -> list[str]:
     """The fields (API names, dot paths: `address`, `businessInfo.taxId`) that the providers of the
     customer's currencies require (tenants' provider requirements, SPEC §2 rule 1) and it lacks."""
     return [
-        p.field for p in v.missing_for_currencies(_customer_dict(row), _provider_required(row.currencies))
+        p.field
+        for p in v.missing_for_currencies(
+            customer_drafts.fields_of(row), customer_drafts.provider_required(row.currencies)
+        )
     ]
 
 
@@ -812,9 +486,11 @@ async def ensure_ready_for_currency(
 
 
 def _ready(row: CustomerRow, currency: str) -> CustomerRow:
-    problems = v.missing_for_currencies(_customer_dict(row), _provider_required([currency]))
+    problems = v.missing_for_currencies(
+        customer_drafts.fields_of(row), customer_drafts.provider_required([currency])
+    )
     if problems:
-        raise _refusal(problems)
+        raise customer_drafts.refusal(problems)
     return row
 
 
@@ -918,7 +594,7 @@ def info_fields_on_file(row: CustomerRow, names: list[str]) -> set[str]:
     return {
         name
         for name in names
-        if not v.missing_for_currencies(_customer_dict(row), {"_": [name]})
+        if not v.missing_for_currencies(customer_drafts.fields_of(row), {"_": [name]})
         and name in v._REQUIREMENT_FIELDS[row.customer_type]
     }
 
@@ -941,3 +617,9 @@ def pending_contact_channels(row: CustomerRow) -> list[str]:
         email=row.email,
         phone_number=row.phone_number,
     )
+
+
+def sandbox_name_suffix(full_name: str | None) -> str | None:
+    """The sandbox's KYC magic suffix of an individual's name (customers/sandbox.py: `Jane Doe 003` -> "003"),
+    which decides onboarding's sandbox reviews too; None without one."""
+    return sandbox.name_suffix(full_name)

@@ -1,4 +1,4 @@
-"""The state machines of customers: a bulk customer import job's status (customers/bulk.py) and a
+"""The state machines of customers: a bulk customer import job's status (customers/bulk/service.py) and a
 customer's KYC (KYB) status (customers/service.py, driven by onboarding's verifications)."""
 
 from __future__ import annotations

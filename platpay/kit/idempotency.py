@@ -24,7 +24,7 @@ an effect without its key or a key without its effect:
 Stored responses are sealed with the master key: a replay must be byte-identical, and some first
 responses carry a secret that must not sit in the database in clear (POST /tokens' clientSecret).
 
-A refusal some domain must record (an agent's money request refused by its policy: agents/audit.py) is
+A refusal some domain must record (an agent's money request refused by its policy: agents/audit/service.py) is
 written by `on_refusal`, given the refusal: with a key, in the transaction that stores the refusal as the
 key's answer (both commit or neither; a replay runs nothing, so records nothing); without one, in a
 transaction of its own after the operation's rolled back. Only endpoints that pass it pay for it, and only

@@ -1,7 +1,7 @@
 """The signed-retry headers and 202 body (SPEC §4.12, INTERFACE-FACTS §6), for every domain's endpoints.
 
 The mechanism itself (pending challenges, allowed signers, verification, single use) is the wallets domain's
-(wallets/signed_retry.py); these pieces live in kit so that a domain below wallets (customers' email change)
+(wallets/signed/retry.py); these pieces live in kit so that a domain below wallets (customers' email change)
 can take the headers and answer the challenge without importing it.
 """
 

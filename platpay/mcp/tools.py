@@ -23,7 +23,7 @@ from platpay.accounts.schemas import (
     InternalAccountListResponse,
     InternalAccountType,
 )
-from platpay.agents.dry_run_endpoints import AgentPolicyEvaluateRequest, AgentPolicyEvaluation
+from platpay.agents.dry_run.schemas import AgentPolicyEvaluateRequest, AgentPolicyEvaluation
 from platpay.agents.schemas import Agent, AgentAction, AgentActionListResponse, AgentActionStatus
 from platpay.payments.quotes.schemas import Quote, QuoteRequest
 from platpay.payments.schemas import (

@@ -4,7 +4,8 @@ hosted verification page."""
 from platpay import BASE_PATH
 from platpay.config import Settings
 from platpay.kit.domain_spec import Domain, Mount
-from platpay.onboarding import endpoints, jobs, models, page_endpoints, providers, sandbox, storage
+from platpay.onboarding import endpoints, jobs, models, providers, sandbox, storage
+from platpay.onboarding.page import endpoints as page_endpoints
 from platpay.onboarding.state import VerificationStatus
 
 

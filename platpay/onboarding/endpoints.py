@@ -13,8 +13,7 @@ from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.openapi import form_request
 from platpay.kit.pagination import PageParams, page_params
 from platpay.kit.routing import api_router
-from platpay.onboarding import documents, links, owners, verifications
-from platpay.onboarding import uploads as uploads_mod
+from platpay.onboarding import service as onboarding_service
 from platpay.onboarding.schemas import (
     BENEFICIAL_OWNER_CREATE_EXAMPLES,
     BENEFICIAL_OWNER_UPDATE_EXAMPLES,
@@ -54,7 +53,7 @@ async def create_verification(
 ) -> Verification:
     """Submit a customer for KYC (individual) or KYB (business); RESOLVE_ERRORS names what is missing."""
     async with get_db(request).transaction() as session:
-        return await verifications.submit(
+        return await onboarding_service.submit_verification(
             session, tenant_id=principal.tenant.id, customer_id=body.customer_id
         )
 
@@ -69,14 +68,14 @@ async def list_verifications(
 ) -> dict:
     """List verifications, newest first; filters combine."""
     async with get_db(request).read() as session:
-        page = await verifications.list_page(
+        page = await onboarding_service.list_verifications(
             session,
             tenant_id=principal.tenant.id,
             params=params,
             customer_id=customer_id,
             status=verification_status,
         )
-    return page.envelope([verifications.to_schema(row).to_api() for row in page.items])
+    return page.envelope([onboarding_service.verification_schema(row).to_api() for row in page.items])
 
 
 @router.get("/verifications/{verificationId}", operation_id="getVerification", response_model=Verification)
@@ -85,7 +84,9 @@ async def get_verification(
 ) -> Verification:
     """Get a verification."""
     async with get_db(request).read() as session:
-        return await verifications.get(session, tenant_id=principal.tenant.id, verification_id=verificationId)
+        return await onboarding_service.get_verification(
+            session, tenant_id=principal.tenant.id, verification_id=verificationId
+        )
 
 
 @router.post(
@@ -112,7 +113,7 @@ async def create_kyc_link(
     redirect_uri = body.redirect_uri if body is not None else None
     return await idem.run(
         body,
-        lambda s: links.create(
+        lambda s: onboarding_service.create_link(
             s,
             tenant_id=principal.tenant.id,
             is_sandbox=principal.tenant.is_sandbox,
@@ -140,7 +141,7 @@ async def create_beneficial_owner(
 ) -> BeneficialOwner:
     """Add a beneficial owner, director or officer to a business customer; their KYC runs automatically."""
     async with get_db(request).transaction() as session:
-        return await owners.create(
+        return await onboarding_service.create_owner(
             session,
             tenant_id=principal.tenant.id,
             customer_id=body.customer_id,
@@ -161,10 +162,10 @@ async def list_beneficial_owners(
 ) -> dict:
     """List a business customer's beneficial owners."""
     async with get_db(request).read() as session:
-        page = await owners.list_page(
+        page = await onboarding_service.list_owners(
             session, tenant_id=principal.tenant.id, customer_id=customer_id, params=params
         )
-    return page.envelope([owners.to_schema(row).to_api() for row in page.items])
+    return page.envelope([onboarding_service.owner_schema(row).to_api() for row in page.items])
 
 
 @router.get(
@@ -177,7 +178,9 @@ async def get_beneficial_owner(
 ) -> BeneficialOwner:
     """Get a beneficial owner."""
     async with get_db(request).read() as session:
-        return await owners.get(session, tenant_id=principal.tenant.id, owner_id=beneficialOwnerId)
+        return await onboarding_service.get_owner(
+            session, tenant_id=principal.tenant.id, owner_id=beneficialOwnerId
+        )
 
 
 @router.patch(
@@ -200,7 +203,7 @@ async def update_beneficial_owner(
         else None
     )
     async with get_db(request).transaction() as session:
-        return await owners.update(
+        return await onboarding_service.update_owner(
             session,
             tenant_id=principal.tenant.id,
             owner_id=beneficialOwnerId,
@@ -215,8 +218,8 @@ async def update_beneficial_owner(
 
 async def _parse_form(
     request: Request, principal: Principal, allowed: frozenset[str]
-) -> uploads_mod.ParsedForm:
-    return await uploads_mod.parse(
+) -> onboarding_service.ParsedForm:
+    return await onboarding_service.parse_form(
         request.stream(),
         content_type=request.headers.get("content-type"),
         store=DOCUMENT_STORE.get(),
@@ -239,12 +242,12 @@ async def _parse_form(
 )
 async def upload_document(request: Request, principal: Principal = Manager) -> Document:
     """Upload a verification document (multipart: `file` plus metadata) for a customer or beneficial owner."""
-    form = await _parse_form(request, principal, documents.UPLOAD_FIELDS)
+    form = await _parse_form(request, principal, onboarding_service.DOCUMENT_UPLOAD_FIELDS)
     try:
-        documents.check_upload(form)
+        onboarding_service.check_document_upload(form)
         assert form.file is not None
         async with get_db(request).transaction() as session:
-            return await documents.create(
+            return await onboarding_service.create_document(
                 session,
                 tenant_id=principal.tenant.id,
                 holder_id=form.fields["documentHolder"],
@@ -252,7 +255,7 @@ async def upload_document(request: Request, principal: Principal = Manager) -> D
                 stored=form.file,
             )
     except BaseException:
-        await documents.discard_files(form.keys())
+        await onboarding_service.discard_document_files(form.keys())
         raise
 
 
@@ -265,17 +268,19 @@ async def list_documents(
 ) -> dict:
     """List documents, newest first, optionally of one holder."""
     async with get_db(request).read() as session:
-        page = await documents.list_page(
+        page = await onboarding_service.list_documents(
             session, tenant_id=principal.tenant.id, holder_id=document_holder, params=params
         )
-    return page.envelope([documents.to_schema(row).to_api() for row in page.items])
+    return page.envelope([onboarding_service.document_schema(row).to_api() for row in page.items])
 
 
 @documents_router.get("/documents/{documentId}", operation_id="getDocument", response_model=Document)
 async def get_document(documentId: str, request: Request, principal: Principal = Viewer) -> Document:
     """Get a document's metadata."""
     async with get_db(request).read() as session:
-        return await documents.get(session, tenant_id=principal.tenant.id, document_id=documentId)
+        return await onboarding_service.get_document(
+            session, tenant_id=principal.tenant.id, document_id=documentId
+        )
 
 
 @documents_router.get(
@@ -295,9 +300,11 @@ async def get_document(documentId: str, request: Request, principal: Principal =
 async def download_document(documentId: str, request: Request, principal: Principal = Viewer) -> Response:
     """Download a document's file as it was uploaded."""
     async with get_db(request).read() as session:
-        row, key = await documents.content(session, tenant_id=principal.tenant.id, document_id=documentId)
+        row, key = await onboarding_service.document_content(
+            session, tenant_id=principal.tenant.id, document_id=documentId
+        )
     return StreamingResponse(
-        documents.read_file(key),
+        onboarding_service.read_document_file(key),
         media_type=row.content_type,
         headers={
             "Content-Disposition": f"attachment; filename*=UTF-8''{quote(row.file_name, safe='')}",
@@ -321,12 +328,14 @@ async def download_document(documentId: str, request: Request, principal: Princi
 async def replace_document(documentId: str, request: Request, principal: Principal = Manager) -> Document:
     """Replace a document's file and/or metadata (multipart), e.g. after a rejection."""
     async with get_db(request).read() as session:  # 404 / 409 before reading the upload
-        await documents.ensure_changeable(session, tenant_id=principal.tenant.id, document_id=documentId)
-    form = await _parse_form(request, principal, documents.METADATA_FIELDS)
+        await onboarding_service.ensure_document_changeable(
+            session, tenant_id=principal.tenant.id, document_id=documentId
+        )
+    form = await _parse_form(request, principal, onboarding_service.DOCUMENT_METADATA_FIELDS)
     try:
-        documents.check_replacement(form)
+        onboarding_service.check_document_replacement(form)
         async with get_db(request).transaction() as session:
-            replaced, old_key = await documents.replace(
+            replaced, old_key = await onboarding_service.replace_document(
                 session,
                 tenant_id=principal.tenant.id,
                 document_id=documentId,
@@ -334,10 +343,10 @@ async def replace_document(documentId: str, request: Request, principal: Princip
                 stored=form.file,
             )
     except BaseException:
-        await documents.discard_files(form.keys())
+        await onboarding_service.discard_document_files(form.keys())
         raise
     if old_key is not None:
-        await documents.discard_files([old_key])
+        await onboarding_service.discard_document_files([old_key])
     return replaced
 
 
@@ -351,6 +360,8 @@ async def replace_document(documentId: str, request: Request, principal: Princip
 async def delete_document(documentId: str, request: Request, principal: Principal = Manager) -> Response:
     """Delete a document and its file (irreversible)."""
     async with get_db(request).transaction() as session:
-        key = await documents.delete(session, tenant_id=principal.tenant.id, document_id=documentId)
-    await documents.discard_files([key])
+        key = await onboarding_service.delete_document(
+            session, tenant_id=principal.tenant.id, document_id=documentId
+        )
+    await onboarding_service.discard_document_files([key])
     return Response(status_code=204)

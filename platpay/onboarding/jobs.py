@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from platpay.jobs.registry import handler
 from platpay.jobs.runner import JobContext
-from platpay.onboarding import owners, verifications
+from platpay.onboarding import service as onboarding_service
 from platpay.onboarding.providers import Decision, provider_for
 from platpay.onboarding.state import OwnerKycStatus
 from platpay.tenants import service as tenants_service
@@ -18,12 +18,12 @@ _OWNER_STATUS = {
 }
 
 
-@handler(verifications.REVIEW_JOB)
+@handler(onboarding_service.REVIEW_VERIFICATION_JOB)
 async def review_verification(ctx: JobContext) -> None:
     tenant_id = ctx.tenant_id or ""
     verification_id = ctx.payload["verificationId"]
     async with ctx.db.read() as session:
-        subjects = await verifications.review_subjects(
+        subjects = await onboarding_service.verification_review_subjects(
             session, tenant_id=tenant_id, verification_id=verification_id
         )
         is_sandbox = await tenants_service.is_sandbox(session, tenant_id=tenant_id)
@@ -31,26 +31,28 @@ async def review_verification(ctx: JobContext) -> None:
     decisions = {subject.id: await provider.review(subject) for subject in subjects}
     async with ctx.transaction() as session:
         if decisions:
-            await verifications.record_review(
+            await onboarding_service.record_verification_review(
                 session, tenant_id=tenant_id, verification_id=verification_id, decisions=decisions
             )
 
 
-@handler(owners.REVIEW_OWNER_JOB)
+@handler(onboarding_service.REVIEW_OWNER_JOB)
 async def review_owner(ctx: JobContext) -> None:
     tenant_id = ctx.tenant_id or ""
     owner_id, version = ctx.payload["beneficialOwnerId"], ctx.payload["version"]
     async with ctx.db.read() as session:
-        owner = await owners.review_subject_of(
+        owner = await onboarding_service.owner_review_subject(
             session, tenant_id=tenant_id, owner_id=owner_id, version=version
         )
         is_sandbox = await tenants_service.is_sandbox(session, tenant_id=tenant_id)
     decision = None
     if owner is not None:
-        decision = await provider_for(is_sandbox=is_sandbox).review(verifications.owner_subject(owner))
+        decision = await provider_for(is_sandbox=is_sandbox).review(
+            onboarding_service.owner_review_request(owner)
+        )
     async with ctx.transaction() as session:
         if decision is not None:
-            await owners.record_review(
+            await onboarding_service.record_owner_review(
                 session,
                 tenant_id=tenant_id,
                 owner_id=owner_id,

@@ -1,5 +1,5 @@
 """KYC links (SPEC §4.4, INTERFACE-FACTS §3.1): a single-use, expiring URL of the hosted verification page
-(page_endpoints.py), served by platpay outside the API's base path. Only the SHA-256 of a link's random token is
+(page/endpoints.py), served by platpay outside the API's base path. Only the SHA-256 of a link's random token is
 stored; the token is in the URL alone. Generating a link changes nothing about the customer; earlier links
 stay valid (each single-use) until they expire. A customer whose contactVerification has a channel not yet
 VERIFIED gets no link (409)."""

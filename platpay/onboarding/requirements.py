@@ -1,7 +1,7 @@
 """What a verification needs, as data: per customer type, the customer's fields and documents, what each
 beneficial owner of a business needs, and the extra fields some currencies' providers ask for.
 
-`verifications.py` walks these tables; the hosted page (page_endpoints.py) asks for exactly what they say is
+`verifications.py` walks these tables; the hosted page (page/endpoints.py) asks for exactly what they say is
 missing. A field is named by its dot path in the API (`customer.address.line1`) and read from the customer
 as GET /customers/{id} returns it; a document requirement is satisfied by any one of its accepted types
 held by the customer (or, for owners, by the owner).

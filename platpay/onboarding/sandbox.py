@@ -13,7 +13,7 @@ its `email` (`jane.002@example.com`: platpay's choice from before the reference'
 from __future__ import annotations
 
 from platpay.config import Settings
-from platpay.customers import sandbox as customers_sandbox
+from platpay.customers import service as customers_service
 from platpay.onboarding.providers import SANDBOX_KYC_PROVIDER, Decision, Finding, KycProvider, ReviewSubject
 
 BY_SUFFIX = {"001": Decision.MANUAL_REVIEW, "002": Decision.REJECTED}
@@ -34,14 +34,14 @@ class SandboxKycProvider:
             return decision_for(subject.registration_number, BUSINESS_BY_SUFFIX)
         if subject.kind == "BENEFICIAL_OWNER":
             return decision_for(subject.last_name)
-        if customers_sandbox.name_suffix(subject.full_name) is not None:
+        if customers_service.sandbox_name_suffix(subject.full_name) is not None:
             return decision_for(subject.full_name)
         return decision_for((subject.email or "").split("@", 1)[0])
 
     async def screen(self, subject: ReviewSubject) -> list[Finding]:
         if (
             subject.kind != "INDIVIDUAL"
-            or customers_sandbox.name_suffix(subject.full_name) != POOR_QUALITY_SUFFIX
+            or customers_service.sandbox_name_suffix(subject.full_name) != POOR_QUALITY_SUFFIX
         ):
             return []
         identity = next((doc_id for doc_id, kind in subject.documents if kind in _IDENTITY_TYPES), subject.id)

@@ -1,16 +1,10 @@
 """Payments as the app discovers them: transactions, transfers, incoming payments, lookups."""
 
 from platpay.kit.domain_spec import Domain, Mount
-from platpay.payments import (
-    endpoints,
-    incoming_endpoints,
-    incoming_jobs,
-    jobs,
-    lookup_endpoints,
-    models,
-    providers,
-    sandbox,
-)
+from platpay.payments import endpoints, jobs, models, providers, sandbox
+from platpay.payments.incoming import endpoints as incoming_endpoints
+from platpay.payments.incoming import jobs as incoming_jobs
+from platpay.payments.lookups import endpoints as lookup_endpoints
 from platpay.payments.quotes import endpoints as quote_endpoints
 from platpay.payments.quotes import jobs as quote_jobs
 from platpay.payments.quotes import models as quote_models

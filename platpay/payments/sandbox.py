@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from platpay.accounts import external_service
+from platpay.accounts.external import service as external_service
 from platpay.config import Settings
 from platpay.kit import currencies
 from platpay.payments import sandbox_outcomes, uma

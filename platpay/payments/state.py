@@ -1,6 +1,6 @@
 """The state machines of payments: a transaction's status (one lifecycle per direction) and an incoming UMA
 payment's approval sub-state. Every status change goes through `payments.service.move` (which checks
-OUTGOING / INCOMING); every approval step through `APPROVAL.fire` (payments/incoming.py)."""
+OUTGOING / INCOMING); every approval step through `APPROVAL.fire` (payments/incoming/service.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from importlib import resources
 
 from platpay.kit import currencies
 from platpay.kit.pagination import PageParams, PageResult, paginate_items
-from platpay.payments.lookup_schemas import UmaProvider
+from platpay.payments.lookups.schemas import UmaProvider
 
 
 @dataclass(frozen=True)

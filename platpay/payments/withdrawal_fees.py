@@ -6,7 +6,7 @@ rate. An estimate moves no money and holds nothing:
 
     networkFee     the table's fee, in minor units of networkFeeAsset (lamports, wei, sun, satoshis)
     applicationFee ceil(amount × applicationFeeBps / 10 000), in the withdrawal currency
-    totalFee       networkFee converted to the withdrawal currency at the mid rate (platpay.fx.rates, rounded
+    totalFee       networkFee converted to the withdrawal currency at the mid rate (platpay.fx.service, rounded
                    half-even to its minor unit) + applicationFee
     netAmount      amount − totalFee, which must stay above zero
 """
@@ -26,9 +26,9 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import bitcoin, lightning, wallets
 from platpay.errors import InvalidInput
-from platpay.fx import rates
+from platpay.fx import service as fx_service
 from platpay.payments.errors import AmountOutOfRange
-from platpay.payments.lookup_schemas import EstimateCryptoWithdrawalFeeResponse
+from platpay.payments.lookups.schemas import EstimateCryptoWithdrawalFeeResponse
 from platpay.tenants.context import TenantContext
 
 CRYPTO_ACCOUNT_TYPES = frozenset({InternalAccountType.INTERNAL_CRYPTO, InternalAccountType.EMBEDDED_WALLET})
@@ -134,7 +134,7 @@ async def estimate(
         summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
         raise InvalidInput(summary, details={"fields": problems})
 
-    converted = await rates.convert(
+    converted = await fx_service.convert(
         source_currency=fees.fee_asset, destination_currency=currency, amount=fees.fee
     )
     app_fee = application_fee(amount)

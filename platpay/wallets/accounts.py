@@ -18,7 +18,7 @@ from platpay.wallets.credentials import wallet_account
 from platpay.wallets.errors import CustodyError
 from platpay.wallets.providers import CUSTODY
 from platpay.wallets.schemas import InternalAccountExportResponse
-from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
+from platpay.wallets.signed.retry import Signed, SignedIntent, Signers
 
 
 async def update_intent(

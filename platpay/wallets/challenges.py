@@ -24,7 +24,7 @@ from platpay.wallets.credentials import (
 )
 from platpay.wallets.mail import send_otp
 from platpay.wallets.schemas import AuthMethodResponse, PasskeyAuthChallenge, PasskeyRegistrationChallenge
-from platpay.wallets.signed_retry import activity_payload, canonical
+from platpay.wallets.signed.retry import activity_payload, canonical
 
 
 async def reissue_challenge(

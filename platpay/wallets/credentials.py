@@ -23,7 +23,7 @@ from platpay.kit import clock
 from platpay.kit.ids import is_id
 from platpay.kit.wallet_signature import WalletSignature
 from platpay.tenants.context import TenantContext
-from platpay.wallets import audit, oidc, otp, passkeys, repository, signed_retry
+from platpay.wallets import audit, oidc, otp, passkeys, repository
 from platpay.wallets.errors import (
     CredentialNotFound,
     EmailOtpCredentialExists,
@@ -39,7 +39,8 @@ from platpay.wallets.schemas import (
     AuthMethod,
     AuthMethodResponse,
 )
-from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
+from platpay.wallets.signed import retry as signed_retry
+from platpay.wallets.signed.retry import Signed, SignedIntent, Signers
 from platpay.wallets.state import CREDENTIAL, CredentialStatus
 from platpay.wallets.types import NewCredential, NewEmailOtp, NewOauth
 

@@ -13,10 +13,11 @@ from platpay.customers import hooks as customers_hooks
 from platpay.customers.hooks import EmailChange
 from platpay.kit import clock
 from platpay.kit.wallet_signature import SignedRequestChallenge
-from platpay.wallets import audit, repository, signed_retry
+from platpay.wallets import audit, repository
 from platpay.wallets.errors import EmailOtpCredentialSetChanged
 from platpay.wallets.provisioning import email_otp_credential
-from platpay.wallets.signed_retry import SignedIntent, Signers
+from platpay.wallets.signed import retry as signed_retry
+from platpay.wallets.signed.retry import SignedIntent, Signers
 
 OPERATION = "customers.update_email"
 

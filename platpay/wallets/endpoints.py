@@ -38,7 +38,7 @@ from platpay.wallets.schemas import (
     PasskeyRegistrationChallengeRequest,
     SessionListResponse,
 )
-from platpay.wallets.signed_endpoints import Signed, SignedRetry
+from platpay.wallets.signed.endpoints import Signed, SignedRetry
 from platpay.wallets.types import (
     Assertion,
     Attestation,

@@ -1,7 +1,7 @@
 """What other domains call on wallets (cards, payments, agents…): the signed-retry mechanism and the
 wallet-signed transaction payloads of quotes funded from an EMBEDDED_WALLET account.
 
-- A signed operation of another domain: `SignedRetry` (a FastAPI dependency, signed_retry.py) with a
+- A signed operation of another domain: `SignedRetry` (a FastAPI dependency, signed/retry.py) with a
   `SignedIntent` whose signers are `signers_for_account(account_id)`, or `begin`/`complete` directly.
 - A quote funded by a wallet: `transaction_payload` is the `payloadToSign` of its EMBEDDED_WALLET payment
   instruction; `authorize_transaction` checks the `Svc-Wallet-Signature` of its execution (401s as
@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.kit import clock
 from platpay.tenants.context import TenantContext
 from platpay.wallets import audit
-from platpay.wallets.signed_endpoints import SignedRetry
-from platpay.wallets.signed_retry import (
+from platpay.wallets.signed.endpoints import SignedRetry
+from platpay.wallets.signed.retry import (
     Signed,
     SignedIntent,
     Signers,

@@ -29,7 +29,7 @@ from platpay.wallets import audit, repository
 from platpay.wallets.errors import SessionNotFound, WalletSignatureInvalid
 from platpay.wallets.models import CredentialRow, SessionRow
 from platpay.wallets.schemas import AuthSession
-from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
+from platpay.wallets.signed.retry import Signed, SignedIntent, Signers
 from platpay.wallets.state import CREDENTIAL, CredentialStatus
 
 

@@ -28,23 +28,14 @@ from platpay.kit.crypto import p256
 from platpay.kit.ids import is_id
 from platpay.kit.wallet_signature import WalletSignature
 from platpay.tenants.context import TenantContext
-from platpay.wallets import (
-    challenges,
-    credentials,
-    keys,
-    oidc,
-    otp,
-    passkeys,
-    repository,
-    sessions,
-    signed_retry,
-)
+from platpay.wallets import challenges, credentials, keys, oidc, otp, passkeys, repository, sessions
 from platpay.wallets.attempts import Attempt
 from platpay.wallets.credentials import PASSKEY_LOGIN
 from platpay.wallets.errors import RequestIdMissing, VerificationFailed
 from platpay.wallets.models import CredentialRow
 from platpay.wallets.schemas import AuthMethodResponse, AuthSession, PasskeyAuthChallenge
-from platpay.wallets.signed_retry import Signed, SignedIntent, Signers
+from platpay.wallets.signed import retry as signed_retry
+from platpay.wallets.signed.retry import Signed, SignedIntent, Signers
 from platpay.wallets.types import EmailOtpProof, OauthProof, PasskeyProof, Proof
 
 VERIFY_EMAIL_OTP = "wallets.verify_email_otp"

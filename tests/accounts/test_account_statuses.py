@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.external import service as external_service
 from platpay.accounts.models import ExternalAccountRow
 from platpay.accounts.state import (
     EXTERNAL_ACCOUNT,

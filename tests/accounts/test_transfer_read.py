@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy import inspect
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import InternalAccountNotFound
+from platpay.accounts.external import service as external_service
 from platpay.auth import service as auth_service
 from platpay.customers import service as customers_service
 from platpay.errors import ApiError

@@ -11,7 +11,7 @@ import json
 import pytest
 from sqlalchemy import text
 
-from platpay.agents import audit
+from platpay.agents.audit import service as audit
 from tests.support.agents import create_agent, funded_customer, transfer_out
 
 

@@ -21,7 +21,7 @@ from alembic import command
 from typer.testing import CliRunner
 
 from platpay import cli
-from platpay.agents import audit
+from platpay.agents.audit import service as audit
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.types import JsonType

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from platpay import BASE_PATH
-from platpay.agents import audit
+from platpay.agents.audit import service as audit
 from platpay.mcp.server import PlatpayMCP
 from tests.factories import mxn_account
 from tests.support.agents import connect, funded_customer, quote_body, transfer_out

@@ -7,8 +7,8 @@ import codecs
 
 import pytest
 
-from platpay.customers import bulk_csv
-from platpay.customers.bulk_csv import CsvFormatError, HeaderError, RecordParser
+from platpay.customers.bulk import csv_parser as bulk_csv
+from platpay.customers.bulk.csv_parser import CsvFormatError, HeaderError, RecordParser
 
 SAMPLE = (
     "umaAddress,platformCustomerId,customerType,fullName\r\n"

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 from platpay.accounts.models import InternalAccountRow
-from platpay.customers.bulk_models import BulkImportFileChunkRow, BulkImportJobRow
+from platpay.customers.bulk.models import BulkImportFileChunkRow, BulkImportJobRow
 from platpay.customers.models import CustomerRow
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner

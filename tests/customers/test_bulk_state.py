@@ -7,8 +7,9 @@ from typing import get_args
 import pytest
 from sqlalchemy import select
 
-from platpay.customers import bulk, bulk_schemas
-from platpay.customers.bulk_models import BulkImportJobRow
+from platpay.customers.bulk import schemas as bulk_schemas
+from platpay.customers.bulk import service as bulk
+from platpay.customers.bulk.models import BulkImportJobRow
 from platpay.customers.state import BULK_IMPORT, BulkImportStatus
 from platpay.kit.states import IllegalTransition
 from tests.support.bulk_import import csv_bytes, import_to_the_end, job_of, upload, valid_rows
@@ -17,7 +18,7 @@ B = BulkImportStatus
 
 
 def test_the_table_is_the_documented_lifecycle():
-    """PENDING -> PROCESSING -> COMPLETED | FAILED (bulk_models.py), and PENDING -> FAILED for an import
+    """PENDING -> PROCESSING -> COMPLETED | FAILED (bulk/models.py), and PENDING -> FAILED for an import
     whose first chunk never committed."""
     assert set(get_args(bulk_schemas.ImportStatus)) == set(BulkImportStatus)
     assert BULK_IMPORT.reachable() == BULK_IMPORT.states == set(BulkImportStatus)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from platpay.customers import service as customers_service
+from platpay.customers import drafts
 from platpay.customers.schemas import (
     BusinessCustomerCreateRequest,
     BusinessCustomerUpdateRequest,
@@ -35,8 +35,8 @@ def test_the_documented_variants_are_the_flat_body_split_by_type(flat, individua
             assert _aliases(flat)[name] == alias, f"{variant.__name__}.{name}"
     only_individual = set(individual.model_fields) - set(business.model_fields)
     only_business = set(business.model_fields) - set(individual.model_fields)
-    assert only_individual == set(customers_service.INDIVIDUAL_ONLY)
-    assert only_business == set(customers_service.BUSINESS_ONLY)
+    assert only_individual == set(drafts.INDIVIDUAL_ONLY)
+    assert only_business == set(drafts.BUSINESS_ONLY)
 
 
 @pytest.mark.parametrize(("flat", "individual", "business"), BODIES, ids=["create", "update"])

@@ -159,7 +159,7 @@ class TestTheDistributions:
             "platpay/migrations/env.py",
             "platpay/migrations/script.py.mako",
             "platpay/migrations/versions/0001_initial_schema.py",
-            "platpay/onboarding/templates/form.html",
+            "platpay/onboarding/page/templates/form.html",
             "platpay/kit/data/currencies.json",
         ):
             assert needed in in_wheel, needed

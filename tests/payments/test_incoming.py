@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
-from platpay.payments import incoming_replies as replies
+from platpay.payments.incoming import replies
 from platpay.payments.models import TransactionRow
 from tests.factories import balances, create_platform, customer, external_account, fund, internal_account
 from tests.support.jobs import run_jobs_until
@@ -726,7 +726,7 @@ class TestSandboxSenders:
 
 
 class TestReplyDecisions:
-    """The pure reading of a reply (payments/incoming_replies.py)."""
+    """The pure reading of a reply (payments/incoming/replies.py)."""
 
     REQUESTED = [{"name": "TAX_ID", "mandatory": True}, {"name": "EMAIL", "mandatory": False}]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
+from platpay.accounts.external import service as external_service
 from platpay.auth import service as auth_service
 from platpay.customers import service as customers_service
 from platpay.errors import ApiError

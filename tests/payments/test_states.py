@@ -11,8 +11,9 @@ from sqlalchemy import select
 
 from platpay.kit import clock
 from platpay.kit.states import IllegalTransition
-from platpay.payments import incoming, schemas
+from platpay.payments import schemas
 from platpay.payments import service as payments_service
+from platpay.payments.incoming import service as incoming
 from platpay.payments.models import TransactionRow
 from platpay.payments.state import (
     APPROVAL,

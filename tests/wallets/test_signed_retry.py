@@ -1,4 +1,4 @@
-"""The signed-retry mechanism (wallets/signed_retry.py), through one of its operations (wallet privacy,
+"""The signed-retry mechanism (wallets/signed/retry.py), through one of its operations (wallet privacy,
 PATCH /internal-accounts/{id}): the 202, the verified retry that runs once, and every refusal — a 401 with
 its code that changes nothing."""
 

@@ -2,7 +2,7 @@
 
 Records keep the algorithm they were hashed with (`hash_algorithm`): every existing record stays what it is,
 plain SHA-256, so the hashes of exports and heads anchored before this revision stay valid, and every record
-written from now on is HMAC-SHA-256 under the audit key (platpay/agents/audit.py). Re-keying the existing
+written from now on is HMAC-SHA-256 under the audit key (platpay/agents/audit/service.py). Re-keying the existing
 records instead would have changed every hash ever exported, and a re-key cannot tell an honest chain from
 one already rewritten.
 
@@ -22,6 +22,7 @@ Revision ID: 0016_audit
 Revises: 0015_cardusd
 Create Date: 2026-12-02 10:00:00.000000
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,10 +30,10 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from platpay.agents.audit import chain_key, legacy_seal_of
+from platpay.agents.audit.service import chain_key, legacy_seal_of
 
-revision: str = '0016_audit'
-down_revision: str | None = '0015_cardusd'
+revision: str = "0016_audit"
+down_revision: str | None = "0015_cardusd"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -44,13 +45,13 @@ _RECORDS = sa.table(
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('agent_audit_records', schema=None) as batch_op:
+    with op.batch_alter_table("agent_audit_records", schema=None) as batch_op:
         batch_op.add_column(
-            sa.Column('hash_algorithm', sa.String(length=16), nullable=False, server_default='SHA-256')
+            sa.Column("hash_algorithm", sa.String(length=16), nullable=False, server_default="SHA-256")
         )
-        batch_op.add_column(sa.Column('legacy_seal', sa.String(length=64), nullable=True))
-    with op.batch_alter_table('agent_audit_records', schema=None) as batch_op:
-        batch_op.alter_column('hash_algorithm', server_default=None)  # new records name theirs
+        batch_op.add_column(sa.Column("legacy_seal", sa.String(length=64), nullable=True))
+    with op.batch_alter_table("agent_audit_records", schema=None) as batch_op:
+        batch_op.alter_column("hash_algorithm", server_default=None)  # new records name theirs
     connection = op.get_bind()
     heads = connection.execute(
         sa.select(_RECORDS.c.id, _RECORDS.c.hash).select_from(
@@ -76,6 +77,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('agent_audit_records', schema=None) as batch_op:
-        batch_op.drop_column('legacy_seal')
-        batch_op.drop_column('hash_algorithm')
+    with op.batch_alter_table("agent_audit_records", schema=None) as batch_op:
+        batch_op.drop_column("legacy_seal")
+        batch_op.drop_column("hash_algorithm")

@@ -15,13 +15,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts.errors import ExternalAccountNotFound
+from platpay.accounts.external import service as external_service
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import invalid_field
-from platpay.fx import cache, rates
-from platpay.fx.exchange_rates import sending_limits
+from platpay.fx import service as fx_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
 from platpay.payments import uma
@@ -75,11 +74,11 @@ def _preference(
         estimated = 1.0
     else:
         estimated = float(
-            rates.to_decimal(
-                cache.get(sending_currency, currency, ttl_seconds=ttl_seconds).rate.customer_rate
+            fx_service.to_decimal(
+                fx_service.cached_rate(sending_currency, currency, ttl_seconds=ttl_seconds).rate.customer_rate
             )
         )
-    low, high = sending_limits(tenant, currency)
+    low, high = fx_service.sending_limits(tenant, currency)
     preference = CurrencyPreference(
         currency=currencies.require(currency).as_api(),  # type: ignore[arg-type]
         estimated_exchange_rate=estimated,

@@ -8,14 +8,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.accounts import external_service
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound
+from platpay.accounts.external import service as external_service
 from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import corridors
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
-from platpay.fx import fees
+from platpay.fx import service as fx_service
 from platpay.kit import currencies
 from platpay.payments import providers, uma
 from platpay.payments.quotes import funding, lookups, outcomes
@@ -224,7 +224,7 @@ async def _internal_destination(
         currency=account.currency,
         account_id=account.id,
         rail=INTERNAL,
-        fee_corridor=fees.INTERNAL,
+        fee_corridor=fx_service.INTERNAL,
         outcome=outcomes.SUCCESS,
         api=destination.as_api(),
         transaction_destination={
@@ -275,7 +275,7 @@ async def _account_destination(
         currency=external.currency,
         account_id=external.id,
         rail=rail,
-        fee_corridor=rail if rails else fees.CRYPTO,
+        fee_corridor=rail if rails else fx_service.CRYPTO,
         outcome=providers.rail_for(tenant).payout_outcome(
             corridors.primary_identifier(external.account_info)
         ),
@@ -337,7 +337,7 @@ async def resolve_destination(
     api = {"destinationType": "UMA_ADDRESS", "umaAddress": counterparty.address, "currency": currency}
     common: dict[str, Any] = {
         "currency": currency,
-        "fee_corridor": fees.UMA,
+        "fee_corridor": fx_service.UMA,
         "api": api,
         "transaction_destination": dict(api),
         "receiver": counterparty.address,

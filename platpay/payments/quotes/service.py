@@ -6,7 +6,7 @@ arrive) debits the source, makes the quote PROCESSING and fires OUTGOING_PAYMENT
 moves through jobs (settlement.py). Unexecuted at `expiresAt`, the quote and its transaction become
 EXPIRED (OUTGOING_PAYMENT.EXPIRED).
 
-Pricing (pricing.py): the locked side is exact; the other side is rounded once in the platform's favour.
+Pricing (fx/pricing.py): the locked side is exact; the other side is rounded once in the platform's favour.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.errors import invalid_field
-from platpay.fx import fees, pricing, rates
-from platpay.fx.providers import RATES, RateQuote, UnsupportedCurrencyPair
+from platpay.fx import service as fx_service
+from platpay.fx.service import Price, RateQuote, UnsupportedCurrencyPair
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock, currencies
 from platpay.kit.ids import new_id
@@ -116,23 +116,23 @@ def _price(
     destination: str,
     corridor: str,
     platform_fee: PlatformFee | None = None,
-) -> tuple[pricing.Price, RateQuote]:
+) -> tuple[Price, RateQuote]:
     try:
-        quote_rate = RATES.get().rate(source, destination)
+        quote_rate = fx_service.quote_rate(source, destination)
     except UnsupportedCurrencyPair as error:
         raise invalid_field("destination", f"no {source} to {destination} rate: {error}") from None
-    rule = fees.rule_for(corridor)
+    rule = fx_service.fee_rule(corridor)
     try:
-        price = pricing.price(
+        price = fx_service.price(
             locked_side=locked_side,
             locked_amount=locked_amount,
-            minor_rate=rates.minor_rate(quote_rate.customer_rate, source, destination),
+            minor_rate=fx_service.minor_rate(quote_rate.customer_rate, source, destination),
             fixed_fee=rule.fixed_in(source),
             variable_bps=rule.variable_bps,
             platform_fixed=platform_fee.fixed if platform_fee else 0,
             platform_bps=platform_fee.variable_bps if platform_fee else 0,
         )
-    except pricing.AmountTooSmall as error:
+    except fx_service.AmountTooSmall as error:
         raise AmountOutOfRange(
             f"lockedCurrencyAmount: {error}",
             details={
@@ -229,7 +229,7 @@ async def create_quote(
                 "isPlatformAccount": False,
             }
         ]
-    exchange_rate = str(rates.to_decimal(quote_rate.customer_rate))
+    exchange_rate = str(fx_service.to_decimal(quote_rate.customer_rate))
     quote = QuoteRow(
         id=quote_id,
         tenant_id=tenant.id,
@@ -253,7 +253,7 @@ async def create_quote(
         platform_fee=price.platform_fee,
         platform_fee_entry_id=None,
         exchange_rate=exchange_rate,
-        mid_rate=str(rates.to_decimal(quote_rate.mid)),
+        mid_rate=str(fx_service.to_decimal(quote_rate.mid)),
         spread_bps=quote_rate.spread_bps,
         transaction_id=transaction_id,
         lookup_id=lookup_id,

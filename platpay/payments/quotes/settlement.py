@@ -10,7 +10,7 @@ Ledger, per step (S = totalSendingAmount, F = the fee schedule's fees, P = the p
                        for a real-time-funded quote (posted when the funds arrive)
     payout settles     external / sandbox UMA: nothing (the money left with the rail at execution);
                        internal destination: CLEARING(rail, dst) -R; destination account +R, and the
-                       recipient's COMPLETED INCOMING transaction (payments/incoming_internal.py);
+                       recipient's COMPLETED INCOMING transaction (payments/incoming/internal.py);
                        and when P > 0: PLATFORM_FEES(src) -P; the platform's internal account in src +P
                        (PLATFORM_FEE_SETTLE; stays in PLATFORM_FEES if the platform has no active one)
     refund completes   the execution entry reversed: the FULL S, fees included (P too), back where it came
@@ -40,8 +40,9 @@ from platpay.errors import InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
-from platpay.payments import incoming_internal, providers
+from platpay.payments import providers
 from platpay.payments import service as payments_service
+from platpay.payments.incoming import internal as incoming_internal
 from platpay.payments.models import TransactionRow
 from platpay.payments.quotes import outcomes, repository
 from platpay.payments.quotes.errors import QuoteAlreadyExecuted, QuoteExpired, QuoteNotFound
