@@ -23,9 +23,10 @@ run: $(STAMP) ## migrate, bootstrap a sandbox platform on first start, serve on 
 test: $(STAMP) ## the whole suite (SQLite always; PostgreSQL too when PLATPAY_TEST_DATABASE_URL is set)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff, then mypy over platpay/ ([tool.mypy] in pyproject.toml); CI runs it before the suite
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: $(STAMP)
 	$(BIN)/ruff format .
@@ -41,4 +42,4 @@ image-test: image ## run the image: /readyz, one payment, HEALTHCHECK, read-only
 	PLATPAY_TEST_IMAGE=1 $(BIN)/pytest -q -n 0 -p no:randomly -s tests/install/test_image.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache build
+	rm -rf $(VENV) var .pytest_cache .mypy_cache build

@@ -284,7 +284,7 @@ def create_app(
             endpoints_by_status=endpoints,
         )
         scrape = metrics_module.Scrape(request.app.state.metrics, from_database)
-        return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)  # type: ignore[arg-type]
+        return Response(generate_latest(scrape), media_type=CONTENT_TYPE_LATEST)
 
     _serve_docs(app)
     app.openapi = lambda: openapi.document(app, error_codes=domains.error_codes())  # type: ignore[method-assign]

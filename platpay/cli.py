@@ -59,8 +59,8 @@ _SECRET_SETTINGS = frozenset({"master_key", "smtp_password", "smtp_username", "d
 def _setting_problems(error: ValidationError | SettingsError) -> str:
     """What is wrong with the environment's settings, in one line naming each PLATPAY_ variable."""
     if isinstance(error, SettingsError):  # a JSON-valued setting (a list, an object) that is not JSON
-        field = re.search(r'field "([^"]+)"', str(error))
-        name = f"PLATPAY_{field[1].upper()}" if field else "a PLATPAY_ setting"
+        named = re.search(r'field "([^"]+)"', str(error))
+        name = f"PLATPAY_{named[1].upper()}" if named else "a PLATPAY_ setting"
         return f"{name} is not valid JSON (this setting takes a JSON list or object)"
     problems = []
     for item in error.errors():
@@ -243,7 +243,7 @@ def serve(
         )
     _print_banner(settings, credentials)
     # Our access log is the middleware's; uvicorn's own lines (startup, errors) render as JSON too.
-    common = {
+    common: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
         "access_log": False,
@@ -417,7 +417,7 @@ def platform_create(
     except ApiError as error:
         typer.echo(json.dumps(error.body()), err=True)
         raise typer.Exit(code=2) from None
-    result = {
+    result: dict[str, Any] = {
         "platformId": created.platform_id,
         **{
             env: {"clientId": cid, "clientSecret": secret}
@@ -430,7 +430,7 @@ def platform_create(
         for env in ("sandbox", "production"):
             typer.echo(
                 f"{env}: clientId={result[env]['clientId']} clientSecret={result[env]['clientSecret']}"
-            )  # type: ignore[index]
+            )
         typer.echo(f"platformId={created.platform_id}")
 
 

@@ -79,13 +79,13 @@ def _final_processors() -> list[Any]:
     return [structlog.processors.format_exc_info, _redact, _scrub_urls]
 
 
-class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class StdoutHandler(logging.StreamHandler):
     """Writes to whatever sys.stdout is at the time of each record (test runners swap it)."""
 
     def __init__(self) -> None:
         super().__init__(sys.stdout)
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stdout
 

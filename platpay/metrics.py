@@ -144,8 +144,8 @@ class RequestTally:
         latencies, self._latencies = self._latencies, {}
         for labels, count in counts.items():
             self._metrics.http_requests.labels(*labels).inc(count)
-        for labels, (buckets, total) in latencies.items():
-            child = self._metrics.http_latency.labels(*labels)
+        for route, (buckets, total) in latencies.items():
+            child = self._metrics.http_latency.labels(*route)
             # What Histogram.observe does per observation, for a bucket's observations at once.
             child._sum.inc(total[0])
             for index, count in enumerate(buckets):

@@ -129,6 +129,7 @@ class EdgeMiddleware:
             declared = None
         nul_fields = _nul_fields(scope)
         try:
+            error: ApiError
             if nul_fields:
                 error = InvalidInput(
                     "invalid input: the URL must not contain NUL characters", details={"fields": nul_fields}

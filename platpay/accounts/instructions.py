@@ -13,6 +13,7 @@ import hashlib
 from typing import Any
 
 from platpay.accounts.models import InternalAccountRow
+from platpay.accounts.types import PaymentInstruction
 from platpay.accounts.validators import checksums, encodings, wallets
 
 SANDBOX_BANK = "Platpay Sandbox Bank"
@@ -161,7 +162,7 @@ def _wallet_info(row: InternalAccountRow) -> dict[str, Any]:
     return info
 
 
-def funding_instructions(row: InternalAccountRow) -> list[dict[str, Any]]:
+def funding_instructions(row: InternalAccountRow) -> list[PaymentInstruction]:
     if row.currency in _WALLETS:
         return [
             {

@@ -80,7 +80,7 @@ async def _open(
     smaller id (lists, newest first by default, show the wallet before it)."""
     existing = await repository.existing_accounts(session, tenant_id=tenant_id, customer_ids=owners)
     now = clock.now()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": new_id("InternalAccount"),
             "tenant_id": tenant_id,
@@ -301,10 +301,10 @@ def _render(rows: list[InternalAccountRow], balances: Mapping[str, Balance]) -> 
             InternalAccount(
                 id=row.id,
                 customer_id=row.customer_id,
-                type=row.type,  # type: ignore[arg-type]
-                status=row.status,  # type: ignore[arg-type]
-                balance=currency_amount(balance.available, row.currency),  # type: ignore[arg-type]
-                total_balance=currency_amount(balance.total, row.currency),  # type: ignore[arg-type]
+                type=row.type,
+                status=row.status,
+                balance=currency_amount(balance.available, row.currency),
+                total_balance=currency_amount(balance.total, row.currency),
                 # none before provisioning issues them (PENDING), nor when it failed
                 funding_payment_instructions=[
                     PaymentInstructions(**item) for item in instructions.funding_instructions(row)

@@ -70,11 +70,11 @@ def render(entry: AccountEntry, *, currency: str) -> InternalAccountEntry:
     return InternalAccountEntry(
         id=entry.id,
         kind=entry.kind,
-        available_change=currency_amount(entry.available_change, currency),  # type: ignore[arg-type]
-        held_change=currency_amount(entry.held_change, currency),  # type: ignore[arg-type]
-        total_change=currency_amount(entry.total_change, currency),  # type: ignore[arg-type]
-        available_after=currency_amount(entry.available_after, currency),  # type: ignore[arg-type]
-        total_after=currency_amount(entry.total_after, currency),  # type: ignore[arg-type]
+        available_change=currency_amount(entry.available_change, currency),
+        held_change=currency_amount(entry.held_change, currency),
+        total_change=currency_amount(entry.total_change, currency),
+        available_after=currency_amount(entry.available_after, currency),
+        total_after=currency_amount(entry.total_after, currency),
         transaction_id=_linked(entry.reference, TRANSACTION),
         card_transaction_id=_linked(entry.reference, CARD_TRANSACTION),
         reference=entry.reference,

@@ -27,11 +27,12 @@ from platpay.agents.schemas import (
 from platpay.agents.state import ActionStatus
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Transactor, Viewer, get_db
+from platpay.kit.openapi import Responses
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import QueryTimestamp, api_router
 
 router = api_router(tags=["Agent Management"])
-CONFLICT = {409: {"description": "the agent or action is not in a state that allows this"}}
+CONFLICT: Responses = {409: {"description": "the agent or action is not in a state that allows this"}}
 
 
 @router.post(

@@ -45,7 +45,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import service as payments_service
 from platpay.payments import transfers
 from platpay.payments.quotes import service as quotes_service
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import AnyTransaction
 from platpay.payments.state import TransactionStatus
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -62,7 +62,7 @@ async def to_schema(
     *,
     tenant: TenantContext,
     row: AgentActionRow,
-    transaction: Transaction | None = None,
+    transaction: AnyTransaction | None = None,
 ) -> AgentAction:
     """The action as the API shows it (`transaction`: its transaction as just rendered, if the caller has it)."""
     quote = (
@@ -81,8 +81,8 @@ async def to_schema(
         agent_id=row.agent_id,
         customer_id=row.customer_id,
         platform_customer_id=row.platform_customer_id,
-        status=row.status,  # type: ignore[arg-type]
-        type=row.type,  # type: ignore[arg-type]
+        status=row.status,
+        type=row.type,
         quote=quote,
         transfer_details=AgentTransferDetails.model_validate(row.transfer) if row.transfer else None,
         transaction=transaction,
@@ -100,7 +100,7 @@ async def _emit(
     tenant: TenantContext,
     row: AgentActionRow,
     announce: bool = True,
-    transaction: Transaction | None = None,
+    transaction: AnyTransaction | None = None,
 ) -> AgentAction:
     """AGENT_ACTION.<status> with the action as GET returns it, in the caller's transaction. An action
     approved at once (`announce` false) is announced by its transaction's own webhook (which names the

@@ -361,7 +361,7 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     }
     if head_sequence is None:
         await lean.rows(session, _AUDIT_HEAD_INSERT, head)
-    elif session.bind.dialect.name == "postgresql":
+    elif session.bind is not None and session.bind.dialect.name == "postgresql":
         if not await lean.rows(session, _AUDIT_MOVE_AND_INSERT, {**record, **head}):
             raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
         return

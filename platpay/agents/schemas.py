@@ -128,7 +128,7 @@ class AgentAction(ApiModel):
     type: AgentActionType
     quote: Quote | None = None
     transfer_details: AgentTransferDetails | None = None
-    transaction: TransactionOneOf | None = None  # type: ignore[valid-type]
+    transaction: TransactionOneOf | None = None
     rejection_reason: str | None = None
     failure_reason: str | None = Field(
         default=None, description="FAILED only: why it could not execute (code, then a colon and a message)"

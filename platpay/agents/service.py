@@ -152,17 +152,17 @@ async def check_policy(
     """`policy` (the API's JSON) as stored, after its schema (AgentPolicy) and the checks a schema cannot make,
     each refusal a 400 naming the field (under `prefix`): known currencies, a threshold's currency, accounts
     that are the customer's internal accounts, one rule per account."""
-    policy = _parsed(policy, prefix)
+    parsed = _parsed(policy, prefix)
     at = f"{prefix}." if prefix else ""
-    limits = policy.spending_limits
+    limits = parsed.spending_limits
     currencies.require(limits.currency, field=f"{at}spendingLimits.currency")
-    thresholds = policy.approval_thresholds
+    thresholds = parsed.approval_thresholds
     if thresholds is not None:
         if thresholds.amount is not None and thresholds.currency is None:
             raise invalid_field(f"{at}approvalThresholds.currency", "required when amount is set")
         if thresholds.currency is not None:
             currencies.require(thresholds.currency, field=f"{at}approvalThresholds.currency")
-    restrictions = policy.account_restrictions
+    restrictions = parsed.account_restrictions
     if restrictions is not None:
         named = [
             (f"{at}accountRestrictions.allowedAccountIds.{i}", account_id)
@@ -182,7 +182,7 @@ async def check_policy(
                 raise invalid_field(
                     field, f"{account_id!r} is not an internal account of customer {customer_id}"
                 )
-    stored = policy.model_dump(mode="json", by_alias=True, exclude_none=True)
+    stored = parsed.model_dump(mode="json", by_alias=True, exclude_none=True)
     stored["permissions"] = sorted(set(stored["permissions"]), key=policies.ACCEPTED_PERMISSIONS.index)
     return stored
 

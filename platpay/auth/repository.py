@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, bindparam, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,6 +11,10 @@ from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.tenants import service as tenants_service
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 # Authentication runs on every request: one query for the live token with its tenant and platform, flat
 # columns: the token's id, permissions and secret hash, then the tenant's columns that the tenants domain
@@ -88,7 +92,7 @@ async def soft_delete(session: AsyncSession, *, tenant_id: str, token_id: str, n
         )
         .values(deleted_at=now, updated_at=now)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 async def count_live(session: AsyncSession, *, tenant_id: str) -> int:

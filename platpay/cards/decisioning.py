@@ -126,7 +126,7 @@ class Decision:
         return cls(False, decline_reason=reason)
 
 
-_CARD_DECLINES = {
+_CARD_DECLINES: dict[str, DeclineReason] = {  # by state value (the snapshot holds the string)
     CardState.FROZEN: DeclineReason.CARD_PAUSED,
     CardState.CLOSED: DeclineReason.CARD_CLOSED,
     CardState.PENDING_ISSUE: DeclineReason.CARD_NOT_ACTIVE,

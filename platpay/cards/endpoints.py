@@ -47,6 +47,7 @@ from platpay.cards.schemas import (
 )
 from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
+from platpay.kit.openapi import Responses
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
 from platpay.kit.routing import api_router, documented_error
 from platpay.kit.wallet_signature import SignedRequestChallenge
@@ -55,7 +56,9 @@ from platpay.wallets.signed.endpoints import Signed, SignedRetry
 router = api_router(tags=["Cards"])
 sandbox_router = api_router(tags=["Sandbox"])
 embed_router = APIRouter(tags=["Cards"])
-SIGNED_CHALLENGE = {202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
+SIGNED_CHALLENGE: Responses = {
+    202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}
+}
 
 # GET /cards?state= documents the reference's values (a generated client sends them); PROCESSING is the
 # reference's name of PENDING_ISSUE, which is accepted too; PENDING_KYC is never a platpay card's state.
@@ -227,7 +230,9 @@ async def get_card_transaction(
         )
 
 
-_SIMULATED = {202: {"description": "accepted: the card operation follows on the job runner (webhook, reads)"}}
+_SIMULATED: Responses = {
+    202: {"description": "accepted: the card operation follows on the job runner (webhook, reads)"}
+}
 
 
 def _simulation(path: str, operation_id: str, examples: dict) -> Callable[..., Any]:

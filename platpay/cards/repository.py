@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +21,9 @@ from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
 
 
 async def insert_card(session: AsyncSession, values: dict[str, Any], account_ids: list[str]) -> CardRow:
@@ -298,4 +301,4 @@ async def use_reveal(session: AsyncSession, *, reveal_id: str, now: datetime) ->
         .where(CardRevealRow.id == reveal_id, CardRevealRow.used_at.is_(None), CardRevealRow.expires_at > now)
         .values(used_at=now)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)

@@ -57,7 +57,7 @@ class Card(ApiModel):
     updated_at: datetime
 
     @model_serializer(mode="wrap")
-    def _limit_even_when_null(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo):  # type: ignore[no-untyped-def]
+    def _limit_even_when_null(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo):
         # The reference marks maxSpendPerTransaction required (nullable): a client generated from it needs the
         # key, so it survives the API's omission of null fields. (No return annotation: pydantic would
         # document the model's serialized form as that type.)
@@ -313,18 +313,17 @@ RETURN_REVERSAL_EXAMPLES = request_examples(
 
 
 def _authorization_family_example(name: str, summary: str, amount: int, descriptor: str, mcc: str) -> Any:
-    return request_examples(
-        **{
-            name: (
-                summary,
-                {
-                    "amount": amount,
-                    "currency": {"code": "USD"},
-                    "merchant": {"descriptor": descriptor, "mcc": mcc, "country": "US"},
-                },
-            )
-        }
-    )
+    examples: dict[str, Any] = {
+        name: (
+            summary,
+            {
+                "amount": amount,
+                "currency": {"code": "USD"},
+                "merchant": {"descriptor": descriptor, "mcc": mcc, "country": "US"},
+            },
+        )
+    }
+    return request_examples(**examples)
 
 
 CREDIT_AUTHORIZATION_EXAMPLES = _authorization_family_example(

@@ -96,10 +96,10 @@ def to_schema(card: CardRow, sources: list[str]) -> Card:
         id=card.id,
         cardholder_id=card.cardholder_id,
         platform_card_id=card.platform_card_id,
-        state=card.state,  # type: ignore[arg-type]
-        state_reason=card.state_reason,  # type: ignore[arg-type]
-        brand=card.brand,  # type: ignore[arg-type]
-        form=card.form,  # type: ignore[arg-type]
+        state=card.state,
+        state_reason=card.state_reason,
+        brand=card.brand,
+        form=card.form,
         last4=card.last4,
         exp_month=card.exp_month,
         exp_year=card.exp_year,
@@ -339,7 +339,7 @@ async def update_intent(
             details={"cardId": card.id, "state": card.state, "requested": state},
         )
     current = (await repository.sources_of(session, [card.id]))[card.id]
-    accounts = []
+    accounts: list[Any] = []
     if funding_sources is not None:
         _, accounts = await _checked_sources(
             session,

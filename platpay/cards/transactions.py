@@ -66,7 +66,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -174,14 +174,14 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
         customer_id=row.customer_id,
         platform_customer_id=row.platform_customer_id or row.customer_id,
         issuer_transaction_token=row.issuer_transaction_token,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         direction="CREDIT" if _kind(row).purpose == Purpose.CREDIT else "DEBIT",
         decline_reason=row.decline_reason,
-        merchant=row.merchant,  # type: ignore[arg-type]
-        authorized_amount=currency_amount(row.authorized_amount, ccy),  # type: ignore[arg-type]
-        requested_amount=currency_amount(row.requested_amount, row.requested_currency),  # type: ignore[arg-type]
-        settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,  # type: ignore[arg-type]
-        refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,  # type: ignore[arg-type]
+        merchant=row.merchant,
+        authorized_amount=currency_amount(row.authorized_amount, ccy),
+        requested_amount=currency_amount(row.requested_amount, row.requested_currency),
+        settled_amount=currency_amount(row.settled_amount, ccy) if row.settlement_count else None,
+        refunded_amount=currency_amount(row.refunded_amount, ccy) if row.refunded_amount else None,
         account_id=row.account_id,
         pull_summary=CardPullSummary(
             count=row.pull_count, total_amount=row.pull_amount, pending_count=row.pull_pending
@@ -193,8 +193,8 @@ def to_schema(row: CardTransactionRow, refunds: list[CardRefundRow]) -> CardTran
                 id=refund.id,
                 card_transaction_id=refund.card_transaction_id,
                 account_id=refund.account_id,
-                amount=currency_amount(refund.amount, refund.currency),  # type: ignore[arg-type]
-                status=refund.status,  # type: ignore[arg-type]
+                amount=currency_amount(refund.amount, refund.currency),
+                status=refund.status,
                 created_at=refund.created_at,
             )
             for refund in refunds
@@ -211,10 +211,12 @@ async def _emit(
 ) -> CardTransaction:
     """CARD_TRANSACTION.<STATUS> (or .<event>) with the card transaction as GET returns it. A `new` row is
     rendered as inserted (its times are the event's, it has no refunds yet)."""
-    if not new:
+    refunds: list[CardRefundRow] = []
+    if not new:  # a row read through the ORM session (only a new one is written in a lean transaction)
+        orm = cast("AsyncSession", session)
         row.updated_at = row.last_event_at = clock.now()
-        await session.flush()
-    refunds = [] if new else (await repository.refunds_of(session, [row.id]))[row.id]
+        await orm.flush()
+        refunds = (await repository.refunds_of(orm, [row.id]))[row.id]
     rendered = to_schema(row, refunds)
     await events_service.emit(
         session, tenant_id=row.tenant_id, type=f"{EVENT_FAMILY}.{event or row.status}", resource=rendered
@@ -451,11 +453,15 @@ async def apply_message(session: AsyncSession, *, tenant_id: str, payload: dict[
             reason=refused.message,
         )
         return
+    # (_check asserted that these three messages carry an amount)
     if message == Message.CLEARING:
+        assert amount is not None
         await (_expire(session, row) if amount == 0 else _clear(session, row, amount))
     elif message == Message.AUTHORIZATION_ADVICE:
+        assert amount is not None
         await _advise(session, row, amount)
     elif message == Message.RETURN:
+        assert amount is not None
         await _return(session, row, amount)
     else:
         await _reverse_return(session, row)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, delete, select
+from sqlalchemy import Select, SQLColumnExpression, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql import ColumnElement
 
 from platpay.clocks.models import ClockRow
 from platpay.db.portable import insert_ignore
@@ -15,7 +14,9 @@ from platpay.db.portable import insert_ignore
 COLUMNS = (ClockRow.offset_us, ClockRow.frozen_at)
 
 
-def join_clock(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
+def join_clock(
+    stmt: Select[*tuple[Any, ...]], tenant_id: SQLColumnExpression[str]
+) -> Select[*tuple[Any, ...]]:
     return stmt.outerjoin(ClockRow, ClockRow.tenant_id == tenant_id).add_columns(*COLUMNS)
 
 

@@ -19,9 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select
+from sqlalchemy import Select, SQLColumnExpression
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql import ColumnElement
 
 from platpay.clocks import repository
 from platpay.clocks.errors import ClockAhead
@@ -43,7 +42,9 @@ MAX_STEPS = 1000
 MAX_ADVANCE_SECONDS = 10 * 366 * 86400
 
 
-def join_clock(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
+def join_clock(
+    stmt: Select[*tuple[Any, ...]], tenant_id: SQLColumnExpression[str]
+) -> Select[*tuple[Any, ...]]:
     """`stmt` with the clock columns of the tenant `tenant_id` names appended (NULLs when it has none):
     for tenants' context query; `from_columns` reads them."""
     return repository.join_clock(stmt, tenant_id)

@@ -6,6 +6,7 @@ no database; customers/service.py creates and updates with what these functions 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from datetime import UTC, date
 from typing import Any
 
@@ -67,7 +68,7 @@ def refusal(problems: list[v.Problem]) -> ApiError:
     return InvalidInput(f"invalid customer: {summary}", details=details)
 
 
-def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]:
+def _type_problems(draft: Mapping[str, Any], customer_type: str) -> list[v.Problem]:
     wrong = BUSINESS_ONLY if customer_type == "INDIVIDUAL" else INDIVIDUAL_ONLY
     return [
         v.Problem(v._camel(name), f"does not apply to {customer_type} customers")
@@ -77,7 +78,7 @@ def _type_problems(draft: dict[str, Any], customer_type: str) -> list[v.Problem]
 
 
 def _check_fields(
-    draft: dict[str, Any],
+    draft: Mapping[str, Any],
     *,
     tenant: TenantContext,
     today: date,
@@ -191,7 +192,7 @@ def _provider_problems(
 
 
 def create_problems(
-    draft: dict[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
+    draft: Mapping[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Every rule problem of a create body (SPEC §2), and its normalized values."""
     values, problems = _check_fields(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, and_, exists, func, literal, literal_column, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -13,6 +13,9 @@ from sqlalchemy.sql import ColumnElement
 from platpay.customers.models import CustomerRow
 from platpay.db import lean
 from platpay.db.rows import get_scoped
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
 
 
 async def get(
@@ -103,7 +106,7 @@ async def soft_delete(session: AsyncSession, *, tenant_id: str, customer_id: str
         )
         .values(deleted_at=now, updated_at=now)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 async def active_ids_page(

@@ -183,7 +183,7 @@ class BusinessInfoUpdate(ApiRequest):
     naics_code: str | None = Field(
         default=None, pattern=r"^\d{2,6}$", description="NAICS code of the business: 2 to 6 digits"
     )
-    source_of_funds_categories: list[SourceOfFundsCategory] | None = Field(  # type: ignore[valid-type]
+    source_of_funds_categories: list[SourceOfFundsCategory] | None = Field(
         default=None, max_length=CATEGORIES_MAX
     )
     source_of_funds_other_description: OtherDescription | None = Field(
@@ -272,7 +272,7 @@ class _IndividualExtras(ApiRequest):
     """An individual's identification and enhanced-due-diligence answers (the reference's
     IndividualCustomerFields and CustomerEdd), the same on create and update."""
 
-    id_type: IdentificationType | None = Field(  # type: ignore[valid-type]
+    id_type: IdentificationType | None = Field(
         default=None, description="SSN or ITIN (the identifier's kind); given with identifier"
     )
     identifier: str | None = Field(
@@ -285,27 +285,27 @@ class _IndividualExtras(ApiRequest):
     country_of_issuance: CountryCode | None = Field(
         default=None, description="the identification's issuing country: US (the default) for SSN and ITIN"
     )
-    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = Field(  # type: ignore[valid-type]
+    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = Field(
         default=None, max_length=CATEGORIES_MAX
     )
     source_of_funds_other_description: OtherDescription | None = Field(
         default=None, description="required when sourceOfFundsCategories includes OTHER"
     )
-    source_of_wealth_categories: list[SourceOfWealthCategory] | None = Field(  # type: ignore[valid-type]
+    source_of_wealth_categories: list[SourceOfWealthCategory] | None = Field(
         default=None, max_length=CATEGORIES_MAX
     )
     source_of_wealth_other_description: OtherDescription | None = Field(
         default=None, description="required when sourceOfWealthCategories includes OTHER"
     )
-    purpose_of_account: PurposeOfAccount | None = None  # type: ignore[valid-type]
+    purpose_of_account: PurposeOfAccount | None = None
     purpose_of_account_other_description: OtherDescription | None = Field(
         default=None, description="required when purposeOfAccount is OTHER"
     )
-    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None  # type: ignore[valid-type]
-    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None  # type: ignore[valid-type]
-    annual_income_range: AnnualIncomeRange | None = None  # type: ignore[valid-type]
-    net_worth_range: NetWorthRange | None = None  # type: ignore[valid-type]
-    pep_status: PepStatus | None = None  # type: ignore[valid-type]
+    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None
+    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None
+    annual_income_range: AnnualIncomeRange | None = None
+    net_worth_range: NetWorthRange | None = None
+    pep_status: PepStatus | None = None
 
 
 # What leaving these out of a create means: a null must not mean it by accident.
@@ -476,7 +476,7 @@ class BeneficialOwnerPersonalInfo(ApiRequest):
 class BeneficialOwner(ApiModel):
     id: str = Field(examples=["BeneficialOwner:019542f5-b3e7-1d02-0000-000000000001"])
     customer_id: str
-    roles: list[BeneficialOwnerRole]  # type: ignore[valid-type]
+    roles: list[BeneficialOwnerRole]
     ownership_percentage: int
     personal_info: BeneficialOwnerPersonalInfo
     kyc_status: KycStatus
@@ -516,21 +516,21 @@ class IndividualCustomer(Customer):
     full_name: str | None = None
     birth_date: date | None = None
     nationality: str | None = None
-    id_type: IdentificationType | None = Field(  # type: ignore[valid-type]
+    id_type: IdentificationType | None = Field(
         default=None, description="the kind of identification on file (its identifier is never returned)"
     )
     country_of_issuance: str | None = None
-    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = None  # type: ignore[valid-type]
+    source_of_funds_categories: list[IndividualSourceOfFundsCategory] | None = None
     source_of_funds_other_description: str | None = None
-    source_of_wealth_categories: list[SourceOfWealthCategory] | None = None  # type: ignore[valid-type]
+    source_of_wealth_categories: list[SourceOfWealthCategory] | None = None
     source_of_wealth_other_description: str | None = None
-    purpose_of_account: PurposeOfAccount | None = None  # type: ignore[valid-type]
+    purpose_of_account: PurposeOfAccount | None = None
     purpose_of_account_other_description: str | None = None
-    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None  # type: ignore[valid-type]
-    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None  # type: ignore[valid-type]
-    annual_income_range: AnnualIncomeRange | None = None  # type: ignore[valid-type]
-    net_worth_range: NetWorthRange | None = None  # type: ignore[valid-type]
-    pep_status: PepStatus | None = None  # type: ignore[valid-type]
+    expected_monthly_transaction_count: ExpectedMonthlyTransactionCount | None = None
+    expected_monthly_transaction_volume: ExpectedMonthlyTransactionVolume | None = None
+    annual_income_range: AnnualIncomeRange | None = None
+    net_worth_range: NetWorthRange | None = None
+    pep_status: PepStatus | None = None
 
 
 class BusinessCustomer(Customer):
@@ -552,7 +552,7 @@ CustomerOneOf = TypeAliasType(
 """A customer of either type, as GET /customers/{customerId} answers it."""
 
 
-class CustomerListResponse(Page[CustomerOneOf]):  # type: ignore[valid-type]
+class CustomerListResponse(Page[CustomerOneOf]):
     """GET /customers."""
 
 

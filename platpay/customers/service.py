@@ -345,7 +345,7 @@ async def update_customer(
     only by signed retry): a challenge they answer is returned instead of the customer, nothing changed;
     `wallet_signature` carries the request's signed-retry headers for them."""
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
-    draft = dict(changes)
+    draft: dict[str, Any] = dict(changes)
     values, problems = customer_drafts.update_problems(
         draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
     )

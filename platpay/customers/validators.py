@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -278,7 +279,7 @@ def check_other_descriptions(
 
 
 def check_free_text(
-    values: dict[str, Any], pairs: tuple[tuple[str, str], ...], *, prefix: str = ""
+    values: Mapping[str, Any], pairs: tuple[tuple[str, str], ...], *, prefix: str = ""
 ) -> list[Problem]:
     """Free-form descriptions: any printable text (line breaks allowed), no control or formatting characters."""
     problems = []
@@ -294,7 +295,9 @@ def check_free_text(
     return problems
 
 
-def check_unique_lists(values: dict[str, Any], keys: tuple[str, ...], *, prefix: str = "") -> list[Problem]:
+def check_unique_lists(
+    values: Mapping[str, Any], keys: tuple[str, ...], *, prefix: str = ""
+) -> list[Problem]:
     return [
         Problem(f"{prefix}{_camel(key)}", "a category is listed twice")
         for key in keys
@@ -302,7 +305,7 @@ def check_unique_lists(values: dict[str, Any], keys: tuple[str, ...], *, prefix:
     ]
 
 
-def check_identification(draft: dict[str, Any], *, stored_id_type: str | None) -> list[Problem]:
+def check_identification(draft: Mapping[str, Any], *, stored_id_type: str | None) -> list[Problem]:
     """An individual's idType, identifier and countryOfIssuance (the reference's IndividualCustomerFields):
     idType SSN or ITIN and its identifier as ###-##-####, given together; countryOfIssuance US. A message
     never repeats the identifier."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING, ClassVar
 
-from sqlalchemy import CheckConstraint, MetaData
+from sqlalchemy import CheckConstraint, MetaData, Table
 from sqlalchemy.orm import DeclarativeBase
 
 NAMING_CONVENTION = {
@@ -18,6 +19,10 @@ NAMING_CONVENTION = {
 
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    if TYPE_CHECKING:
+        # Every model is declared with columns (never with a selectable), so its `__table__` is a Table:
+        # `Row.__table__.insert()` and `.c` type-check (SQLAlchemy types it as any FromClause).
+        __table__: ClassVar[Table]
 
 
 def check_in(column: str, values: type[StrEnum]) -> CheckConstraint:

@@ -307,10 +307,10 @@ class Database:
                 return convert(rows[0], results) if rows else None
         try:
             if not self.is_sqlite:
-                found = await self._pg_fetch_first(sql, args, results)
+                found: tuple[Any, ...] | None = await self._pg_fetch_first(sql, args, results)
             else:
                 async with self._lean_slot(), self.engine.connect() as conn:
-                    driver = (await conn.get_raw_connection()).driver_connection
+                    driver: Any = (await conn.get_raw_connection()).driver_connection  # aiosqlite's
                     rows = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
                 found = convert(rows[0], results) if rows else None
         except Exception as error:

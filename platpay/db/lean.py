@@ -34,14 +34,15 @@ request (`Database.fetch_first`). Every other repository uses the ORM (or Core t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, event, exc, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detached
-from sqlalchemy.sql.expression import Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement, Executable
 
 from platpay.db.faults import connection_lost
 from platpay.db.unit_of_work import LeanSession
@@ -66,7 +67,8 @@ class Lean:
         plan = self._plans.get(dialect.name)
         if plan is None:
             statement = self._dialects.get(dialect.name, self.statement)
-            compiled = statement.compile(dialect=dialect)
+            # (a Select, an Insert or an Update: an Executable and a ClauseElement, compiled by a SQLCompiler)
+            compiled = cast("SQLCompiler", cast(ClauseElement, statement).compile(dialect=dialect))
             binds = tuple(
                 (
                     name,
@@ -130,13 +132,13 @@ async def _driver(session: LeanSession) -> Driver:
     """(adapted DBAPI connection, driver connection, dialect, SQLAlchemy connection) of the session's
     transaction, begun; looked up once per transaction (each lookup is two greenlet round trips into
     SQLAlchemy)."""
-    known = session.info.get(_DRIVER)
+    known: Driver | None = session.info.get(_DRIVER)
     if known is not None:
         return known
     assert isinstance(session, AsyncSession)  # a LeanTransaction knows its driver from its start
     connection = await session.connection()
     fairy = await connection.get_raw_connection()
-    adapted = fairy.dbapi_connection
+    adapted: Any = fairy.dbapi_connection  # SQLAlchemy's adapter of the driver's connection
     dialect = connection.dialect
     known = (adapted, fairy.driver_connection, dialect, connection)
     # asyncpg: SQLAlchemy's adapter sends BEGIN lazily, with the first statement it executes itself. A
@@ -296,15 +298,15 @@ async def get(session: LeanSession, cls: type[Any], *, for_update: bool = False,
     if found is None:
         table = cls.__table__
         attrs = sa_inspect(cls).column_attrs
-        statement = select(*(attr.columns[0] for attr in attrs)).where(
+        query = select(*(attr.columns[0] for attr in attrs)).where(
             *(
                 table.c[name].is_(None) if is_null else table.c[name] == bindparam(name)
                 for name, is_null in shape[2]
             )
         )
         if for_update:
-            statement = statement.with_for_update()
-        found = _GETS[shape] = (Lean(statement), tuple(attr.key for attr in attrs))
+            query = query.with_for_update()
+        found = _GETS[shape] = (Lean(query), tuple(attr.key for attr in attrs))
     statement, keys = found
     if not for_update and isinstance(session, AsyncSession):
         # Like session.get: an instance this session already holds is the answer, without a query (a

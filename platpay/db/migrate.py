@@ -85,7 +85,8 @@ def check_known(current_heads: tuple[str, ...]) -> None:
 
 async def current_revision(session: AsyncSession) -> str | None:
     try:
-        return await session.scalar(text("SELECT version_num FROM alembic_version"))
+        revision: str | None = await session.scalar(text("SELECT version_num FROM alembic_version"))
+        return revision
     except DBAPIError as error:
         if unavailable_reason(error) is not None:
             raise  # an outage, not a database without migrations

@@ -158,7 +158,7 @@ _CLEAR_FAILURES = Lean(
 
 async def endpoint_state(session: AsyncSession, *, endpoint_id: str) -> tuple[str, str | None] | None:
     """(status, probe job id) of an endpoint, or None for one that never failed."""
-    return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})  # type: ignore[return-value]
+    return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})
 
 
 async def clear_endpoint_failures(session: AsyncSession, *, endpoint_id: str, now: datetime) -> bool:
@@ -167,14 +167,14 @@ async def clear_endpoint_failures(session: AsyncSession, *, endpoint_id: str, no
     return bool(await lean.rows(session, _CLEAR_FAILURES, {"endpoint_id": endpoint_id, "now": now}))
 
 
-async def failing_endpoints(session: AsyncSession) -> dict[str, str]:
+async def failing_endpoints(session: AsyncSession) -> dict[str, str | None]:
     """Every FAILING endpoint that has a probe scheduled: its id -> the probe's job id."""
     rows = await session.execute(
         select(WebhookEndpointRow.id, WebhookEndpointRow.probe_job_id).where(
             WebhookEndpointRow.status == EndpointStatus.FAILING, WebhookEndpointRow.probe_job_id.isnot(None)
         )
     )
-    return dict(rows.all())  # type: ignore[arg-type]
+    return dict(rows.all())
 
 
 async def endpoints_of(session: AsyncSession, *, tenant_id: str) -> list[WebhookEndpointRow]:

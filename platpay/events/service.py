@@ -47,7 +47,7 @@ async def emit(
     if not types.is_known(type):
         raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
-    event = {
+    event: dict[str, Any] = {
         "id": new_id("Event"),
         "tenant_id": tenant_id,
         "type": type,
@@ -103,7 +103,7 @@ def _delivery_schema(row: WebhookDeliveryRow) -> WebhookDelivery:
         event_id=row.event_id,
         type=row.event_type,
         url=row.url,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         attempt_count=row.attempt_count,
         next_attempt_at=row.next_attempt_at,
         last_response_status=row.last_response_status,
@@ -171,7 +171,7 @@ async def endpoint_health(session: AsyncSession, *, tenant_id: str) -> list[Webh
         health.append(
             WebhookEndpointHealth(
                 url=url,
-                status=row.status if row else EndpointStatus.ACTIVE,  # type: ignore[arg-type]
+                status=row.status if row else EndpointStatus.ACTIVE,
                 configured=url == configured,
                 consecutive_failures=row.consecutive_failures if row else 0,
                 pending_deliveries=pending.get(url, 0),

@@ -75,8 +75,8 @@ def _entry(
         receiving = 0
     low, high = sending_limits(tenant, source)
     return ExchangeRate(
-        source_currency=currencies.require(source).as_api(),  # type: ignore[arg-type]
-        destination_currency=currencies.require(destination).as_api(),  # type: ignore[arg-type]
+        source_currency=currencies.require(source).as_api(),
+        destination_currency=currencies.require(destination).as_api(),
         destination_payment_rail=rail,
         sending_amount=sending_amount,
         min_sending_amount=low,

@@ -10,7 +10,7 @@ from decimal import Decimal
 from fractions import Fraction
 from functools import cache
 from importlib import resources
-from typing import Protocol
+from typing import Any, Protocol
 
 from platpay.config import Settings
 from platpay.kit.providers import Slot
@@ -51,7 +51,7 @@ RATES: Slot[RateProvider] = Slot("fx_rate_provider")
 
 
 @cache
-def _sandbox_table() -> dict[str, object]:
+def _sandbox_table() -> dict[str, Any]:
     raw = resources.files("platpay.fx").joinpath("data/sandbox_rates.json").read_text("utf-8")
     return json.loads(raw)
 

@@ -61,7 +61,7 @@ $body
 """
 )
 
-_LABELS = {
+_LABELS: dict[str, str] = {  # by status value (InvitationStatus members are those strings)
     InvitationStatus.PENDING: "Waiting to be claimed",
     InvitationStatus.CLAIMED: "Claimed",
     InvitationStatus.CANCELLED: "Cancelled",

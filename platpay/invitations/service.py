@@ -83,7 +83,7 @@ def to_schema(row: InvitationRow, *, now: datetime) -> UmaInvitation:
         invitee_uma=row.invitee_uma,
         status=status_at(row, now).value,
         first_name=row.first_name,
-        amount_to_send=amount,  # type: ignore[arg-type]
+        amount_to_send=amount,
     )
 
 

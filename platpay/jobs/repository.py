@@ -14,7 +14,7 @@ import hashlib
 import random
 from collections import Counter
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Integer, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -29,6 +29,10 @@ from platpay.jobs import registry
 from platpay.jobs.models import JobRow
 from platpay.jobs.state import JobState
 from platpay.kit.clock import NEVER
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 QUEUED, RUNNING, DONE, DEAD = JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.DEAD
 # Lean inserts (the only way jobs are written): jobs are written on every money movement.
@@ -153,7 +157,7 @@ async def claim_keyed(
     first, then every key's second, ...), taking no key past `key_cap` jobs in flight. A job without a key
     is a key of its own. Of a key in `held`, only the job it names may be taken."""
     held = held or {}
-    if session.bind.dialect.name == "postgresql":
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
         await session.execute(select(func.pg_advisory_xact_lock(_lane_lock_id(lane))))
     key = func.coalesce(JobRow.concurrency_key, JobRow.id)
     # Every running job of the lane (a few dozen at most): those under a live lease are in flight, those
@@ -205,7 +209,7 @@ async def claim_keyed(
         candidates += [(rank, run_at, job_id, due_key) for rank, (run_at, job_id) in enumerate(heads, 1)]
         if sum(1 for candidate in candidates if candidate[0] == 1) >= limit:
             break  # enough keys to fill every free slot with each one's oldest
-    ids = []
+    ids: list[str] = []
     for _, _, job_id, job_key in sorted(candidates):
         if len(ids) >= limit:
             break
@@ -264,7 +268,7 @@ async def hasten(session: AsyncSession, *, lane: str, key: str, now: datetime, r
         )
         .values(run_at=run_at, updated_at=now)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 async def reschedule_oldest(
@@ -291,7 +295,7 @@ async def finish_many(session: AsyncSession, *, job_ids: list[str], now: datetim
         .where(JobRow.id.in_(job_ids), JobRow.state == QUEUED)
         .values(state=DONE, finished_at=now, updated_at=now)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:
@@ -300,7 +304,7 @@ async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_
         .where(JobRow.id == job_id, JobRow.lease_token == token, JobRow.state == RUNNING)
         .values(lease_until=lease_until)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 # Lean: every job finishes once (an OTP email's send job on every EMAIL_OTP login challenge).
@@ -362,7 +366,7 @@ async def reschedule(
         .where(JobRow.id == job_id, JobRow.lease_token == token, JobRow.state == RUNNING)
         .values(**values)
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 async def queue_stats(session: AsyncSession, *, now: datetime) -> dict[str, Any]:
@@ -397,7 +401,7 @@ async def purge_finished(session: AsyncSession, *, before: datetime) -> int:
     result = await session.execute(
         JobRow.__table__.delete().where(JobRow.state == DONE, JobRow.finished_at < before)
     )
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 # Jobs following their tenant's clock (jobs.service.follow_clock, clocks.service).
@@ -453,7 +457,7 @@ async def follow_clock(
     changes = [
         {"b_id": job_id, "b_run_at": due_at - shift}
         for job_id, due_at, run_at in later.all()
-        if run_at != due_at - shift
+        if due_at is not None and run_at != due_at - shift  # (the query already excludes NULL due_at)
     ]
     if changes:
         await session.execute(_SET_RUN_AT, changes)

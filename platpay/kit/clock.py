@@ -16,6 +16,7 @@ import time
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 _offset = timedelta(0)
 _frozen: datetime | None = None
@@ -77,13 +78,27 @@ def current() -> TenantClock | None:
     return _current.get()
 
 
-def of(tenant: object | None) -> TenantClock | None:
+class Clocked(Protocol):
+    """What carries a tenant's clock: a TenantContext (tenants), read-only."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def clock(self) -> TenantClock | None: ...
+
+
+# Whose time: a tenant that carries its clock, a clock, a tenant id, or None (the current tenant's).
+Tenant = Clocked | TenantClock | str | None
+
+
+def of(tenant: Tenant) -> TenantClock | None:
     """The clock of `tenant` (a TenantContext, a TenantClock, a tenant id, or None for the current one)."""
     if tenant is None:
         return _current.get()
     if isinstance(tenant, TenantClock):
         return tenant
-    state = getattr(tenant, "clock", None)
+    state: TenantClock | None = getattr(tenant, "clock", None)
     if state is not None:
         return state
     running = _current.get()
@@ -92,7 +107,7 @@ def of(tenant: object | None) -> TenantClock | None:
     return None
 
 
-def now(tenant: object | None = None) -> datetime:
+def now(tenant: Tenant = None) -> datetime:
     """Current business time of `tenant` (see the module), timezone-aware UTC."""
     state = _current.get() if tenant is None else of(tenant)
     if state is None:

@@ -10,7 +10,8 @@ from importlib import resources
 @cache
 def catalog() -> dict[str, str]:
     raw = resources.files("platpay.kit").joinpath("data/countries.json").read_text("utf-8")
-    return json.loads(raw)["countries"]
+    countries: dict[str, str] = json.loads(raw)["countries"]
+    return countries
 
 
 def is_country(code: object) -> bool:

@@ -37,7 +37,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import Depends, Header, Request
 from fastapi.responses import Response
@@ -58,7 +58,11 @@ from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, Conflict, InvalidInput
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
-from platpay.kit.crypto.sealing import get_sealer
+from platpay.kit.crypto.sealing import Sealer, get_sealer
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 REPLAY_HEADER = "Idempotent-Replayed"
 SEAL_PURPOSE = "idempotent-response"
@@ -138,7 +142,7 @@ def render(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _sealer():  # type: ignore[no-untyped-def]
+def _sealer() -> Sealer:
     settings = get_settings()
     return get_sealer(settings.master_key, settings.var_dir)
 
@@ -349,7 +353,7 @@ async def _store(
 
 async def purge_expired(session: AsyncSession, *, before: datetime) -> int:
     result = await session.execute(delete(IdempotencyKeyRow).where(IdempotencyKeyRow.expires_at <= before))
-    return result.rowcount or 0
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 async def find(session: AsyncSession, *, tenant_id: str, key: str) -> IdempotencyKeyRow | None:

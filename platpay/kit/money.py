@@ -44,8 +44,9 @@ def rescale(minor: int, *, from_decimals: int, to_decimals: int, round_up: bool 
     value (USD 12.50 = 1250 at 2 decimals = 12_500_000 at 6): exact when the target has as many decimals or
     more; else rounded up (`round_up`, the default) or down, never to the nearest."""
     if to_decimals >= from_decimals:
-        return minor * 10 ** (to_decimals - from_decimals)
-    unit = 10 ** (from_decimals - to_decimals)
+        scale: int = 10 ** (to_decimals - from_decimals)  # (typeshed: int ** int may be a float)
+        return minor * scale
+    unit: int = 10 ** (from_decimals - to_decimals)
     return -(-minor // unit) if round_up else minor // unit
 
 

@@ -41,6 +41,9 @@ from starlette.routing import BaseRoute
 from platpay import API_VERSION, package_version
 from platpay.kit.api_model import EXTENDS, ApiRequest, without_null
 
+# A route's `responses=`, as FastAPI types it.
+Responses = dict[int | str, dict[str, Any]]
+
 SCHEMAS = "#/components/schemas/"
 HTTP_METHODS = ("get", "put", "post", "patch", "delete", "options", "head", "trace")
 DESCRIPTION = (
@@ -455,4 +458,5 @@ def _core_ref(schema: Any) -> str:
     """The reference a model's core schema has (`ref`), or that a reference to it names (`schema_ref`)."""
     if schema.get("type") == "definitions":
         schema = schema["schema"]
-    return schema.get("schema_ref") or schema["ref"]
+    ref: str = schema.get("schema_ref") or schema["ref"]
+    return ref

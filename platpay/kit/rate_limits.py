@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import BigInteger, Integer, String, bindparam, delete
 from sqlalchemy.dialects import postgresql, sqlite
@@ -28,6 +28,9 @@ from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.errors import RateLimited
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
 
 
 class RateLimitCounterRow(Base):
@@ -123,4 +126,4 @@ async def hit(db: Database, *, limits: Sequence[Limit], now: datetime) -> None:
 async def purge(session: AsyncSession, *, now: datetime) -> int:
     """Delete the counters of windows that have ended (the job runner's housekeeping)."""
     result = await session.execute(delete(_COUNTERS).where(_COUNTERS.c.window_end <= int(now.timestamp())))
-    return result.rowcount or 0  # type: ignore[attr-defined]
+    return cast("CursorResult[Any]", result).rowcount or 0

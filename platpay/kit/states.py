@@ -102,6 +102,8 @@ class StateMachine(Generic[S]):
 
     def state(self, value: str | None) -> S | None:
         """`value` (a column's text) as a member of the machine's states, None if it is not one."""
+        if value is None:
+            return None
         try:
             member = self.enum(value)
         except ValueError:
@@ -129,7 +131,7 @@ class StateMachine(Generic[S]):
     def fire(self, current: str | None, trigger: str, *, subject: str | None = None) -> S:
         """The state `trigger` moves `current` to; IllegalTransition if it does not apply there."""
         state = self.state(current)
-        target = self.triggers.get((state, trigger)) if state is not None else None  # type: ignore[arg-type]
+        target = self.triggers.get((state, trigger)) if state is not None else None
         if target is None:
             raise IllegalTransition(self.name, current, trigger=trigger, subject=subject)
         return target

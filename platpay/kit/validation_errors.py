@@ -18,7 +18,7 @@ import ast
 import io
 import tokenize
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from platpay.errors import FieldConstraint, field_error
 
@@ -49,7 +49,7 @@ def constraint_of(error: Mapping[str, Any]) -> FieldConstraint | None:
     kind = error.get("type", "")
     ctx = error.get("ctx") or {}
     if isinstance(ctx.get("constraint"), Mapping):
-        return FieldConstraint(**ctx["constraint"])
+        return cast(FieldConstraint, {**ctx["constraint"]})  # the keys pydantic passed through
     if kind == "string_pattern_mismatch" and isinstance(ctx.get("pattern"), str):
         return {"pattern": ctx["pattern"]}
     if kind in _ENUM_TYPES and isinstance(ctx.get("expected"), str):

@@ -4,7 +4,7 @@ non-negative account below zero, which works the same on SQLite and PostgreSQL (
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -15,6 +15,10 @@ from platpay.db.portable import insert_ignore_many, lean_in
 from platpay.db.unit_of_work import LeanSession
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
 from platpay.ledger.state import Bucket, HoldStatus
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 _ACCOUNTS = LedgerAccountRow.__table__
 
@@ -105,12 +109,15 @@ async def apply(
             "d_held": d_held,
             "now": now,
         },
-    )  # type: ignore[return-value]
+    )
 
 
 async def get_account(session: LeanSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:
     """Leanly (a refused card hold explains itself from here, in a LeanTransaction)."""
-    return await lean.get(session, LedgerAccountRow, id=account_id, tenant_id=tenant_id)  # type: ignore[no-any-return]
+    account: LedgerAccountRow | None = await lean.get(
+        session, LedgerAccountRow, id=account_id, tenant_id=tenant_id
+    )
+    return account
 
 
 async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str) -> str | None:
@@ -277,7 +284,7 @@ async def grow_hold(
             updated_at=now,
         )
     )
-    return bool(result.rowcount)
+    return bool(cast("CursorResult[Any]", result).rowcount)
 
 
 # Verification queries (whole ledger, every tenant)
@@ -458,8 +465,8 @@ async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) 
         .values(available=0, held=0, updated_at=now)
     )
     return {
-        "ledger_holds": max(holds.rowcount or 0, 0),
-        "postings": max(postings.rowcount or 0, 0),
-        "journal_entries": max(entries.rowcount or 0, 0),
-        "ledger_accounts": max(internal.rowcount or 0, 0),
+        "ledger_holds": max(cast("CursorResult[Any]", holds).rowcount or 0, 0),
+        "postings": max(cast("CursorResult[Any]", postings).rowcount or 0, 0),
+        "journal_entries": max(cast("CursorResult[Any]", entries).rowcount or 0, 0),
+        "ledger_accounts": max(cast("CursorResult[Any]", internal).rowcount or 0, 0),
     }

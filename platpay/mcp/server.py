@@ -161,6 +161,7 @@ class PlatpayMCP(MCPServer):
         self.add_tool(call, name=spec.name, title=spec.title, description=spec.description,
                       annotations=spec.annotations)  # fmt: skip
         tool = self._tool_manager.get_tool(spec.name)
+        assert tool is not None  # just added
         tool.fn_metadata.output_schema = output_schema(spec)
         # Unknown arguments are refused, as the API refuses unknown body fields: dropped silently, a
         # misspelt `amount` would make transfer_out send the whole balance.
@@ -403,7 +404,7 @@ def _open_and_omittable(schema: Any) -> Any:
         return [_open_and_omittable(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in _SCHEMA_MAPS and isinstance(value, dict):  # names -> schemas, not a schema itself
             out[key] = {name: _open_and_omittable(member) for name, member in value.items()}

@@ -106,7 +106,8 @@ class ToolSpec:
             for name, info in self.body.model_fields.items():
                 if (info.alias or name) in self.exclude:
                     continue
-                annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]
+                # a type built at run time (mypy reads `Annotated[...]` as a static type expression)
+                annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
                 default = inspect.Parameter.empty if info.is_required() else info.default
                 params.append(
                     inspect.Parameter(

@@ -323,13 +323,13 @@ def _mailbox_item(row: MessageRow) -> MailboxMessage:
     content = _content(row)
     return MailboxMessage(
         id=row.id,
-        channel=row.channel,  # type: ignore[arg-type]
+        channel=row.channel,
         to=row.recipient,
         subject=content.get("subject"),
         text=content.get("text", ""),
         html=content.get("html"),
         category=row.category,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         created_at=row.created_at,
         sent_at=row.sent_at,
     )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Literal
 
 from alembic import context
+from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import JSON, text
 from sqlalchemy.engine import Connection
 
@@ -24,10 +26,10 @@ def _url() -> str:
     return context.config.get_main_option("sqlalchemy.url") or get_settings().database_url
 
 
-def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+def _render_item(type_: str, obj: object, autogen_context: AutogenContext) -> str | Literal[False]:
     """Render our JSON/JSONB variant by name instead of its repr."""
     if type_ == "type" and isinstance(obj, JSON):
-        autogen_context.imports.add("import platpay.db.types")  # type: ignore[attr-defined]
+        autogen_context.imports.add("import platpay.db.types")
         return "platpay.db.types.JsonType"
     return False
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import Body, Depends, Query, Request, Response
@@ -38,7 +39,7 @@ from platpay.onboarding.storage import DOCUMENT_STORE
 
 router = api_router(tags=["KYC/KYB Verifications"])
 documents_router = api_router(tags=["Documents"])
-_ID = {"max_length": 64}
+_ID: dict[str, Any] = {"max_length": 64}
 
 
 @router.post(

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db.rows import get_scoped
 from platpay.onboarding.models import BeneficialOwnerRow, DocumentRow, KycLinkRow, VerificationRow
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 # ---- verifications
 
@@ -139,4 +143,4 @@ async def use_link(session: AsyncSession, *, link_id: str, now: datetime) -> boo
     result = await session.execute(
         update(KycLinkRow).where(KycLinkRow.id == link_id, KycLinkRow.used_at.is_(None)).values(used_at=now)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(cast("CursorResult[Any]", result).rowcount)

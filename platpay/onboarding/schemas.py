@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 from typing_extensions import TypeAliasType
@@ -104,7 +104,7 @@ class VerificationError(ApiModel):
     resource_id: str
     type: VerificationErrorType
     field: str | None = None
-    accepted_document_types: list[DocumentType] | None = None  # type: ignore[valid-type]
+    accepted_document_types: list[DocumentType] | None = None
     reason: str
 
 
@@ -148,7 +148,7 @@ class BeneficialOwnerPersonalInfoUpdate(ApiRequest):
 
 
 Percentage = Annotated[int, Field(ge=0, le=100, strict=True)]
-Roles = Annotated[list[BeneficialOwnerRole], Field(min_length=1, max_length=6)]  # type: ignore[valid-type]
+Roles = Annotated[list[BeneficialOwnerRole], Field(min_length=1, max_length=6)]
 
 
 class BeneficialOwnerCreateRequest(ApiRequest):
@@ -202,7 +202,7 @@ BENEFICIAL_OWNER_UPDATE_EXAMPLES = request_examples(
 class Document(ApiModel):
     id: str = Field(examples=["Document:019542f5-b3e7-1d02-0000-000000000001"])
     document_holder: str
-    document_type: DocumentType  # type: ignore[valid-type]
+    document_type: DocumentType
     side: Literal["FRONT", "BACK"] | None = None
     country: str
     document_number: str | None = None
@@ -248,7 +248,7 @@ class BaseDocumentRequest(ApiRequest):
     endpoints read the form as it streams."""
 
     file: bytes = Field(description="the document: PDF, JPEG or PNG (judged by its content), at most 10 MiB")
-    document_type: DocumentType  # type: ignore[valid-type]
+    document_type: DocumentType
     side: Literal["FRONT", "BACK"] | None = None
     country: CountryCode
     document_number: str | None = Field(default=None, max_length=100)
@@ -271,7 +271,7 @@ _DOCUMENT_FIELDS = {
     "country": "US",
     "documentNumber": "A12345678",
 }
-DOCUMENT_UPLOAD_EXAMPLES = (
+DOCUMENT_UPLOAD_EXAMPLES: tuple[type[BaseDocumentRequest], dict[str, Any]] = (
     DocumentUploadRequest,
     {
         "passport": (
@@ -280,7 +280,7 @@ DOCUMENT_UPLOAD_EXAMPLES = (
         )
     },
 )
-DOCUMENT_REPLACE_EXAMPLES = (
+DOCUMENT_REPLACE_EXAMPLES: tuple[type[BaseDocumentRequest], dict[str, Any]] = (
     DocumentReplaceRequest,
     {"rescan": ("A clearer scan of the same passport", _DOCUMENT_FIELDS)},
 )

@@ -80,7 +80,7 @@ class LocalDocumentStore:
     def writer(self, key: str) -> Writer:
         return _LocalWriter(self._path(key), key)
 
-    async def read(self, key: str) -> AsyncIterator[bytes]:  # type: ignore[override]
+    async def read(self, key: str) -> AsyncIterator[bytes]:
         # local disk reads of 256 KiB land in (or come from) the page cache: inline, like the writes
         with open(self._path(key), "rb") as file:  # noqa: ASYNC230
             while chunk := file.read(READ_CHUNK_BYTES):

@@ -17,6 +17,7 @@ from platpay.payments.schemas import (
     SANDBOX_FUND_EXAMPLES,
     TRANSFER_IN_EXAMPLES,
     TRANSFER_OUT_EXAMPLES,
+    AnyTransaction,
     CancelTransactionRequest,
     ConfirmReceiptDeliveryRequest,
     SandboxFundRequest,
@@ -149,7 +150,9 @@ async def list_transactions(
     response_model=TransactionOneOf,
     tags=["Transactions"],
 )
-async def get_transaction(transactionId: str, request: Request, principal: Principal = Viewer) -> Transaction:
+async def get_transaction(
+    transactionId: str, request: Request, principal: Principal = Viewer
+) -> AnyTransaction:
     """Get one transaction."""
     async with get_db(request).read() as session:
         return await payments_service.get_transaction(

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 from platpay.payments.state import ApprovalState, TransactionStatus
+from platpay.payments.types import TransactionDestination, TransactionSource
 
 
 class TransactionRow(Base):
@@ -39,8 +40,8 @@ class TransactionRow(Base):
     pending_reason: Mapped[str | None] = mapped_column(String(40))  # schemas.TransactionPendingReason
     customer_id: Mapped[str | None] = mapped_column(IdColumn())  # null: the platform's own transaction
     platform_customer_id: Mapped[str | None] = mapped_column(String(255))
-    source: Mapped[dict[str, Any]] = mapped_column(JsonType)
-    destination: Mapped[dict[str, Any]] = mapped_column(JsonType)
+    source: Mapped[TransactionSource] = mapped_column(JsonType)
+    destination: Mapped[TransactionDestination] = mapped_column(JsonType)
     sender_account_id: Mapped[str | None] = mapped_column(String(320))  # account id or UMA address
     receiver_account_id: Mapped[str | None] = mapped_column(String(320))
     sent_amount: Mapped[int | None] = mapped_column(BigInteger)  # minor units of sent_currency

@@ -261,7 +261,7 @@ AnyTransaction = Transaction | CardTransaction
 """What a service returns where a card transaction is a transaction too (GET /transactions, by id)."""
 
 
-class TransactionListResponse(Page[TransactionOneOf]):  # type: ignore[valid-type]
+class TransactionListResponse(Page[TransactionOneOf]):
     """GET /transactions. No totalCount (optional in the reference): counting a tenant's every transaction
     and card transaction on each page cost more than the page itself (bench/transactions_list.py)."""
 

@@ -27,6 +27,7 @@ from platpay.payments.schemas import (
     Transaction,
 )
 from platpay.payments.state import TransactionStatus, TransactionType, lifecycle
+from platpay.payments.types import TransactionDestination, TransactionSource
 from platpay.tenants.context import TenantContext
 
 
@@ -110,8 +111,8 @@ async def create_transaction(
     type: str,
     kind: str,
     status: str,
-    source: dict[str, Any],
-    destination: dict[str, Any],
+    source: TransactionSource,
+    destination: TransactionDestination,
     transaction_id: str | None = None,
     customer_id: str | None = None,
     platform_customer_id: str | None = None,

@@ -9,7 +9,7 @@ change, ledger entry and webhook committing together with the job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -116,6 +116,14 @@ async def emit_balances(session: AsyncSession, *, tenant_id: str, account_ids: l
     await accounts_service.emit_balance_updates(session, tenant_id=tenant_id, account_ids=account_ids)
 
 
+class _AccountRef(TypedDict):
+    """One side of a transfer, as its transaction's source or destination names it."""
+
+    accountId: str
+    currency: str
+    paymentRail: NotRequired[str]
+
+
 async def _create_transfer(
     session: AsyncSession,
     *,
@@ -140,8 +148,12 @@ async def _create_transfer(
     outcome = rail_provider.transfer_outcome(corridors.primary_identifier(external.account_info))
     delay = rail_provider.transfer_delay(outcome, settings)
     now = clock.now()
-    internal_ref = {"accountId": internal.id, "currency": internal.currency}
-    external_ref = {"accountId": external.id, "currency": external.currency}
+    internal_ref: _AccountRef = {"accountId": internal.id, "currency": internal.currency}
+    external_ref: _AccountRef = (
+        {"accountId": external.id, "currency": external.currency, "paymentRail": rail}
+        if outgoing  # the payout's rail
+        else {"accountId": external.id, "currency": external.currency}
+    )
     sender, receiver = (internal_ref, external_ref) if outgoing else (external_ref, internal_ref)
     return await payments_service.create_transaction(
         session,
@@ -152,7 +164,7 @@ async def _create_transfer(
         customer_id=internal.customer_id,
         platform_customer_id=platform_customer_id,
         source={"sourceType": "ACCOUNT", **sender},
-        destination={"destinationType": "ACCOUNT", **receiver, **({"paymentRail": rail} if outgoing else {})},
+        destination={"destinationType": "ACCOUNT", **receiver},
         sender_account_id=sender["accountId"],
         receiver_account_id=receiver["accountId"],
         sent_amount=amount,

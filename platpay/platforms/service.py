@@ -103,7 +103,7 @@ def _currency_view(entry: dict[str, Any]) -> PlatformCurrencyConfig:
 def render_config(tenant: TenantContext) -> PlatformConfig:
     return PlatformConfig(
         id=tenant.config_id,
-        environment=tenant.environment,  # type: ignore[arg-type]
+        environment=tenant.environment,
         uma_domain=tenant.uma_domain,
         proxy_uma_subdomain=tenant.uma_domain.split(".", 1)[0],
         webhook_endpoint=tenant.webhook_endpoint,

@@ -11,7 +11,7 @@ WITHOUT_TENANT.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,6 +19,10 @@ from platpay.accounts import service as accounts_service
 from platpay.db.base import Base
 from platpay.ledger import service as ledger_service
 from platpay.tenants.context import TenantContext
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 # The tenant's credentials and configuration: API tokens, its clock, its wallet enclave key.
 KEPT = frozenset({"api_tokens", "sandbox_clocks", "wallet_enclave_keys"})
@@ -43,6 +47,6 @@ async def reset(session: AsyncSession, *, tenant: TenantContext) -> dict[str, in
     deleted = await ledger_service.clear_tenant(session, tenant_id=tenant.id)
     for table in tenant_tables():
         result = await session.execute(table.delete().where(table.c.tenant_id == tenant.id))
-        deleted[table.name] = max(result.rowcount or 0, 0)
+        deleted[table.name] = max(cast("CursorResult[Any]", result).rowcount or 0, 0)
     await accounts_service.ensure_platform_accounts(session, tenant_id=tenant.id, codes=tenant.currency_codes)
     return deleted

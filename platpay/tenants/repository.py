@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, Text, cast, select
+from sqlalchemy import Select, SQLColumnExpression, Text, cast, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import ScalarSelect
@@ -33,7 +33,9 @@ CONTEXT_COLUMNS = (
 )
 
 
-def join_context(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
+def join_context(
+    stmt: Select[*tuple[Any, ...]], tenant_id: SQLColumnExpression[str]
+) -> Select[*tuple[Any, ...]]:
     """`stmt` joined to the tenant `tenant_id` names and its platform, CONTEXT_COLUMNS appended."""
     joined = (
         stmt.join(TenantRow, TenantRow.id == tenant_id)

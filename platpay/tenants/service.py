@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from sqlalchemy import Select
+from sqlalchemy import Select, SQLColumnExpression
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import ScalarSelect
@@ -196,7 +196,9 @@ async def load(session: AsyncSession, *, tenant_id: str) -> TenantContext:
     return dataclasses.replace(context, clock=state) if state is not None else context
 
 
-def join_context(stmt: Select[Any], tenant_id: ColumnElement[str]) -> Select[Any]:
+def join_context(
+    stmt: Select[*tuple[Any, ...]], tenant_id: SQLColumnExpression[str]
+) -> Select[*tuple[Any, ...]]:
     """`stmt` joined to the tenant its column `tenant_id` names and that tenant's platform, with the columns
     `context_from_columns` takes appended after its own: the tenant read in the same query as the
     caller's rows (authentication, on every request)."""

@@ -52,7 +52,7 @@ def render(row: CredentialRow) -> AuthMethod:
     return AuthMethod(
         id=row.id,
         account_id=row.account_id,
-        type=row.type,  # type: ignore[arg-type]
+        type=row.type,
         credential_id=row.passkey_credential_id,
         nickname=row.nickname,
         created_at=row.created_at,
@@ -62,7 +62,7 @@ def render(row: CredentialRow) -> AuthMethod:
 
 async def wallet_account(
     session: AsyncSession, *, tenant: TenantContext, account_id: str, field: str = "accountId"
-):  # type: ignore[no-untyped-def]
+):
     """The EMBEDDED_WALLET internal account `account_id` (404 when the tenant has none such, 400 when it is
     another type of account or closed)."""
     if not is_id(account_id, "InternalAccount"):

@@ -10,7 +10,7 @@ from fastapi import Body, Depends, Query, Request, Response
 from platpay.accounts.schemas import InternalAccount
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db
-from platpay.kit.openapi import ExampleIds, request_examples
+from platpay.kit.openapi import ExampleIds, Responses, request_examples
 from platpay.kit.routing import api_router
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature, wallet_signature_headers
 from platpay.wallets import accounts as wallet_accounts
@@ -117,8 +117,12 @@ CHALLENGE_EXAMPLES = {
     "emailOtp": {"summary": "EMAIL_OTP: no body needed", "value": {}},
 }
 account_router = api_router(tags=["Internal Accounts"])
-AUTH_CHALLENGE = {202: {"model": AuthSignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
-SIGNED_CHALLENGE = {202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}}
+AUTH_CHALLENGE: Responses = {
+    202: {"model": AuthSignedRequestChallenge, "description": "stamp payloadToSign and retry"}
+}
+SIGNED_CHALLENGE: Responses = {
+    202: {"model": SignedRequestChallenge, "description": "stamp payloadToSign and retry"}
+}
 AccountIdQuery = Annotated[
     str,
     Query(

@@ -72,7 +72,6 @@ def email_otp_credential(
     )
 
 
-@accounts_hooks.on_opened.subscribe
 async def provision_wallets(
     session: AsyncSession, *, tenant_id: str, accounts: list[OpenedAccount], with_credentials: bool = True
 ) -> None:
@@ -133,3 +132,8 @@ async def provision_wallets(
         for credential in credentials
     ]
     await audit.write(session, entries)
+
+
+# Subscribed after the definition, not as a decorator: the name keeps its own signature (with_credentials,
+# which wallets/accounts.py passes), which the hook point's Protocol does not have.
+accounts_hooks.on_opened.subscribe(provision_wallets)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +27,10 @@ from platpay.wallets.models import (
     WalletRow,
 )
 from platpay.wallets.state import CredentialStatus
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
 
 # Wallets
 
@@ -217,7 +221,7 @@ async def revoke_session(session: AsyncSession, *, tenant_id: str, session_id: s
         )
         .values(revoked_at=now)
     )
-    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+    return (cast("CursorResult[Any]", result).rowcount or 0) == 1
 
 
 async def revoke_sessions_of_credential(
@@ -232,7 +236,7 @@ async def revoke_sessions_of_credential(
         )
         .values(revoked_at=now)
     )
-    return result.rowcount or 0  # type: ignore[attr-defined]
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 # Challenges
@@ -300,12 +304,12 @@ async def consume_challenge(session: AsyncSession, *, tenant_id: str, request_id
         )
         .values(consumed_at=now)
     )
-    return (result.rowcount or 0) == 1  # type: ignore[attr-defined]
+    return (cast("CursorResult[Any]", result).rowcount or 0) == 1
 
 
 async def purge_challenges(session: AsyncSession, *, before: datetime) -> int:
     result = await session.execute(ChallengeRow.__table__.delete().where(ChallengeRow.expires_at <= before))
-    return result.rowcount or 0  # type: ignore[attr-defined]
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 # OTPs
@@ -359,7 +363,7 @@ async def retire_otps(session: AsyncSession, *, credential_ids: list[str], now: 
 
 async def purge_otps(session: AsyncSession, *, before: datetime) -> int:
     result = await session.execute(OtpRow.__table__.delete().where(OtpRow.expires_at <= before))
-    return result.rowcount or 0  # type: ignore[attr-defined]
+    return cast("CursorResult[Any]", result).rowcount or 0
 
 
 # Enclave keys

@@ -37,7 +37,7 @@ def render(row: SessionRow, credential: CredentialRow, *, encrypted_key: str | N
     return AuthSession(
         id=row.id,
         account_id=row.account_id,
-        type=credential.type,  # type: ignore[arg-type]
+        type=credential.type,
         credential_id=credential.passkey_credential_id,
         nickname=credential.nickname,
         created_at=row.created_at,
@@ -210,9 +210,15 @@ async def refresh_intent(
 
 
 async def refresh(
-    session: AsyncSession, *, tenant: TenantContext, session_id: str, client_public_key: str, signed: Signed
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    session_id: str,
+    client_public_key: str,
+    signed: Signed | None,
 ) -> AuthSession:
-    if signed.session_id != session_id:
+    # refresh_intent always asks for a signature, so `then` gets the proof (never None)
+    if signed is None or signed.session_id != session_id:
         raise WalletSignatureInvalid("a refresh must be stamped by the session being refreshed")
     row, credential = await _active(session, tenant=tenant, session_id=session_id)
     return await issue_to_client_key(
@@ -239,7 +245,11 @@ async def revoke_intent(session: AsyncSession, *, tenant: TenantContext, session
     )
 
 
-async def revoke(session: AsyncSession, *, tenant: TenantContext, session_id: str, signed: Signed) -> None:
+async def revoke(
+    session: AsyncSession, *, tenant: TenantContext, session_id: str, signed: Signed | None
+) -> None:
+    if signed is None:  # revoke_intent always asks for a signature: `then` gets the proof
+        raise WalletSignatureInvalid("a session's revocation must be signed")
     now = clock.now(tenant)
     row, _ = await _active(session, tenant=tenant, session_id=session_id)
     if not await repository.revoke_session(session, tenant_id=tenant.id, session_id=row.id, now=now):

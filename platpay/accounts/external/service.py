@@ -64,12 +64,12 @@ def to_schema(row: ExternalAccountRow) -> ExternalAccount:
     return ExternalAccount(
         id=row.id,
         customer_id=row.customer_id,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         platform_account_id=row.platform_account_id,
-        ownership_type=row.ownership_type,  # type: ignore[arg-type]
+        ownership_type=row.ownership_type,
         currency=row.currency,
         default_uma_deposit_account=row.default_uma_deposit_account,
-        beneficiary_verification_status=row.beneficiary_verification_status,  # type: ignore[arg-type]
+        beneficiary_verification_status=row.beneficiary_verification_status,
         beneficiary_verified_data=BeneficiaryVerifiedData(full_name=row.beneficiary_verified_name)
         if row.beneficiary_verified_name
         else None,

@@ -26,7 +26,7 @@ from platpay.payments.errors import TransactionNotFound
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes import types as quote_types
 from platpay.payments.quotes.schemas import Quote
-from platpay.payments.schemas import Transaction
+from platpay.payments.schemas import AnyTransaction
 from platpay.tenants.context import TenantContext
 
 
@@ -250,7 +250,7 @@ async def get_quote(session: AsyncSession, *, tenant: TenantContext, agent_id: s
 
 async def list_transactions(
     session: AsyncSession, *, tenant: TenantContext, agent_id: str, params: PageParams, **filters: Any
-) -> tuple[PageResult[Any], list[Transaction]]:
+) -> tuple[PageResult[Any], list[AnyTransaction]]:
     agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
     return await payments_service.list_transactions(
         session, tenant=tenant, params=params, customer_id=agent.customer_id, **filters
@@ -259,7 +259,7 @@ async def list_transactions(
 
 async def get_transaction(
     session: AsyncSession, *, tenant: TenantContext, agent_id: str, transaction_id: str
-) -> Transaction:
+) -> AnyTransaction:
     agent = await agents_service.load(session, tenant_id=tenant.id, agent_id=agent_id)
     try:
         transaction = await payments_service.get_transaction(

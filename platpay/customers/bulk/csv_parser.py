@@ -231,7 +231,7 @@ class RecordParser:
         self._pending = rest
 
     def _records(self) -> list[Record]:
-        records = []
+        records: list[Record] = []
         lines = self._lines
         while True:
             try:

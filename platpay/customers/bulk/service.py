@@ -395,7 +395,7 @@ async def render(session: AsyncSession, job: BulkImportJobRow) -> BulkCustomerIm
     )
     return BulkCustomerImportJob(
         id=job.id,
-        status=job.status,  # type: ignore[arg-type]
+        status=job.status,
         progress=BulkCustomerImportJobProgress(
             total=job.total, processed=job.processed, successful=job.successful, failed=job.failed
         ),

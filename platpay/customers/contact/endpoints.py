@@ -14,12 +14,15 @@ from platpay.customers.contact.schemas import (
     PhoneVerificationRequest,
 )
 from platpay.customers.schemas import Customer
+from platpay.kit.openapi import Responses
 from platpay.kit.routing import api_router
 
 router = api_router(tags=["Contact Verification"])
 
-_CONFLICT = {409: {"description": "the customer's providers do not require this channel, or it is VERIFIED"}}
-_LIMITED = {429: {"description": "too many codes sent or attempts for this customer's channel"}}
+_CONFLICT: Responses = {
+    409: {"description": "the customer's providers do not require this channel, or it is VERIFIED"}
+}
+_LIMITED: Responses = {429: {"description": "too many codes sent or attempts for this customer's channel"}}
 
 
 async def _send(

@@ -63,8 +63,11 @@ def parse(header: str) -> Stamp:
         raise StampMalformed("the decoded header is not JSON") from None
     if not isinstance(stamp, dict):
         raise StampMalformed("the stamp is not a JSON object")
-    fields = {name: stamp.get(name) for name in ("publicKey", "scheme", "signature")}
-    missing = [name for name, value in fields.items() if not isinstance(value, str) or not value]
+    names = ("publicKey", "scheme", "signature")
+    fields: dict[str, str] = {
+        name: value for name in names if isinstance(value := stamp.get(name), str) and value
+    }
+    missing = [name for name in names if name not in fields]
     if missing:
         raise StampMalformed(f"the stamp lacks {', '.join(missing)}")
     if fields["scheme"] != SCHEME:

@@ -120,7 +120,8 @@ class Form:
         return [*self.fields, *self.owner_fields]
 
     def by_name(self, name: str) -> Input | Upload | None:
-        for item in [*self.inputs(), *self.uploads]:
+        items: list[Input | Upload] = [*self.inputs(), *self.uploads]
+        for item in items:
             if item.name == name or (isinstance(item, Upload) and item.type_name == name):
                 return item
         return None
@@ -454,7 +455,7 @@ async def _apply(
             customer_id=link.customer_id,
             changes={"customer_type": customer["customerType"], **changes},  # type: ignore[typeddict-item]
         )
-    holders = {NEW_OWNER: None}
+    holders: dict[str, str | None] = {NEW_OWNER: None}
     if form.owner_fields:
         holders[NEW_OWNER] = await _create_owner(
             session, tenant_id=link.tenant_id, customer_id=link.customer_id, form=form

@@ -8,6 +8,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.kit.idempotency import Idempotency, Idempotent
+from platpay.kit.openapi import Responses
 from platpay.kit.routing import api_router
 from platpay.payments.incoming import receive as incoming_receive
 from platpay.payments.incoming import service as incoming
@@ -24,7 +25,7 @@ from platpay.payments.schemas import IncomingTransaction
 router = api_router(tags=["Transactions"])
 sandbox_router = api_router(tags=["Sandbox"])
 
-_NOT_PENDING = {
+_NOT_PENDING: Responses = {
     409: {"description": "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL: already decided or timed out"}
 }
 

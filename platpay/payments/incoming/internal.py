@@ -22,8 +22,6 @@ quote's description.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
@@ -32,11 +30,12 @@ from platpay.kit import clock
 from platpay.payments import service as payments_service
 from platpay.payments.models import TransactionRow
 from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
+from platpay.payments.types import TransactionSource
 
 INTERNAL_INCOMING = TransactionKind.INTERNAL_INCOMING
 
 
-async def _source(session: AsyncSession, outgoing: TransactionRow) -> dict[str, Any]:
+async def _source(session: AsyncSession, outgoing: TransactionRow) -> TransactionSource:
     """Who paid, as the recipient sees it: the sender's UMA address if it paid to one, else its source."""
     if outgoing.destination.get("destinationType") == "UMA_ADDRESS" and outgoing.customer_id is not None:
         sender = await customers_service.load(
@@ -48,7 +47,7 @@ async def _source(session: AsyncSession, outgoing: TransactionRow) -> dict[str, 
                 "umaAddress": sender.uma_address,
                 "currency": outgoing.sent_currency,
             }
-    return dict(outgoing.source)
+    return outgoing.source.copy()
 
 
 async def record_receipt(

@@ -35,6 +35,7 @@ from platpay.payments.providers import Counterparty
 from platpay.payments.schemas import Transaction
 from platpay.payments.state import ApprovalState, ApprovalTrigger, TransactionStatus, TransactionType
 from platpay.payments.transfers import check_amount
+from platpay.payments.types import TransactionDestination
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -83,7 +84,7 @@ def _currency_entry(tenant: TenantContext, currency: str) -> dict[str, Any]:
 
 async def _destination(
     session: AsyncSession, *, tenant: TenantContext, customer_id: str, currency: str, field: str
-) -> tuple[dict[str, Any], str | None, str | None]:
+) -> tuple[TransactionDestination, str | None, str | None]:
     """Where the money lands: the customer's defaultUmaDepositAccount when it is in this currency (returns
     its payout rail too, and how paying it out ends: the rail's payout outcome for the account), else the
     customer's holding account in the currency (never the embedded wallet)."""

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Query, Request, Response
@@ -8,6 +9,7 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import Transactor, Viewer, get_db, require_sandbox
 from platpay.auth.schemas import Permission
 from platpay.kit.idempotency import Idempotency, Idempotent
+from platpay.kit.openapi import Responses
 from platpay.kit.routing import api_router
 from platpay.payments.quotes import lookups, settlement
 from platpay.payments.quotes import service as quotes_service
@@ -31,8 +33,8 @@ from platpay.payments.schemas import OutgoingTransaction
 router = api_router()
 lookup_router = api_router()  # served after fx's GET /exchange-rates (payments/domain.py)
 sandbox_router = api_router(tags=["Sandbox"])
-QUOTES = ["Cross-Currency Transfers"]
-CUSTOMER_DELETED = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
+QUOTES: list[str | Enum] = ["Cross-Currency Transfers"]  # as FastAPI types `tags=`
+CUSTOMER_DELETED: Responses = {410: {"description": "the named customer was deleted (CUSTOMER_DELETED)"}}
 
 
 def source_of(source: QuoteSourceOneOf) -> quote_types.QuoteSource:

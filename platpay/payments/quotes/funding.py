@@ -8,9 +8,10 @@ memo reference tied to this quote; crypto gets a deposit address of the quote's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from platpay.accounts import instructions
+from platpay.accounts.types import PaymentInstruction
 from platpay.errors import invalid_field
 from platpay.kit import currencies
 
@@ -53,7 +54,7 @@ def check_network(currency: str, network: str | None, *, field: str) -> str | No
     return offered
 
 
-def payment_instructions(*, quote_id: str, currency: str, amount: int) -> list[dict[str, Any]]:
+def payment_instructions(*, quote_id: str, currency: str, amount: int) -> list[PaymentInstruction]:
     target = cast("InternalAccountRow", _FundingTarget(id=quote_id, currency=currency))
     found = instructions.funding_instructions(target)
     for item in found:
@@ -66,7 +67,7 @@ def payment_instructions(*, quote_id: str, currency: str, amount: int) -> list[d
     return found
 
 
-def funding_reference(payment_instructions: list[dict[str, Any]]) -> str | None:
+def funding_reference(payment_instructions: list[PaymentInstruction]) -> str | None:
     for item in payment_instructions:
         reference = item["accountOrWalletInfo"].get("reference")
         if reference:

@@ -80,7 +80,7 @@ def _preference(
         )
     low, high = fx_service.sending_limits(tenant, currency)
     preference = CurrencyPreference(
-        currency=currencies.require(currency).as_api(),  # type: ignore[arg-type]
+        currency=currencies.require(currency).as_api(),
         estimated_exchange_rate=estimated,
         min=max(1, low),
         max=max(1, high),
@@ -152,7 +152,7 @@ async def lookup_uma(
     )
     return ReceiverUmaLookupResponse(
         receiver_uma_address=counterparty.address,
-        supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
+        supported_currencies=row.supported_currencies,
         required_payer_data_fields=[],
         lookup_id=row.id,
     )
@@ -189,7 +189,7 @@ async def lookup_external_account(
     )
     return ReceiverExternalAccountLookupResponse(
         account_id=account.id,
-        supported_currencies=row.supported_currencies,  # type: ignore[arg-type]
+        supported_currencies=row.supported_currencies,
         required_payer_data_fields=[],
         lookup_id=row.id,
     )

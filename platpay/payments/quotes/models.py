@@ -6,9 +6,11 @@ from typing import Any
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from platpay.accounts.types import PaymentInstruction
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 from platpay.payments.quotes.state import QuoteStatus
+from platpay.payments.quotes.types import QuoteDestinationApi, QuoteSourceApi
 
 
 class QuoteRow(Base):
@@ -26,8 +28,8 @@ class QuoteRow(Base):
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
     customer_id: Mapped[str | None] = mapped_column(IdColumn())  # the sender; null: the platform
     status: Mapped[str] = mapped_column(String(12))  # PENDING | PROCESSING | COMPLETED | FAILED | EXPIRED
-    source: Mapped[dict[str, Any]] = mapped_column(JsonType)  # as the API shows it
-    destination: Mapped[dict[str, Any]] = mapped_column(JsonType)  # as the API shows it
+    source: Mapped[QuoteSourceApi] = mapped_column(JsonType)  # as the API shows it
+    destination: Mapped[QuoteDestinationApi] = mapped_column(JsonType)  # as the API shows it
     funding: Mapped[str] = mapped_column(String(20))  # INTERNAL | PULL | REALTIME_FUNDING
     source_account_id: Mapped[str | None] = mapped_column(IdColumn())  # internal or pulled external account
     payout: Mapped[str] = mapped_column(String(20))  # EXTERNAL | INTERNAL | UMA
@@ -50,7 +52,7 @@ class QuoteRow(Base):
     spread_bps: Mapped[int]
     transaction_id: Mapped[str] = mapped_column(IdColumn())
     lookup_id: Mapped[str | None] = mapped_column(IdColumn())
-    payment_instructions: Mapped[list[dict[str, Any]] | None] = mapped_column(JsonType)
+    payment_instructions: Mapped[list[PaymentInstruction] | None] = mapped_column(JsonType)
     outcome: Mapped[str] = mapped_column(String(32))  # the sandbox scenario, chosen at creation
     pull_outcome: Mapped[str | None] = mapped_column(String(32))  # pull sources: how the pull ends
     debit_entry_id: Mapped[str | None] = mapped_column(IdColumn())  # the ledger entry a refund reverses

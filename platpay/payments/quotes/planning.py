@@ -24,11 +24,14 @@ from platpay.payments.quotes.types import (
     AccountDestination,
     AccountSource,
     QuoteDestination,
+    QuoteDestinationApi,
     QuoteSource,
+    QuoteSourceApi,
     RealtimeFundingSource,
     UmaAddressSource,
 )
 from platpay.payments.transfers import PULL_ACCOUNT_TYPES
+from platpay.payments.types import TransactionDestination, TransactionSource
 from platpay.tenants.context import TenantContext
 
 INTERNAL, PULL, REALTIME_FUNDING = "INTERNAL", "PULL", "REALTIME_FUNDING"  # how the quote is funded
@@ -41,8 +44,8 @@ class SourcePlan:
     currency: str
     customer_id: str | None  # the sender; None: the platform
     account_id: str | None  # the internal account debited, or the external account pulled from
-    api: dict[str, Any]  # the quote's `source`
-    transaction_source: dict[str, Any]  # the transaction's `source`
+    api: QuoteSourceApi  # the quote's `source`
+    transaction_source: TransactionSource  # the transaction's `source`
     pull_outcome: str | None = None
     wallet: bool = False  # an EMBEDDED_WALLET account: its execution needs the wallet's stamp
 
@@ -55,8 +58,8 @@ class DestinationPlan:
     rail: str  # the payout rail: the CLEARING account's qualifier
     fee_corridor: str
     outcome: str
-    api: dict[str, Any]
-    transaction_destination: dict[str, Any]
+    api: QuoteDestinationApi
+    transaction_destination: TransactionDestination
     receiver: str  # account id or UMA address, for transaction filters
     owner_customer_id: str | None = None  # whose account it is (None: the platform's)
 
@@ -185,7 +188,7 @@ async def resolve_source(session: AsyncSession, *, tenant: TenantContext, source
         api = source.as_api()
         if network is not None:
             api["cryptoNetwork"] = network
-        transaction_source = {"sourceType": "REALTIME_FUNDING", "currency": currency}
+        transaction_source: TransactionSource = {"sourceType": "REALTIME_FUNDING", "currency": currency}
         if customer_id:
             transaction_source["customerId"] = customer_id
         return SourcePlan(REALTIME_FUNDING, currency, customer_id, None, api, transaction_source)
@@ -199,7 +202,12 @@ async def resolve_source(session: AsyncSession, *, tenant: TenantContext, source
             "source.umaAddress", "only this platform's own customers' UMA addresses can fund a quote"
         )
     api = {"sourceType": "UMA_ADDRESS", "umaAddress": counterparty.address, "currency": currency}
-    return SourcePlan(REALTIME_FUNDING, currency, counterparty.customer_id, None, api, dict(api))
+    shown: TransactionSource = {
+        "sourceType": "UMA_ADDRESS",
+        "umaAddress": counterparty.address,
+        "currency": currency,
+    }
+    return SourcePlan(REALTIME_FUNDING, currency, counterparty.customer_id, None, api, shown)
 
 
 async def _internal_destination(
@@ -268,8 +276,14 @@ async def _account_destination(
         )
     rail = destination.payment_rail or (rails[0] if rails else external.account_type)
     api = destination.as_api()
+    transaction_destination: TransactionDestination = {
+        "destinationType": "ACCOUNT",
+        "accountId": external.id,
+        "currency": external.currency,
+    }
     if rails:
         api["paymentRail"] = rail
+        transaction_destination["paymentRail"] = rail
     return DestinationPlan(
         payout=EXTERNAL,
         currency=external.currency,
@@ -280,12 +294,7 @@ async def _account_destination(
             corridors.primary_identifier(external.account_info)
         ),
         api=api,
-        transaction_destination={
-            "destinationType": "ACCOUNT",
-            "accountId": external.id,
-            "currency": external.currency,
-            **({"paymentRail": rail} if rails else {}),
-        },
+        transaction_destination=transaction_destination,
         receiver=external.id,
         owner_customer_id=external.customer_id,
     )

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
+from pydantic.json_schema import JsonDict
 from typing_extensions import TypeAliasType
 
 from platpay.accounts.schemas import PaymentInstructions
@@ -105,6 +106,10 @@ class PlatformFeeOverride(ApiRequest):
     )
 
 
+def _without_default(schema: JsonDict) -> None:
+    schema.pop("default", None)
+
+
 class QuoteRequest(ApiRequest):
     lookup_id: str | None = Field(
         default=None,
@@ -123,7 +128,7 @@ class QuoteRequest(ApiRequest):
         description="execute in the same request (account sources only, not EMBEDDED_WALLET); default false",
         # Documented without its default, as the reference has it: a generated TypeScript type would make
         # a property with a default required.
-        json_schema_extra=lambda schema: schema.pop("default", None),
+        json_schema_extra=_without_default,
     )
     description: str | None = Field(default=None, max_length=500)
     remittance_information: str | None = Field(

@@ -57,20 +57,20 @@ def _rate_details(row: QuoteRow) -> OutgoingRateDetails:
 def to_schema(row: QuoteRow) -> Quote:
     return Quote(
         id=row.id,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         created_at=row.created_at,
         expires_at=row.expires_at,
         source=row.source,
         destination=row.destination,
-        sending_currency=currencies.require(row.sending_currency).as_api(),  # type: ignore[arg-type]
-        receiving_currency=currencies.require(row.receiving_currency).as_api(),  # type: ignore[arg-type]
+        sending_currency=currencies.require(row.sending_currency).as_api(),
+        receiving_currency=currencies.require(row.receiving_currency).as_api(),
         total_sending_amount=row.sending_amount,
         total_receiving_amount=row.receiving_amount,
         exchange_rate=float(row.exchange_rate),
         fees_included=row.fixed_fee + row.variable_fee + row.platform_fee,
         platform_fees_included=row.platform_fee,
         transaction_id=row.transaction_id,
-        payment_instructions=row.payment_instructions,  # type: ignore[arg-type]
+        payment_instructions=row.payment_instructions,
         rate_details=_rate_details(row),
     )
 

@@ -471,8 +471,8 @@ async def step(
         if quote.pull_outcome != outcomes.SUCCESS:
             await fail("QUOTE_EXECUTION_FAILED")  # nothing was taken, so nothing to refund
             return
-        rail = transaction.source.get("paymentRail", "ACH")
-        pull_clearing = await _clearing(session, quote, quote.sending_currency, rail)
+        pull_rail = transaction.source.get("paymentRail", "ACH")
+        pull_clearing = await _clearing(session, quote, quote.sending_currency, pull_rail)
         await _post_exchange(session, quote, funds_account_id=pull_clearing, kind="QUOTE_PULL_SETTLE")
         if quote.outcome == outcomes.EXECUTION_FAILED:
             await fail("QUOTE_EXECUTION_FAILED")

@@ -1,15 +1,35 @@
 """What a quote is asked for, as services take it: who pays (a `QuoteSource`) and who receives (a
 `QuoteDestination`), plain values the endpoint, a job or a test builds alike. Each `as_api()` is the shape
-the quote reports back (its `source` / `destination`: API names, absent values left out)."""
+the quote reports back (its `source` / `destination`: API names, absent values left out): a
+`QuoteSourceApi` / `QuoteDestinationApi`, what the quote row stores and the API shows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Required, TypedDict
 
 
-def _present(values: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in values.items() if value is not None}
+class QuoteSourceApi(TypedDict, total=False):
+    """A quote's `source` as the API shows it (the request's, with what planning settled: the crypto
+    network, the UMA address as resolved)."""
+
+    sourceType: Required[str]  # ACCOUNT | REALTIME_FUNDING | UMA_ADDRESS
+    accountId: str
+    customerId: str
+    currency: str
+    cryptoNetwork: str
+    umaAddress: str
+
+
+class QuoteDestinationApi(TypedDict, total=False):
+    """A quote's `destination` as the API shows it (with the payout rail planning chose, for an external
+    account paid over a rail)."""
+
+    destinationType: Required[str]  # ACCOUNT | UMA_ADDRESS
+    accountId: str
+    paymentRail: str
+    umaAddress: str
+    currency: str
 
 
 @dataclass(frozen=True)
@@ -20,10 +40,11 @@ class AccountSource:
     account_id: str
     customer_id: str | None = None
 
-    def as_api(self) -> dict[str, Any]:
-        return _present(
-            {"sourceType": "ACCOUNT", "accountId": self.account_id, "customerId": self.customer_id}
-        )
+    def as_api(self) -> QuoteSourceApi:
+        api: QuoteSourceApi = {"sourceType": "ACCOUNT", "accountId": self.account_id}
+        if self.customer_id is not None:
+            api["customerId"] = self.customer_id
+        return api
 
 
 @dataclass(frozen=True)
@@ -35,15 +56,13 @@ class RealtimeFundingSource:
     customer_id: str | None = None
     crypto_network: str | None = None
 
-    def as_api(self) -> dict[str, Any]:
-        return _present(
-            {
-                "sourceType": "REALTIME_FUNDING",
-                "currency": self.currency,
-                "customerId": self.customer_id,
-                "cryptoNetwork": self.crypto_network,
-            }
-        )
+    def as_api(self) -> QuoteSourceApi:
+        api: QuoteSourceApi = {"sourceType": "REALTIME_FUNDING", "currency": self.currency}
+        if self.customer_id is not None:
+            api["customerId"] = self.customer_id
+        if self.crypto_network is not None:
+            api["cryptoNetwork"] = self.crypto_network
+        return api
 
 
 @dataclass(frozen=True)
@@ -61,10 +80,11 @@ class AccountDestination:
     account_id: str
     payment_rail: str | None = None
 
-    def as_api(self) -> dict[str, Any]:
-        return _present(
-            {"destinationType": "ACCOUNT", "accountId": self.account_id, "paymentRail": self.payment_rail}
-        )
+    def as_api(self) -> QuoteDestinationApi:
+        api: QuoteDestinationApi = {"destinationType": "ACCOUNT", "accountId": self.account_id}
+        if self.payment_rail is not None:
+            api["paymentRail"] = self.payment_rail
+        return api
 
 
 @dataclass(frozen=True)
