@@ -210,7 +210,7 @@ LEAN_MODULES = {
     "payments/repository.py",
     "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
     "cards/repository.py",  # an authorization's card read (FOR UPDATE, with its sources) and its INSERT
-    "wallets/repository.py",  # an EMAIL_OTP login's statements (issue 12: >= 100 logins/s)
+    "wallets/repository.py",  # an EMAIL_OTP login's statements (the target: >= 100 logins/s)
     "kit/rate_limits.py",  # the limits' one upsert (every wallet challenge and verify counts)
     "messages/repository.py",  # queueing and sending a message (an OTP email per login challenge)
 }
@@ -604,7 +604,7 @@ def test_a_row_by_its_id_within_its_tenant_is_read_by_one_helper() -> None:
 # Settings are reached one way: the process's wiring reads them (`get_settings()`), endpoints take them from
 # `request.app.state.settings`, jobs from `ctx.settings`, and a service that needs one takes `settings=`.
 SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
-# Services that still read the process's settings themselves (issue 29 item 5, not yet converted): this list
+# Services that still read the process's settings themselves (not yet converted to take `settings=`): this list
 # only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
 SETTINGS_READERS_TO_CONVERT = {
     "accounts/external/service.py",
