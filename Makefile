@@ -35,7 +35,7 @@ format: $(STAMP)
 bench: $(STAMP) ## benchmarks, figures only (bench/README.md); HTTP_ARGS / JOBS_ARGS pass options through
 	bench/run_all.sh
 
-image: $(STAMP) ## the container image localhost/platpay:VERSION from the wheel, with podman (README, Container image)
+image: $(STAMP) ## the container image localhost/platpay:VERSION from the wheel, with podman (docs/operations.md, Container image)
 	tools/image/build.sh
 
 image-test: image ## run the image: /readyz, one payment, HEALTHCHECK, read-only root, a SIGTERM drain (~1 min)

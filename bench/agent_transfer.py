@@ -1,7 +1,7 @@
 """POST /agents/me/transfer-out (bearer auth + policy evaluation + usage update) next to the platform's own
 POST /transfer-out, in the same run, against the same `platpay serve` process on PostgreSQL.
 
-Requirement measured (issue 15): agent transfer-outs per second and p50/p99 at 8 connections, target >= 0.8
+Requirement measured: agent transfer-outs per second and p50/p99 at 8 connections, target >= 0.8
 of the platform endpoint's rate (policy enforcement must not be the bottleneck). A benchmark, not a test: it
 prints figures and never fails on them.
 

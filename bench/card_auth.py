@@ -1,6 +1,6 @@
 """Simulated card authorizations under load on PostgreSQL, next to pgbench running the same SQL.
 
-Requirement measured (issue 14): POST /sandbox/cards/{id}/simulate/authorization — decisioning, the hold on
+Requirement measured: POST /sandbox/cards/{id}/simulate/authorization — decisioning, the hold on
 the chosen funding source, the CardTransaction and its webhook rows — at 8 and 32 concurrent connections
 against `platpay serve` (one process per core by default: `--workers 2` on these 2-core machines):
 authorizations/s and p50/p99, next to pgbench running the statements one authorization executes, in the
@@ -8,17 +8,17 @@ same run. Target: >= 0.3 of pgbench, p99 < 50 ms at 8 connections. Two scenarios
 random cardholders, each card on its own funded account) and `hot` (random cards of one cardholder, all
 funded by the same account: every hold updates one balance row). A benchmark, not a test.
 
-Since issue 28 a simulation answers 202 {issuerTransactionToken}. The authorization is decided and applied in
-the request itself (the lean transaction of before issue 28; for a while after it, it was applied by a job
+Since the August 2026 reference a simulation answers 202 {issuerTransactionToken}. The authorization is decided and applied in
+the request itself (the lean transaction of before that change; for a while after it, it was applied by a job
 per simulation, `cards.network_message`: 1.3-2.1x the server's CPU per authorization, 1.5-3.2x with
 PostgreSQL's, bench/README.md). Each run still waits until no such job is queued (a tree that queues them is
 measured the same way): "applied /s" is the card transactions recorded from the run's start until the queue
 drained, divided by that time — what the ratio to pgbench compares. The script also measures a tree from
-before issue 28 (its 200 answer is accepted): run it with PYTHONPATH=<that tree> (bench/README.md).
+before that change (its 200 answer is accepted): run it with PYTHONPATH=<that tree> (bench/README.md).
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
 same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE (with its
-cardholder's platformCustomerId, since issue 28's card transactions carry it); its funding
+cardholder's platformCustomerId, since card transactions carry it); its funding
 sources; the sources' balances and accounts; INSERT the card transaction; INSERT event
 CARD_TRANSACTION.AUTHORIZED; INSERT the ledger hold; INSERT journal entry; INSERT 2 postings; then the hot
 row last: the conditional balance UPDATE … RETURNING; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the
@@ -140,7 +140,7 @@ async def _seed(base_url: str, credentials: tuple[str, str], holders: int, hot_c
             f"/sandbox/cards/{spread[0][0]}/simulate/authorization",
             json={"amount": 1, "currency": {"code": "USD"}, "merchant": {"descriptor": "BENCH SAMPLE"}},
         )
-        # 202 {issuerTransactionToken} since issue 28; 200 with the card transaction before it (a baseline
+        # 202 {issuerTransactionToken} since the August 2026 reference; 200 with the card transaction before it (a baseline
         # tree measured with this script)
         if accepted.status_code not in (200, 202):
             raise RuntimeError(

@@ -1,6 +1,6 @@
 """Onboarding: document upload throughput and the server's peak memory, and POST /verifications req/s.
 
-A benchmark, not a test: it prints figures and never fails on them. Targets (issue 13): the server's peak
+A benchmark, not a test: it prints figures and never fails on them. Targets: the server's peak
 memory does not grow with the file size beyond the streaming buffer; POST /verifications req/s on PostgreSQL.
 
 What runs, all on 127.0.0.1 against one `platpay serve` process (embedded job runner on):

@@ -1,7 +1,7 @@
 """`platpay mcp` tool calls over Streamable HTTP next to the same operations as direct HTTP calls, in the
 same run; and the policy dry-run's rate next to GET /agents/me's.
 
-Requirements measured (issue 20): the MCP layer adds at most 2 ms at p50 to `get_me` and `transfer_out`;
+Requirements measured: the MCP layer adds at most 2 ms at p50 to `get_me` and `transfer_out`;
 POST /agents/me/policy/evaluate runs at >= 0.8 x the rate of GET /agents/me. A benchmark, not a test: it
 prints figures and never fails on them.
 

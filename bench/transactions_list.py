@@ -1,6 +1,6 @@
 """GET /transactions on a tenant with 100,000 transactions, half of them card transactions: p50/p99 of the
 first page and of a page reached by cursor 500 pages deep, on SQLite and PostgreSQL, beside today's list
-(before issue 28: transactions only, by id) on the same data in the same run.
+(before card transactions were listed: transactions only, by id) on the same data in the same run.
 
 A benchmark, not a test: it prints figures and ratios and never fails on them.
 

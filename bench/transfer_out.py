@@ -222,7 +222,7 @@ SAMPLE_SQL = {
 }
 
 
-# Whether the schema has transactions.direction (issue 28: NOT NULL once migrated), so the baseline's INSERT
+# Whether the schema has transactions.direction (migration 0021_txn: NOT NULL once migrated), so the baseline's INSERT
 # writes it as platpay does; a tree from before it (a baseline measured with this script) has no such column.
 DIRECTION_SQL = {
     "postgres": "SELECT count(*) FROM information_schema.columns WHERE table_name = 'transactions' "

@@ -1,7 +1,7 @@
 """Embedded-wallet authentication: server CPU per signed retry next to the same operation unsigned, and
 complete EMAIL_OTP logins per second end to end on one server process, on SQLite and PostgreSQL.
 
-A benchmark, not a test: it prints figures and never fails on them. Targets (issue 12): verifying a stamp
+A benchmark, not a test: it prints figures and never fails on them. Targets: verifying a stamp
 adds <= 1 ms of server CPU; >= 100 complete EMAIL_OTP logins/s on one process on PostgreSQL.
 
 What runs, per database (a fresh SQLite file; a fresh PostgreSQL database platpay_bench_wallet_<random>,

@@ -604,7 +604,7 @@ def backup(
 ) -> None:
     """A consistent copy of the SQLite database (PLATPAY_DATABASE_URL) in a new file, taken while platpay
     runs (SQLite's online backup, as of one commit). It holds no master key: keep that apart. PostgreSQL:
-    pg_dump (README, Backups)."""
+    pg_dump (docs/operations.md, Backups)."""
     from platpay.db import backup as backups
 
     settings = _settings()

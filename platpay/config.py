@@ -56,24 +56,31 @@ class Settings(BaseSettings):
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
         description="SQLAlchemy URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
     )
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(default="127.0.0.1", description="where `serve` listens (also `--host`)")
+    port: int = Field(default=8000, description="the port `serve` listens on (also `--port`)")
     public_base_url: str | None = Field(
-        default=None, description="Base URL printed at start and used in links; defaults to http://host:port"
+        default=None,
+        description="the base URL printed at start and used in links platpay hands out (an invitation's `url`); "
+        "defaults to http://HOST:PORT",
     )
-    var_dir: Path = Path("var")
+    var_dir: Path = Field(
+        default=Path("var"),
+        description="local state: the default SQLite file, the generated master key, metrics, local documents",
+    )
     master_key: str | None = Field(
         default=None,
-        description="base64url 32-byte key sealing secrets at rest (webhook signing keys); "
-        "generated under var/ when unset, which suits a single machine only",
+        description="base64url of 32 bytes sealing secrets at rest (webhook signing keys, stored idempotent "
+        "responses); generated in <var_dir>/master.key when unset, which suits a single machine only: set it "
+        "explicitly when processes run on several machines",
     )
     master_key_file: Path | None = Field(
         default=None,
         description="a file holding the master key (a container secret such as /run/secrets/master_key), "
-        "read once at start instead of master_key",
+        "read once at start instead of master_key. Set one of the two, not both; an empty, malformed or "
+        "unreadable key stops every command with one line (exit 2)",
     )
-    log_level: str = "INFO"
-    log_json: bool = True
+    log_level: str = Field(default="INFO", description="the lowest level logged (DEBUG, INFO, WARNING, ...)")
+    log_json: bool = Field(default=True, description="log JSON lines on stdout; `false` for plain lines")
     metrics_dir: Path | None = Field(
         default=None,
         description="where every `serve` and `worker` process on this machine records its metrics, for "
@@ -87,54 +94,102 @@ class Settings(BaseSettings):
         "a third of the CPU there) and asyncio's own on SQLite (uvloop serves its inline reads unevenly: "
         "a p99 of ~8x the median under load); see bench/README.md",
     )
-    max_body_bytes: int = 1_048_576
+    max_body_bytes: int = Field(
+        default=1_048_576, description="request body limit in bytes (413 above it); uploads have their own"
+    )
     db_pool_size: int = Field(
-        default=20, description="above job_concurrency, so jobs never wait for a connection"
+        default=20,
+        description="connections per process; keep it above job_concurrency, so jobs never wait for a "
+        "connection (up to twice as many more under bursts, plus a quarter of it for authentication reads on "
+        "PostgreSQL: size PostgreSQL's max_connections for every process)",
     )
     db_timeout_seconds: float = Field(
         default=5.0,
         gt=0,
         description="longest wait for the database: connecting, a free pooled connection, SQLite's busy "
-        "lock; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
+        "lock and write queue; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
     )
     db_startup_timeout_seconds: float = Field(
         default=60.0,
         ge=0,
         description="how long a starting command (serve, worker, migrate, ...) waits for a database that "
-        "is down or restarting, retrying with backoff; past it the command exits 1 with one line",
+        "is down or restarting, retrying with backoff; past it the command exits 1 with one line "
+        "(docs/operations.md, When the database goes away)",
     )
 
     # Jobs
-    run_embedded_worker: bool = True
-    job_poll_seconds: float = 0.25
-    job_lease_seconds: float = 30.0
-    job_batch_size: int = 32
-    job_concurrency: int = 16
-    job_max_attempts: int = 25
+    run_embedded_worker: bool = Field(
+        default=True, description="run the job runner inside `serve` (`serve --no-worker` turns it off)"
+    )
+    job_poll_seconds: float = Field(default=0.25, description="how often a job runner looks for due jobs")
+    job_lease_seconds: float = Field(
+        default=30.0, description="a claimed job's lease: a job whose worker died is retried when it expires"
+    )
+    job_batch_size: int = Field(default=32, description="jobs a runner claims at once, at most")
+    job_concurrency: int = Field(
+        default=16,
+        description="jobs running at once per process: settlement steps, expiries, imports and every other "
+        "state-changing job (webhook deliveries and messages never take it: they have lanes of their own)",
+    )
+    job_max_attempts: int = Field(default=25, description="attempts of a failing job before it is given up")
     job_plugins: str = Field(default="", description="comma-separated modules registering extra job handlers")
 
     # Providers (kit/providers.py): a registered name, or an import path `package.module:factory`
-    fx_rate_provider: str = Field(default="sandbox", description="where FX rates come from")
-    payout_rail: str = Field(default="simulated", description="production tenants' payout rail")
-    sandbox_payout_rail: str = Field(default="sandbox", description="sandbox tenants' payout rail")
-    uma_network: str = Field(default="offline", description="production tenants' UMA counterparties")
-    sandbox_uma_network: str = Field(default="sandbox", description="sandbox tenants' UMA counterparties")
-    card_issuer: str = Field(default="simulated", description="production tenants' card issuer")
-    sandbox_card_issuer: str = Field(default="sandbox", description="sandbox tenants' card issuer")
+    fx_rate_provider: str = Field(
+        default="sandbox",
+        description="where FX rates come from: a registered provider name, or package.module:factory for an "
+        "adapter of your own (docs/architecture.md, providers)",
+    )
+    payout_rail: str = Field(
+        default="simulated",
+        description="production tenants' payout rail: `simulated` settles every payment after "
+        "sandbox_settlement_seconds, or package.module:factory",
+    )
+    sandbox_payout_rail: str = Field(
+        default="sandbox",
+        description="sandbox tenants' payout rail: `sandbox` follows the magic account suffixes (docs/sandbox.md)",
+    )
+    uma_network: str = Field(
+        default="offline",
+        description="production tenants' UMA counterparties on other domains: `offline` knows none",
+    )
+    sandbox_uma_network: str = Field(
+        default="sandbox",
+        description="sandbox tenants' UMA counterparties on other domains: `sandbox`, the scripted "
+        "sandbox.uma.money ones",
+    )
+    card_issuer: str = Field(
+        default="simulated",
+        description="production tenants' card issuer: `simulated` activates every card at once and leaves every "
+        "authorization to platpay's decisioning, or package.module:factory",
+    )
+    sandbox_card_issuer: str = Field(
+        default="sandbox",
+        description="sandbox tenants' card issuer: `sandbox` follows the magic values (docs/cards.md)",
+    )
     account_provider: str = Field(
-        default="immediate", description="production tenants' account institution (accounts/providers.py)"
+        default="immediate",
+        description="production tenants' account institution: `immediate` opens every internal account ACTIVE "
+        "with its deposit details and every external account ACTIVE at registration, or package.module:factory "
+        "(platpay/accounts/providers.py)",
     )
     sandbox_account_provider: str = Field(
-        default="sandbox", description="sandbox tenants' account institution"
+        default="sandbox",
+        description="sandbox tenants' account institution: `sandbox` follows the magic values "
+        "(docs/customers-and-accounts.md)",
     )
 
     # Outbound messages (messages/providers.py): email and SMS, sent by jobs after the business commit
     email_sender: str | None = Field(
         default=None,
-        description="`smtp`, `none` (records only) or package.module:factory; unset: `smtp` when smtp_host "
-        "is set, else `none`",
+        description="how emails (wallet OTPs, contact verification codes) leave: `smtp`, `none` (recorded as "
+        "sent, goes nowhere) or package.module:factory; unset: `smtp` when smtp_host is set, else `none`",
     )
-    sms_sender: str = Field(default="none", description="`none` (records only) or package.module:factory")
+    sms_sender: str = Field(
+        default="none",
+        description="how SMS leave: `none` (recorded as sent, goes nowhere) or an SMS gateway adapter "
+        "package.module:factory",
+    )
 
     # Onboarding
     kyc_provider: str = Field(
@@ -149,8 +204,12 @@ class Settings(BaseSettings):
         default="local",
         description="where documents' files live: `local` (<var_dir>/documents) or package.module:factory",
     )
-    document_max_bytes: int = Field(default=10 * 1024 * 1024, description="largest document file (413 above)")
-    kyc_link_ttl_seconds: int = Field(default=86_400, ge=60, description="how long a KYC link can be used")
+    document_max_bytes: int = Field(
+        default=10 * 1024 * 1024, description="largest document file (413 above, cut off while streaming)"
+    )
+    kyc_link_ttl_seconds: int = Field(
+        default=86_400, ge=60, description="how long a KYC link (the hosted verification page) can be used"
+    )
     end_user_terms_version: str = Field(
         default="V1",
         min_length=1,
@@ -164,10 +223,14 @@ class Settings(BaseSettings):
         "<base URL>/end-user-terms/<version>",
     )
     smtp_host: str | None = Field(default=None, description="SMTP server the `smtp` email sender uses")
-    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_port: int = Field(
+        default=587, ge=1, le=65535, description="the SMTP server's port; 465 speaks TLS from the start"
+    )
     smtp_username: str | None = Field(default=None, description="SMTP AUTH user; no AUTH when unset")
-    smtp_password: SecretStr | None = None
-    smtp_starttls: bool = Field(default=True, description="require STARTTLS before sending")
+    smtp_password: SecretStr | None = Field(default=None, description="SMTP AUTH password; never logged")
+    smtp_starttls: bool = Field(
+        default=True, description="require STARTTLS before sending (`false` for a local relay without TLS)"
+    )
     smtp_from: str = Field(
         default="platpay <no-reply@localhost>", description="From of emails whose sender names none"
     )
@@ -185,9 +248,16 @@ class Settings(BaseSettings):
     )
 
     # Webhooks
-    webhook_retry_base_seconds: float = Field(default=5.0, description="first retry delay; doubles each try")
-    webhook_retry_max_interval_seconds: float = 1800.0
-    webhook_retry_max_age_seconds: float = 7 * 24 * 3600.0
+    webhook_retry_base_seconds: float = Field(
+        default=5.0, description="first retry delay of a delivery; doubles each try, with jitter"
+    )
+    webhook_retry_max_interval_seconds: float = Field(
+        default=1800.0, description="longest wait between two tries of a delivery"
+    )
+    webhook_retry_max_age_seconds: float = Field(
+        default=7 * 24 * 3600.0,
+        description="a delivery still failing this long after its first attempt is given up",
+    )
     webhook_timeout_seconds: float = Field(
         default=10.0, gt=0, description="longest one delivery attempt may take, connecting included"
     )
@@ -208,10 +278,13 @@ class Settings(BaseSettings):
         description="failed attempts in a row after which an endpoint is FAILING: its queue waits and one "
         "probe delivery is tried at its backoff interval",
     )
-    webhook_response_max_chars: int = 2048
+    webhook_response_max_chars: int = Field(
+        default=2048, description="how much of an endpoint's answer each delivery attempt records"
+    )
     production_webhooks_require_public_https: bool = Field(
         default=False,
-        description="SSRF protection: production tenants may only use https endpoints on public addresses",
+        description="SSRF protection: production tenants may only use https endpoints resolving to public "
+        "addresses (checked on PATCH /config and at every delivery)",
     )
 
     # Sandbox rails
@@ -265,7 +338,9 @@ class Settings(BaseSettings):
 
     # FX, quotes and their sandbox lifecycle (every delay a setting, so tests can compress it)
     fx_rate_cache_seconds: float = Field(
-        default=300.0, ge=0, description="how long GET /exchange-rates and lookups reuse a fetched rate"
+        default=300.0,
+        ge=0,
+        description="how long GET /exchange-rates and lookups reuse a fetched rate (its updatedAt)",
     )
     quote_ttl_seconds: float = Field(default=300.0, gt=0, description="how long a quote can be executed")
     lookup_ttl_seconds: float = Field(
@@ -287,16 +362,21 @@ class Settings(BaseSettings):
     )
 
     # Idempotency
-    idempotency_retention_hours: int = 48
+    idempotency_retention_hours: int = Field(
+        default=48, description="how long an Idempotency-Key replays its first response"
+    )
 
     # Embedded wallets (wallets/): custody, signed retries, sessions, OIDC, WebAuthn, abuse limits
     wallet_custody: str = Field(
         default="sandbox",
         description="custody of wallet secrets: `sandbox` (envelope encryption under the master key) or an "
-        "import path `package.module:factory` (a KMS/HSM adapter)",
+        "import path `package.module:factory` (a KMS/HSM adapter; platpay/wallets/providers.py)",
     )
     wallet_challenge_ttl_seconds: int = Field(
-        default=300, ge=1, le=3600, description="how long a signed retry's 202 challenge (requestId) is valid"
+        default=300,
+        ge=1,
+        le=3600,
+        description="how long a signed retry's 202 challenge (requestId), and a passkey challenge, is valid",
     )
     wallet_session_ttl_seconds: int = Field(
         default=900, ge=60, le=86400, description="how long an authentication session lasts"
@@ -310,8 +390,14 @@ class Settings(BaseSettings):
         description="OIDC issuers accepted for OAUTH credentials (JSON object issuer -> JWKS URL); production "
         "tenants verify ID token signatures against the issuer's JWKS, fetched over HTTP and cached",
     )
-    oidc_jwks_cache_seconds: int = Field(default=3600, ge=0, description="how long a fetched JWKS is reused")
-    oidc_jwks_timeout_seconds: float = Field(default=5.0, gt=0, description="longest wait for a JWKS fetch")
+    oidc_jwks_cache_seconds: int = Field(
+        default=3600,
+        ge=0,
+        description="how long a fetched JWKS is reused (an unknown kid refetches, at most once a minute)",
+    )
+    oidc_jwks_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="longest wait for a JWKS fetch (then 503)"
+    )
     oidc_max_token_age_seconds: int = Field(
         default=60, ge=1, description="an ID token's iat must be less than this many seconds old"
     )
@@ -323,13 +409,18 @@ class Settings(BaseSettings):
         description="origins a passkey ceremony may come from (JSON list; the app's own web origins)",
     )
     wallet_verify_limit: int = Field(
-        default=10, ge=1, description="verify attempts per credential per window (429 RATE_LIMITED past it)"
+        default=10,
+        ge=1,
+        description="verify attempts per credential per window (429 RATE_LIMITED with Retry-After past it; "
+        "counted in the database, so across processes)",
     )
     wallet_verify_account_limit: int = Field(
         default=30, ge=1, description="verify attempts per wallet (all its credentials) per window"
     )
     wallet_challenge_limit: int = Field(
-        default=5, ge=1, description="challenge re-issues per credential per window"
+        default=5,
+        ge=1,
+        description="challenge re-issues (OTP emails, passkey challenges) per credential per window",
     )
     wallet_challenge_account_limit: int = Field(
         default=15, ge=1, description="challenge re-issues per wallet per window"

@@ -117,7 +117,7 @@ class ResourceNotFound(NotFound):
     """A resource named by its id that the caller may not see. One that does not exist, another tenant's (another
     platform's, or the other environment's of the same platform) and, for an agent, another customer's all
     answer this one body, whose only variable part is the id echoed: nobody learns that an id exists by asking
-    for it (issue 27). Each resource kind has one subclass naming the kind (`resource`) and the details key
+    for it (no existence oracle). Each resource kind has one subclass naming the kind (`resource`) and the details key
     that carries the id (`id_key`); a raise site passes the id alone, so no site words it differently."""
 
     resource: ClassVar[str]

@@ -31,7 +31,9 @@ from platpay.db.database import Database
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from tests.factories import create_platform
+from tests.support.databases import BACKENDS, PG_URL
 from tests.support.field_errors import assert_field_errors_match, sent_json
+from tests.support.ledger import assert_ledger_verifies
 from tests.support.receiver import WebhookReceiver
 from tests.support.smtp import smtp_server  # noqa: F401  (the fixture, for every test module)
 
@@ -40,14 +42,6 @@ from tests.support.smtp import smtp_server  # noqa: F401  (the fixture, for ever
 # never what a property checks here, so neither the per-example deadline nor the too-slow check applies.
 hypothesis_settings.register_profile("platpay", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 hypothesis_settings.load_profile("platpay")
-
-PG_URL = os.environ.get("PLATPAY_TEST_DATABASE_URL")
-if PG_URL and os.environ.get("PYTEST_XDIST_WORKER"):  # `make test` runs pytest-xdist: a database per worker
-    _parsed = make_url(PG_URL)
-    PG_URL = _parsed.set(database=f"{_parsed.database}_{os.environ['PYTEST_XDIST_WORKER']}").render_as_string(
-        hide_password=False
-    )
-BACKENDS = ["sqlite", "postgresql"] if PG_URL else ["sqlite"]
 
 
 def _pg_admin_url(url: str) -> tuple[str, str]:
@@ -149,14 +143,6 @@ async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
         await assert_ledger_verifies(database)  # every test that touched the database ends with this
     finally:
         await database.dispose()
-
-
-async def assert_ledger_verifies(database: Database) -> None:
-    from platpay.ledger import service as ledger_service
-
-    async with database.read() as session:
-        report = await ledger_service.verify(session)
-    assert report.ok, "\n".join(report.lines())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,4 +1,4 @@
-"""Bad input is refused, never accepted (issue 27 item 10): duplicate JSON keys, an explicit null where
+"""Bad input is refused, never accepted: duplicate JSON keys, an explicit null where
 leaving a field out means something, loose types, bodies that are not UTF-8, and a sweep of malformed
 variants over the money and onboarding endpoints. Every refusal is a 4xx in the error shape naming what is
 wrong, and changes nothing (no row created, no state moved, the ledger verifies). Runs on every backend.
@@ -23,8 +23,6 @@ from sqlalchemy import text
 from platpay import domains
 from platpay.db.base import Base
 from platpay.kit.api_model import NullRefused
-from tests.agents.support import connect, funded_customer
-from tests.cards.support import approved_cardholder, funded_account, issue
 from tests.factories import (
     FULL_PERSON,
     account_destination,
@@ -34,11 +32,13 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.onboarding.support import BUSINESS, OWNER_INFO
-from tests.onboarding.support import create as create_customer
-from tests.onboarding.support import owner as create_owner
-from tests.test_errors import assert_error, bad_fields
-from tests.wallets.support import wallet_account
+from tests.support.agents import connect, funded_customer
+from tests.support.api_errors import assert_error, bad_fields
+from tests.support.cards import approved_cardholder, funded_account, issue
+from tests.support.onboarding import BUSINESS, OWNER_INFO
+from tests.support.onboarding import create as create_customer
+from tests.support.onboarding import owner as create_owner
+from tests.support.wallets import wallet_account
 
 JSON = {"Content-Type": "application/json"}
 # Tables whose rows a refusal may add without changing anything: none today. (Should agents' refusals of

@@ -1,7 +1,7 @@
 """A client generated from the reference OpenAPI switches on `code` within the enumeration of the response's
 status: every (status, code) platpay can answer with must be in the reference's enumeration for that
 status (the reference document's Error<status> schemas, INTERFACE-FACTS §1.2), or documented in the
-README's table of codes beyond the reference (the allow-list, with its status).
+docs/errors.md's table of codes beyond the reference (the allow-list, with its status).
 
 The codes come from the source: every ApiError subclass (its status and code), every literal `code=` passed
 to a call (its status from the callee), every `(status, "CODE")` literal pair and every {status: "CODE"}
@@ -10,36 +10,22 @@ table. No server, no database.
 
 from __future__ import annotations
 
-import ast
-import importlib
 import json
 import os
-import pkgutil
 import re
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 import yaml
 
-import platpay
-from platpay.errors import ApiError, InvalidInput
 from platpay.kit.idempotency import IdempotencyKeyReused
 from tests.openapi_reference import REFERENCE_DIR, REFERENCE_DOCUMENT
-from tests.test_errors import REFERENCE_CODES, codes_in_source
+from tests.support.error_codes import REFERENCE_CODES, Pairs, answered_codes, codes_in_source
 
 ROOT = Path(__file__).resolve().parents[1]
-
-CODE = re.compile(r"[A-Z][A-Z0-9_]*[A-Z0-9]")
-# Callees that take a literal `code=` without being ApiError classes, and the status that code ends up in:
-# invalid_field builds an InvalidInput; a customer validation Problem's code becomes an InvalidInput's.
-CODE_CARRIERS = {"invalid_field": InvalidInput.status, "Problem": InvalidInput.status}
-
-Pairs = dict[str, set[int]]  # code -> the statuses it is answered (or allowed) with
-
 
 # What these tests read from the reference, kept in the repository so they run where the reference is not
 # (a clean clone in CI); where it is, test_the_kept_copy_is_the_reference checks the copy is current
@@ -90,87 +76,13 @@ def _facts_codes_from_reference() -> tuple[Pairs, set[str]]:
     return pairs, set(re.findall(r"`([A-Z][A-Z0-9_]+)`", guides.group(1)))
 
 
-def readme_allow_list() -> Pairs:
-    """The README's table of codes beyond the reference, with their statuses."""
-    readme = (ROOT / "README.md").read_text()
+def documented_allow_list() -> Pairs:
+    """docs/errors.md's table of codes beyond the reference, with their statuses."""
+    errors_doc = (ROOT / "docs" / "errors.md").read_text()
     pairs: Pairs = defaultdict(set)
-    for status, code in re.findall(r"^\s*\| (\d{3}) \| `([A-Z_]+)` \|", readme, re.MULTILINE):
+    for status, code in re.findall(r"^\s*\| (\d{3}) \| `([A-Z_]+)` \|", errors_doc, re.MULTILINE):
         pairs[code].add(int(status))
     return pairs
-
-
-def _modules() -> list[ModuleType]:
-    names = [platpay.__name__]
-    names += [info.name for info in pkgutil.walk_packages(platpay.__path__, prefix=f"{platpay.__name__}.")]
-    return [importlib.import_module(name) for name in names]
-
-
-def _resolve(node: ast.expr, module: ModuleType) -> Any:
-    """The object a callee expression (`name` or `a.b.name`) names in `module`, or None."""
-    if isinstance(node, ast.Name):
-        return getattr(module, node.id, None)
-    if isinstance(node, ast.Attribute):
-        owner = _resolve(node.value, module)
-        return getattr(owner, node.attr, None) if owner is not None else None
-    return None
-
-
-def _callee_name(node: ast.expr) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-
-
-def _is_code(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(CODE.fullmatch(node.value))
-
-
-def _is_status(node: ast.expr | None) -> bool:
-    return isinstance(node, ast.Constant) and type(node.value) is int and 100 <= node.value <= 599
-
-
-def _is_status_table(node: ast.Dict) -> bool:
-    """{400: "INVALID_INPUT", …}"""
-    return bool(node.keys) and all(_is_status(k) for k in node.keys) and all(_is_code(v) for v in node.values)
-
-
-def _subclasses(cls: type) -> list[type]:
-    found = []
-    for sub in cls.__subclasses__():
-        found += [sub, *_subclasses(sub)]
-    return found
-
-
-def answered_codes() -> tuple[Pairs, list[str]]:
-    """Every (status, code) the source can answer with, and the literal codes whose status the test cannot
-    tell (each must be taught to CODE_CARRIERS)."""
-    pairs: Pairs = defaultdict(set)
-    unknown: list[str] = []
-    modules = _modules()
-    for cls in [ApiError, *_subclasses(ApiError)]:
-        if cls.__module__.startswith(f"{platpay.__name__}."):
-            pairs[cls.code].add(cls.status)
-    for module in modules:
-        if module.__file__ is None:
-            continue
-        path = Path(module.__file__)
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Call):
-                for keyword in node.keywords:
-                    if keyword.arg != "code" or not _is_code(keyword.value):
-                        continue
-                    code = keyword.value.value  # type: ignore[attr-defined]
-                    callee = _resolve(node.func, module)
-                    if isinstance(callee, type) and issubclass(callee, ApiError):
-                        pairs[code].add(callee.status)
-                    elif _callee_name(node.func) in CODE_CARRIERS:
-                        pairs[code].add(CODE_CARRIERS[_callee_name(node.func)])
-                    else:
-                        unknown.append(f"{path.relative_to(ROOT)}:{node.lineno} code={code!r}")
-                if len(node.args) >= 2 and _is_status(node.args[0]) and _is_code(node.args[1]):
-                    pairs[node.args[1].value].add(node.args[0].value)  # type: ignore[attr-defined]
-            elif isinstance(node, ast.Dict) and _is_status_table(node):
-                for key, value in zip(node.keys, node.values, strict=True):
-                    pairs[value.value].add(key.value)  # type: ignore[attr-defined, union-attr]
-    return pairs, unknown
 
 
 def _idempotent_400_from_reference() -> dict[str, list[str]]:
@@ -254,7 +166,7 @@ def test_every_code_platpay_answers_is_in_the_reference_for_its_status_or_on_the
     openapi = reference_openapi_codes()
     assert openapi["SERVICE_UNAVAILABLE"] == {503}  # the August document's Error503 (DRIFT-2026-08.md §4)
     facts, guides = reference_facts_codes()
-    allowed = readme_allow_list()
+    allowed = documented_allow_list()
     outside = {
         f"{status} {code}"
         for code, statuses in answered.items()
@@ -262,13 +174,13 @@ def test_every_code_platpay_answers_is_in_the_reference_for_its_status_or_on_the
         for status in statuses
         if status not in openapi.get(code, set()) | facts.get(code, set()) | allowed.get(code, set())
     }
-    assert outside == set(), "answered outside the reference's enumeration and the README's table"
+    assert outside == set(), "answered outside the reference's enumeration and docs/errors.md's table"
 
 
 def test_the_allow_list_holds_only_codes_beyond_the_reference():
     openapi = reference_openapi_codes()
     facts, guides = reference_facts_codes()
-    allowed = readme_allow_list()
+    allowed = documented_allow_list()
     assert set(allowed) & (set(openapi) | set(facts) | guides) == set()
 
 

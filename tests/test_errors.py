@@ -5,30 +5,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
 
 from platpay import BASE_PATH
+from tests.support.api_errors import assert_error, bad_fields
+from tests.support.error_codes import REFERENCE_CODES, codes_in_source
 
 VALID_TOKEN = {"name": "ci", "permissions": ["VIEW"]}
-
-
-def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].split(";")[0] == "application/json"
-    body = response.json()
-    assert set(body) == {"status", "code", "message", "details"}, body
-    assert body["status"] == status and body["code"] == code, body
-    assert isinstance(body["message"], str) and body["message"]
-    assert isinstance(body["details"], dict)
-    return body
-
-
-def bad_fields(body: dict[str, Any]) -> dict[str, str]:
-    """details.fields as {field: location}."""
-    return {entry["field"]: entry.get("location", "") for entry in body["details"]["fields"]}
 
 
 async def token_count(client: httpx.AsyncClient, auth: tuple[str, str]) -> int:
@@ -331,59 +316,17 @@ class TestNulCharacters:
         assert_error(response, 400, "INVALID_INPUT")
 
 
-# The reference API's error codes (INTERFACE-FACTS §1.2, its operation texts and guides, and the codes its
-# August document added inside SPEC's scope: DRIFT-2026-08.md), written out here
-# so that a drift in platpay cannot move them too.
-REFERENCE_CODES = frozenset({
-    "INVALID_INPUT", "MISSING_MANDATORY_USER_INFO", "INVITATION_ALREADY_CLAIMED", "INVITATIONS_NOT_CONFIGURED",
-    "INVALID_UMA_ADDRESS", "INVITATION_CANCELLED", "QUOTE_REQUEST_FAILED", "INVALID_PAYREQ_RESPONSE",
-    "INVALID_RECEIVER", "PARSE_PAYREQ_RESPONSE_ERROR", "CERT_CHAIN_INVALID", "CERT_CHAIN_EXPIRED",
-    "INVALID_PUBKEY_FORMAT", "MISSING_REQUIRED_UMA_PARAMETERS", "SENDER_NOT_ACCEPTED", "AMOUNT_OUT_OF_RANGE",
-    "INVALID_CURRENCY", "INVALID_TIMESTAMP", "INVALID_NONCE", "INVALID_REQUEST_FORMAT", "INVALID_BANK_ACCOUNT",
-    "SELF_PAYMENT", "LOOKUP_REQUEST_FAILED", "PARSE_LNURLP_RESPONSE_ERROR", "INVALID_AMOUNT",
-    "WEBHOOK_ENDPOINT_NOT_SET", "WEBHOOK_DELIVERY_ERROR", "LOW_QUALITY", "DATA_MISMATCH", "EXPIRED",
-    "SUSPECTED_FRAUD", "UNSUITABLE_DOCUMENT", "INCOMPLETE", "EMAIL_OTP_CREDENTIAL_ALREADY_EXISTS",
-    "PASSKEY_CREDENTIAL_ALREADY_EXISTS", "UNAUTHORIZED", "INVALID_SIGNATURE", "WALLET_SIGNATURE_MISSING",
-    "WALLET_SIGNATURE_MALFORMED", "WALLET_SIGNATURE_BODY_MISMATCH", "WALLET_SIGNATURE_INVALID",
-    "REQUEST_ID_MISSING", "FORBIDDEN", "USER_NOT_READY", "COUNTERPARTY_NOT_ALLOWED", "VELOCITY_LIMIT_EXCEEDED",
-    "TRANSACTION_NOT_FOUND", "INVITATION_NOT_FOUND", "USER_NOT_FOUND", "QUOTE_NOT_FOUND",
-    "LOOKUP_REQUEST_NOT_FOUND", "TOKEN_NOT_FOUND", "BULK_UPLOAD_JOB_NOT_FOUND", "REFERENCE_NOT_FOUND",
-    "UMA_NOT_FOUND", "METHOD_NOT_ALLOWED", "TRANSACTION_NOT_PENDING_PLATFORM_APPROVAL", "UMA_ADDRESS_EXISTS",
-    "EMAIL_OTP_EMAIL_ALREADY_EXISTS", "EMAIL_OTP_CREDENTIAL_SET_CHANGED", "CONFLICT", "CUSTOMER_DELETED",
-    "UNSUPPORTED_UMA_VERSION", "PAYREQ_REQUEST_FAILED", "COUNTERPARTY_PUBKEY_FETCH_ERROR",
-    "NO_COMPATIBLE_UMA_VERSION", "LNURLP_REQUEST_FAILED", "EMAIL_OTP_CREDENTIAL_SYNC_FAILED", "RATE_LIMITED",
-    "GRID_SWITCH_ERROR", "INTERNAL_ERROR", "UNRECOGNIZED_MANDATORY_PAYEE_DATA_KEY", "NOT_IMPLEMENTED",
-    "CARDHOLDER_KYC_NOT_APPROVED", "FUNDING_SOURCE_INELIGIBLE", "INVALID_STATE_TRANSITION",
-    "CARD_ALREADY_CLOSED", "CARD_NOT_MUTABLE", "QUOTE_EXPIRED", "INSUFFICIENT_BALANCE", "SERVICE_UNAVAILABLE",
-    "END_USER_TERMS_NOT_ACCEPTED", "END_USER_TERMS_VERSION_NOT_FOUND", "TRANSACTION_NOT_CANCELLABLE",
-})  # fmt: skip
-
-
-def codes_in_source() -> set[str]:
-    """The error codes in platpay's source, found textually: `code = "X"` (class attributes and keyword
-    arguments), `_error_response(status, "X", …)` and the `_STATUS_CODES` table."""
-    import re
-    from pathlib import Path
-
-    source = "\n".join(
-        path.read_text() for path in (Path(__file__).resolve().parents[1] / "platpay").rglob("*.py")
-    )
-    answered = set(re.findall(r'\bcode\s*=\s*"([A-Z][A-Z_]*[A-Z])"', source))
-    answered |= set(re.findall(r'_error_response\(\s*\d+,\s*"([A-Z][A-Z_]*[A-Z])"', source))
-    return answered | set(re.findall(r'^\s+\d{3}: "([A-Z][A-Z_]*[A-Z])",$', source, re.MULTILINE))
-
-
-def test_every_error_code_is_the_reference_s_or_on_the_readme_s_allow_list() -> None:
+def test_every_error_code_is_the_reference_s_or_on_the_documented_allow_list() -> None:
     """A code platpay can answer with is either one of the reference API's or listed (with its status and
-    meaning) in the README's table of codes beyond the reference; the table lists no code platpay lacks."""
+    meaning) in docs/errors.md's table of codes beyond the reference; the table lists no code platpay lacks."""
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
     answered = codes_in_source()
-    readme = (root / "README.md").read_text()
-    allowed = set(re.findall(r"^\s*\| \d{3} \| `([A-Z_]+)` \|", readme, re.MULTILINE))
+    errors_doc = (root / "docs" / "errors.md").read_text()
+    allowed = set(re.findall(r"^\s*\| \d{3} \| `([A-Z_]+)` \|", errors_doc, re.MULTILINE))
     assert "SERVICE_UNAVAILABLE" in answered and "NOT_FOUND" in allowed
-    assert answered - REFERENCE_CODES - allowed == set(), "codes missing from the README's table"
-    assert allowed - answered == set(), "the README lists codes platpay never answers"
-    assert allowed & REFERENCE_CODES == set(), "the README lists reference codes as beyond the reference"
+    assert answered - REFERENCE_CODES - allowed == set(), "codes missing from docs/errors.md's table"
+    assert allowed - answered == set(), "docs/errors.md lists codes platpay never answers"
+    assert allowed & REFERENCE_CODES == set(), "docs/errors.md lists reference codes as beyond the reference"

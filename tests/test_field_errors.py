@@ -1,4 +1,4 @@
-"""A 400 names every bad field twice (issue 28 item 6, DRIFT-2026-08 §4): platpay's `details.fields` as
+"""A 400 names every bad field twice (DRIFT-2026-08 §4): platpay's `details.fields` as
 before, and beside it the reference's `details.errors` of `{field (dot path), constraint?, message}`, the
 constraint holding only the keys that apply (format, pattern, enum, minLength, maxLength). Whatever refuses
 the input: the request models, a query parameter, a rule in a service, the JSON parser. Runs on every
@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from tests.agents.support import funded_customer
 from tests.factories import FULL_PERSON
-from tests.test_errors import assert_error
+from tests.support.agents import funded_customer
+from tests.support.api_errors import assert_error
 
 NOT_AN_ACCOUNT = "InternalAccount:019542f5-b3e7-1d02-0000-000000000002"
 

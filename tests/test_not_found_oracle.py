@@ -1,4 +1,4 @@
-"""No existence oracle (issue 27 item 4): a resource the caller may not see answers exactly as one that does
+"""No existence oracle (nobody learns that an id exists by asking for it): a resource the caller may not see answers exactly as one that does
 not exist. For every lookup by id, "not yours" and "does not exist" give byte-identical answers (status,
 headers that matter, body) once the id echoed is replaced by a placeholder:
 
@@ -36,8 +36,6 @@ from platpay.db.database import Database
 from platpay.errors import ResourceNotFound
 from platpay.jobs.runner import JobRunner
 from platpay.kit.ids import UUID_RE, uuid7
-from tests.agents.support import connect, policy
-from tests.cards.support import active_card, approved, approved_cardholder, funded_account
 from tests.factories import (
     account_destination,
     account_source,
@@ -48,7 +46,9 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.wallets.support import Wallet, new_key, public_hex, wallet_account
+from tests.support.agents import connect, policy
+from tests.support.cards import active_card, approved, approved_cardholder, funded_account
+from tests.support.wallets import Wallet, new_key, public_hex, wallet_account
 
 CURRENCIES = ["USD", "MXN", "USDC", "USDB"]
 BUSINESS = {

@@ -25,7 +25,7 @@ HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "tra
 # Served to read the document itself, not part of the API it documents.
 DOCUMENTATION_ROUTES = {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/docs/assets"}
 # Pages for people, not API operations: the hosted verification page a KYC link opens, an invitation's
-# page and the End User Terms' default page (HTML, README).
+# page and the End User Terms' default page (HTML, docs/customers-and-accounts.md).
 PAGE_ROUTES = {"/kyc/{token}", "/i/{invitationCode}", "/end-user-terms/{version}"}
 
 

@@ -5,7 +5,7 @@ names something this sandbox cannot provide yet fails with the name of what to a
 
 An embedded-wallet example whose value only real cryptography makes (an OIDC token minutes old, a WebAuthn
 attestation or assertion, an OTP sealed to the wallet's HPKE target) is a realistic placeholder in the
-document; its PATH_PARAMETERS provider makes the real value (tests/wallets/support.py: a software
+document; its PATH_PARAMETERS provider makes the real value (tests/support/wallets.py: a software
 authenticator, OIDC tokens, session keys) and, where the operation is a signed retry (SPEC §4.12), the test
 stamps the 202's payloadToSign with a key of the wallet and sends the retry, which must succeed too."""
 
@@ -34,7 +34,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.wallets.support import (
+from tests.support.wallets import (
     Authenticator,
     Wallet,
     new_key,

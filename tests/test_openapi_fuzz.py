@@ -47,8 +47,8 @@ from platpay import BASE_PATH
 from platpay.app import create_app
 from platpay.config import Settings
 from platpay.kit.openapi import ExampleIds
-from tests.agents.support import connect, funded_customer
 from tests.factories import account_destination, account_source, mxn_account
+from tests.support.agents import connect, funded_customer
 from tests.support.field_errors import assert_field_errors_match, sent_json
 
 SEED = 20251013

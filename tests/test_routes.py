@@ -1,4 +1,4 @@
-"""No route redirects (issue 27 item 7): a path with a trailing slash is an unknown route, answered 404 in
+"""No route redirects: a path with a trailing slash is an unknown route, answered 404 in
 the error shape, never a 307 to the path without it (behind a proxy that redirect named another host, and
 the client following it dropped its Authorization header). Runs on every backend."""
 
@@ -10,8 +10,8 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
-from tests.agents.support import connect, funded_customer
-from tests.test_errors import assert_error
+from tests.support.agents import connect, funded_customer
+from tests.support.api_errors import assert_error
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 

@@ -1,4 +1,4 @@
-"""The pytest plugin (platpay.testing) as a user meets it: the README's sample test file, run as written
+"""The pytest plugin (platpay.testing) as a user meets it: docs/testing.md's sample test file, run as written
 by pytest in a subprocess, against a real `platpay serve` the plugin starts (one slow end-to-end test)."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def readme_sample() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def documented_sample() -> str:
+    text = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
     block = re.search(
         r"<!-- pytest-sample:start -->\n```python\n(.*?)```\n<!-- pytest-sample:end -->", text, re.DOTALL
     )
-    assert block, "README.md lost its pytest sample (between the pytest-sample markers)"
+    assert block, "docs/testing.md lost its pytest sample (between the pytest-sample markers)"
     return block.group(1)
 
 
@@ -26,8 +26,8 @@ def _plugin_installed() -> bool:
     return any(entry.value == "platpay.testing" for entry in metadata.entry_points(group="pytest11"))
 
 
-def test_the_readme_sample_runs_as_written(tmp_path: Path) -> None:
-    (tmp_path / "test_payouts.py").write_text(readme_sample(), encoding="utf-8")
+def test_the_documented_sample_runs_as_written(tmp_path: Path) -> None:
+    (tmp_path / "test_payouts.py").write_text(documented_sample(), encoding="utf-8")
     env = {
         key: value
         for key, value in os.environ.items()

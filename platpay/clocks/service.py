@@ -1,4 +1,4 @@
-"""Sandbox tenants' clocks (issue 11): reading them with the tenant, and moving them.
+"""Sandbox tenants' clocks (each sandbox tenant's own time, docs/sandbox-control.md): reading them with the tenant, and moving them.
 
 A clock is stored only once moved (sandbox_clocks): an offset from real time, or a frozen instant. Every
 request reads it with its credential (tenants' context, one query: `join_clock`) and every job with its

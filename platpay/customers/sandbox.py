@@ -1,4 +1,4 @@
-"""The sandbox's KYC magic value read from a customer's own fields (README "Sandbox"): on a sandbox tenant
+"""The sandbox's KYC magic value read from a customer's own fields (docs/sandbox.md): on a sandbox tenant
 an individual's `fullName` may end in three digits (`Jane Doe 001`), which platpay's name rules otherwise
 refuse, and they decide the customer's kycStatus at creation, as the reference's sandbox does:
 

@@ -12,7 +12,7 @@ an existing database only when asked (`--replace`), where SQLite's pager replace
 consistently (copying a file over a WAL database would mix the old WAL into the new file). Every platpay
 process using that database must be stopped first: SQLite cannot tell an idle reader of a WAL database.
 
-PostgreSQL is backed up with its own tools (`pg_dump`, README "Backups"). Neither copy holds the master key
+PostgreSQL is backed up with its own tools (`pg_dump`, docs/operations.md "Backups"). Neither copy holds the master key
 (PLATPAY_MASTER_KEY or <var_dir>/master.key), which must be kept apart from it.
 """
 
@@ -50,7 +50,7 @@ def sqlite_path(url: str) -> Path:
     if not parsed.drivername.startswith("sqlite"):
         raise BackupFailed(
             f"PLATPAY_DATABASE_URL is a {parsed.get_backend_name()} database: back it up with its own tools "
-            "(PostgreSQL: pg_dump, README 'Backups'); platpay backup and restore copy SQLite databases"
+            "(PostgreSQL: pg_dump, docs/operations.md 'Backups'); platpay backup and restore copy SQLite databases"
         )
     if not parsed.database or parsed.database == ":memory:" or parsed.query:
         raise BackupFailed(

@@ -19,7 +19,7 @@ class InvitationCancelled(InvalidInput):
 
 
 class InvitationExpired(InvalidInput):
-    """Beyond the reference's codes (README): claiming or cancelling an invitation past its expiresAt."""
+    """Beyond the reference's codes (docs/errors.md): claiming or cancelling an invitation past its expiresAt."""
 
     code = "INVITATION_EXPIRED"
 

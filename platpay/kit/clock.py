@@ -1,7 +1,7 @@
 """The only source of time.
 
 Two layers. The process clock (`real_now`) is wall time, which tests freeze or advance process-wide
-(`freeze`, `advance`, `reset`). On top of it each sandbox tenant may have a clock of its own (issue 11): a
+(`freeze`, `advance`, `reset`). On top of it each sandbox tenant may have a clock of its own (platpay/clocks): a
 `TenantClock` is an offset from the process clock, or a fixed frozen instant. `now(tenant)` is a tenant's
 business time: the clock of the tenant given (a TenantContext carries its `clock`, loaded with it on every
 request and with every job), else the clock of the tenant the current request or job works for (a context

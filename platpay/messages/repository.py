@@ -16,7 +16,7 @@ from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
 
 # Lean (db/lean.py): the statements of queueing and sending one message, which every EMAIL_OTP login does
-# (an OTP email per challenge; issue 12 wants >= 100 logins/s on one process).
+# (an OTP email per challenge; the target is >= 100 logins/s on one process).
 _INSERT = Lean(MessageRow.__table__.insert())
 _COLUMNS, _KEYS = lean.columns_of(MessageRow)
 _BY_ID = Lean(select(*_COLUMNS).where(MessageRow.id == bindparam("message_id")))

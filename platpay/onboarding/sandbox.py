@@ -1,5 +1,5 @@
 """The sandbox KYC provider (onboarding/providers.py): INTERFACE-FACTS §7's magic suffixes, with the August
-reference's individual outcomes by `fullName` beside them (README "Sandbox").
+reference's individual outcomes by `fullName` beside them (docs/sandbox.md).
 
 The last three characters decide: `001` a person must review (the verification waits in
 PENDING_MANUAL_REVIEW, the customer stays PENDING), `002` rejected, anything else approved. What they are

@@ -1,6 +1,6 @@
 """All SQL on the wallets domain's tables, always tenant-scoped.
 
-The statements of an EMAIL_OTP login (issue 12: >= 100 logins/s on one process) are lean (db/lean.py): the
+The statements of an EMAIL_OTP login (the target: >= 100 logins/s on one process, bench/wallet_auth.py) are lean (db/lean.py): the
 credential and its wallet read on every challenge and verify, the OTP issued, read and used, the signed-retry
 challenge stored and taken, the session and its audit row inserted. The rest go through the ORM.
 """

@@ -1,4 +1,4 @@
-"""The account formats of the 2026-08 reference (issue 28 item 8): INR's NEFT/RTGS bank form with its IFSC,
+"""The account formats of the 2026-08 reference: INR's NEFT/RTGS bank form with its IFSC,
 GTQ and JMD bankName, SGD without it, USD's bank and intermediary fields — each validated, every problem
 named — and what a June client sent still accepted."""
 

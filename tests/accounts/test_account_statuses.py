@@ -1,4 +1,4 @@
-"""Account statuses of the 2026-08 reference through the API (issue 28 item 8): ownershipType; external
+"""Account statuses of the 2026-08 reference through the API: ownershipType; external
 accounts held for ownership verification or a review, with EXTERNAL_ACCOUNT.STATUS_UPDATED on every change
 and no payout until ACTIVE; internal accounts PENDING while provisioned, FAILED when provisioning fails for
 good, with INTERNAL_ACCOUNT.STATUS_UPDATED and INTERNAL_ACCOUNT.FUNDING_INSTRUCTIONS_UPDATED."""

@@ -15,17 +15,6 @@ from typing import Any
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import (
-    active_card,
-    approved,
-    approved_cardholder,
-    clear,
-    funded_account,
-    give_back,
-    opening_body,
-    run_jobs,
-    simulate,
-)
 from tests.factories import (
     account_destination,
     account_source,
@@ -38,10 +27,25 @@ from tests.factories import (
     mxn_account,
     quote,
 )
+from tests.support.cards import (
+    active_card,
+    approved,
+    approved_cardholder,
+    clear,
+    funded_account,
+    give_back,
+    opening_body,
+    run_jobs,
+    simulate,
+)
 
-# The kinds the README's statement table explains ("| `KIND` | …").
+# The kinds docs/customers-and-accounts.md's statement table explains ("| `KIND` | …").
 DOCUMENTED_KINDS = set(
-    re.findall(r"^  \| `([A-Z_]+)` \|", (Path(__file__).parents[2] / "README.md").read_text(), re.M)
+    re.findall(
+        r"^  \| `([A-Z_]+)` \|",
+        (Path(__file__).parents[2] / "docs" / "customers-and-accounts.md").read_text(),
+        re.M,
+    )
 )
 
 

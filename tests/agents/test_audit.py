@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 from platpay.agents.audit import service as audit
-from tests.agents.support import create_agent, funded_customer, transfer_out
+from tests.support.agents import create_agent, funded_customer, transfer_out
 
 
 async def _lifecycle(client, auth):
@@ -166,7 +166,7 @@ async def test_fifty_concurrent_money_requests_leave_one_chain(client, auth, db,
     accepted = sum(r.status_code == 201 for r in answers)
     assert 0 < accepted < 50
     # created, code issued and redeemed, the token's first use; then one record per request: each accepted
-    # one requested, each refused (keyed: issue 27) refused.
+    # one requested, each refused (the chain is keyed) refused.
     assert len(records) == 4 + 50
     kinds = [r["kind"] for r in records]
     assert kinds.count("MONEY_REQUESTED") == accepted and kinds.count("MONEY_REFUSED") == 50 - accepted

@@ -1,4 +1,4 @@
-"""The audit chain is keyed (issue 27): HMAC-SHA-256 under a key derived from the master key, so rewriting
+"""The audit chain is keyed: HMAC-SHA-256 under a key derived from the master key, so rewriting
 a record and re-hashing the chain after it without the key fails verification, whether the rewrite keeps the
 records' algorithm (plain SHA-256 passed off as the keyed hash) or relabels them as the plain SHA-256 of
 older records (a downgrade). What it does not prove, shown as tests: whoever holds the key can rewrite a chain
@@ -26,7 +26,7 @@ from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.types import JsonType
 from platpay.kit import clock
-from tests.agents.support import connect, funded_customer, transfer_out
+from tests.support.agents import connect, funded_customer, transfer_out
 
 _RECORDS = sa.table(
     "agent_audit_records",
@@ -117,7 +117,7 @@ class TestAKeyedChain:
         assert await _problems(db, agent_id) == []
 
     async def test_a_rewrite_rehashed_with_plain_sha256_fails(self, client, auth, db):
-        """Before issue 27 exactly this passed verify: edit a record, re-hash it and every later one."""
+        """Before the chain was keyed, exactly this passed verify: edit a record, re-hash it and every later one."""
         agent_id, records = await _trail(client, auth)
         refused = next(r for r in records if r["kind"] == "MONEY_REFUSED")
         refused["kind"] = "MONEY_REQUESTED"  # the refusal disappears

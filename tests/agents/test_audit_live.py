@@ -2,7 +2,7 @@
 way `platpay mcp` calls it (its own client against the live URL, an Idempotency-Key on every money call): a
 policy's refusals and a paused agent's refusals are each one MONEY_REFUSED, a retry with the same key adds
 nothing; then `platpay agents audit export` and `verify` as processes, and the export verified offline
-(`verify --file`), before and after an edit re-hashed without the key (issue 27)."""
+(`verify --file`), before and after an edit re-hashed without the key (what the keyed chain catches)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import pytest
 
 from platpay import BASE_PATH
 from platpay.mcp.server import PlatpayMCP
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import fund, open_holder
-from tests.e2e.test_server import create_platform, credentials, start_server
+from tests.support.api_checks import api_client
+from tests.support.money import fund, open_holder
 from tests.support.processes import PLATPAY, ProcessManager, process_env
+from tests.support.server import create_platform, credentials, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -112,7 +112,7 @@ def test_refusals_over_http_are_each_recorded_once_and_verify_offline(processes,
     assert f"ends at sequence {len(records)} with hash {records[-1]['hash']}" in offline and "OK" in offline
 
     # An edit straight in the database, every later record re-hashed with plain SHA-256 and the head moved:
-    # what passed before issue 27. Caught in the database and in a new export verified offline.
+    # what passed before the chain was keyed. Caught in the database and in a new export verified offline.
     with sqlite3.connect(database) as db:
         previous = records[3]["hash"]
         for number, row in enumerate(records[4:], start=5):

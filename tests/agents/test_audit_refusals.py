@@ -1,5 +1,5 @@
 """Every policy refusal of an agent's money request is in its audit trail exactly once, with or without an
-Idempotency-Key (issue 27: with a key, the idempotency layer stored the 403 as the key's answer and the
+Idempotency-Key (a regression: with a key, the idempotency layer stored the 403 as the key's answer and the
 refusal never reached the trail; `platpay mcp` sends a key on every money call): an unkeyed refusal, a keyed
 one, a keyed replay (adds nothing), a paused agent's refusals on each money endpoint, through `platpay mcp`'s
 own tool calls; the record and the key's stored answer commit together or not at all; refusals that are not
@@ -16,8 +16,8 @@ from sqlalchemy import text
 from platpay import BASE_PATH
 from platpay.agents.audit import service as audit
 from platpay.mcp.server import PlatpayMCP
-from tests.agents.support import connect, funded_customer, quote_body, transfer_out
 from tests.factories import mxn_account
+from tests.support.agents import connect, funded_customer, quote_body, transfer_out
 
 OVER_LIMIT = 20_000  # past the support policy's perTransactionLimit (10,000)
 

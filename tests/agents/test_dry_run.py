@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.agents.support import balance, connect, funded_customer, policy, transfer_out
 from tests.factories import account_destination, account_source, create_platform, fund, internal_account
+from tests.support.agents import balance, connect, funded_customer, policy, transfer_out
 
 LIMITS = policy()["spendingLimits"]
 EUR_BANK = {

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.agents.support import connect, create_agent, policy
 from tests.factories import customer, internal_account
+from tests.support.agents import connect, create_agent, policy
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.agents.support import balance, connect, funded_customer, quote_body, transfer_out
 from tests.factories import (
     account_destination,
     account_source,
@@ -15,6 +14,7 @@ from tests.factories import (
     internal_account,
     mxn_account,
 )
+from tests.support.agents import balance, connect, funded_customer, quote_body, transfer_out
 from tests.support.jobs import run_jobs_until
 
 

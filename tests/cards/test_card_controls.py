@@ -1,4 +1,4 @@
-"""A card's controls and secrets through the API (issue 28 item 4): maxSpendPerTransaction (create, PATCH,
+"""A card's controls and secrets through the API (the August 2026 reference): maxSpendPerTransaction (create, PATCH,
 null clears, the card's own value sent back is no change, enforced by decisioning in the card's currency),
 processorRef, the write-only threeDSecurePassword (sealed, never answered, never logged), and POST
 /cards/{id}/reveal (a URL of the card page that shows once and expires, every reveal recorded with who asked).
@@ -19,7 +19,8 @@ from platpay.config import get_settings
 from platpay.kit import clock
 from platpay.kit.crypto.sealing import get_sealer
 from platpay.kit.idempotency import IdempotencyKeyRow
-from tests.cards.support import (
+from tests.factories import internal_account
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -32,8 +33,7 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.factories import internal_account
-from tests.wallets.support import Wallet, signed_headers
+from tests.support.wallets import Wallet, signed_headers
 
 PASSWORD = "Zq7!correct-horse-9"
 

@@ -1,4 +1,4 @@
-"""The currency an authorization is sent in (issue 27 item 6). A USDB card (6 decimals) takes authorizations in
+"""The currency an authorization is sent in (the network may send another currency than the card's). A USDB card (6 decimals) takes authorizations in
 USD (2 decimals), the fiat currency USDB tracks, one for one: USD 12.50 (1250) holds 12.500000 USDB
 (12_500_000), exactly; the authorization's clearings (partial, full, over, expiry, after close) and returns are
 sent in USD too and converted the same way. Any other currency declines CURRENCY_MISMATCH. Every card
@@ -16,7 +16,8 @@ from alembic import command
 
 from platpay.cards.schemas import MAX_AMOUNT
 from platpay.db import migrate
-from tests.cards.support import (
+from tests.factories import balances
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -28,7 +29,6 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.factories import balances
 
 FUNDS = 100_000_000  # 100 USDB
 SCALE = 10**4  # USD cents → USDB micro-units

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 
 from platpay.kit import clock
-from tests.cards.support import (
+from tests.factories import fund
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -24,7 +25,6 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.factories import fund
 
 
 @pytest.fixture

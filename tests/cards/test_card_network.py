@@ -1,4 +1,4 @@
-"""The card network's messages as the sandbox simulates them (issue 28 item 5): every simulation answers 202
+"""The card network's messages as the sandbox simulates them (the August 2026 reference): every simulation answers 202
 {issuerTransactionToken} and its card transaction (webhook, reads) follows on the job runner; the seven new
 messages move money as their network meaning requires — a financial authorization settles in one step, a
 balance inquiry moves nothing, a credit authorization credits the card's source when cleared (its advice is
@@ -23,7 +23,8 @@ from platpay.jobs.models import JobRow
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.ledger.models import LedgerAccountRow
-from tests.cards.support import (
+from tests.factories import create_platform, fund, internal_account, wallet_account
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -41,7 +42,6 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.factories import create_platform, fund, internal_account, wallet_account
 
 OPENING = ("authorization", "financial_authorization", "credit_authorization", "credit_authorization_advice")
 OPENING += ("financial_credit_authorization",)

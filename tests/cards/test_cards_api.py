@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import (
+from tests.factories import create_platform, customer, internal_account
+from tests.support.cards import (
     active_card,
     approved_cardholder,
     events,
@@ -17,8 +18,7 @@ from tests.cards.support import (
     issue,
     patch,
 )
-from tests.factories import create_platform, customer, internal_account
-from tests.wallets.support import Wallet, signed_headers
+from tests.support.wallets import Wallet, signed_headers
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
-from tests.cards.support import (
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -28,7 +28,7 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.conftest import assert_ledger_verifies
+from tests.support.ledger import assert_ledger_verifies
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.cards.support import (
+from tests.factories import fund, internal_account, wallet_account
+from tests.support.cards import (
     active_card,
     approved,
     approved_cardholder,
@@ -23,9 +24,8 @@ from tests.cards.support import (
     open_holds,
     patch,
 )
-from tests.conftest import assert_ledger_verifies
-from tests.factories import fund, internal_account, wallet_account
-from tests.wallets.support import Wallet, signed_headers
+from tests.support.ledger import assert_ledger_verifies
+from tests.support.wallets import Wallet, signed_headers
 
 HOLDING_FUNDS, WALLET_FUNDS = 300, 10_000  # USDB minor units
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from platpay.db.lean import LeanTransaction
-from tests.cards.support import active_card, approved_cardholder, funded_account, opening_body, simulate
+from tests.support.cards import active_card, approved_cardholder, funded_account, opening_body, simulate
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 

@@ -22,7 +22,8 @@ from sqlalchemy import func, select
 
 from platpay.cards.models import CardRow
 from platpay.ledger.models import JournalEntryRow, LedgerAccountRow, LedgerHoldRow, PostingRow
-from tests.cards.support import (
+from tests.factories import balances, create_platform, fund, internal_account, wallet_account
+from tests.support.cards import (
     active_card,
     approved_cardholder,
     authorize,
@@ -35,8 +36,7 @@ from tests.cards.support import (
     run_jobs,
     simulate,
 )
-from tests.conftest import assert_ledger_verifies
-from tests.factories import balances, create_platform, fund, internal_account, wallet_account
+from tests.support.ledger import assert_ledger_verifies
 
 actions = st.one_of(
     st.tuples(st.just("fund"), st.integers(1, 3_000)),
@@ -270,7 +270,7 @@ class TestCurrencyConversionProperties:
         clearing=st.sampled_from(["partial", "full", "over", "zero"]),
         returned=st.integers(0, 4),
     )
-    # the cases of issue 27 item 6 every run has, whatever hypothesis draws
+    # the cases of an authorization in another currency every run has, whatever hypothesis draws
     @example(card_currency="USDB", currency="USD", amount=1_250, clearing="partial", returned=2)
     @example(card_currency="USDB", currency="USD", amount=1_250, clearing="over", returned=4)
     @example(card_currency="USDB", currency="USD", amount=5_000_000, clearing="full", returned=3)

@@ -1,4 +1,4 @@
-"""A sandbox tenant's own clock (issue 11): the control API, every delayed job following it, and the same
+"""A sandbox tenant's own clock (docs/sandbox-control.md): the control API, every delayed job following it, and the same
 end state whether time really passes or the clock is advanced."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.payments.test_incoming import SUCCESS_USD
 from tests.support.jobs import run_jobs_until
+from tests.support.sandbox_values import SUCCESS_USD
 
 START = 1_000_000
 

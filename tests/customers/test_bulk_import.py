@@ -7,8 +7,6 @@ or superseded attempt commits nothing and the import resumes at the last committ
 
 from __future__ import annotations
 
-import csv
-import io
 from datetime import timedelta
 from typing import Any
 
@@ -23,30 +21,21 @@ from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
 from platpay.ledger.models import LedgerAccountRow
 from tests.factories import create_platform
+from tests.support.bulk_import import (
+    DOMAIN,
+    HEADER,
+    company,
+    csv_bytes,
+    import_to_the_end,
+    job_of,
+    person,
+    upload,
+    valid_rows,
+)
 from tests.support.jobs import run_jobs_until
 
-DOMAIN = "test-platform.platpay.test"
 CHUNK_ROWS = 100
 MAX_FILE_BYTES = 300_000
-HEADER = [
-    "umaAddress",
-    "platformCustomerId",
-    "customerType",
-    "fullName",
-    "birthDate",
-    "email",
-    "addressLine1",
-    "addressLine2",
-    "city",
-    "state",
-    "postalCode",
-    "country",
-    "businessLegalName",
-    "businessTaxId",
-    "businessRegistrationNumber",
-    "platformAccountId",
-    "description",
-]
 
 
 @pytest.fixture
@@ -56,87 +45,12 @@ def settings(settings):
     )
 
 
-def person(n: int, **cells: str) -> dict[str, str]:
-    return {
-        "umaAddress": f"$user{n}@{DOMAIN}",
-        "platformCustomerId": f"cust-{n}",
-        "customerType": "INDIVIDUAL",
-        "fullName": "Jane O'Doe-Smith",
-        "birthDate": f"19{50 + n % 50}-0{1 + n % 9}-1{n % 10}",
-        "email": f"user{n}@example.com",
-        "addressLine1": f"{n} Main St",
-        "city": "Springfield",
-        "state": "IL",
-        "postalCode": "62701",
-        "country": "US",
-        "platformAccountId": f"acct-{n}",
-        "description": "imported",
-        **cells,
-    }
-
-
-def company(n: int, **cells: str) -> dict[str, str]:
-    return {
-        "umaAddress": f"$biz{n}@{DOMAIN}",
-        "platformCustomerId": f"cust-{n}",
-        "customerType": "BUSINESS",
-        "businessLegalName": f"Acme {n} Inc.",
-        "businessTaxId": "12-3456789",
-        "businessRegistrationNumber": f"R-{n}",
-        "addressLine1": "500 Market St",
-        "addressLine2": "Suite 1",
-        "city": "San Francisco",
-        "state": "CA",
-        "postalCode": "94105",
-        "country": "US",
-        **cells,
-    }
-
-
-def valid_rows(count: int) -> list[dict[str, str]]:
-    """Row n (1-based, as the API numbers rows) is a business every tenth row, else an individual."""
-    return [company(n) if n % 10 == 0 else person(n) for n in range(1, count + 1)]
-
-
-def csv_bytes(rows: list[dict[str, str]], header: list[str] = HEADER, newline: str = "\r\n") -> bytes:
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=header, lineterminator=newline)
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue().encode()
-
-
-async def upload(client, auth, data: bytes, *, content_type: str = "text/csv", headers: dict | None = None):
-    files = {"file": ("customers.csv", data, content_type)}
-    return await client.post("/customers/bulk/csv", auth=auth, files=files, headers=headers or {})
-
-
 async def run_one_job(runner: JobRunner) -> bool:
     """Claim and run the next due job, whatever its kind; False when none is due."""
     claimed = await runner.claim(1)
     for job, token in claimed:
         await runner.execute(job, token)
     return bool(claimed)
-
-
-async def job_of(client, auth, job_id: str) -> dict[str, Any]:
-    response = await client.get(f"/customers/bulk/jobs/{job_id}", auth=auth)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def import_to_the_end(client, auth, runner, job_id: str) -> dict[str, Any]:
-    state: dict[str, Any] = {}
-
-    async def finished() -> bool:
-        state.update(await job_of(client, auth, job_id))
-        return state["status"] in ("COMPLETED", "FAILED")
-
-    for _ in range(1000):
-        if await finished():
-            return state
-        await runner.run_until_idle(timeout=60)
-    raise AssertionError(f"import not finished: {state}")
 
 
 async def counts(db) -> dict[str, int]:

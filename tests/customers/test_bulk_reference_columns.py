@@ -1,11 +1,11 @@
-"""Bulk import columns for the August reference's single-valued customer fields (issue 28 item 7; README
-"Bulk customer import"): phoneNumber, pepStatus, annualIncomeRange, netWorthRange for individuals and
+"""Bulk import columns for the August reference's single-valued customer fields (DRIFT-2026-08 §3;
+docs/customers-and-accounts.md, "Bulk customer import"): phoneNumber, pepStatus, annualIncomeRange, netWorthRange for individuals and
 businessEntityType, businessNaicsCode, businessPrimaryContactFirstName/LastName for businesses. They are
 validated as POST /customers validates them, a bad cell naming its column."""
 
 from __future__ import annotations
 
-from tests.customers.test_bulk_import import HEADER, company, csv_bytes, import_to_the_end, person, upload
+from tests.support.bulk_import import HEADER, company, csv_bytes, import_to_the_end, person, upload
 
 COLUMNS = [
     *HEADER,

@@ -12,7 +12,7 @@ from platpay.customers.bulk import service as bulk
 from platpay.customers.bulk.models import BulkImportJobRow
 from platpay.customers.state import BULK_IMPORT, BulkImportStatus
 from platpay.kit.states import IllegalTransition
-from tests.customers.test_bulk_import import csv_bytes, import_to_the_end, job_of, upload, valid_rows
+from tests.support.bulk_import import csv_bytes, import_to_the_end, job_of, upload, valid_rows
 
 B = BulkImportStatus
 

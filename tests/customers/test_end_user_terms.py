@@ -1,4 +1,4 @@
-"""End User Terms (issue 28 item 10, DRIFT-2026-08 §4): GET /customers/end-user-terms, a customer's
+"""End User Terms (DRIFT-2026-08 §4): GET /customers/end-user-terms, a customer's
 `endUserTermsConsent` (who accepted which version when, from where and how), and the platform's opt-in
 `endUserTermsRequired` on /config: off by default, where nothing changes; on, a quote for a customer without
 an acceptance of the current version is refused 403 END_USER_TERMS_NOT_ACCEPTED, nothing created."""

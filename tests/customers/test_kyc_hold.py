@@ -1,4 +1,4 @@
-"""HOLD (issue 28 item 7; the August reference: "the customer is placed on hold and may be required to update
+"""HOLD (the August reference: "the customer is placed on hold and may be required to update
 or provide more information"): reached through the sandbox's override, it moves no money, like REJECTED, at
 every gate that checks KYC (403 USER_NOT_READY, nothing changed; a card needs APPROVED), and a resubmission
 (POST /verifications) or a decision lifts it. The reference has no webhook for it."""
@@ -11,7 +11,6 @@ import pytest
 
 from platpay.customers.state import KYC, KycStatus
 from platpay.kit.states import IllegalTransition
-from tests.cards.support import issue
 from tests.factories import (
     account_destination,
     account_source,
@@ -23,8 +22,9 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.onboarding.support import PERSON, png, uploaded
+from tests.support.cards import issue
 from tests.support.jobs import run_jobs_until
+from tests.support.onboarding import PERSON, png, uploaded
 
 
 async def _kyc(client, auth, customer_id: str, status: str):

@@ -1,4 +1,4 @@
-"""The August reference's customer fields (issue 28 item 7, DRIFT-2026-08 §3): phoneNumber, an individual's
+"""The August reference's customer fields (DRIFT-2026-08 §3): phoneNumber, an individual's
 identification (idType, a write-only identifier, countryOfIssuance) and enhanced-due-diligence answers, a
 business's new businessInfo fields and entity types, kybStatus beside kycStatus. Each is accepted,
 validated (a 400 naming the field, nothing stored), stored, returned, changed by PATCH and carried by the
@@ -15,7 +15,7 @@ from cryptography.exceptions import InvalidTag
 from platpay.customers import identity
 from tests.factories import FULL_PERSON, customer
 from tests.support.jobs import run_jobs_until
-from tests.wallets.support import Wallet, signed_headers, wallet_account
+from tests.support.wallets import Wallet, signed_headers, wallet_account
 
 SSN = "123-45-6789"
 EDD = {

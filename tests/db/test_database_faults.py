@@ -33,7 +33,8 @@ from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.payments.models import TransactionRow
-from tests.cards.support import (
+from tests.factories import customer, external_account, fund, internal_account
+from tests.support.cards import (
     active_card,
     approved_cardholder,
     balance,
@@ -42,7 +43,6 @@ from tests.cards.support import (
     opening_body,
     simulate,
 )
-from tests.factories import customer, external_account, fund, internal_account
 from tests.support.tcp_proxy import TcpProxy
 
 

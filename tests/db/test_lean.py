@@ -4,7 +4,7 @@ identity-map semantics as the ORM statements they replace."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import bindparam, exc, select, text
+from sqlalchemy import bindparam, exc, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -13,47 +13,26 @@ from platpay.events.models import EventRow
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.payments.models import TransactionRow
-from tests.factories import create_platform
+from tests.support.lean import count_events, first_tenant_id, new_event
 
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
 _EVENT_TYPE = Lean(select(EventRow.type).where(EventRow.id == bindparam("id")))
 
 
-def _event(tenant_id: str) -> dict:
-    return {
-        "id": new_id("Event"),
-        "tenant_id": tenant_id,
-        "type": "TEST",
-        "data": {"nested": {"amount": 1, "note": "é"}},
-        "created_at": clock.now(),
-    }
-
-
-async def _tenant_id(db, settings) -> str:
-    await create_platform(db, settings)
-    async with db.read() as session:
-        return (await session.execute(text("SELECT id FROM tenants LIMIT 1"))).scalar_one()
-
-
-async def _count_events(db) -> int:
-    async with db.read() as session:
-        return (await session.execute(text("SELECT count(*) FROM events"))).scalar_one()
-
-
 class TestLeanStatements:
     async def test_a_first_statement_is_inside_the_transaction_and_rolls_back_with_it(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
+        tenant_id = await first_tenant_id(db, settings)
         with pytest.raises(RuntimeError):
             async with db.transaction() as session:
                 await lean.rows(
-                    session, _INSERT_EVENT, _event(tenant_id)
+                    session, _INSERT_EVENT, new_event(tenant_id)
                 )  # the transaction's first statement
                 raise RuntimeError("roll back")
-        assert await _count_events(db) == 0
+        assert await count_events(db) == 0
 
     async def test_values_round_trip_through_the_column_types(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
-        values = _event(tenant_id)
+        tenant_id = await first_tenant_id(db, settings)
+        values = new_event(tenant_id)
         async with db.transaction() as session:
             await lean.rows(session, _INSERT_EVENT, values)
         async with db.read() as session:
@@ -62,35 +41,35 @@ class TestLeanStatements:
         assert row.created_at.tzinfo is not None
 
     async def test_driver_errors_are_sqlalchemy_errors_and_roll_back(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
-        values = _event(tenant_id)
+        tenant_id = await first_tenant_id(db, settings)
+        values = new_event(tenant_id)
         with pytest.raises(exc.IntegrityError):
             async with db.transaction() as session:
                 await lean.rows(session, _INSERT_EVENT, values)
                 await lean.rows(session, _INSERT_EVENT, values)  # same primary key
-        assert await _count_events(db) == 0
+        assert await count_events(db) == 0
 
     async def test_execute_many_writes_every_row(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
+        tenant_id = await first_tenant_id(db, settings)
         async with db.transaction() as session:
-            await lean.execute_many(session, _INSERT_EVENT, [_event(tenant_id) for _ in range(3)])
-        assert await _count_events(db) == 3
+            await lean.execute_many(session, _INSERT_EVENT, [new_event(tenant_id) for _ in range(3)])
+        assert await count_events(db) == 3
 
     async def test_a_later_transaction_on_the_same_session_gets_a_fresh_driver(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
-        first, second = _event(tenant_id), _event(tenant_id)
+        tenant_id = await first_tenant_id(db, settings)
+        first, second = new_event(tenant_id), new_event(tenant_id)
         async with AsyncSession(db.engine) as session:
             await lean.rows(session, _INSERT_EVENT, first)
             await session.commit()
             await lean.rows(session, _INSERT_EVENT, second)
             assert (await lean.first(session, _EVENT_TYPE, {"id": first["id"]})) == ("TEST",)
             await session.rollback()  # the second transaction's insert only
-        assert await _count_events(db) == 1
+        assert await count_events(db) == 1
 
 
 class TestLeanGet:
     async def _transaction_row(self, db, settings) -> TransactionRow:
-        tenant_id = await _tenant_id(db, settings)
+        tenant_id = await first_tenant_id(db, settings)
         now = clock.now()
         values = {
             "id": new_id("Transaction"),
@@ -114,7 +93,7 @@ class TestLeanGet:
         return row
 
     async def test_insert_refuses_an_attribute_the_table_lacks(self, db, settings):
-        tenant_id = await _tenant_id(db, settings)
+        tenant_id = await first_tenant_id(db, settings)
         async with db.transaction() as session:
             from platpay.payments import repository
 

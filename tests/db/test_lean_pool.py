@@ -15,8 +15,8 @@ from sqlalchemy import bindparam, select, text
 from platpay.auth.models import ApiTokenRow
 from platpay.db.lean import Lean
 from platpay.db.lean_pool import LeanPool
-from tests.conftest import PG_URL
 from tests.factories import create_platform
+from tests.support.databases import PG_URL
 
 pytestmark = pytest.mark.skipif(not PG_URL, reason="the lean pool serves PostgreSQL only")
 

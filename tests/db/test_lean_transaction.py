@@ -16,7 +16,7 @@ from platpay.db import lean
 from platpay.db.faults import DatabaseUnavailable
 from platpay.db.lean import Lean, LeanTransaction
 from platpay.events.models import EventRow
-from tests.db.test_lean import _count_events, _event, _tenant_id
+from tests.support.lean import count_events, first_tenant_id, new_event
 
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
 _SLEEP = Lean(select(func.pg_sleep(bindparam("seconds", type_=Float))))
@@ -29,62 +29,62 @@ def _postgres_only(db) -> None:
 
 
 async def test_it_commits_once_and_runs_the_commit_hooks_with_what_the_transaction_recorded(db, settings):
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     seen: list[object] = []
     db.on_commit(lambda session: seen.append(session.info.get("test.note")))
     async with db.lean_transaction() as session:
         assert isinstance(session, AsyncSession if db.is_sqlite else LeanTransaction)
-        await lean.execute_many(session, _INSERT_EVENT, [_event(tenant_id) for _ in range(2)])
+        await lean.execute_many(session, _INSERT_EVENT, [new_event(tenant_id) for _ in range(2)])
         session.info["test.note"] = "queued"
         assert seen == []  # not before the commit
-    assert await _count_events(db) == 2
+    assert await count_events(db) == 2
     assert seen == ["queued"]
 
 
 async def test_an_exception_rolls_everything_back(db, settings):
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     with pytest.raises(RuntimeError):
         async with db.lean_transaction() as session:
-            await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
             raise RuntimeError("roll back")
-    assert await _count_events(db) == 0
+    assert await count_events(db) == 0
 
 
 async def test_an_orm_call_is_refused_by_name_and_nothing_commits(db, settings):
     _postgres_only(db)
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     with pytest.raises(TypeError, match="no ORM session: 'execute'"):
         async with db.lean_transaction() as session:
-            await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
             await session.execute(text("SELECT 1"))
-    assert await _count_events(db) == 0
+    assert await count_events(db) == 0
 
 
 async def test_a_refused_statement_rolls_back_and_its_connection_serves_the_next_one(db, settings):
     _postgres_only(db)
-    tenant_id = await _tenant_id(db, settings)
-    values = _event(tenant_id)
+    tenant_id = await first_tenant_id(db, settings)
+    values = new_event(tenant_id)
     with pytest.raises(asyncpg.UniqueViolationError):  # the driver's error, as fetch_first raises them
         async with db.lean_transaction() as session:
             await lean.rows(session, _INSERT_EVENT, values)
             pid = (await lean.first(session, _BACKEND, {}))[0]
             await lean.rows(session, _INSERT_EVENT, values)  # same primary key
-    assert await _count_events(db) == 0
+    assert await count_events(db) == 0
     async with db.lean_transaction() as session:  # the same connection, out of its aborted transaction
         assert (await lean.first(session, _BACKEND, {}))[0] == pid
-        await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
-    assert await _count_events(db) == 1
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
 
 
 async def test_a_cancelled_caller_leaves_nothing_and_its_connection_is_replaced(db, settings):
     _postgres_only(db)
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     started = asyncio.Event()
     pids: list[int] = []
 
     async def slow() -> None:
         async with db.lean_transaction() as session:
-            await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
             pids.append((await lean.first(session, _BACKEND, {}))[0])
             started.set()
             await lean.rows(session, _SLEEP, {"seconds": 30})
@@ -96,33 +96,33 @@ async def test_a_cancelled_caller_leaves_nothing_and_its_connection_is_replaced(
         await task
     async with db.lean_transaction() as session:
         assert (await lean.first(session, _BACKEND, {}))[0] != pids[0]  # a new connection
-    assert await _count_events(db) == 0
+    assert await count_events(db) == 0
 
 
 async def test_a_connection_the_server_ended_while_idle_is_replaced_at_begin(db, settings):
     _postgres_only(db)
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     async with db.lean_transaction() as session:
         pid = (await lean.first(session, _BACKEND, {}))[0]
     async with db.read() as session:  # a restart or a failover, as the pooled connection sees it
         await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
     async with db.lean_transaction() as session:
         assert (await lean.first(session, _BACKEND, {}))[0] != pid
-        await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
-    assert await _count_events(db) == 1
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
 
 
 async def test_a_connection_lost_mid_transaction_is_an_outage_and_changes_nothing(db, settings):
     _postgres_only(db)
-    tenant_id = await _tenant_id(db, settings)
+    tenant_id = await first_tenant_id(db, settings)
     with pytest.raises(DatabaseUnavailable):
         async with db.lean_transaction() as session:
-            await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
             pid = (await lean.first(session, _BACKEND, {}))[0]
             async with db.read() as other:
                 await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
-    assert await _count_events(db) == 0
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 0
     async with db.lean_transaction() as session:  # and the next one is served
-        await lean.rows(session, _INSERT_EVENT, _event(tenant_id))
-    assert await _count_events(db) == 1
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1

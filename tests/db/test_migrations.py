@@ -196,8 +196,8 @@ async def test_0021_backfills_direction_the_moved_fields_and_the_card_transactio
     """Rows written before 0021: transactions get their direction (OUTGOING DEBIT, INCOMING CREDIT), a
     transfer-in its sentAmount, a quote's purposeOfPayment its column, a transfer's rail its selection mode;
     card transactions their cardholder, so GET /transactions lists them."""
-    from tests.cards.support import active_card, approved, approved_cardholder, funded_account
     from tests.factories import external_account
+    from tests.support.cards import active_card, approved, approved_cardholder, funded_account
 
     person = await approved_cardholder(client, auth)
     account = await funded_account(client, auth, person["id"], 10_000)

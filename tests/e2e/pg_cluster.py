@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.e2e.pg import PgProbe
+from tests.support.pg import PgProbe
 from tests.support.processes import free_port
 
 USER = "postgres"

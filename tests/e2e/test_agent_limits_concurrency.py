@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import api_balance, fund, money_env, open_holder, transfer_out_body, verify_ledger
-from tests.e2e.test_server import create_platform, credentials, start_two_server_processes
+from tests.support.api_checks import api_client
+from tests.support.money import api_balance, fund, money_env, open_holder, transfer_out_body, verify_ledger
 from tests.support.processes import ProcessManager
+from tests.support.server import create_platform, credentials, start_two_server_processes
 
 pytestmark = pytest.mark.e2e
 

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.api_checks import api_client
-from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials, start_server
-from tests.e2e.test_workers import wait_until
+from tests.support.api_checks import api_client
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 from tests.support.receiver import WebhookReceiver
+from tests.support.server import create_platform, credentials, start_server, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -1,4 +1,4 @@
-"""A card's whole life over real HTTP, as issue 14's check describes it: a real `platpay serve` (SQLite, and
+"""A card's whole life over real HTTP: a real `platpay serve` (SQLite, and
 PostgreSQL when the e2e setup names a server; its own job runner) and a real webhook receiver; platform
 credentials and sandbox simulations only.
 
@@ -26,13 +26,13 @@ import pytest
 
 from platpay.kit.crypto import bundles
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.e2e.api_checks import api_client, assert_error, verify_signature_independently
-from tests.e2e.money import verify_ledger
-from tests.e2e.test_server import bootstrap_credentials, start_server
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, FULL_PERSON
+from tests.support.api_checks import api_client, assert_error, verify_signature_independently
+from tests.support.money import verify_ledger
 from tests.support.processes import ProcessManager, process_env
 from tests.support.receiver import WebhookReceiver
-from tests.wallets.support import new_key, public_hex, signed_headers
+from tests.support.server import bootstrap_credentials, start_server
+from tests.support.wallets import new_key, public_hex, signed_headers
 
 pytestmark = pytest.mark.e2e
 
@@ -701,7 +701,7 @@ def test_a_card_life_over_http_balances_statements_webhooks_and_the_ledger_agree
     assert (partial_return["status"], partial_return["refundedAmount"]["amount"]) == ("SETTLED", 40)
     assert updates[t3["id"]]["authorizedAmount"]["amount"] == 900
 
-    # INTERNAL_ACCOUNT.BALANCE_UPDATED (README: balances that move send it): one per step that moved an
+    # INTERNAL_ACCOUNT.BALANCE_UPDATED (docs/cards.md: balances that move send it): one per step that moved an
     # account (a clearing that captures and releases on one account is one step), with the balances after it
     def announced() -> dict[str, Counter[tuple[int, int]]]:
         found: dict[str, Counter[tuple[int, int]]] = {h: Counter(), w: Counter()}

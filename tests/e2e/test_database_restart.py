@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.e2e.api_checks import api_client, assert_error
-from tests.e2e.money import (
+from tests.support.api_checks import api_client, assert_error
+from tests.support.money import (
     due_jobs,
     fund,
     money_env,
@@ -31,12 +31,11 @@ from tests.e2e.money import (
     transaction_statuses,
     transfer_out_body,
     verify_ledger,
-    wait_until,
 )
-from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials, start_server
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager
 from tests.support.receiver import WebhookReceiver
+from tests.support.server import create_platform, credentials, start_server, wait_until
 
 pytestmark = pytest.mark.e2e
 

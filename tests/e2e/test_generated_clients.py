@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_server import start_server
 from tests.factories import clabe_ending
 from tests.support.processes import PLATPAY, REPO_ROOT, ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +96,7 @@ def _no_warnings(tool: str, output: str) -> None:
 def test_a_generated_python_client_runs_the_scenario(live_api: LiveApi) -> None:
     package = live_api.work_dir / "python" / "platpay_client"
     config = live_api.work_dir / "openapi-python-client.yml"
-    # A document's download answers its own type (PDF, JPEG, PNG): read as bytes, as the README tells users.
+    # A document's download answers its own type (PDF, JPEG, PNG): read as bytes, as docs/onboarding.md tells users.
     binary = "".join(
         f"  {kind}: application/octet-stream\n" for kind in ("application/pdf", "image/jpeg", "image/png")
     )

@@ -30,12 +30,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import Subscription, ToolsListChanged
 
 from platpay import BASE_PATH
-from tests.agents.support import policy as agent_policy
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import fund, open_holder, verify_ledger
-from tests.e2e.test_server import create_platform, credentials, start_server
-from tests.mcp.scenario import exercise_and_check
+from tests.support.agents import policy as agent_policy
+from tests.support.api_checks import api_client
+from tests.support.mcp_scenario import exercise_and_check
+from tests.support.money import fund, open_holder, verify_ledger
 from tests.support.processes import PLATPAY, ProcessManager, free_port, process_env
+from tests.support.server import create_platform, credentials, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -381,7 +381,7 @@ async def every_tool_over(rpc: StdioRpc | HttpRpc, accounts: dict[str, str], run
 def test_every_tool_answers_what_its_schema_promises_over_stdio_and_streamable_http(
     processes: ProcessManager, tmp_path: Path, master_key: str
 ) -> None:
-    """Issue 27: get_transaction advertised `{result: transaction}` and answered the transaction, so every
+    """A regression: get_transaction advertised `{result: transaction}` and answered the transaction, so every
     call failed. Every tool `tools/list` names is called on its success path with real data (a funded
     customer, quotes, transfers both ways, external accounts added and removed) by a client that is not the
     MCP SDK, and each structuredContent is checked against the tool's outputSchema with `jsonschema`."""

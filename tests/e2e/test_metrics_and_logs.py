@@ -11,8 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.api_checks import api_client, wait_delivered
-from tests.e2e.test_server import (
+from tests.support.api_checks import api_client, wait_delivered
+from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, process_env
+from tests.support.receiver import Reply, WebhookReceiver
+from tests.support.server import (
     bootstrap_credentials,
     create_platform,
     credentials,
@@ -21,8 +23,6 @@ from tests.e2e.test_server import (
     start_server,
     start_two_server_processes,
 )
-from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, process_env
-from tests.support.receiver import Reply, WebhookReceiver
 
 pytestmark = pytest.mark.e2e
 

@@ -29,8 +29,8 @@ from sqlalchemy import text
 from platpay.db.database import Database
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import InsufficientFunds
-from tests.e2e.api_checks import api_client, assert_error
-from tests.e2e.money import (
+from tests.support.api_checks import api_client, assert_error
+from tests.support.money import (
     BANK_REJECTS,
     SETTLES,
     TERMINAL,
@@ -45,11 +45,10 @@ from tests.e2e.money import (
     transfer_in_body,
     transfer_out_body,
     verify_ledger,
-    wait_until,
 )
-from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials, start_two_server_processes
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager
+from tests.support.server import create_platform, credentials, start_two_server_processes, wait_until
 
 pytestmark = pytest.mark.e2e
 

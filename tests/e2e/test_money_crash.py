@@ -41,8 +41,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.api_checks import api_client, assert_error
-from tests.e2e.money import (
+from tests.factories import clabe_ending
+from tests.support.api_checks import api_client, assert_error
+from tests.support.money import (
     BANK_REJECTS,
     FAILS_AT_ONCE,
     SETTLES,
@@ -57,12 +58,10 @@ from tests.e2e.money import (
     open_holder,
     transaction_statuses,
     verify_ledger,
-    wait_until,
 )
-from tests.e2e.pg import PgProbe
-from tests.e2e.test_server import create_platform, credentials
-from tests.factories import clabe_ending
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
+from tests.support.server import create_platform, credentials, wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -1,5 +1,5 @@
 """A body over the limit gets its 413 read by the client, on a real `platpay serve` (uvicorn), through a raw
-socket that sends the whole body before reading (issue 27 item 10): the server drains the rest of a refused
+socket that sends the whole body before reading (so it reads the 413, not a connection reset): the server drains the rest of a refused
 body (bounded) before answering, so closing the connection does not reset it under the unread 413."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.test_server import start_server
 from tests.support.processes import ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 

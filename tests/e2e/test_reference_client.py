@@ -1,4 +1,4 @@
-"""A client generated from the reference's own document works against platpay unchanged (issue 28 item 13).
+"""A client generated from the reference's own document works against platpay unchanged.
 
 openapi-generator's Python client, generated from the kept copy of the document the reference publishes
 today (tests/e2e/reference_client.py), runs the payment, FX quote, card, agent and invitation flows against
@@ -9,7 +9,7 @@ typed call must answer the model the document promises, parsed by the generated 
 Three tables say where that does not hold, and each is checked both ways:
 - SPEC_WINS: DRIFT-2026-08.md's "spec wins" rulings, where SPEC.md and the reference cannot agree; the call
   must keep failing for the reason named.
-- NOT_YET: what issue 28 is still building, each with its item. The call must still fail for the reason
+- NOT_YET: what platpay is still building of the August reference, each with its numbered work item. The call must still fail for the reason
   named (xfail, strict): once the item lands the test fails until its entry is removed.
 - Everything else in CALLS must parse.
 
@@ -37,7 +37,6 @@ import httpx
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.money import verify_ledger
 from tests.e2e.reference_client import (
     KEPT_DOCUMENT,
     generate,
@@ -46,10 +45,11 @@ from tests.e2e.reference_client import (
     the_reference_is_here,
     write_kept_document,
 )
-from tests.e2e.test_server import start_server
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, clabe_ending
 from tests.openapi_reference import REFERENCE_YAML
+from tests.support.money import verify_ledger
 from tests.support.processes import PLATPAY, ProcessManager, process_env
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -62,7 +62,7 @@ class SpecWins:
 
 @dataclass(frozen=True)
 class NotYet:
-    item: str  # issue 28's item that builds it
+    item: str  # the numbered work item that builds it
     because: str  # a regex the failure matches today; a failure for another reason fails the test
     why: str
 
@@ -144,7 +144,7 @@ SPEC_WINS: dict[str, SpecWins] = {
     ),
 }
 
-NOT_YET: dict[str, NotYet] = {}  # issue 28 items 1 and 2 landed: every transaction call parses
+NOT_YET: dict[str, NotYet] = {}  # the transaction work landed: every transaction call parses
 
 
 class NotYetBuilt(Exception):
@@ -710,7 +710,7 @@ class Flows:
         assert accepted.status_code == 201, accepted.text
 
     def onboarding(self) -> None:
-        """The August document's customer fields and End User Terms (issue 28 items 7 and 10)."""
+        """The August document's customer fields and End User Terms (DRIFT-2026-08 §3 and §4)."""
         m = self.models
         customers = self.api("CustomersApi")
         terms = self.call("onboarding: getEndUserTerms", m.EndUserTerms, customers.get_end_user_terms)
@@ -829,9 +829,7 @@ def _parametrized() -> list[Any]:
         marks = []
         if label in NOT_YET:
             entry = NOT_YET[label]
-            reason = (
-                f"issue 28 item {entry.item}: {entry.why} (when it lands, remove this entry from NOT_YET)"
-            )
+            reason = f"work item {entry.item}: {entry.why} (when it lands, remove this entry from NOT_YET)"
             marks.append(pytest.mark.xfail(raises=NotYetBuilt, strict=True, reason=reason))
         params.append(pytest.param(label, marks=marks, id=label))
     return params
@@ -865,7 +863,7 @@ def test_the_tables_name_calls_the_flows_make() -> None:
     assert set(NOT_YET) <= set(CALLS) and set(SPEC_WINS) <= set(CALLS)
     assert not set(NOT_YET) & set(SPEC_WINS)
     for entry in NOT_YET.values():
-        assert re.fullmatch(r"\d+", entry.item), entry  # issue 28's numbered items
+        assert re.fullmatch(r"\d+", entry.item), entry  # numbered work items
 
 
 def test_the_kept_copy_is_the_reference_document() -> None:

@@ -1,4 +1,4 @@
-"""A process started while PostgreSQL is down waits for it (issue 27 item 9): `platpay serve`, `worker` and
+"""A process started while PostgreSQL is down waits for it instead of dying: `platpay serve`, `worker` and
 `migrate` started against a stopped cluster log one `database.unavailable`, come up once it starts, and
 do their work (the server migrates, bootstraps and moves money; the worker settles a queued transfer;
 migrate reaches head). Past PLATPAY_DB_STARTUP_TIMEOUT_SECONDS a command exits 1 with one line and no
@@ -22,12 +22,12 @@ import pytest
 from alembic import command
 
 from platpay.db import migrate
-from tests.e2e.api_checks import api_client
-from tests.e2e.money import fund, money_env, open_holder, transfer_out_body, verify_ledger, wait_until
-from tests.e2e.pg import PgProbe
 from tests.e2e.pg_cluster import PrivateCluster
-from tests.e2e.test_server import bootstrap_credentials, create_platform, credentials, start_server
+from tests.support.api_checks import api_client
+from tests.support.money import fund, money_env, open_holder, transfer_out_body, verify_ledger
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, free_port
+from tests.support.server import bootstrap_credentials, create_platform, credentials, start_server, wait_until
 
 pytestmark = pytest.mark.e2e
 

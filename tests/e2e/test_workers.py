@@ -4,9 +4,7 @@ finishes the job exactly once; two workers sharing a queue never run the same jo
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +13,10 @@ import pytest
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.jobs import service as jobs_service
-from tests.e2e.pg import PgProbe
 from tests.e2e.slow_jobs import CREATE_TABLES, KIND
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ManagedProcess, ProcessManager, process_env
+from tests.support.server import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -60,13 +59,6 @@ def enqueue(database_url: str, count: int, payload: dict[str, Any]) -> list[str]
             await db.dispose()
 
     return asyncio.run(write())
-
-
-def wait_until(condition: Callable[[], bool], *, timeout: float, message: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, message()
-        time.sleep(0.05)
 
 
 def max_running_at_once(pg_probe: PgProbe, pid: int) -> int:

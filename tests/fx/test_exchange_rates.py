@@ -8,7 +8,7 @@ import pytest
 
 from platpay.fx import cache
 from platpay.kit import clock
-from tests.fx.support import expected
+from tests.support.fx import expected
 
 
 @pytest.fixture(autouse=True)

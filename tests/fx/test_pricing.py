@@ -1,6 +1,6 @@
 """The rate table, the public conversion helpers, the fee schedule and the quote arithmetic (no database).
 
-Expected values come from the published data files and independent arithmetic (tests/fx/support.py),
+Expected values come from the published data files and independent arithmetic (tests/support/fx.py),
 never from the functions under test."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from platpay.errors import InvalidInput
 from platpay.fx import fees, pricing, providers, rates
 from platpay.kit import currencies
-from tests.fx.support import RATES, expected
+from tests.support.fx import RATES, expected
 
 
 class TestRateTable:

@@ -1,7 +1,7 @@
 """The end-to-end fixtures (a process manager, a fresh PostgreSQL database per test, one master key) for the
 tests of platpay as something people install."""
 
-from tests.e2e.conftest import (  # noqa: F401 (fixtures and the hook that keeps a failed test's outcome)
+from tests.support.e2e_fixtures import (  # noqa: F401 (fixtures and the hook that keeps a failed test's outcome)
     master_key,
     pg_admin_dsn,
     pg_database,

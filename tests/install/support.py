@@ -12,10 +12,11 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import make_url
 
-from tests.e2e.api_checks import Credentials, api_client
-from tests.e2e.money import TERMINAL, api_balance, fund, open_holder, transfer_out_body, wait_until
-from tests.e2e.pg import PgProbe
+from tests.support.api_checks import Credentials, api_client
+from tests.support.money import TERMINAL, api_balance, fund, open_holder, transfer_out_body
+from tests.support.pg import PgProbe
 from tests.support.processes import ManagedProcess, ProcessFailed, ProcessManager, free_port
+from tests.support.server import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.api_checks import Credentials, api_client
-from tests.e2e.money import TERMINAL, fund, open_holder, transfer_out_body, wait_until
 from tests.install.support import clean_env, fast_jobs, one_error_line, start_serve
+from tests.support.api_checks import Credentials, api_client
+from tests.support.money import TERMINAL, fund, open_holder, transfer_out_body
 from tests.support.processes import PLATPAY, ProcessManager
+from tests.support.server import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -6,7 +6,7 @@ transfer it answered is in the database, the ledger verifies, the exit code is 0
 Not in the default test run (building the image takes minutes): runs when PLATPAY_TEST_IMAGE is set, as
 `make image-test` does. PODMAN overrides the container command (default: podman with runc and cgroupfs,
 as these machines need; tools/image/containers.conf through CONTAINERS_CONF); containers use the host's
-network here (README, "Container image")."""
+network here (docs/operations.md, "Container image")."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ import httpx
 import pytest
 
 from platpay import BASE_PATH
-from tests.e2e.api_checks import Credentials, api_client
-from tests.e2e.money import fund, open_holder, transfer_out_body, wait_until
 from tests.install.support import REPO_ROOT, pay_once
+from tests.support.api_checks import Credentials, api_client
+from tests.support.money import fund, open_holder, transfer_out_body
 from tests.support.processes import free_port
+from tests.support.server import wait_until
 
 pytestmark = [
     pytest.mark.e2e,

@@ -1,6 +1,6 @@
 """Every API endpoint and every dependency it resolves is a coroutine: FastAPI runs a plain function (or a
 class used as `Depends()`) in a worker thread, a thread hop per request. `Idempotent = Depends()` did that on
-every idempotent POST and cost POST /transfer-out about a tenth of its CPU (bench/README.md, issue 10)."""
+every idempotent POST and cost POST /transfer-out about a tenth of its CPU (bench/README.md, the fast path)."""
 
 from __future__ import annotations
 

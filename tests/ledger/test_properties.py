@@ -28,8 +28,8 @@ from sqlalchemy import text
 
 from platpay.jobs.runner import JobRunner
 from platpay.kit import clock
-from tests.conftest import assert_ledger_verifies
 from tests.factories import create_platform, customer, external_account, fund, internal_account, mxn_account
+from tests.support.ledger import assert_ledger_verifies
 
 HOLDERS = 3  # the platform's USD account and two customers'
 # Outcome by the external account number's last three digits (INTERFACE-FACTS §7).

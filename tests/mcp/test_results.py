@@ -22,9 +22,9 @@ from platpay.mcp import api
 from platpay.mcp.server import PlatpayMCP
 from platpay.mcp.tools import SPECS
 from platpay.payments.schemas import IncomingTransaction, OutgoingTransaction
-from tests.agents.support import balance, connect, funded_customer
-from tests.mcp.scenario import exercise, exercise_and_check, validators
+from tests.support.agents import balance, connect, funded_customer
 from tests.support.field_errors import assert_field_errors_match
+from tests.support.mcp_scenario import exercise, exercise_and_check, validators
 from tests.support.processes import free_port
 
 

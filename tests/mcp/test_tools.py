@@ -16,7 +16,7 @@ from mcp.client.subscriptions import ToolsListChanged
 
 from platpay import BASE_PATH
 from platpay.mcp.server import PlatpayMCP
-from tests.agents.support import connect, funded_customer
+from tests.support.agents import connect, funded_customer
 
 ALWAYS = {
     "get_me",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import create_platform
-from tests.onboarding.support import BUSINESS, OWNER_INFO, PERSON, create, owner
+from tests.support.onboarding import BUSINESS, OWNER_INFO, PERSON, create, owner
 
 pytestmark = pytest.mark.usefixtures("db")
 

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import event
 
 from tests.factories import create_platform
-from tests.onboarding.support import BUSINESS, PERSON, create, owner
 from tests.support.jobs import run_jobs_until
+from tests.support.onboarding import BUSINESS, PERSON, create, owner
 
 pytestmark = pytest.mark.usefixtures("db")
 

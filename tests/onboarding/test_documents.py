@@ -13,7 +13,7 @@ import pytest
 from platpay import BASE_PATH
 from platpay.app import create_app
 from tests.factories import create_platform
-from tests.onboarding.support import (
+from tests.support.onboarding import (
     BUSINESS,
     EXECUTABLE,
     JPEG,

@@ -14,8 +14,8 @@ import pytest
 import uvicorn
 
 from platpay.app import create_app
-from tests.onboarding.support import PDF, PERSON, create, png
 from tests.support.browser import browser  # noqa: F401  (the shared fixture)
+from tests.support.onboarding import PDF, PERSON, create, png
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from platpay.kit import clock
 from tests.factories import create_platform
-from tests.onboarding.support import BUSINESS, EXECUTABLE, PDF, PERSON, create, png
+from tests.support.onboarding import BUSINESS, EXECUTABLE, PDF, PERSON, create, png
 
 REDIRECT = "https://app.example.com/onboarding/done"
 

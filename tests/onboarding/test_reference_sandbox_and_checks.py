@@ -1,5 +1,5 @@
 """The August reference's sandbox KYC outcomes beside platpay's earlier magic values, and its new verification
-errors (issue 28 item 7, DRIFT-2026-08 §3; README "Sandbox" and "Onboarding customers").
+errors (DRIFT-2026-08 §3; docs/sandbox.md and docs/onboarding.md).
 
 - An individual whose `fullName` ends in three digits (sandbox tenants only): `001` starts PENDING and its
   complete submission waits for a person, `002` starts REJECTED, `003` starts UNVERIFIED and its complete
@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.factories import create_platform
-from tests.onboarding.support import (
+from tests.support.onboarding import (
     BUSINESS,
     OWNER_INFO,
     PERSON,

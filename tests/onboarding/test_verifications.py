@@ -9,7 +9,8 @@ from platpay.customers.state import KYC, KycStatus
 from platpay.kit.states import IllegalTransition
 from platpay.onboarding.state import OWNER_KYC, VERIFICATION, VerificationStatus
 from tests.factories import create_platform
-from tests.onboarding.support import (
+from tests.support.jobs import run_jobs_until
+from tests.support.onboarding import (
     BUSINESS,
     PERSON,
     complete_business,
@@ -19,7 +20,6 @@ from tests.onboarding.support import (
     uploaded,
     verify,
 )
-from tests.support.jobs import run_jobs_until
 
 IDENTITY = ["PASSPORT", "DRIVERS_LICENSE", "NATIONAL_ID"]
 

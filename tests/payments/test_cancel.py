@@ -1,4 +1,4 @@
-"""POST /transactions/{transactionId}/cancel (issue 28 item 3): a bank-rail transfer the rail has not settled
+"""POST /transactions/{transactionId}/cancel (the August 2026 reference): a bank-rail transfer the rail has not settled
 yet ends FAILED (failureDetails.code CANCELLED) with its held funds back through the ledger and its webhook;
 anything else is 409 TRANSACTION_NOT_CANCELLABLE. The sandbox's external account suffix 006 keeps a transfer
 unsettled long enough to cancel it; a cancel racing the settlement (PostgreSQL, concurrent requests and job
@@ -12,8 +12,6 @@ from datetime import timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.cards.support import active_card, approved, approved_cardholder, funded_account, run_jobs
-from tests.conftest import assert_ledger_verifies
 from tests.factories import (
     account_destination,
     account_source,
@@ -26,7 +24,9 @@ from tests.factories import (
     quote,
 )
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
+from tests.support.cards import active_card, approved, approved_cardholder, funded_account, run_jobs
 from tests.support.jobs import run_jobs_until
+from tests.support.ledger import assert_ledger_verifies
 
 SLOW = "123456006"  # the sandbox's slow settlement: unsettled for sandbox_slow_settlement_seconds
 

@@ -18,8 +18,8 @@ from platpay.payments.models import TransactionRow
 from tests.factories import balances, create_platform, customer, external_account, fund, internal_account
 from tests.support.jobs import run_jobs_until
 from tests.support.receiver import Reply
+from tests.support.sandbox_values import SUCCESS_USD
 
-SUCCESS_USD = "$success.usd@sandbox.uma.money"
 SOLANA_ADDRESS = "7xKXtg2CW87d97TXJSDpbD5jBkheTqA83TZRuJosgAsU"
 
 

@@ -19,8 +19,8 @@ from tests.factories import (
     internal_account,
     quote,
 )
-from tests.fx.support import expected
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
+from tests.support.fx import expected
 from tests.support.jobs import run_jobs_until
 
 START = 1_000_000

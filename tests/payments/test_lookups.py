@@ -93,7 +93,7 @@ class TestExternalAccountLookup:
         ]
 
     async def test_unknown_and_other_tenants_accounts_are_404(self, client, auth, db, settings):
-        from tests.conftest import create_platform
+        from tests.factories import create_platform
 
         assert (
             await client.get("/receiver/external-account/ExternalAccount:nope", auth=auth)

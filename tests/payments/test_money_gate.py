@@ -1,4 +1,4 @@
-"""The money gate on an unregulated platform (README, "Customers and accounts"): a customer whose KYC was
+"""The money gate on an unregulated platform (docs/customers-and-accounts.md): a customer whose KYC was
 REJECTED moves no money either way, each operation answering 403 USER_NOT_READY with nothing changed; one
 still PENDING (or not yet verified) is not blocked by the service: SPEC §1 leaves that to the platform."""
 

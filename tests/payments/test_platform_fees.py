@@ -1,4 +1,4 @@
-"""Platform fees (issue 28 item 9): PATCH /config feeConfigs, QuoteRequest.platformFeeOverride,
+"""Platform fees (the August 2026 reference): PATCH /config feeConfigs, QuoteRequest.platformFeeOverride,
 Quote.platformFeesIncluded, OutgoingTransaction.platformFees, and the fee's money: taken with the payment,
 credited to the platform's own internal account when the payment completes, refunded with it when it fails
 or comes back. Expected amounts are computed here from the published rate table and fee schedule, with the
@@ -16,7 +16,6 @@ from sqlalchemy import text
 
 from platpay.kit import clock
 from platpay.ledger import service as ledger_service
-from tests.agents.support import connect, funded_customer, quote_body
 from tests.factories import (
     account_destination,
     account_source,
@@ -28,8 +27,9 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.fx.support import DECIMALS, FEES, RATES, expected
 from tests.payments.support import transaction_webhooks
+from tests.support.agents import connect, funded_customer, quote_body
+from tests.support.fx import DECIMALS, FEES, RATES, expected
 
 START = 1_000_000
 

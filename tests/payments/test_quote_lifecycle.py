@@ -20,7 +20,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.fx.support import expected
+from tests.support.fx import expected
 
 START = 1_000_000
 

@@ -22,7 +22,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
-from tests.fx.support import expected
+from tests.support.fx import expected
 from tests.support.jobs import run_jobs_until
 
 
@@ -230,7 +230,7 @@ class TestCreateQuote:
         assert (await client.get(f"/quotes/{created['id']}")).status_code == 401
 
     async def test_other_tenants_see_nothing(self, client, auth, sender, db, settings):
-        from tests.conftest import create_platform
+        from tests.factories import create_platform
 
         created = (await _usd_to_mxn(client, auth, sender)).json()
         other = (await create_platform(db, settings, name="Other"))["sandbox"]

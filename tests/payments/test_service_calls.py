@@ -15,7 +15,7 @@ from platpay.payments import funding, transfers
 from platpay.payments.quotes import service as quotes_service
 from platpay.payments.quotes.types import AccountDestination, AccountSource
 from tests.factories import PERSON, clabe_ending, create_platform
-from tests.fx.support import expected
+from tests.support.fx import expected
 
 BANK = {
     "accountType": "USD_ACCOUNT",

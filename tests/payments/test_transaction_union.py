@@ -1,4 +1,4 @@
-"""Transactions as the reference has them since 2026-08 (issue 28 items 1-2): direction on every transaction,
+"""Transactions as the reference has them since 2026-08: direction on every transaction,
 the base fields moved up, the outgoing rail fields, remittanceInformation and purposeOfPayment, and card
 transactions listed and read as the CARD variant of the transaction union, in every answer that carries one."""
 
@@ -9,8 +9,6 @@ from datetime import datetime, timedelta
 import pytest
 
 from platpay.kit import clock
-from tests.agents.support import connect
-from tests.cards.support import active_card, approved, approved_cardholder, clear, funded_account, give_back
 from tests.factories import (
     account_destination,
     account_source,
@@ -22,6 +20,8 @@ from tests.factories import (
     quote,
 )
 from tests.payments.support import assert_reference_transaction, transaction_webhooks
+from tests.support.agents import connect
+from tests.support.cards import active_card, approved, approved_cardholder, clear, funded_account, give_back
 from tests.support.jobs import run_jobs_until
 
 

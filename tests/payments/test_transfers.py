@@ -392,7 +392,7 @@ class TestTransactions:
         assert explicit["receiptDeliveryConfirmedAt"].startswith("2026-01-02T03:04:05")
 
     async def test_other_tenants_see_nothing(self, client, auth, funded, db, settings):
-        from tests.conftest import create_platform
+        from tests.factories import create_platform
 
         tx = (await _transfer_out(client, auth, funded["account"]["id"], funded["bank"]["id"], 100)).json()
         other = (await create_platform(db, settings, name="Other"))["sandbox"]

@@ -1,4 +1,4 @@
-"""The property every 400 answer holds (issue 28 item 6): a refusal that names bad fields names each of them
+"""The property every 400 answer holds (DRIFT-2026-08 §4): a refusal that names bad fields names each of them
 twice, in `details.fields` (platpay's `{field, location?, message}`) and in `details.errors` (the
 reference's `{field, constraint?, message}`), entry for entry in the same order.
 

@@ -13,7 +13,7 @@ from platpay import BASE_PATH
 from platpay.app import create_app
 from platpay.kit import clock
 from platpay.kit.crypto import bundles, p256
-from tests.wallets.support import Authenticator, Wallet, new_key, public_hex, wallet_account
+from tests.support.wallets import Authenticator, Wallet, new_key, public_hex, wallet_account
 
 
 def _client(app) -> httpx.AsyncClient:  # type: ignore[no-untyped-def]

@@ -16,7 +16,7 @@ import pytest
 from platpay import BASE_PATH
 from platpay.app import create_app
 from tests.support.browser import browser  # noqa: F401  (the shared fixture)
-from tests.wallets.support import Wallet, new_key, public_hex, wallet_account
+from tests.support.wallets import Wallet, new_key, public_hex, wallet_account
 
 PAGE = b"""<!doctype html><html><head><meta charset="utf-8"><title>passkey</title></head><body>
 <script>

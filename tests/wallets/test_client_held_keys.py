@@ -1,4 +1,4 @@
-"""The client-held session key (issue 28 item 11, the reference since 2026-08): a compressed clientPublicKey
+"""The client-held session key (the reference since 2026-08): a compressed clientPublicKey
 (66 hex: 02/03 + X) on an OAUTH or PASSKEY login or a refresh makes the client's own key the session's key —
 no encryptedSessionSigningKey in the answer, and stamps by that key (and no other) sign the session's
 retries. The uncompressed form keeps the legacy flow; a value that is no point of P-256 is a 400 naming
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from platpay.kit.crypto import p256
-from tests.wallets.support import Authenticator, Wallet, new_key, oidc_token, public_hex, wallet_account
+from tests.support.wallets import Authenticator, Wallet, new_key, oidc_token, public_hex, wallet_account
 
 
 def compressed_hex(key) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from platpay.kit.crypto import bundles, p256
-from tests.wallets.support import (
+from tests.support.wallets import (
     Authenticator,
     Wallet,
     credentials,

@@ -12,7 +12,7 @@ from sqlalchemy import text
 from platpay.kit.crypto import bundles, sealing
 from platpay.wallets.errors import CustodyError
 from platpay.wallets.sandbox import EnvelopeCustody
-from tests.wallets.support import Wallet, new_key, public_hex, signed_headers, wallet_account
+from tests.support.wallets import Wallet, new_key, public_hex, signed_headers, wallet_account
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import FULL_PERSON, internal_account
-from tests.wallets.support import (
+from tests.support.wallets import (
     Authenticator,
     Wallet,
     credentials,

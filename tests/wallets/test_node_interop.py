@@ -19,7 +19,7 @@ import pytest
 import uvicorn
 
 from platpay.kit.crypto import bundles, p256, stamps
-from tests.wallets.support import Wallet, new_key, public_hex, wallet_account
+from tests.support.wallets import Wallet, new_key, public_hex, wallet_account
 
 INTEROP = Path(__file__).resolve().parents[1] / "interop" / "wallet"
 STAMP = INTEROP / "node_modules" / ".platpay-lock.sha256"

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from platpay import BASE_PATH
 from platpay.app import create_app
 from platpay.wallets import oidc
-from tests.wallets.support import Wallet, new_key, oidc_token, public_hex, wallet_account
+from tests.support.wallets import Wallet, new_key, oidc_token, public_hex, wallet_account
 
 ISSUER = "https://accounts.google.com"
 

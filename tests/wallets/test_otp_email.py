@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from platpay.kit.crypto import bundles
-from tests.wallets.support import Wallet, new_key, public_hex, signed_headers, wallet_account
+from tests.support.wallets import Wallet, new_key, public_hex, signed_headers, wallet_account
 
 
 async def test_a_production_code_arrives_by_smtp_and_logs_in(client, platform, runner, smtp_server) -> None:

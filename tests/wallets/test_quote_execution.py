@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.factories import account_destination, account_source, balances, fund, mxn_account, quote
-from tests.wallets.support import Wallet, new_key, stamp, wallet_account
+from tests.support.wallets import Wallet, new_key, stamp, wallet_account
 
 
 @pytest.fixture

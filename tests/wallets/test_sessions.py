@@ -10,7 +10,7 @@ import pytest
 
 from platpay.kit import clock
 from platpay.kit.crypto import p256
-from tests.wallets.support import (
+from tests.support.wallets import (
     Authenticator,
     Wallet,
     new_key,

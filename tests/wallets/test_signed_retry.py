@@ -16,7 +16,7 @@ from sqlalchemy import text
 from platpay.jobs import registry
 from platpay.kit import clock
 from platpay.kit.crypto import p256
-from tests.wallets.support import Wallet, new_key, signed_headers, stamp, wallet_account
+from tests.support.wallets import Wallet, new_key, signed_headers, stamp, wallet_account
 
 
 @pytest.fixture

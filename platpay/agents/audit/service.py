@@ -8,7 +8,7 @@ A record's `hash` is HMAC-SHA-256, under the audit key, of `previousHash` and th
 only by someone holding the master key: a rewrite re-hashed without it fails verification. Whoever holds it
 (the running server, an operator with PLATPAY_MASTER_KEY or var/master.key) can rewrite any chain, and
 removing a chain's tail while rewinding its head is undetectable without a copy of the head kept elsewhere
-(README, the audit trail: what it proves and what it does not).
+(docs/agents.md, the audit trail: what it proves and what it does not).
 
 Records written before the chain was keyed (revision 0016) keep their plain SHA-256 `hash`
 (`hashAlgorithm` SHA-256), so what was exported or anchored before stays valid. Revision 0016 sealed each

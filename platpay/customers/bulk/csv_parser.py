@@ -2,7 +2,7 @@
 byte offset where every record ends, the column set, and how a row becomes a POST /customers body.
 Pure: no I/O, no database.
 
-Rules a file must follow (README "Bulk customer import" documents them for users):
+Rules a file must follow (docs/customers-and-accounts.md, "Bulk customer import", documents them for users):
 - UTF-8 text (a leading BOM is allowed), comma-separated, `"` quoting (RFC 4180); quoted cells may hold
   line breaks; lines end in LF, CRLF or CR. Control characters other than tab, CR and LF mean the file is
   binary. One physical line holds at most MAX_LINE_CHARS characters.

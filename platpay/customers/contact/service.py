@@ -37,7 +37,7 @@ from platpay.tenants.context import TenantContext
 CATEGORIES = {
     contact.EMAIL: "customer.verify_email",
     contact.PHONE: "customer.verify_phone",
-}  # README's mailbox
+}  # docs/messages.md's mailbox
 _E164_RE = re.compile(r"\+[1-9][0-9]{1,14}")
 
 

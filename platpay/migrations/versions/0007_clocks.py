@@ -1,6 +1,6 @@
 """clocks
 
-Sandbox tenants' clocks (platpay/clocks, issue 11): sandbox_clocks, one row per tenant whose clock was
+Sandbox tenants' clocks (platpay/clocks: each sandbox tenant's own time): sandbox_clocks, one row per tenant whose clock was
 moved; jobs.due_at, when a tenant job is due on its tenant's clock, with the index the clock's moves
 recompute run_at through; webhook_sandbox_faults (events), a sandbox tenant's webhook delivery faults.
 

@@ -1,4 +1,4 @@
-"""agents: agents, their usage counters, device codes and actions (issue 15)
+"""agents: agents, their usage counters, device codes and actions (AI agents with a payment account)
 
 Revision ID: 0011_agents
 Revises: 0010_cards

@@ -1,4 +1,4 @@
-"""agent_audit: the agents' tamper-evident audit trail, chained per agent (issue 20)
+"""agent_audit: the agents' tamper-evident audit trail, chained per agent (what each agent did, verifiable)
 
 Revision ID: 0012_agent_audit
 Revises: 0011_agents

@@ -1,4 +1,4 @@
-"""agent_token_first_use: when an agent's token first authenticated a request (issue 20, TOKEN_FIRST_USED)
+"""agent_token_first_use: when an agent's token first authenticated a request (the audit trail's TOKEN_FIRST_USED record)
 
 Revision ID: 0013_agent_token_first_use
 Revises: 0012_agent_audit

@@ -1,4 +1,4 @@
-"""cardusd: a card transaction records what the network asked for (issue 27 item 6)
+"""cardusd: a card transaction records what the network asked for (an authorization in another currency than the card's)
 
 `requested_amount` and `requested_currency`: the authorization's amount in the currency the network sent it
 in (USD on a USDB card), beside `authorized_amount` in the card's currency; its clearings and returns are

@@ -1,4 +1,4 @@
-"""audit: the agents' audit chain is keyed (issue 27): HMAC-SHA-256 under a key derived from the master key
+"""audit: the agents' audit chain is keyed, so a record re-hashed without the key fails verify: HMAC-SHA-256 under a key derived from the master key
 
 Records keep the algorithm they were hashed with (`hash_algorithm`): every existing record stays what it is,
 plain SHA-256, so the hashes of exports and heads anchored before this revision stay valid, and every record

@@ -1,4 +1,4 @@
-"""External accounts' ownershipType and longer statuses (issue 28 item 8)
+"""External accounts' ownershipType and longer statuses (the August 2026 reference's account formats and statuses)
 
 `external_accounts.ownership_type` (FIRST_PARTY | THIRD_PARTY, null when the client did not say: existing
 rows stay null, as the reference has no default), and `external_accounts.status` widened from 16 to 32

@@ -1,5 +1,5 @@
 """Cards: per-transaction spending limits, processorRef, 3-D Secure passwords, reveals, card network
-messages beyond authorizations (issue 28 items 4 and 5)
+messages beyond authorizations (the August 2026 reference's card controls and network messages)
 
 - `cards.max_spend_per_transaction` (minor units of the card's currency, null: no limit),
   `cards.processor_ref` (what the processor calls the card) and `cards.three_ds_password_sealed`.

@@ -1,4 +1,4 @@
-"""Customers: the August reference's customer fields and End User Terms (issue 28 items 7 and 10)
+"""Customers: the August reference's customer fields and End User Terms (DRIFT-2026-08 §3 and §4)
 
 customers: `phone_number` (E.164); an individual's identification (`id_type`, `identifier_sealed`: the
 number sealed under the master key, never stored in clear; `country_of_issuance`); its enhanced-due-diligence

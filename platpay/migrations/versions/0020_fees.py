@@ -1,4 +1,4 @@
-"""Platform fees (issue 28 item 9)
+"""Platform fees (the August 2026 reference's feeConfigs and platformFeeOverride)
 
 tenants: `fee_configs` (PlatformConfig.feeConfigs as stored: a JSON list of {feeType, sourceCurrency,
 variableFeeBps, fixedFee: {amount, currency}}); NULL for every existing tenant, which has none.

@@ -1,4 +1,4 @@
-"""txn: transactions as the reference has them since 2026-08 (issue 28 items 1-3)
+"""txn: transactions as the reference has them since 2026-08 (direction, the CARD variant, cancellation)
 
 transactions gain `direction` (CREDIT | DEBIT, from the customer's internal account's point of view),
 `pending_reason`, the outgoing rail fields (`rail_selection_mode`, `expected_settlement_at`,

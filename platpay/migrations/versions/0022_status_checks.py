@@ -1,4 +1,4 @@
-"""status_checks: every status column refuses a value its enum does not have (issue 29 item 1)
+"""status_checks: every status column refuses a value its enum does not have (each status is a StrEnum in its domain's state.py)
 
 Each status/state column gets `CHECK (column IN (...))`, named `ck_<table>_known_<column>` as the models
 declare it (platpay.db.base.check_in); ledger_holds.status and postings.bucket had theirs already. The values

@@ -3,16 +3,14 @@ balances read two ways (the API and the ledger rows), and `platpay ledger verify
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.e2e.pg import PgProbe
 from tests.factories import FULL_PERSON
+from tests.support.pg import PgProbe
 from tests.support.processes import PLATPAY, ProcessManager, process_env
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "REJECTED", "REFUNDED", "EXPIRED"})
@@ -114,13 +112,6 @@ def verify_ledger(processes: ProcessManager, env: dict[str, str]) -> str:
     result = processes.run([PLATPAY, "ledger", "verify"], env=env, timeout=120)
     assert "OK: every balance equals its postings" in result.stdout, result.stdout
     return result.stdout
-
-
-def wait_until(condition: Callable[[], bool], *, timeout: float, message: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, message()
-        time.sleep(0.1)
 
 
 def due_jobs(probe: PgProbe) -> int:

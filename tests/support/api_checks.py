@@ -16,8 +16,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from platpay import BASE_PATH
 from platpay.kit.crypto.webhook_signing import verify_header
 from tests.support.receiver import Received, Reply, WebhookReceiver
-
-Credentials = tuple[str, str]
+from tests.support.server import Credentials
 
 
 def api_client(base_url: str, auth: Credentials | None = None) -> httpx.Client:

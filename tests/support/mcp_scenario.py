@@ -4,7 +4,7 @@ checked against the outputSchema its tool advertises with an independent JSON Sc
 
 `call(name, arguments)` answers the result as it travels on the wire (a JSON object: `content`,
 `structuredContent`, `isError`, `_meta`); `tools` is the `tools/list` answer's `tools` in wire form. The
-agent must hold every permission (tests/agents/support.py's default policy: approval above 5,000 cents),
+agent must hold every permission (tests/support/agents.py's default policy: approval above 5,000 cents),
 its customer an internal USD account funded with at least 100,000 cents and a USD bank account.
 """
 
