@@ -129,7 +129,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
             from platpay.customers import service as customers_service
 
             person = await customers_service.create_customer(
-                session, tenant=tenant, draft={**_draft(), "email": "bench@example.com"}
+                session, tenant=tenant, draft={**_draft(), "email": "bench@example.com"}, settings=settings
             )
             account_id = (
                 await session.execute(
@@ -145,7 +145,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
             assert isinstance(credential, CredentialRow)
             key = p256.generate_private_key()
             await sessions.issue_for_key(
-                session, tenant=tenant, credential=credential, public_key=key.public_key()
+                session, tenant=tenant, credential=credential, public_key=key.public_key(), settings=settings
             )
 
         async def prepare(s: Any, first: bool) -> Any:
@@ -166,7 +166,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
 
         async def first_call() -> dict[str, Any]:
             response = await signed_retry.execute(
-                db, tenant=tenant, signature=WalletSignature(), prepare=prepare, then=then
+                db, tenant=tenant, signature=WalletSignature(), prepare=prepare, then=then, settings=settings
             )
             import json
 
@@ -177,7 +177,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
 
         async def signed(index: int) -> None:
             response = await signed_retry.execute(
-                db, tenant=tenant, signature=headers[index], prepare=prepare, then=then
+                db, tenant=tenant, signature=headers[index], prepare=prepare, then=then, settings=settings
             )
             assert response.status_code == 200, response.body
 

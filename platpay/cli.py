@@ -84,7 +84,11 @@ def _settings(**overrides: object) -> Settings:
     except (ValidationError, SettingsError) as error:
         typer.echo(f"platpay: invalid settings: {_setting_problems(error)}", err=True)
         raise typer.Exit(code=2) from None
-    return base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    settings = base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    from platpay import domains
+
+    domains.wire(settings)  # the provider slots, the jobs' defaults and the master key its commands use
+    return settings
 
 
 def _print_version(value: bool) -> None:

@@ -17,7 +17,9 @@ from platpay.config import Settings
 from platpay.errors import ApiError
 from platpay.events import types as event_types
 from platpay.jobs import registry
+from platpay.jobs import service as jobs_service
 from platpay.kit import providers
+from platpay.kit.crypto import sealing
 from platpay.kit.domain_spec import Domain, Mount
 
 
@@ -52,7 +54,16 @@ def start(settings: Settings) -> None:
     """What every process (server, worker, tests) does before serving: discover the domains, register
     their job handlers and the job plugins, and choose each provider slot's implementation."""
     load_jobs(settings.job_plugins)
+    wire(settings)
     providers.configure_all(settings)
+
+
+def wire(settings: Settings) -> None:
+    """What the process shares, from its settings (also the CLI's, for commands that start no domain): the
+    settings provider slots make their defaults from, the jobs' default attempts, the master key."""
+    providers.use_settings(settings)
+    jobs_service.configure(settings)
+    sealing.use_master_key(settings.master_key, settings.var_dir)
 
 
 def load_jobs(plugins: str = "") -> None:

@@ -145,6 +145,13 @@ async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
         await database.dispose()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _started() -> None:
+    """The process's startup (domains.start: provider slots, the master key) for the tests that use no
+    `db` fixture; `db` starts them again with its test's settings."""
+    domains.start(get_settings())
+
+
 @pytest.fixture(autouse=True)
 def _reset_clock() -> Iterator[None]:
     clock.reset()

@@ -603,28 +603,9 @@ def test_a_row_by_its_id_within_its_tenant_is_read_by_one_helper() -> None:
 
 # Settings are reached one way: the process's wiring reads them (`get_settings()`), endpoints take them from
 # `request.app.state.settings`, jobs from `ctx.settings`, and a service that needs one takes `settings=`.
+# What the whole process shares (the master key, the provider slots, jobs' default attempts) is set once at
+# startup by domains.start (and the CLI), never read from get_settings() where it is used.
 SETTINGS_READERS = {"config.py", "app.py", "cli.py", "migrations/env.py"}
-# Services that still read the process's settings themselves (not yet converted to take `settings=`): this list
-# only shrinks. Several seal with the master key and the var dir, which tests read through get_settings().
-SETTINGS_READERS_TO_CONVERT = {
-    "accounts/external/service.py",
-    "accounts/service.py",
-    "agents/audit/service.py",
-    "cards/service.py",
-    "customers/contact/rules.py",
-    "customers/drafts.py",  # the end-user terms versions a consent may name (moved with the draft rules)
-    "customers/identity.py",
-    "customers/service.py",
-    "jobs/service.py",
-    "kit/idempotency.py",
-    "kit/providers.py",
-    "messages/service.py",
-    "wallets/challenges.py",
-    "wallets/keys.py",
-    "wallets/sessions.py",
-    "wallets/signed/retry.py",
-    "wallets/verification.py",
-}
 
 
 def test_services_take_settings_as_a_parameter() -> None:
@@ -636,10 +617,6 @@ def test_services_take_settings_as_a_parameter() -> None:
                 getattr(node.func, "attr", None),
             ):
                 readers.add(str(path.relative_to(ROOT)))
-    allowed = SETTINGS_READERS | SETTINGS_READERS_TO_CONVERT
-    assert readers <= allowed, (
-        f"get_settings() outside the wiring (take settings= instead): {readers - allowed}"
-    )
-    assert readers >= SETTINGS_READERS_TO_CONVERT, (
-        f"converted, remove from SETTINGS_READERS_TO_CONVERT: {SETTINGS_READERS_TO_CONVERT - readers}"
+    assert readers <= SETTINGS_READERS, (
+        f"get_settings() outside the wiring (take settings= instead): {readers - SETTINGS_READERS}"
     )

@@ -6,7 +6,12 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.accounts.state import BeneficiaryVerificationStatus, ExternalAccountStatus, InternalAccountStatus
+from platpay.accounts.state import (
+    BeneficiaryVerificationStatus,
+    ExternalAccountStatus,
+    InternalAccountStatus,
+    InternalAccountType,
+)
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
@@ -39,6 +44,7 @@ class InternalAccountRow(Base):
             postgresql_where=text("customer_id IS NULL"),
         ),
         check_in("status", InternalAccountStatus),
+        check_in("type", InternalAccountType),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

@@ -72,8 +72,8 @@ class AccountProvider(Protocol):
 
     def review(self, account: NewExternalAccount) -> ExternalReview: ...
 
-    def delay(self, settings: Settings) -> timedelta:
-        """How long a provisioning attempt or a review takes."""
+    def delay(self) -> timedelta:
+        """How long a provisioning attempt or a review takes (what the factory was given at startup)."""
         ...
 
 
@@ -107,7 +107,7 @@ class ImmediateAccounts:
     def review(self, account: NewExternalAccount) -> ExternalReview:
         return ExternalReview()
 
-    def delay(self, settings: Settings) -> timedelta:
+    def delay(self) -> timedelta:
         return timedelta(0)
 
 

@@ -57,6 +57,9 @@ class SandboxAccounts:
     name = "sandbox"
     reads_owner_email = True
 
+    def __init__(self, delay: timedelta = timedelta(0)) -> None:
+        self._delay = delay
+
     def opens_at_once(self, account: NewInternalAccount) -> bool:
         return _provisioning(account) is None
 
@@ -71,10 +74,10 @@ class SandboxAccounts:
             return ExternalReview()
         return _REVIEW.get(suffix, ExternalReview())
 
-    def delay(self, settings: Settings) -> timedelta:
-        return timedelta(seconds=settings.sandbox_account_delay_seconds)
+    def delay(self) -> timedelta:
+        return self._delay
 
 
 @SANDBOX_ACCOUNTS.implementation("sandbox")
 def _sandbox(settings: Settings) -> AccountProvider:
-    return SandboxAccounts()
+    return SandboxAccounts(timedelta(seconds=settings.sandbox_account_delay_seconds))

@@ -29,7 +29,6 @@ from platpay.accounts.state import (
     InternalAccountStatus,
     InternalAccountType,
 )
-from platpay.config import get_settings
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
 from platpay.db.unit_of_work import LeanSession
@@ -130,7 +129,7 @@ async def _open(
             tenant_id=tenant_id,
             account_id=row["id"],
             attempt=1,
-            run_at=now + provider.delay(get_settings()),
+            run_at=now + provider.delay(),
         )
     return rows
 
@@ -194,7 +193,7 @@ async def provision(session: AsyncSession, *, tenant_id: str, account_id: str, a
             tenant_id=tenant_id,
             account_id=account_id,
             attempt=attempt + 1,
-            run_at=now + provider.delay(get_settings()),
+            run_at=now + provider.delay(),
         )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.agents.state import ActionStatus
+from platpay.agents.state import ActionStatus, ActionType
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
 
@@ -92,6 +92,7 @@ class AgentActionRow(Base):
         Index("ix_agent_actions_agent_id", "agent_id"),
         Index("ix_agent_actions_tenant_status", "tenant_id", "status"),
         check_in("status", ActionStatus),
+        check_in("type", ActionType),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

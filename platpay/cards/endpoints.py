@@ -92,6 +92,7 @@ async def create_card(
             form=body.form,
             funding_sources=body.funding_sources,
             platform_card_id=body.platform_card_id,
+            settings=idem.request.app.state.settings,
             max_spend_per_transaction=body.max_spend_per_transaction,
             three_ds_password=body.three_ds_password,
         ),
@@ -121,6 +122,7 @@ async def list_cards(
             session,
             tenant=principal.tenant,
             params=params,
+            settings=request.app.state.settings,
             cardholder_id=cardholder_id,
             account_id=account_id,
             platform_card_id=platform_card_id,
@@ -133,7 +135,9 @@ async def list_cards(
 async def get_card(id: str, request: Request, principal: Principal = Viewer) -> Card:
     """Get one card."""
     async with get_db(request).read() as session:
-        return await cards_service.get_card(session, tenant=principal.tenant, card_id=id)
+        return await cards_service.get_card(
+            session, tenant=principal.tenant, card_id=id, settings=request.app.state.settings
+        )
 
 
 @router.patch(
@@ -158,7 +162,7 @@ async def update_card(
             s, tenant=principal.tenant, card_id=id, change=change
         ),
         then=lambda s, proof: cards_service.update_card(
-            s, tenant=principal.tenant, card_id=id, change=change
+            s, tenant=principal.tenant, card_id=id, change=change, settings=signed.request.app.state.settings
         ),
     )
 
@@ -172,7 +176,9 @@ async def update_card(
 async def reveal_card(id: str, request: Request, principal: Principal = Manager) -> CardRevealResponse:
     """Mint a short-lived, single-use URL of the page showing the card's number, expiry and CVV (audited)."""
     async with get_db(request).transaction() as session:
-        return await cards_service.reveal(session, principal=principal, card_id=id)
+        return await cards_service.reveal(
+            session, principal=principal, card_id=id, settings=request.app.state.settings
+        )
 
 
 @router.get(

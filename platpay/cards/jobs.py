@@ -22,6 +22,7 @@ async def provision(ctx: JobContext) -> None:
             tenant_id=ctx.tenant_id or "",
             card_id=ctx.payload["cardId"],
             outcome=ctx.payload["outcome"],
+            settings=ctx.settings,
         )
 
 

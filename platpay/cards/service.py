@@ -49,14 +49,14 @@ from platpay.cards.models import CardRow
 from platpay.cards.schemas import Card, CardRevealResponse
 from platpay.cards.state import CARD, PATCH_TRIGGERS, CardState, CardTrigger
 from platpay.clocks import service as clocks_service
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.customers.state import KycStatus
 from platpay.errors import Conflict, InvalidInput, NotFound, invalid_field
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
-from platpay.kit.crypto.sealing import get_sealer, load_master_key
+from platpay.kit.crypto.sealing import load_master_key, master_key_source, process_sealer
 from platpay.kit.ids import new_id, uuid7
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.tenants.context import TenantContext
@@ -80,18 +80,17 @@ def _password_digest_key(configured: str | None, var_dir: Path) -> bytes:
 def password_digest(password: str) -> str:
     """A keyed digest of a 3-D Secure password: what POST /cards' idempotency fingerprint takes in its place
     (the same password is the same request; the stored fingerprint tells nothing of it)."""
-    settings = get_settings()
-    key = _password_digest_key(settings.master_key, settings.var_dir)
+    key = _password_digest_key(*master_key_source())
     return "hmac-sha256:" + hmac.new(key, password.encode(), hashlib.sha256).hexdigest()
 
 
-def pan_embed_url(card: CardRow) -> str | None:
+def pan_embed_url(card: CardRow, settings: Settings) -> str | None:
     if card.embed_token is None or card.state == CardState.CLOSED:
         return None
-    return f"{get_settings().base_url()}/card-embed/{card.embed_token}"
+    return f"{settings.base_url()}/card-embed/{card.embed_token}"
 
 
-def to_schema(card: CardRow, sources: list[str]) -> Card:
+def to_schema(card: CardRow, sources: list[str], settings: Settings) -> Card:
     return Card(
         id=card.id,
         cardholder_id=card.cardholder_id,
@@ -103,7 +102,7 @@ def to_schema(card: CardRow, sources: list[str]) -> Card:
         last4=card.last4,
         exp_month=card.exp_month,
         exp_year=card.exp_year,
-        pan_embed_url=pan_embed_url(card),
+        pan_embed_url=pan_embed_url(card, settings),
         funding_sources=sources,
         max_spend_per_transaction=card.max_spend_per_transaction,
         currency=card.currency,
@@ -114,8 +113,8 @@ def to_schema(card: CardRow, sources: list[str]) -> Card:
     )
 
 
-async def render(session: AsyncSession, card: CardRow) -> Card:
-    return to_schema(card, (await repository.sources_of(session, [card.id]))[card.id])
+async def render(session: AsyncSession, card: CardRow, settings: Settings) -> Card:
+    return to_schema(card, (await repository.sources_of(session, [card.id]))[card.id], settings)
 
 
 async def load(session: AsyncSession, *, tenant_id: str, card_id: str, lock: str | None = None) -> CardRow:
@@ -177,6 +176,7 @@ async def issue_card(
     form: str,
     funding_sources: list[str],
     platform_card_id: str | None = None,
+    settings: Settings,
     max_spend_per_transaction: int | None = None,
     three_ds_password: str | None = None,
 ) -> Card:
@@ -217,7 +217,7 @@ async def issue_card(
         funding_sources,
     )
     plan = providers.issuer_for(tenant).provisioning(
-        platform_card_id=platform_card_id or "", cardholder_id=cardholder_id, settings=get_settings()
+        platform_card_id=platform_card_id or "", cardholder_id=cardholder_id, settings=settings
     )
     if plan.outcome != providers.STAY_PENDING:
         await jobs_service.enqueue(
@@ -227,7 +227,7 @@ async def issue_card(
             tenant_id=tenant.id,
             run_at=now + plan.delay,
         )
-    return to_schema(card, funding_sources)
+    return to_schema(card, funding_sources, settings)
 
 
 async def _move(
@@ -239,14 +239,16 @@ async def _move(
     card.updated_at = clock.now()
 
 
-async def _emit(session: AsyncSession, card: CardRow, event: str) -> Card:
+async def _emit(session: AsyncSession, card: CardRow, event: str, settings: Settings) -> Card:
     await session.flush()
-    rendered = await render(session, card)
+    rendered = await render(session, card, settings)
     await events_service.emit(session, tenant_id=card.tenant_id, type=event, resource=rendered)
     return rendered
 
 
-async def provision(session: AsyncSession, *, tenant_id: str, card_id: str, outcome: str) -> None:
+async def provision(
+    session: AsyncSession, *, tenant_id: str, card_id: str, outcome: str, settings: Settings
+) -> None:
     """The issuer's answer for a PENDING_ISSUE card: ACTIVE with its details, or CLOSED (ISSUER_REJECTED).
     A card no longer pending (a job run twice) is left alone."""
     card = await load(session, tenant_id=tenant_id, card_id=card_id, lock="update")
@@ -263,20 +265,20 @@ async def provision(session: AsyncSession, *, tenant_id: str, card_id: str, outc
     else:
         await _move(session, card, CardTrigger.ISSUER_REJECTED, reason="ISSUER_REJECTED")
         await repository.replace_sources(session, card=card, account_ids=[])
-    await _emit(session, card, STATE_CHANGE)
+    await _emit(session, card, STATE_CHANGE, settings)
 
 
-async def get_card(session: AsyncSession, *, tenant: TenantContext, card_id: str) -> Card:
-    return await render(session, await load(session, tenant_id=tenant.id, card_id=card_id))
+async def get_card(session: AsyncSession, *, tenant: TenantContext, card_id: str, settings: Settings) -> Card:
+    return await render(session, await load(session, tenant_id=tenant.id, card_id=card_id), settings)
 
 
 async def list_cards(
-    session: AsyncSession, *, tenant: TenantContext, params: PageParams, **filters: Any
+    session: AsyncSession, *, tenant: TenantContext, params: PageParams, settings: Settings, **filters: Any
 ) -> tuple[PageResult[CardRow], list[Card]]:
     stmt = repository.card_query(tenant_id=tenant.id, **filters)
     page = await paginate(session, stmt, id_column=CardRow.id, params=params)
     sources = await repository.sources_of(session, [card.id for card in page.items])
-    return page, [to_schema(card, sources[card.id]) for card in page.items]
+    return page, [to_schema(card, sources[card.id], settings) for card in page.items]
 
 
 async def embed_page_card(session: AsyncSession, *, token: str) -> tuple[CardRow, Any] | None:
@@ -377,7 +379,7 @@ async def update_intent(
 
 
 async def update_card(
-    session: AsyncSession, *, tenant: TenantContext, card_id: str, change: CardChange
+    session: AsyncSession, *, tenant: TenantContext, card_id: str, change: CardChange, settings: Settings
 ) -> Card:
     """The PATCH itself, after `update_intent` checked it in this transaction (the card is locked). A new
     limit takes effect for the authorizations decided after this commits (they read it with the card, under
@@ -395,20 +397,19 @@ async def update_card(
             await repository.replace_sources(session, card=card, account_ids=[])
         else:
             await _move(session, card, PATCH_TRIGGERS[target])
-        rendered = await _emit(session, card, STATE_CHANGE)
+        rendered = await _emit(session, card, STATE_CHANGE, settings)
     if change.funding_sources is not None:
         await repository.replace_sources(session, card=card, account_ids=list(change.funding_sources))
         card.updated_at = clock.now()
-        rendered = await _emit(session, card, FUNDING_SOURCE_CHANGE)
+        rendered = await _emit(session, card, FUNDING_SOURCE_CHANGE, settings)
     if rendered is None:
         await session.flush()
-        rendered = await render(session, card)
+        rendered = await render(session, card, settings)
     return rendered
 
 
 def _sealer() -> Any:
-    settings = get_settings()
-    return get_sealer(settings.master_key, settings.var_dir)
+    return process_sealer()
 
 
 def _token_digest(token: str) -> str:
@@ -419,7 +420,9 @@ def is_reveal_token(token: str) -> bool:
     return token.startswith(REVEAL_TOKEN_PREFIX)
 
 
-async def reveal(session: AsyncSession, *, principal: Principal, card_id: str) -> CardRevealResponse:
+async def reveal(
+    session: AsyncSession, *, principal: Principal, card_id: str, settings: Settings
+) -> CardRevealResponse:
     """POST /cards/{id}/reveal: a URL of the card page that shows once, before it expires; the reveal is
     recorded with who asked (see the module). 409 for a card with no number to show: not yet issued, or
     closed."""
@@ -441,13 +444,13 @@ async def reveal(session: AsyncSession, *, principal: Principal, card_id: str) -
             "actor": f"{principal.kind}:{principal.id}",
             "token_digest": _token_digest(token),
             "created_at": now,
-            "expires_at": now + timedelta(seconds=get_settings().card_reveal_seconds),
+            "expires_at": now + timedelta(seconds=settings.card_reveal_seconds),
             "used_at": None,
         },
     )
     log.info("cards.reveal", card_id=card.id, reveal_id=row.id, actor=row.actor, expires_at=row.expires_at)
     return CardRevealResponse(
-        pan_embed_url=f"{get_settings().base_url()}/card-embed/{token}", expires_at=row.expires_at
+        pan_embed_url=f"{settings.base_url()}/card-embed/{token}", expires_at=row.expires_at
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.customers import validators as v
 from platpay.customers.errors import (
     EndUserTermsVersionNotFound,
@@ -84,6 +84,7 @@ def _check_fields(
     today: date,
     creating: bool,
     customer_type: str | None,
+    settings: Settings,
     row: CustomerRow | None = None,
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Validate the fields present in `draft`; returns normalized values (snake_case) and problems.
@@ -118,7 +119,7 @@ def _check_fields(
         )
     consent = draft.get("end_user_terms_consent")
     if consent is not None:
-        problems += v.check_consent(consent, now=clock.now(), versions=end_user_terms_versions())
+        problems += v.check_consent(consent, now=clock.now(), versions=end_user_terms_versions(settings))
         values["end_user_terms_consent"] = _consent_record(consent)
     if draft.get("id_type") is not None:
         values["country_of_issuance"] = draft.get("country_of_issuance") or v.ID_COUNTRY
@@ -162,10 +163,10 @@ def _consent_record(consent: dict[str, Any]) -> dict[str, Any]:
     ).model_dump(mode="json", by_alias=True)
 
 
-def end_user_terms_versions() -> tuple[str, ...]:
+def end_user_terms_versions(settings: Settings) -> tuple[str, ...]:
     """The versions an acceptance may name: the current one only (a consent to an earlier version stays on
     the customer, but no longer counts)."""
-    return (get_settings().end_user_terms_version,)
+    return (settings.end_user_terms_version,)
 
 
 def provider_required(codes: list[str]) -> dict[str, list[str]]:
@@ -192,11 +193,16 @@ def _provider_problems(
 
 
 def create_problems(
-    draft: Mapping[str, Any], *, tenant: TenantContext, today: date, customer_type: str | None
+    draft: Mapping[str, Any],
+    *,
+    tenant: TenantContext,
+    today: date,
+    customer_type: str | None,
+    settings: Settings,
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Every rule problem of a create body (SPEC §2), and its normalized values."""
     values, problems = _check_fields(
-        draft, tenant=tenant, today=today, creating=True, customer_type=customer_type
+        draft, tenant=tenant, today=today, creating=True, customer_type=customer_type, settings=settings
     )
     if customer_type is not None:
         merged = {"customer_type": customer_type, **values}
@@ -230,6 +236,7 @@ def update_problems(
     tenant: TenantContext,
     today: date,
     customer_type: str | None,
+    settings: Settings,
 ) -> tuple[dict[str, Any], list[v.Problem]]:
     """Every rule problem of a PATCH body against the customer `row` (None: not known, so the checks that
     compare with it are skipped), and the values to set."""
@@ -247,7 +254,13 @@ def update_problems(
             problems.append(v.Problem(name, "cannot be null: omit it (an address is replaced as a whole)"))
     draft = _without_nulls(draft)
     values, field_problems = _check_fields(
-        draft, tenant=tenant, today=today, creating=False, customer_type=customer_type, row=row
+        draft,
+        tenant=tenant,
+        today=today,
+        creating=False,
+        customer_type=customer_type,
+        settings=settings,
+        row=row,
     )
     problems += field_problems
     if "business_info" in values and row is not None:
@@ -310,6 +323,7 @@ def problems_beside_schema_errors(
     *,
     model: type[CustomerCreateRequestOneOf | CustomerUpdateRequestOneOf],
     tenant: TenantContext,
+    settings: Settings,
     row: CustomerRow | None = None,
 ) -> list[v.Problem]:
     """A create or PATCH body that failed schema validation at `failed` (locations of the body's fields,
@@ -327,9 +341,13 @@ def problems_beside_schema_errors(
         customer_type = None
     today = clock.now().date()
     if model is CustomerCreateRequestOneOf:
-        _, problems = create_problems(draft, tenant=tenant, today=today, customer_type=customer_type)
+        _, problems = create_problems(
+            draft, tenant=tenant, today=today, customer_type=customer_type, settings=settings
+        )
     else:
-        _, problems = update_problems(draft, row=row, tenant=tenant, today=today, customer_type=customer_type)
+        _, problems = update_problems(
+            draft, row=row, tenant=tenant, today=today, customer_type=customer_type, settings=settings
+        )
     named = {".".join(str(part) for part in loc) for loc in failed}
     return [p for p in problems if not _overlaps(p.field, named)]
 

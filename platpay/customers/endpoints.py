@@ -70,6 +70,7 @@ async def _with_rule_problems(request: Request, error: RequestValidationError) -
         [tuple(e["loc"])[1:] for e in body_errors],
         model=model,
         tenant=principal.tenant,
+        settings=request.app.state.settings,
         row=row,
     )
     if not problems:
@@ -113,7 +114,10 @@ async def create_customer(
     """Create an INDIVIDUAL or BUSINESS customer; its internal accounts are opened with it."""
 
     return await idem.run(
-        body, lambda s: customers_service.create_customer(s, tenant=principal.tenant, draft=body.draft())
+        body,
+        lambda s: customers_service.create_customer(
+            s, tenant=principal.tenant, draft=body.draft(), settings=idem.request.app.state.settings
+        ),
     )
 
 
@@ -162,16 +166,16 @@ async def list_customers(
 
 # Before /customers/{customerId}, which would take "end-user-terms" for an id.
 @router.get("/customers/end-user-terms", operation_id="getEndUserTerms", response_model=EndUserTerms)
-async def get_end_user_terms(principal: Principal = Viewer) -> EndUserTerms:
+async def get_end_user_terms(request: Request, principal: Principal = Viewer) -> EndUserTerms:
     """Get the current End User Terms: the version a customer's endUserTermsConsent names, and its URL."""
-    return customers_service.end_user_terms()
+    return customers_service.end_user_terms(request.app.state.settings)
 
 
 @page_router.get(f"{customers_service.TERMS_PAGE_PATH}/{{version}}", response_class=HTMLResponse)
-async def end_user_terms_page(version: str) -> HTMLResponse:
+async def end_user_terms_page(version: str, request: Request) -> HTMLResponse:
     """The End User Terms' default URL: a placeholder page (set PLATPAY_END_USER_TERMS_URL to your
     provider's terms)."""
-    current = customers_service.end_user_terms().version
+    current = customers_service.end_user_terms(request.app.state.settings).version
     if version != current:
         return HTMLResponse(_terms_html("Not found", f"No End User Terms {version!r}."), status_code=404)
     return HTMLResponse(
@@ -231,6 +235,7 @@ async def update_customer(
             tenant=principal.tenant,
             customer_id=customerId,
             changes=body.draft(),
+            settings=request.app.state.settings,
             wallet_signature=wallet_signature,
         )
     if isinstance(updated, SignedRequestChallenge):

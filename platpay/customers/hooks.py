@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.config import Settings
 from platpay.customers.schemas import BeneficialOwner
 from platpay.kit.hooks import HookPoint
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
@@ -54,7 +55,9 @@ class EmailChange:
 
 
 class EmailChanging(Protocol):
-    async def __call__(self, session: AsyncSession, *, change: EmailChange) -> SignedRequestChallenge | None:
+    async def __call__(
+        self, session: AsyncSession, *, change: EmailChange, settings: Settings
+    ) -> SignedRequestChallenge | None:
         """None: the change may go ahead (nothing depends on the old email, or the signed retry was
         verified and the subscriber updated what it ties to the email in this transaction). A challenge:
         the PATCH answers 202 with it and changes nothing. An ApiError refuses the PATCH."""

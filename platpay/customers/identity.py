@@ -9,15 +9,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from platpay.config import get_settings
-from platpay.kit.crypto.sealing import Sealer, get_sealer, load_master_key
+from platpay.kit.crypto.sealing import Sealer, load_master_key, master_key_source, process_sealer
 
 _FINGERPRINT_LABEL = b"platpay customers: identifier fingerprint key v1"
 
 
 def _sealer() -> Sealer:
-    settings = get_settings()
-    return get_sealer(settings.master_key, settings.var_dir)
+    return process_sealer()
 
 
 def _purpose(customer_id: str) -> str:
@@ -37,8 +35,7 @@ def fingerprint(customer_id: str, identifier: str) -> str:
     retry of an email change binds the PATCH's fields into its payloadToSign): the same identifier gives
     the same value, and nobody without the master key can test guesses against it (a plain hash of a
     nine-digit number could be reversed by trying them all)."""
-    settings = get_settings()
-    key = hmac.new(load_master_key(settings.master_key, settings.var_dir), _FINGERPRINT_LABEL, hashlib.sha256)
+    key = hmac.new(load_master_key(*master_key_source()), _FINGERPRINT_LABEL, hashlib.sha256)
     return (
         "hmac-sha256:"
         + hmac.new(key.digest(), f"{customer_id}\x00{identifier}".encode(), hashlib.sha256).hexdigest()

@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.customers import drafts as customer_drafts
 from platpay.customers import hooks, identity, repository, sandbox
 from platpay.customers import validators as v
@@ -63,10 +63,9 @@ class Outcome:
     problems: list[v.Problem] = field(default_factory=list)
 
 
-def end_user_terms() -> EndUserTerms:
+def end_user_terms(settings: Settings) -> EndUserTerms:
     """GET /customers/end-user-terms: the current version (PLATPAY_END_USER_TERMS_VERSION) and where it is
     read (PLATPAY_END_USER_TERMS_URL, else platpay's own page)."""
-    settings = get_settings()
     version = settings.end_user_terms_version
     url = settings.end_user_terms_url or f"{settings.base_url().rstrip('/')}{TERMS_PAGE_PATH}/{version}"
     return EndUserTerms(version=version, url=url)
@@ -80,7 +79,7 @@ def _generated_uma(tenant: TenantContext) -> str:
 
 
 async def create_many(
-    session: AsyncSession, *, tenant: TenantContext, drafts: list[CustomerDraft]
+    session: AsyncSession, *, tenant: TenantContext, drafts: list[CustomerDraft], settings: Settings
 ) -> list[Outcome]:
     """Validate and insert customers (and, through hooks.on_created, their internal accounts) as one batch;
     refused drafts are reported, not raised, so a bulk import can record them per row while the rest are
@@ -96,7 +95,7 @@ async def create_many(
             )
             continue
         values, problems = customer_drafts.create_problems(
-            draft, tenant=tenant, today=today, customer_type=draft["customer_type"]
+            draft, tenant=tenant, today=today, customer_type=draft["customer_type"], settings=settings
         )
         if problems:
             outcomes.append(Outcome(problems=problems))
@@ -199,10 +198,12 @@ def _duplicate_error(error: IntegrityError) -> ApiError:
     )
 
 
-async def create_customer(session: AsyncSession, *, tenant: TenantContext, draft: CustomerDraft) -> Customer:
+async def create_customer(
+    session: AsyncSession, *, tenant: TenantContext, draft: CustomerDraft, settings: Settings
+) -> Customer:
     """POST /customers: one customer from the fields `draft` gives (see customers/types.py)."""
     try:
-        [outcome] = await create_many(session, tenant=tenant, drafts=[draft])
+        [outcome] = await create_many(session, tenant=tenant, drafts=[draft], settings=settings)
     except IntegrityError as error:  # a concurrent create took the same unique value between check and insert
         # Raising rolls the transaction (or the idempotency savepoint around it) back, so no own savepoint.
         raise _duplicate_error(error) from None
@@ -337,6 +338,7 @@ async def update_customer(
     tenant: TenantContext,
     customer_id: str,
     changes: CustomerDraft,
+    settings: Settings,
     wallet_signature: WalletSignature | None = None,
 ) -> Customer | SignedRequestChallenge:
     """PATCH /customers/{id}: set the fields `changes` gives (customer_type required); a field absent keeps
@@ -347,7 +349,12 @@ async def update_customer(
     row = await load_active(session, tenant_id=tenant.id, customer_id=customer_id, for_update=True)
     draft: dict[str, Any] = dict(changes)
     values, problems = customer_drafts.update_problems(
-        draft, row=row, tenant=tenant, today=clock.now().date(), customer_type=draft["customer_type"]
+        draft,
+        row=row,
+        tenant=tenant,
+        today=clock.now().date(),
+        customer_type=draft["customer_type"],
+        settings=settings,
     )
     if problems:
         raise customer_drafts.refusal(problems)
@@ -387,7 +394,7 @@ async def update_customer(
             wallet_signature=wallet_signature or WalletSignature(),
         )
         for on_email_changing in hooks.on_email_changing.subscribers():
-            challenge = await on_email_changing(session, change=change)
+            challenge = await on_email_changing(session, change=change, settings=settings)
             if challenge is not None:
                 return challenge
     identifier = values.pop("identifier", None)
@@ -556,13 +563,13 @@ def _refuse_blocked(row: CustomerRow, *, receiving: bool) -> None:
         )
 
 
-def ensure_end_user_terms_accepted(row: CustomerRow, *, tenant: TenantContext) -> None:
+def ensure_end_user_terms_accepted(row: CustomerRow, *, tenant: TenantContext, settings: Settings) -> None:
     """403 END_USER_TERMS_NOT_ACCEPTED when the platform requires the End User Terms
     (PlatformConfig.endUserTermsRequired, off by default) and the customer has no acceptance of the current
     version on file. Called where the reference requires it: creating a quote for the customer."""
     if not tenant.end_user_terms_required:
         return
-    current = get_settings().end_user_terms_version
+    current = settings.end_user_terms_version
     accepted = (row.end_user_terms_consent or {}).get("termsVersion")
     if accepted != current:
         had = f"it accepted {accepted!r}" if accepted else "it has accepted none"

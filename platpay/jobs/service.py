@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import repository
 from platpay.jobs.registry import DEFAULT_LANE
@@ -22,6 +22,21 @@ from platpay.kit import clock
 from platpay.kit.ids import new_id
 
 ENQUEUED_FLAG = "platpay_jobs_enqueued"  # session.info: the lanes this transaction queued jobs in
+
+# The attempts a job gets when its enqueue names none (PLATPAY_JOB_MAX_ATTEMPTS): set once at startup.
+_max_attempts: int | None = None
+
+
+def configure(settings: Settings) -> None:
+    """Startup (domains.start): what `enqueue` takes from the settings."""
+    global _max_attempts
+    _max_attempts = settings.job_max_attempts
+
+
+def _default_max_attempts() -> int:
+    if _max_attempts is None:
+        raise RuntimeError("a job enqueued before startup configured the jobs (domains.start)")
+    return _max_attempts
 
 
 def _queued_in(session: LeanSession, lane: str) -> None:
@@ -76,7 +91,7 @@ async def enqueue(
             "run_at": real_run_at,
             "due_at": due_at,
             "attempts": 0,
-            "max_attempts": max_attempts or get_settings().job_max_attempts,
+            "max_attempts": max_attempts or _default_max_attempts(),
             "lease_until": None,
             "lease_token": None,
             "dedupe_key": dedupe_key,

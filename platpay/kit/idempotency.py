@@ -48,7 +48,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.db import lean
 from platpay.db.base import Base
 from platpay.db.database import Database
@@ -142,8 +142,7 @@ def render(body: Any) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _sealer() -> Sealer:
-    settings = get_settings()
+def _sealer(settings: Settings) -> Sealer:
     return get_sealer(settings.master_key, settings.var_dir)
 
 
@@ -166,6 +165,7 @@ async def execute(
     key: str | None,
     request_fingerprint: str,
     operation: Operation | LeanFirst[tuple[int, Any]],
+    settings: Settings,
     on_refusal: OnRefusal | None = None,
 ) -> Response:
     """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). A `LeanFirst`
@@ -174,17 +174,17 @@ async def execute(
     if not isinstance(operation, LeanFirst):
         return await _execute(
             db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation,
-            lean=False, on_refusal=on_refusal,
+            lean=False, on_refusal=on_refusal, settings=settings,
         )  # fmt: skip
     try:
         return await _execute(
             db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation.lean,
-            lean=True, on_refusal=on_refusal,
+            lean=True, on_refusal=on_refusal, settings=settings,
         )  # fmt: skip
     except Raced:  # its transaction rolled back: the careful attempt, from the start
         return await _execute(
             db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint,
-            operation=operation.careful, lean=False, on_refusal=on_refusal,
+            operation=operation.careful, lean=False, on_refusal=on_refusal, settings=settings,
         )  # fmt: skip
 
 
@@ -197,6 +197,7 @@ async def _execute(
     operation: Operation,
     lean: bool,
     on_refusal: OnRefusal | None,
+    settings: Settings,
 ) -> Response:
     """`execute` of one attempt; `lean`: the operation is a LeanOperation (it runs only lean statements), so
     without a key it runs in `db.lean_transaction()`."""
@@ -220,6 +221,7 @@ async def _execute(
                 fingerprint=request_fingerprint,
                 operation=operation,
                 on_refusal=on_refusal,
+                settings=settings,
             )
         except _StoredMeanwhile:
             # A duplicate committed its answer just before this request took the key (see _claim): this
@@ -240,16 +242,25 @@ async def _execute_once(
     fingerprint: str,
     operation: Operation,
     on_refusal: OnRefusal | None,
+    settings: Settings,
 ) -> Response:
     try:
         async with db.transaction() as session:
-            stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
+            stored = await _claim(
+                session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+            )
             if stored is not None:
                 return stored
             status, body = await operation(session)
             rendered = render(body)
             await _store(
-                session, tenant_id=tenant_id, key=key, fingerprint=fingerprint, status=status, body=rendered
+                session,
+                tenant_id=tenant_id,
+                key=key,
+                fingerprint=fingerprint,
+                status=status,
+                body=rendered,
+                settings=settings,
             )
         return _response(status, rendered, replayed=False)
     except ApiError as error:
@@ -262,7 +273,9 @@ async def _execute_once(
     # with whatever `on_refusal` writes beside it (a failed store rolls that back too).
     write = on_refusal(refusal) if on_refusal is not None else None
     async with db.transaction() as session:
-        stored = await _claim(session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint)
+        stored = await _claim(
+            session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+        )
         if stored is not None:
             return stored
         if write is not None:
@@ -275,6 +288,7 @@ async def _execute_once(
             fingerprint=fingerprint,
             status=refusal.status,
             body=rendered,
+            settings=settings,
         )
     return _response(refusal.status, rendered, replayed=False)
 
@@ -290,7 +304,7 @@ def _is_answer(error: ApiError) -> bool:
 
 
 async def _claim(
-    session: AsyncSession, db: Database, *, tenant_id: str, key: str, fingerprint: str
+    session: AsyncSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
 ) -> Response | None:
     """Own `key` for this transaction: None when it has no live stored response (run the operation),
     else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
@@ -325,12 +339,19 @@ async def _claim(
             "token); use a new key for a new request",
             details={"reason": IdempotencyKeyReused.reason, "idempotencyKey": key},
         )
-    body_bytes = _sealer().open(response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
+    body_bytes = _sealer(settings).open(response_body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}")
     return _response(response_status, body_bytes, replayed=True)
 
 
 async def _store(
-    session: AsyncSession, *, tenant_id: str, key: str, fingerprint: str, status: int, body: bytes
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    key: str,
+    fingerprint: str,
+    status: int,
+    body: bytes,
+    settings: Settings,
 ) -> None:
     now = clock.real_now()
     try:
@@ -342,9 +363,9 @@ async def _store(
                 "key": key,
                 "fingerprint": fingerprint,
                 "response_status": status,
-                "response_body": _sealer().seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
+                "response_body": _sealer(settings).seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
                 "created_at": now,
-                "expires_at": now + timedelta(hours=get_settings().idempotency_retention_hours),
+                "expires_at": now + timedelta(hours=settings.idempotency_retention_hours),
             },
         )
     except IntegrityError as error:  # the key's primary key: a duplicate stored it meanwhile
@@ -420,6 +441,7 @@ class Idempotent:
                 caller=getattr(state, "caller", None),
             ),
             operation=run,
+            settings=request.app.state.settings,
             on_refusal=on_refusal,
         )
 

@@ -23,13 +23,16 @@ import importlib
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 
 P = TypeVar("P")
 Factory = Callable[[Settings], Any]
 DefaultName = str | Callable[[Settings], str]
 
 _SLOTS: list[Slot[Any]] = []
+# The process's settings (startup: configure_all, or use_settings where no domain is loaded, as in the CLI's
+# commands): a slot not configured from them (registered later) makes its default implementation from them.
+_started: Settings | None = None
 
 
 class ProviderNotFound(LookupError):
@@ -42,6 +45,9 @@ class Slot(Generic[P]):
         self.default = default
         self._factories: dict[str, Factory] = {}
         self._current: P | None = None
+        self._settings: Settings | None = (
+            None  # the ones `configure` chose with: the default's, after use(None)
+        )
         _SLOTS.append(self)
 
     def implementation(self, name: str) -> Callable[[Factory], Factory]:
@@ -70,6 +76,7 @@ class Slot(Generic[P]):
                 "and not an import path like package.module:factory"
             )
         self._current = factory(settings)
+        self._settings = settings
         return self._current
 
     def use(self, implementation: P | None) -> None:
@@ -78,12 +85,23 @@ class Slot(Generic[P]):
 
     def get(self) -> P:
         if self._current is None:
-            settings = get_settings()
+            settings = self._settings or _started
+            if settings is None:
+                raise RuntimeError(
+                    f"provider slot {self.setting!r} used before configure_all(settings) (domains.start)"
+                )
             self._current = self._factories[self.default_name(settings)](settings)
         return self._current
 
 
 def configure_all(settings: Settings) -> None:
     """Choose every slot's implementation from the settings (startup; raises on an unknown name)."""
+    use_settings(settings)
     for slot in _SLOTS:
         slot.configure(settings)
+
+
+def use_settings(settings: Settings) -> None:
+    """The process's settings, for the slots' default implementations (see `_started`)."""
+    global _started
+    _started = settings

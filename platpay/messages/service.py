@@ -23,12 +23,12 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.errors import invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
-from platpay.kit.crypto.sealing import Sealer, get_sealer
+from platpay.kit.crypto.sealing import Sealer, process_sealer
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.messages import providers, repository
@@ -132,8 +132,7 @@ async def send_sms(session: AsyncSession, *, tenant: TenantContext, to: str, tex
 
 
 def _sealer() -> Sealer:
-    settings = get_settings()  # the process's master key, as kit/idempotency.py seals with
-    return get_sealer(settings.master_key, settings.var_dir)
+    return process_sealer()  # the process's master key, as kit/idempotency.py seals with
 
 
 async def _queue(

@@ -8,7 +8,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, JsonType, UtcDateTime
-from platpay.payments.state import ApprovalState, TransactionStatus
+from platpay.payments.state import ApprovalState, TransactionKind, TransactionStatus, TransactionType
 from platpay.payments.types import TransactionDestination, TransactionSource
 
 
@@ -28,6 +28,8 @@ class TransactionRow(Base):
         Index("ix_transactions_tenant_created", "tenant_id", "created_at", "id"),
         check_in("status", TransactionStatus),
         check_in("approval_state", ApprovalState),
+        check_in("type", TransactionType),
+        check_in("kind", TransactionKind),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)

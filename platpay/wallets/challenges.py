@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import invalid_field
 from platpay.kit import clock
@@ -28,7 +28,12 @@ from platpay.wallets.signed.retry import activity_payload, canonical
 
 
 async def reissue_challenge(
-    session: AsyncSession, *, tenant: TenantContext, credential_id: str, client_public_key: str | None
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    credential_id: str,
+    client_public_key: str | None,
+    settings: Settings,
 ) -> AuthMethodResponse | PasskeyAuthChallenge:
     """POST /auth/credentials/{id}/challenge: a new OTP (EMAIL_OTP) or a passkey login challenge."""
     now = clock.now(tenant)
@@ -55,7 +60,7 @@ async def reissue_challenge(
         now_ms=int(now.timestamp() * 1000),
     )
     challenge = passkeys.session_challenge(body)
-    expires_at = now + timedelta(seconds=get_settings().wallet_challenge_ttl_seconds)
+    expires_at = now + timedelta(seconds=settings.wallet_challenge_ttl_seconds)
     await repository.insert_challenge(
         session,
         {

@@ -229,6 +229,7 @@ async def add_credential(
         prepare=lambda s, first: register_intent(s, tenant=tenant, new=new, settings=settings, first=first),
         then=lambda s, proof: register(s, tenant=tenant, new=new, settings=settings, signed=proof),
         status=201,
+        settings=settings,
     )
 
 

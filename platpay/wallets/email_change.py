@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.config import Settings
 from platpay.customers import hooks as customers_hooks
 from platpay.customers.hooks import EmailChange
 from platpay.kit import clock
@@ -24,7 +25,7 @@ OPERATION = "customers.update_email"
 
 @customers_hooks.on_email_changing.subscribe
 async def authorize_email_change(
-    session: AsyncSession, *, change: EmailChange
+    session: AsyncSession, *, change: EmailChange, settings: Settings
 ) -> SignedRequestChallenge | None:
     tenant = change.tenant
     tied = await repository.email_otp_credentials_of_customer(
@@ -49,7 +50,7 @@ async def authorize_email_change(
         context={"credentialIds": tied_ids},
     )
     if change.wallet_signature.absent:
-        return await signed_retry.begin(session, tenant=tenant, intent=intent)
+        return await signed_retry.begin(session, tenant=tenant, intent=intent, settings=settings)
     signed = await signed_retry.complete(
         session, tenant=tenant, intent=intent, signature=change.wallet_signature
     )

@@ -336,7 +336,12 @@ async def refresh_auth_session(
             s, tenant=principal.tenant, session_id=id, client_public_key=key, first=first
         ),
         then=lambda s, proof: sessions.refresh(
-            s, tenant=principal.tenant, session_id=id, client_public_key=key, signed=proof
+            s,
+            tenant=principal.tenant,
+            session_id=id,
+            client_public_key=key,
+            signed=proof,
+            settings=signed.request.app.state.settings,
         ),
     )
 

@@ -17,10 +17,9 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric import ec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import get_settings
 from platpay.kit import clock
 from platpay.kit.crypto import p256
-from platpay.kit.crypto.sealing import Sealer, get_sealer, load_master_key
+from platpay.kit.crypto.sealing import Sealer, load_master_key, master_key_source, process_sealer
 from platpay.tenants.context import TenantContext
 from platpay.wallets import repository
 
@@ -29,8 +28,7 @@ _OTP_DIGEST_LABEL = b"platpay wallets: OTP digest key v1"
 
 
 def sealer() -> Sealer:
-    settings = get_settings()
-    return get_sealer(settings.master_key, settings.var_dir)
+    return process_sealer()
 
 
 @cache
@@ -75,6 +73,5 @@ def _otp_digest_key(configured: str | None, var_dir: Path) -> bytes:
 
 
 def otp_digest(otp_id: str, code: str) -> str:
-    settings = get_settings()
-    key = _otp_digest_key(settings.master_key, settings.var_dir)
+    key = _otp_digest_key(*master_key_source())
     return hmac.new(key, f"{otp_id}\x00{code}".encode(), hashlib.sha256).hexdigest()

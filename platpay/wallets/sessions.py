@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from cryptography.hazmat.primitives.asymmetric import ec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.crypto import bundles, p256
@@ -56,6 +56,7 @@ async def _insert(
     now: datetime,
     refreshed_from: str | None,
     actor: str,
+    settings: Settings,
 ) -> SessionRow:
     row = await repository.insert_session(
         session,
@@ -67,7 +68,7 @@ async def _insert(
             "public_key": p256.compressed_hex(public_key),
             "refreshed_from": refreshed_from,
             "created_at": now,
-            "expires_at": now + timedelta(seconds=get_settings().wallet_session_ttl_seconds),
+            "expires_at": now + timedelta(seconds=settings.wallet_session_ttl_seconds),
             "revoked_at": None,
         },
     )
@@ -97,6 +98,7 @@ async def issue_for_key(
     tenant: TenantContext,
     credential: CredentialRow,
     public_key: ec.EllipticCurvePublicKey,
+    settings: Settings,
 ) -> AuthSession:
     """EMAIL_OTP: the session whose key is the client's TEK (no key bundle in the answer)."""
     row = await _insert(
@@ -107,6 +109,7 @@ async def issue_for_key(
         now=clock.now(tenant),
         refreshed_from=None,
         actor=audit.PLATFORM,
+        settings=settings,
     )
     return render(row, credential)
 
@@ -117,6 +120,7 @@ async def issue_to_client_key(
     tenant: TenantContext,
     credential: CredentialRow,
     client_public_key: str,
+    settings: Settings,
     refreshed_from: str | None = None,
     actor: str = audit.PLATFORM,
 ) -> AuthSession:
@@ -139,6 +143,7 @@ async def issue_to_client_key(
         now=clock.now(tenant),
         refreshed_from=refreshed_from,
         actor=actor,
+        settings=settings,
     )
     return render(row, credential, encrypted_key=encrypted)
 
@@ -216,6 +221,7 @@ async def refresh(
     session_id: str,
     client_public_key: str,
     signed: Signed | None,
+    settings: Settings,
 ) -> AuthSession:
     # refresh_intent always asks for a signature, so `then` gets the proof (never None)
     if signed is None or signed.session_id != session_id:
@@ -226,6 +232,7 @@ async def refresh(
         tenant=tenant,
         credential=credential,
         client_public_key=client_public_key,
+        settings=settings,
         refreshed_from=row.id,
         actor=row.id,
     )

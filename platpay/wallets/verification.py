@@ -20,7 +20,7 @@ from fastapi import Response
 from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import Settings, get_settings
+from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.errors import invalid_field
 from platpay.kit import clock
@@ -60,7 +60,12 @@ async def verify(
     async def work() -> Response:
         if isinstance(proof, EmailOtpProof):
             return await _verify_email_otp(
-                attempt, tenant=tenant, credential_id=credential_id, proof=proof, signature=signature
+                attempt,
+                tenant=tenant,
+                credential_id=credential_id,
+                proof=proof,
+                signature=signature,
+                settings=settings,
             )
         if isinstance(proof, OauthProof):
             session_model = await _verify_oauth(
@@ -94,7 +99,11 @@ async def challenge(
     async def work() -> AuthMethodResponse | PasskeyAuthChallenge:
         async with attempt.transaction() as session:
             return await challenges.reissue_challenge(
-                session, tenant=tenant, credential_id=credential_id, client_public_key=client_public_key
+                session,
+                tenant=tenant,
+                credential_id=credential_id,
+                client_public_key=client_public_key,
+                settings=settings,
             )
 
     return await attempt.run(work)
@@ -107,6 +116,7 @@ async def _verify_email_otp(
     credential_id: str,
     proof: EmailOtpProof,
     signature: WalletSignature,
+    settings: Settings,
 ) -> Response:
     loaded: list[CredentialRow] = []
 
@@ -136,7 +146,7 @@ async def _verify_email_otp(
             organization_id=tenant.id,
             contact=credential.nickname,
             tek=tek,
-            expires_at=now + timedelta(seconds=get_settings().wallet_challenge_ttl_seconds),
+            expires_at=now + timedelta(seconds=settings.wallet_challenge_ttl_seconds),
         )
         return SignedIntent(
             operation=intent.operation,
@@ -154,6 +164,7 @@ async def _verify_email_otp(
             tenant=tenant,
             credential=loaded[-1],  # read by prepare in this transaction
             public_key=p256.public_key_from_hex(signed.public_key),
+            settings=settings,
         )
 
     return await signed_retry.execute(
@@ -164,6 +175,7 @@ async def _verify_email_otp(
         then=then,
         status=200,
         transaction=attempt.transaction,
+        settings=settings,
     )
 
 
@@ -184,7 +196,11 @@ async def _verify_oauth(
         ):
             raise VerificationFailed("the OIDC token's iss, aud and sub are not this credential's identity")
         return await sessions.issue_to_client_key(
-            session, tenant=tenant, credential=credential, client_public_key=proof.client_public_key
+            session,
+            tenant=tenant,
+            credential=credential,
+            client_public_key=proof.client_public_key,
+            settings=settings,
         )
 
 
@@ -241,4 +257,5 @@ async def _verify_passkey(
             tenant=tenant,
             credential=credential,
             client_public_key=str(challenge.context["clientPublicKey"]),
+            settings=settings,
         )

@@ -61,7 +61,9 @@ async def _bank(session, tenant, customer_id):
 async def parties(db, settings):
     tenant = await _tenant(db, settings)
     async with db.transaction() as session:
-        person = await customers_service.create_customer(session, tenant=tenant, draft=DRAFT)
+        person = await customers_service.create_customer(
+            session, tenant=tenant, draft=DRAFT, settings=settings
+        )
         usd = await accounts_service.holding_account_in(
             session, tenant_id=tenant.id, customer_id=person.id, currency="USD"
         )

@@ -28,14 +28,16 @@ def test_the_table_is_the_documented_lifecycle():
     assert BULK_IMPORT.targets(B.PROCESSING) == {B.PROCESSING, B.COMPLETED, B.FAILED}
 
 
-async def test_a_finished_import_stays_finished(client, auth, runner, db):
+async def test_a_finished_import_stays_finished(client, auth, runner, db, settings):
     job_id = (await upload(client, auth, csv_bytes(valid_rows(3)))).json()["jobId"]
     done = await import_to_the_end(client, auth, runner, job_id)
     assert done["status"] == "COMPLETED"
     async with db.transaction() as session:
         job = await session.scalar(select(BulkImportJobRow).where(BulkImportJobRow.id == job_id))
         assert job is not None
-        chunk = await bulk.import_next_chunk(session, tenant_id=job.tenant_id, job_id=job_id, max_rows=10)
+        chunk = await bulk.import_next_chunk(
+            session, tenant_id=job.tenant_id, job_id=job_id, max_rows=10, settings=settings
+        )
         assert not chunk.more
         await bulk.fail_import(session, tenant_id=job.tenant_id, job_id=job_id, reason="late")
         for status in (B.FAILED, B.COMPLETED):

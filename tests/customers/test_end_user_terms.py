@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from platpay.config import get_settings
 from tests.factories import (
     FULL_PERSON,
     account_destination,
@@ -67,9 +66,9 @@ class TestTheTerms:
         assert "End User Terms V1" in page.text
         assert (await client.get("http://testserver/end-user-terms/V0")).status_code == 404
 
-    async def test_the_version_and_url_are_settings(self, client, auth, monkeypatch):
-        monkeypatch.setattr(get_settings(), "end_user_terms_version", "2026-08")
-        monkeypatch.setattr(get_settings(), "end_user_terms_url", "https://example.com/terms/2026-08")
+    async def test_the_version_and_url_are_settings(self, client, auth, monkeypatch, settings):
+        monkeypatch.setattr(settings, "end_user_terms_version", "2026-08")  # the app's settings
+        monkeypatch.setattr(settings, "end_user_terms_url", "https://example.com/terms/2026-08")
         terms = (await client.get("/customers/end-user-terms", auth=auth)).json()
         assert terms == {"version": "2026-08", "url": "https://example.com/terms/2026-08"}
 
@@ -193,10 +192,10 @@ class TestQuotes:
         executed = await client.post(f"/quotes/{created.json()['id']}/execute", auth=auth)
         assert executed.status_code == 200, executed.text
 
-    async def test_on_a_new_version_needs_a_new_acceptance(self, client, auth, payer, monkeypatch):
+    async def test_on_a_new_version_needs_a_new_acceptance(self, client, auth, payer, monkeypatch, settings):
         await client.patch("/config", auth=auth, json={"endUserTermsRequired": True})
         await _patch(client, auth, payer["customer"]["id"], endUserTermsConsent=CONSENT)
-        monkeypatch.setattr(get_settings(), "end_user_terms_version", "V2")  # PLATPAY_END_USER_TERMS_VERSION
+        monkeypatch.setattr(settings, "end_user_terms_version", "V2")  # PLATPAY_END_USER_TERMS_VERSION
         refused = await _quote(client, auth, payer)
         assert refused.status_code == 403 and refused.json()["details"]["acceptedVersion"] == "V1"
         stale = await _patch(client, auth, payer["customer"]["id"], endUserTermsConsent=CONSENT)

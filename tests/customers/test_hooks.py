@@ -40,7 +40,7 @@ def test_a_hook_point_without_subscriber_raises() -> None:
 async def test_creating_customers_without_the_accounts_subscriber_fails(monkeypatch) -> None:
     monkeypatch.setattr(hooks.on_created, "_subscribers", [])
     with pytest.raises(RuntimeError, match=r"customers\.hooks\.on_created has no subscriber"):
-        await customers_service.create_many(None, tenant=None, drafts=[])  # type: ignore[arg-type]
+        await customers_service.create_many(None, tenant=None, drafts=[], settings=None)  # type: ignore[arg-type]
 
 
 async def test_deleting_a_customer_without_the_accounts_subscriber_fails(monkeypatch) -> None:

@@ -1,6 +1,7 @@
-"""Every status column refuses a value its enum does not have (platpay.db.base.check_in, migration
-0022_status_checks), on SQLite and PostgreSQL, whoever writes it; the migration keeps the rows it finds and
-refuses to run over one it would have to refuse."""
+"""Every status column, and every closed-set kind/type column, refuses a value its enum does not have
+(platpay.db.base.check_in, migrations 0022_status_checks and 0023_kind_checks), on SQLite and PostgreSQL,
+whoever writes it; each migration keeps the rows it finds and refuses to run over one it would have to
+refuse."""
 
 from __future__ import annotations
 
@@ -17,10 +18,14 @@ from sqlalchemy.exc import IntegrityError
 
 import platpay
 from platpay import domains
+from platpay.accounts.state import InternalAccountType
+from platpay.agents.state import ActionType
 from platpay.db import migrate
 from platpay.db.base import Base, check_in
 from platpay.jobs.models import JobRow
 from platpay.jobs.state import JobState
+from platpay.payments.state import TransactionKind, TransactionType
+from tests import factories
 
 
 class _Colour(StrEnum):
@@ -62,7 +67,7 @@ async def test_every_status_column_has_its_check_in_the_migrated_schema(db):
     assert {"transactions", "internal_accounts", "external_accounts", "jobs", "ledger_holds", "cards"} <= set(
         expected
     )
-    assert sum(len(names) for names in expected.values()) == 22
+    assert sum(len(names) for names in expected.values()) == 22 + 4  # statuses (0022), kinds/types (0023)
 
     def reflected(connection: sa.Connection) -> dict[str, set[str]]:
         inspector = sa.inspect(connection)
@@ -86,6 +91,8 @@ async def _customer_with_accounts(client, auth) -> str:
         ("UPDATE customers SET kyc_status = :value WHERE id = :customer", "VERIFIED"),
         ("UPDATE internal_accounts SET status = :value WHERE customer_id = :customer", "active"),
         ("UPDATE internal_accounts SET status = :value WHERE customer_id = :customer", "ACTIVE "),
+        ("UPDATE internal_accounts SET type = :value WHERE customer_id = :customer", "INTERNAL"),
+        ("UPDATE internal_accounts SET type = :value WHERE customer_id = :customer", "internal_fiat"),
     ],
 )
 async def test_an_unknown_status_is_refused_by_the_database(db, client, auth, statement, value):
@@ -157,13 +164,18 @@ async def test_0022_keeps_every_row_and_refuses_to_run_over_an_unknown_status(db
             )
 
 
-def test_the_migration_adds_the_models_conditions_value_for_value():
-    """0022 froze each enum's values: the same lists, in the same order, as the models' check_in today."""
-    path = Path(platpay.__file__).parent / "migrations" / "versions" / "0022_status_checks.py"
-    spec = importlib.util.spec_from_file_location("migration_0022", path)
+def _migration(name: str):
+    path = Path(platpay.__file__).parent / "migrations" / "versions" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"migration_{name}", path)
     assert spec is not None and spec.loader is not None
     migration = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(migration)
+    return migration
+
+
+def test_the_migration_adds_the_models_conditions_value_for_value():
+    """0022 (statuses) and 0023 (kinds/types) froze each enum's values: together, the same lists, in the same
+    order, as the models' check_in today, each CHECK added once."""
     domains.load()
     declared = {
         str(constraint.name): str(constraint.sqltext)
@@ -171,12 +183,67 @@ def test_the_migration_adds_the_models_conditions_value_for_value():
         for constraint in table.constraints
         if isinstance(constraint, sa.CheckConstraint) and "_known_" in str(constraint.name)
     }
-    added = {
-        migration._name(table, column): migration._condition(column, values)
-        for table, column, values in migration._CHECKS
-    }
+    added: dict[str, str] = {}
+    for name in ("0022_status_checks", "0023_kind_checks"):
+        migration = _migration(name)
+        for table, column, values in migration._CHECKS:
+            assert migration._name(table, column) not in added
+            added[migration._name(table, column)] = migration._condition(column, values)
     assert added == {
         name: condition
         for name, condition in declared.items()
         if name not in ("ck_ledger_holds_known_status", "ck_postings_known_bucket")  # since 0010 and 0003
     }
+
+
+def test_0023_covers_the_kind_and_type_enums():
+    """The closed sets of the state modules that are columns: transactions' type and kind, internal
+    accounts' type, agent actions' type."""
+    migration = _migration("0023_kind_checks")
+    assert {(table, column): values for table, column, values in migration._CHECKS} == {
+        ("transactions", "type"): tuple(TransactionType),
+        ("transactions", "kind"): tuple(TransactionKind),
+        ("internal_accounts", "type"): tuple(InternalAccountType),
+        ("agent_actions", "type"): tuple(ActionType),
+    }
+
+
+async def test_0023_keeps_every_row_and_refuses_to_run_over_an_unknown_kind(db, database_url, client, auth):
+    """As 0022: rows written before 0023 stay, a row holding a type no enum has stops the upgrade, naming it,
+    and once migrated the database refuses an unknown type or kind on a transaction."""
+    customer = (await factories.customer(client, auth))["id"]
+    account = await factories.internal_account(client, auth, customer)
+    await factories.fund(client, auth, account["id"], 1_000)
+    bank = await factories.external_account(client, auth, customer)
+    body = {"source": {"accountId": account["id"]}, "destination": {"accountId": bank["id"]}, "amount": 100}
+    response = await client.post("/transfer-out", auth=auth, json=body)
+    assert response.status_code == 201, response.text
+    tables = ("transactions", "internal_accounts", "ledger_accounts", "agent_actions", "postings")
+    before = {table: await _count(db, table) for table in tables}
+    assert before["transactions"] >= 1 and before["internal_accounts"] >= 1
+    config = migrate.alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0022_status_checks")
+    try:
+        async with db.transaction() as session:  # a type written by hand, which 0023 would refuse
+            await session.execute(
+                sa.text("UPDATE internal_accounts SET type = 'LEGACY' WHERE id = :id"), {"id": account["id"]}
+            )
+        with pytest.raises(RuntimeError, match=r"internal_accounts\.type = 'LEGACY'"):
+            await migrate.upgrade_async(database_url)
+        async with db.read() as session:
+            assert await migrate.current_revision(session) == "0022_status_checks"
+    finally:
+        async with db.transaction() as session:
+            await session.execute(
+                sa.text("UPDATE internal_accounts SET type = :type WHERE id = :id"),
+                {"type": account["type"], "id": account["id"]},
+            )
+        await migrate.upgrade_async(database_url)
+    async with db.read() as session:
+        assert await migrate.current_revision(session) == migrate.head_revision()
+    assert {table: await _count(db, table) for table in tables} == before
+    assert (await factories.internal_account(client, auth, customer))["id"] == account["id"]
+    for column, value in (("type", "SIDEWAYS"), ("kind", "GIFT")):
+        with pytest.raises(IntegrityError, match=r"(?i)check"):
+            async with db.transaction() as session:
+                await session.execute(sa.text(f"UPDATE transactions SET {column} = :value"), {"value": value})

@@ -49,11 +49,17 @@ class TestADuplicateThatCommitsFirst:
                         fingerprint=fingerprint,
                         status=201,
                         body=b'{"who":"dup"}',
+                        settings=settings,
                     )
             return 201, {"who": "me"}
 
         response = await idempotency.execute(
-            db, tenant_id=tenant_id, key="k", request_fingerprint=fingerprint, operation=operation
+            db,
+            tenant_id=tenant_id,
+            key="k",
+            request_fingerprint=fingerprint,
+            operation=operation,
+            settings=settings,
         )
         assert response.status_code == 201 and response.body == b'{"who":"dup"}'
         assert response.headers["Idempotent-Replayed"] == "true"

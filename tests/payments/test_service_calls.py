@@ -35,7 +35,7 @@ async def tenant(db, settings):
 
 
 @pytest.fixture
-async def accounts(db, tenant):
+async def accounts(db, tenant, settings):
     """A customer with a funded USD account and two external accounts (USD, MXN), made through services."""
     async with db.transaction() as session:
         person = await customers_service.create_customer(
@@ -48,6 +48,7 @@ async def accounts(db, tenant):
                 "email": "jane@example.com",
                 "address": {"line1": "1 Main St", "postal_code": "62701", "country": "US"},
             },
+            settings=settings,
         )
         usd = await accounts_service.holding_account_in(
             session, tenant_id=tenant.id, customer_id=person.id, currency="USD"

@@ -15,7 +15,6 @@ from platpay.accounts.schemas import BeneficiaryVerifiedData, ExternalAccount
 from platpay.accounts.state import EXTERNAL_ACCOUNT, BeneficiaryVerificationStatus
 from platpay.accounts.validators import corridors
 from platpay.accounts.validators.corridor_specs import account_type_specs
-from platpay.config import get_settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidInput
 from platpay.events import service as events_service
@@ -165,7 +164,7 @@ async def create_external_account(
             REVIEW_JOB,
             {"tenantId": tenant.id, "accountId": row.id, "status": review.outcome},
             tenant_id=tenant.id,
-            run_at=now + provider.delay(get_settings()),
+            run_at=now + provider.delay(),
         )
     return to_schema(row)
 

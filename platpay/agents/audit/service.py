@@ -53,10 +53,9 @@ from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
-from platpay.config import get_settings
 from platpay.errors import ApiError
 from platpay.kit import clock
-from platpay.kit.crypto.sealing import load_master_key
+from platpay.kit.crypto.sealing import load_master_key, master_key_source
 from platpay.kit.idempotency import OnRefusal
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -139,8 +138,7 @@ def _derived_key(configured_master_key: str | None, var_dir: Path) -> bytes:
 
 def chain_key() -> bytes:
     """The audit key: HKDF-SHA-256 of the master key (no salt, info KEY_INFO, 32 bytes)."""
-    settings = get_settings()
-    return _derived_key(settings.master_key, settings.var_dir)
+    return _derived_key(*master_key_source())
 
 
 async def record(

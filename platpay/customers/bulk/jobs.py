@@ -25,7 +25,11 @@ async def import_customers_chunk(ctx: JobContext) -> None:
     try:
         async with ctx.transaction() as session:
             chunk = await bulk.import_next_chunk(
-                session, tenant_id=tenant_id, job_id=job_id, max_rows=ctx.settings.bulk_import_chunk_rows
+                session,
+                tenant_id=tenant_id,
+                job_id=job_id,
+                max_rows=ctx.settings.bulk_import_chunk_rows,
+                settings=ctx.settings,
             )
             if chunk.more:
                 ctx.retry_at(clock.now(), reason="next chunk")

@@ -23,6 +23,7 @@ import structlog
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.config import Settings
 from platpay.customers import drafts as customer_drafts
 from platpay.customers import service as customers_service
 from platpay.customers.bulk import csv_parser as bulk_csv
@@ -205,7 +206,7 @@ def _statistics_due(chunks_done: int) -> bool:
 
 
 async def import_next_chunk(
-    session: AsyncSession, *, tenant_id: str, job_id: str, max_rows: int
+    session: AsyncSession, *, tenant_id: str, job_id: str, max_rows: int, settings: Settings
 ) -> ChunkImported:
     """Import the next `max_rows` data rows from the checkpoint. The last run completes the job and fires
     BULK_UPLOAD.COMPLETED; a file that cannot be read fails it."""
@@ -222,7 +223,9 @@ async def import_next_chunk(
         return ChunkImported(more=False, refresh_statistics=False)
     if records:
         tenant = await tenants_service.load(session, tenant_id=tenant_id)
-        created, refused = await _import_rows(session, tenant=tenant, job=job, records=records)
+        created, refused = await _import_rows(
+            session, tenant=tenant, job=job, records=records, settings=settings
+        )
         job.processed += len(records)
         job.successful += created
         job.failed += refused
@@ -310,7 +313,12 @@ def _row_error(
 
 
 async def _import_rows(
-    session: AsyncSession, *, tenant: TenantContext, job: BulkImportJobRow, records: list[bulk_csv.Record]
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    job: BulkImportJobRow,
+    records: list[bulk_csv.Record],
+    settings: Settings,
 ) -> tuple[int, int]:
     """Create the chunk's valid rows in one create_many call and record the refused ones; returns
     (created, refused)."""
@@ -334,14 +342,18 @@ async def _import_rows(
             problems += [
                 (bulk_csv.column_of(problem.field), problem.message)
                 for problem in customer_drafts.problems_beside_schema_errors(
-                    raw, failed, model=CustomerCreateRequestOneOf, tenant=tenant
+                    raw, failed, model=CustomerCreateRequestOneOf, tenant=tenant, settings=settings
                 )
             ]
             errors.append(_row_error(job, number, values, InvalidInput.code, problems))
             continue
         drafts.append(body.draft())
         origins.append((number, values))
-    outcomes = await customers_service.create_many(session, tenant=tenant, drafts=drafts) if drafts else []
+    outcomes = (
+        await customers_service.create_many(session, tenant=tenant, drafts=drafts, settings=settings)
+        if drafts
+        else []
+    )
     created = 0
     for (number, values), outcome in zip(origins, outcomes, strict=True):
         if outcome.row is not None:

@@ -13,10 +13,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from platpay.config import get_settings
 from platpay.customers.contact.schemas import ContactVerification
 from platpay.customers.state import ContactChannelStatus
-from platpay.kit.crypto.sealing import load_master_key
+from platpay.kit.crypto.sealing import load_master_key, master_key_source
 from platpay.tenants import service as tenants_service
 
 EMAIL, PHONE = "email", "phone"
@@ -96,8 +95,7 @@ def _digest_key(configured: str | None, var_dir: Path) -> bytes:
 
 
 def code_digest(code_id: str, code: str) -> str:
-    settings = get_settings()
-    key = _digest_key(settings.master_key, settings.var_dir)
+    key = _digest_key(*master_key_source())
     return hmac.new(key, f"{code_id}\x00{code}".encode(), hashlib.sha256).hexdigest()
 
 

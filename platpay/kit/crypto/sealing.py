@@ -69,6 +69,27 @@ def load_master_key(configured: str | None, var_dir: Path) -> bytes:
 
 
 _sealers: dict[tuple[str | None, str], Sealer] = {}
+# Where the process's master key comes from (the configured key, else var/master.key): set once at startup
+# (domains.start, the CLI's settings), read by what seals or derives keys outside a request's parameters.
+_master_key_source: tuple[str | None, Path] | None = None
+
+
+def use_master_key(configured: str | None, var_dir: Path) -> None:
+    """The process's master key: `configured`, else the one kept under `var_dir` (loaded when first used)."""
+    global _master_key_source
+    _master_key_source = (configured, var_dir)
+
+
+def master_key_source() -> tuple[str | None, Path]:
+    """What `use_master_key` was given at startup."""
+    if _master_key_source is None:
+        raise RuntimeError("the master key is used before startup chose it (sealing.use_master_key)")
+    return _master_key_source
+
+
+def process_sealer() -> Sealer:
+    """The sealer of the process's master key (see `use_master_key`)."""
+    return get_sealer(*master_key_source())
 
 
 def get_sealer(configured: str | None, var_dir: Path) -> Sealer:

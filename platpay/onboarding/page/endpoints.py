@@ -27,6 +27,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import ValidationError
 
 from platpay.auth.principals import get_db
+from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import ApiError, InvalidInput
 from platpay.kit import clock, countries
@@ -339,7 +340,14 @@ async def submit(token: str, request: Request) -> Response:
         _fill(form, parsed)
         try:
             async with get_db(request).transaction() as session:
-                outcome = await _apply(session, link=link, customer=customer, form=form, parsed=parsed)
+                outcome = await _apply(
+                    session,
+                    link=link,
+                    customer=customer,
+                    form=form,
+                    parsed=parsed,
+                    settings=request.app.state.settings,
+                )
         except _LinkUsed:  # used meanwhile (another tab): this submission changes nothing
             await onboarding_service.discard_document_files(parsed.keys())
             return _refusal_page("used")
@@ -424,7 +432,13 @@ _SNAKE = {
 
 
 async def _apply(
-    session: Any, *, link: Any, customer: dict[str, Any], form: Form, parsed: onboarding_service.ParsedForm
+    session: Any,
+    *,
+    link: Any,
+    customer: dict[str, Any],
+    form: Form,
+    parsed: onboarding_service.ParsedForm,
+    settings: Settings,
 ) -> _Outcome:
     tenant = await tenants_service.load(session, tenant_id=link.tenant_id)
     problems: list[dict[str, str]] = []
@@ -454,6 +468,7 @@ async def _apply(
             tenant=tenant,
             customer_id=link.customer_id,
             changes={"customer_type": customer["customerType"], **changes},  # type: ignore[typeddict-item]
+            settings=settings,
         )
     holders: dict[str, str | None] = {NEW_OWNER: None}
     if form.owner_fields:

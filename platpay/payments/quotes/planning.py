@@ -13,6 +13,7 @@ from platpay.accounts.errors import ExternalAccountNotFound
 from platpay.accounts.external import service as external_service
 from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus, InternalAccountType
 from platpay.accounts.validators import corridors
+from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.fx import service as fx_service
@@ -82,7 +83,12 @@ async def _sender(
 
 
 async def check_sender(
-    session: AsyncSession, *, tenant: TenantContext, customer_id: str | None, currency: str
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    customer_id: str | None,
+    currency: str,
+    settings: Settings,
 ) -> str | None:
     """The sender's platformCustomerId once it may move money in `currency` and, where the platform
     requires it, has accepted the End User Terms (None for the platform)."""
@@ -91,7 +97,7 @@ async def check_sender(
     customer = await customers_service.ensure_can_move_money(
         session, tenant_id=tenant.id, customer_id=customer_id, currency=currency
     )
-    customers_service.ensure_end_user_terms_accepted(customer, tenant=tenant)
+    customers_service.ensure_end_user_terms_accepted(customer, tenant=tenant, settings=settings)
     return customer.platform_customer_id
 
 

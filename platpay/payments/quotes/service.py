@@ -181,7 +181,7 @@ async def create_quote(
             "(POST /quotes/{quoteId}/execute with Svc-Wallet-Signature)",
         )
     platform_customer_id = await planning.check_sender(
-        session, tenant=tenant, customer_id=payer.customer_id, currency=payer.currency
+        session, tenant=tenant, customer_id=payer.customer_id, currency=payer.currency, settings=settings
     )
     platform_fee = platform_fee_for(tenant, currency=payer.currency, override=platform_fee_override)
     price, quote_rate = _price(

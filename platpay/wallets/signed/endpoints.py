@@ -32,6 +32,7 @@ class SignedRetry:
             signature=self.signature,
             prepare=prepare,
             then=then,
+            settings=self.request.app.state.settings,
             status=status,
         )
 

@@ -39,7 +39,7 @@ from fastapi import Response
 from fastapi.responses import JSONResponse
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.config import get_settings
+from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
@@ -149,12 +149,12 @@ def activity_payload(
 
 
 async def begin(
-    session: AsyncSession, *, tenant: TenantContext, intent: SignedIntent
+    session: AsyncSession, *, tenant: TenantContext, intent: SignedIntent, settings: Settings
 ) -> SignedRequestChallenge:
     """Store the pending challenge of `intent`; its 202 body."""
     now = clock.now(tenant)
     request_id = new_id("Request")
-    expires_at = now + timedelta(seconds=get_settings().wallet_challenge_ttl_seconds)
+    expires_at = now + timedelta(seconds=settings.wallet_challenge_ttl_seconds)
     payload = intent.payload
     if payload is None:
         payload = activity_payload(
@@ -307,6 +307,7 @@ async def execute(
     signature: WalletSignature,
     prepare: Prepare,
     then: Then,
+    settings: Settings,
     status: int = 200,
     transaction: Callable[[], AbstractAsyncContextManager[AsyncSession]] | None = None,
 ) -> Response:
@@ -320,7 +321,7 @@ async def execute(
         if not intent.signature_required:
             result = await then(session, None)
         elif first:
-            challenge = await begin(session, tenant=tenant, intent=intent)
+            challenge = await begin(session, tenant=tenant, intent=intent, settings=settings)
             return JSONResponse({**challenge.to_api(), **intent.response_extra}, status_code=202)
         else:
             signed = await complete(session, tenant=tenant, intent=intent, signature=signature)
