@@ -21,7 +21,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base, check_in
 from platpay.db.types import IdColumn, UtcDateTime
-from platpay.ledger.state import Bucket, HoldStatus
+from platpay.ledger.state import Bucket, HoldStatus, LedgerAccountKind
 
 
 class LedgerAccountRow(Base):
@@ -30,12 +30,13 @@ class LedgerAccountRow(Base):
         UniqueConstraint("tenant_id", "code"),
         CheckConstraint("allow_negative OR (available >= 0 AND held >= 0)", name="non_negative"),
         CheckConstraint("kind <> 'INTERNAL' OR NOT allow_negative", name="internal_never_negative"),
+        check_in("kind", LedgerAccountKind),
     )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # internal accounts reuse their own id
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
     currency: Mapped[str] = mapped_column(String(8))
-    kind: Mapped[str] = mapped_column(String(24))  # INTERNAL | CLEARING | FX | FEES | SANDBOX_FUNDING
+    kind: Mapped[str] = mapped_column(String(24))  # LedgerAccountKind
     code: Mapped[str] = mapped_column(String(120))  # unique per tenant, e.g. clearing:ACH:USD
     allow_negative: Mapped[bool]
     available: Mapped[int] = mapped_column(BigInteger, default=0)  # minor units

@@ -48,7 +48,7 @@ CLEARING, FX, FEES, SANDBOX_FUNDING = (
 PLATFORM_FEES = LedgerAccountKind.PLATFORM_FEES
 # The operator's losses: what it paid out that no customer's money covered (a card clearing whose post-hoc
 # pull failed). May go negative like the other system accounts.
-LOSS = "LOSS"
+LOSS = LedgerAccountKind.LOSS
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,3 +39,4 @@ class LedgerAccountKind(StrEnum):
     FEES = "FEES"
     SANDBOX_FUNDING = "SANDBOX_FUNDING"
     PLATFORM_FEES = "PLATFORM_FEES"  # platform fees in flight (ledger/service.py)
+    LOSS = "LOSS"  # the operator's losses: paid out with no customer's money behind it (ledger/service.py)

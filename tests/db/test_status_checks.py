@@ -24,6 +24,7 @@ from platpay.db import migrate
 from platpay.db.base import Base, check_in
 from platpay.jobs.models import JobRow
 from platpay.jobs.state import JobState
+from platpay.ledger.state import LedgerAccountKind
 from platpay.payments.state import TransactionKind, TransactionType
 from tests import factories
 
@@ -67,7 +68,7 @@ async def test_every_status_column_has_its_check_in_the_migrated_schema(db):
     assert {"transactions", "internal_accounts", "external_accounts", "jobs", "ledger_holds", "cards"} <= set(
         expected
     )
-    assert sum(len(names) for names in expected.values()) == 22 + 4  # statuses (0022), kinds/types (0023)
+    assert sum(len(names) for names in expected.values()) == 22 + 5  # statuses (0022), kinds/types (0023)
 
     def reflected(connection: sa.Connection) -> dict[str, set[str]]:
         inspector = sa.inspect(connection)
@@ -198,13 +199,14 @@ def test_the_migration_adds_the_models_conditions_value_for_value():
 
 def test_0023_covers_the_kind_and_type_enums():
     """The closed sets of the state modules that are columns: transactions' type and kind, internal
-    accounts' type, agent actions' type."""
+    accounts' type, agent actions' type, ledger accounts' kind."""
     migration = _migration("0023_kind_checks")
     assert {(table, column): values for table, column, values in migration._CHECKS} == {
         ("transactions", "type"): tuple(TransactionType),
         ("transactions", "kind"): tuple(TransactionKind),
         ("internal_accounts", "type"): tuple(InternalAccountType),
         ("agent_actions", "type"): tuple(ActionType),
+        ("ledger_accounts", "kind"): tuple(LedgerAccountKind),
     }
 
 

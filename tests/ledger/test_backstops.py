@@ -74,7 +74,11 @@ async def test_the_migrated_schema_has_the_models_check_constraints(db):
         for table in (LedgerAccountRow.__table__, PostingRow.__table__)
     }
     assert expected == {
-        "ledger_accounts": {"ck_ledger_accounts_non_negative", "ck_ledger_accounts_internal_never_negative"},
+        "ledger_accounts": {
+            "ck_ledger_accounts_non_negative",
+            "ck_ledger_accounts_internal_never_negative",
+            "ck_ledger_accounts_known_kind",
+        },
         "postings": {"ck_postings_nonzero_amount", "ck_postings_known_bucket"},
     }
 

@@ -27,5 +27,6 @@ def test_the_service_names_are_the_enum_members():
         ledger.FEES,
         ledger.SANDBOX_FUNDING,
         ledger.PLATFORM_FEES,
+        ledger.LOSS,
     )
     assert kinds == tuple(LedgerAccountKind)

@@ -2,10 +2,9 @@
 
 As 0022_status_checks did for the status columns: transactions.type (payments.state.TransactionType),
 transactions.kind (TransactionKind), internal_accounts.type (accounts.state.InternalAccountType) and
-agent_actions.type (agents.state.ActionType) get `CHECK (column IN (...))`, named
-`ck_<table>_known_<column>` as the models declare it (platpay.db.base.check_in). The values are frozen here
-as they are at this revision. (ledger_accounts.kind has none: its LOSS accounts' kind is not a member of
-ledger.state.LedgerAccountKind.)
+agent_actions.type (agents.state.ActionType) and ledger_accounts.kind (ledger.state.LedgerAccountKind, LOSS
+included) get `CHECK (column IN (...))`, named `ck_<table>_known_<column>` as the models declare it
+(platpay.db.base.check_in). The values are frozen here as they are at this revision.
 
 Before adding them the upgrade looks for rows that would violate one and stops, naming them, if any does.
 On SQLite each table is rebuilt the way 0022 rebuilds them (its docstring says why, and why the foreign keys
@@ -33,6 +32,11 @@ depends_on: str | Sequence[str] | None = None
 _CHECKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ('agent_actions', 'type', ('EXECUTE_QUOTE', 'TRANSFER_OUT', 'TRANSFER_IN')),
     ('internal_accounts', 'type', ('INTERNAL_FIAT', 'INTERNAL_CRYPTO', 'EMBEDDED_WALLET')),
+    (
+        'ledger_accounts',
+        'kind',
+        ('INTERNAL', 'CLEARING', 'FX', 'FEES', 'SANDBOX_FUNDING', 'PLATFORM_FEES', 'LOSS'),
+    ),
     (
         'transactions',
         'kind',
