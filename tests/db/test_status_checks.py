@@ -1,5 +1,5 @@
 """Every status column, and every closed-set kind/type column, refuses a value its enum does not have
-(platpay.db.base.check_in, migrations 0022_status_checks and 0023_kind_checks), on SQLite and PostgreSQL,
+(platpay.db.base.check_in, migration 0022_status_checks), on SQLite and PostgreSQL,
 whoever writes it; each migration keeps the rows it finds and refuses to run over one it would have to
 refuse."""
 
@@ -68,7 +68,7 @@ async def test_every_status_column_has_its_check_in_the_migrated_schema(db):
     assert {"transactions", "internal_accounts", "external_accounts", "jobs", "ledger_holds", "cards"} <= set(
         expected
     )
-    assert sum(len(names) for names in expected.values()) == 22 + 5  # statuses (0022), kinds/types (0023)
+    assert sum(len(names) for names in expected.values()) == 22 + 5  # statuses, kinds/types
 
     def reflected(connection: sa.Connection) -> dict[str, set[str]]:
         inspector = sa.inspect(connection)
@@ -175,8 +175,8 @@ def _migration(name: str):
 
 
 def test_the_migration_adds_the_models_conditions_value_for_value():
-    """0022 (statuses) and 0023 (kinds/types) froze each enum's values: together, the same lists, in the same
-    order, as the models' check_in today, each CHECK added once."""
+    """0022 froze each enum's values (statuses, kinds/types): the same lists, in the same order, as the
+    models' check_in today, each CHECK added once."""
     domains.load()
     declared = {
         str(constraint.name): str(constraint.sqltext)
@@ -185,7 +185,7 @@ def test_the_migration_adds_the_models_conditions_value_for_value():
         if isinstance(constraint, sa.CheckConstraint) and "_known_" in str(constraint.name)
     }
     added: dict[str, str] = {}
-    for name in ("0022_status_checks", "0023_kind_checks"):
+    for name in ("0022_status_checks",):
         migration = _migration(name)
         for table, column, values in migration._CHECKS:
             assert migration._name(table, column) not in added
@@ -197,11 +197,14 @@ def test_the_migration_adds_the_models_conditions_value_for_value():
     }
 
 
-def test_0023_covers_the_kind_and_type_enums():
+def test_0022_covers_the_kind_and_type_enums():
     """The closed sets of the state modules that are columns: transactions' type and kind, internal
     accounts' type, agent actions' type, ledger accounts' kind."""
-    migration = _migration("0023_kind_checks")
-    assert {(table, column): values for table, column, values in migration._CHECKS} == {
+    migration = _migration("0022_status_checks")
+    kinds = {("transactions", "type"), ("transactions", "kind"), ("internal_accounts", "type")}
+    kinds |= {("agent_actions", "type"), ("ledger_accounts", "kind")}
+    checks = {(table, column): values for table, column, values in migration._CHECKS}
+    assert {key: checks.get(key) for key in kinds} == {
         ("transactions", "type"): tuple(TransactionType),
         ("transactions", "kind"): tuple(TransactionKind),
         ("internal_accounts", "type"): tuple(InternalAccountType),
@@ -210,8 +213,8 @@ def test_0023_covers_the_kind_and_type_enums():
     }
 
 
-async def test_0023_keeps_every_row_and_refuses_to_run_over_an_unknown_kind(db, database_url, client, auth):
-    """As 0022: rows written before 0023 stay, a row holding a type no enum has stops the upgrade, naming it,
+async def test_0022_keeps_every_row_and_refuses_to_run_over_an_unknown_kind(db, database_url, client, auth):
+    """As for statuses: rows written before 0022 stay, a row holding a type no enum has stops the upgrade, naming it,
     and once migrated the database refuses an unknown type or kind on a transaction."""
     customer = (await factories.customer(client, auth))["id"]
     account = await factories.internal_account(client, auth, customer)
@@ -224,16 +227,16 @@ async def test_0023_keeps_every_row_and_refuses_to_run_over_an_unknown_kind(db, 
     before = {table: await _count(db, table) for table in tables}
     assert before["transactions"] >= 1 and before["internal_accounts"] >= 1
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0022_status_checks")
+    await asyncio.to_thread(command.downgrade, config, "0021_txn")
     try:
-        async with db.transaction() as session:  # a type written by hand, which 0023 would refuse
+        async with db.transaction() as session:  # a type written by hand, which 0022 would refuse
             await session.execute(
                 sa.text("UPDATE internal_accounts SET type = 'LEGACY' WHERE id = :id"), {"id": account["id"]}
             )
         with pytest.raises(RuntimeError, match=r"internal_accounts\.type = 'LEGACY'"):
             await migrate.upgrade_async(database_url)
         async with db.read() as session:
-            assert await migrate.current_revision(session) == "0022_status_checks"
+            assert await migrate.current_revision(session) == "0021_txn"
     finally:
         async with db.transaction() as session:
             await session.execute(

@@ -1,6 +1,8 @@
-"""status_checks: every status column refuses a value its enum does not have (each status is a StrEnum in its domain's state.py)
+"""status_checks: every status column, and every closed-set kind/type column, refuses a value its enum does not have
+(each is a StrEnum in its domain's state.py)
 
-Each status/state column gets `CHECK (column IN (...))`, named `ck_<table>_known_<column>` as the models
+Each status/state column, and transactions.type and .kind, internal_accounts.type, agent_actions.type and
+ledger_accounts.kind, gets `CHECK (column IN (...))`, named `ck_<table>_known_<column>` as the models
 declare it (platpay.db.base.check_in); ledger_holds.status and postings.bucket had theirs already. The values
 are frozen here as they are at this revision (a later enum change brings its own migration).
 
@@ -76,6 +78,20 @@ _CHECKS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     ('webhook_deliveries', 'status', ('PENDING', 'DELIVERED', 'FAILED')),
     ('webhook_endpoints', 'status', ('ACTIVE', 'FAILING')),
+    # kinds and types: closed sets too
+    ('agent_actions', 'type', ('EXECUTE_QUOTE', 'TRANSFER_OUT', 'TRANSFER_IN')),
+    ('internal_accounts', 'type', ('INTERNAL_FIAT', 'INTERNAL_CRYPTO', 'EMBEDDED_WALLET')),
+    (
+        'ledger_accounts',
+        'kind',
+        ('INTERNAL', 'CLEARING', 'FX', 'FEES', 'SANDBOX_FUNDING', 'PLATFORM_FEES', 'LOSS'),
+    ),
+    (
+        'transactions',
+        'kind',
+        ('TRANSFER_OUT', 'TRANSFER_IN', 'QUOTE', 'UMA_INCOMING', 'INTERNAL_INCOMING'),
+    ),
+    ('transactions', 'type', ('OUTGOING', 'INCOMING')),
 )
 _SCRATCH = '_0022_rows'
 
@@ -109,7 +125,7 @@ def _refuse_unknown_values(connection: sa.Connection) -> None:
         unknown += [f'{table}.{column} = {value!r}' for value in found]
     if unknown:
         raise RuntimeError(
-            'rows hold statuses platpay does not know; correct them, then migrate again: ' + ', '.join(unknown)
+            'rows hold statuses or kinds platpay does not know; correct them, then migrate again: ' + ', '.join(unknown)
         )
 
 
