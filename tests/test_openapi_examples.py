@@ -348,7 +348,9 @@ class Sandbox:
 
     async def verification_awaiting_review(self, _example: Any) -> dict[str, str]:
         """A verification the sandbox KYC provider left to a person (a name ending in 001)."""
-        person = await onboarding.create(self.client, self.auth, {**onboarding.PERSON, "fullName": "Jane Doe 001"})
+        person = await onboarding.create(
+            self.client, self.auth, {**onboarding.PERSON, "fullName": "Jane Doe 001"}
+        )
         await onboarding.uploaded(self.client, self.auth, person["id"], "PASSPORT", onboarding.png())
         await onboarding.uploaded(self.client, self.auth, person["id"], "UTILITY_BILL")
         verification = await onboarding.verify(self.client, self.auth, person["id"])
