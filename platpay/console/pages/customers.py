@@ -147,7 +147,7 @@ async def _customer_page(
         )
     verification_status = {v.id: v.verification_status for v in verifications}
     documents = [
-        (onboarding_service.document_schema(d), verification_status.get(d.verification_id or "", None), d)
+        (onboarding_service.document_schema(d), verification_status.get(d.verification_id or ""), d)
         for d in documents_page.items
     ]
     holders = {row.id: "the customer"}
