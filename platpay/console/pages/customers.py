@@ -34,7 +34,7 @@ router = web.console_router()
 
 CUSTOMER_TYPES = ("INDIVIDUAL", "BUSINESS")
 KYC_STATUSES = tuple(status.value for status in KycStatus)
-DECISIONS = {"approve": "APPROVED", "reject": "REJECTED"}
+DECISIONS = {"approve": VerificationStatus.APPROVED, "reject": VerificationStatus.REJECTED}
 SECTION_LIMIT = 10  # rows of each section of a customer's page (each links to its full list where one exists)
 # What the file route may send inline (the document store only keeps these: onboarding/uploads.py).
 INLINE_TYPES = frozenset({"application/pdf", "image/jpeg", "image/png"})
@@ -243,7 +243,7 @@ async def decide_review(
             details={"fields": [{"field": "decision", "reason": "approve or reject"}]},
         )
     reason = web.text_field(form, "reason", required=False)
-    if decision == "REJECTED" and reason is None:
+    if decision == VerificationStatus.REJECTED and reason is None:
         return await _customer_page(
             request,
             console,
