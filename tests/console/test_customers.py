@@ -301,6 +301,10 @@ class TestDecision:
         assert customer_now["kycStatus"] == "APPROVED"
         assert "Decision recorded" in after.text and "Manual review of" not in after.text
         assert "REVIEW_DECIDED" in after.text and "decision: APPROVED" in after.text
+        history = after.text.split('id="history-heading"')[1].split("</section>")[0]
+        assert "CUSTOMER.KYC_APPROVED" in history
+        if "CUSTOMER.KYC_PENDING" in history:  # newest first
+            assert history.index("CUSTOMER.KYC_APPROVED") < history.index("CUSTOMER.KYC_PENDING")
         assert (await delivered(runner, receiver))[len(before) :] == [
             "CUSTOMER.KYC_APPROVED",
             "VERIFICATION.APPROVED",

@@ -24,6 +24,7 @@ from platpay.console import web
 from platpay.customers import service as customers_service
 from platpay.customers.state import KycStatus
 from platpay.errors import InvalidInput
+from platpay.events import service as events_service
 from platpay.kit.pagination import PageParams
 from platpay.onboarding import service as onboarding_service
 from platpay.onboarding.errors import DocumentNotFound
@@ -35,6 +36,7 @@ router = web.console_router()
 CUSTOMER_TYPES = ("INDIVIDUAL", "BUSINESS")
 KYC_STATUSES = tuple(status.value for status in KycStatus)
 DECISIONS = {"approve": VerificationStatus.APPROVED, "reject": VerificationStatus.REJECTED}
+HISTORY_LIMIT = 20  # the customer's latest webhook events shown
 SECTION_LIMIT = 10  # rows of each section of a customer's page (each links to its full list where one exists)
 # What the file route may send inline (the document store only keeps these: onboarding/uploads.py).
 INLINE_TYPES = frozenset({"application/pdf", "image/jpeg", "image/png"})
@@ -142,6 +144,9 @@ async def _customer_page(
             session, tenant=tenant, params=_first(SECTION_LIMIT), customer_id=row.id
         )
         verifications = [onboarding_service.verification_schema(v) for v in verifications_page.items]
+        timeline = await events_service.timeline_for_resource(
+            session, tenant_id=tenant.id, resource_id=row.id
+        )
         trail = await sessions_service.actions_for_subjects(
             session, tenant_id=tenant.id, subject_ids=[row.id, *(v.id for v in verifications)]
         )
@@ -182,6 +187,8 @@ async def _customer_page(
         agents=agents,
         more_agents=agents_page.has_more,
         trail=trail,
+        history=list(reversed(timeline))[:HISTORY_LIMIT],
+        more_history=len(timeline) > HISTORY_LIMIT,
         errors=errors or {},
         notice=notice,
     )
