@@ -117,6 +117,25 @@ class Settings(BaseSettings):
         "(docs/operations.md, When the database goes away)",
     )
 
+    # The console (/console)
+    console_session_seconds: int = Field(
+        default=28_800,
+        ge=60,
+        le=2_592_000,
+        description="how long a console sign-in lasts (wall-clock seconds) before the console asks again",
+    )
+    console_signin_per_client: int = Field(
+        default=10,
+        ge=1,
+        description="console sign-in attempts allowed per client id per window (429 past it)",
+    )
+    console_signin_per_address: int = Field(
+        default=30, ge=1, description="console sign-in attempts allowed per client address per window"
+    )
+    console_signin_window_seconds: int = Field(
+        default=300, ge=1, description="the window the console's sign-in limits count over"
+    )
+
     # Jobs
     run_embedded_worker: bool = Field(
         default=True, description="run the job runner inside `serve` (`serve --no-worker` turns it off)"

@@ -35,6 +35,7 @@ LAYERS = (
     ("platforms",),
     ("sandbox",),
     ("mcp",),
+    ("console",),
     ("app", "cli", "__main__", "middleware", "domains", "testing", "migrations"),
 )
 FOUNDATION = frozenset(LAYERS[0])
@@ -203,6 +204,7 @@ LEAN_MODULES = {
     "kit/idempotency.py",
     "jobs/repository.py",
     "auth/repository.py",
+    "auth/sessions/repository.py",  # every console page's session read (with its token and tenant)
     "events/repository.py",
     "ledger/repository.py",
     "customers/repository.py",  # the owner's columns and row in the transfer path's one read

@@ -15,6 +15,7 @@ from platpay.auth.errors import LastManageToken, PermissionEscalation, TokenNotF
 from platpay.auth.models import ApiTokenRow
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.schemas import ApiToken, Permission
+from platpay.auth.sessions import service as sessions_service
 from platpay.db.database import Database
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
@@ -122,6 +123,7 @@ async def delete_token(session: AsyncSession, *, tenant_id: str, token_id: str) 
             details={"tokenId": token_id},
         )
     await repository.soft_delete(session, tenant_id=tenant_id, token_id=token_id, now=clock.now())
+    await sessions_service.revoke_for_token(session, tenant_id=tenant_id, token_id=token_id)
 
 
 async def authenticate(session: AsyncSession, *, client_id: str, client_secret: str) -> Principal | None:

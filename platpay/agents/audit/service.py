@@ -37,13 +37,9 @@ import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from functools import cache
-from pathlib import Path
+from datetime import datetime
 from typing import Any
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -55,12 +51,12 @@ from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
 from platpay.errors import ApiError
 from platpay.kit import clock
-from platpay.kit.crypto.sealing import load_master_key, master_key_source
+from platpay.kit.crypto import chain
 from platpay.kit.idempotency import OnRefusal
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 
-GENESIS = "0" * 64
+GENESIS = chain.GENESIS
 KEYED = "HMAC-SHA-256"  # every record since revision 0016
 PLAIN = "SHA-256"  # records written before it, vouched for by their chain's legacy seal
 KEY_INFO = b"platpay agent audit chain v1"  # HKDF's info: the audit key is for this and nothing else
@@ -93,8 +89,7 @@ async def _remember_actor(headers: Mapping[str, str], principal: Principal) -> N
     _actor.set(f"{principal.kind.value}:{principal.id}")
 
 
-def _timestamp(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+_timestamp = chain.timestamp
 
 
 def content_of(row: AgentAuditRow) -> dict[str, Any]:
@@ -111,18 +106,7 @@ def content_of(row: AgentAuditRow) -> dict[str, Any]:
     }
 
 
-def _message(previous_hash: str, content: Mapping[str, Any]) -> bytes:
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return (previous_hash + canonical).encode()
-
-
-def hash_of(previous_hash: str, content: Mapping[str, Any], *, key: bytes | None) -> str:
-    """The record's hash: keyed (HMAC-SHA-256) under `key`, or, with None, the plain SHA-256 of records
-    written before the chain was keyed."""
-    message = _message(previous_hash, content)
-    if key is None:
-        return hashlib.sha256(message).hexdigest()
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
+hash_of = chain.hash_of
 
 
 def legacy_seal_of(record_hash: str, *, key: bytes) -> str:
@@ -130,15 +114,9 @@ def legacy_seal_of(record_hash: str, *, key: bytes) -> str:
     return hmac.new(key, _SEAL_LABEL + record_hash.encode(), hashlib.sha256).hexdigest()
 
 
-@cache
-def _derived_key(configured_master_key: str | None, var_dir: Path) -> bytes:
-    master = load_master_key(configured_master_key, var_dir)
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_INFO).derive(master)
-
-
 def chain_key() -> bytes:
     """The audit key: HKDF-SHA-256 of the master key (no salt, info KEY_INFO, 32 bytes)."""
-    return _derived_key(*master_key_source())
+    return chain.chain_key(KEY_INFO)
 
 
 async def record(

@@ -1,0 +1,7 @@
+"""The console's ledger pages (to be built)."""
+
+from __future__ import annotations
+
+from platpay.console import web
+
+router = web.console_router()
