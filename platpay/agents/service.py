@@ -22,9 +22,8 @@ from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotF
 from platpay.accounts.external import service as external_service
 
 # operations imports this module too: neither uses the other at import time (the console's deciding calls)
-from platpay.agents import operations
+from platpay.agents import operations, repository
 from platpay.agents import policy as policies
-from platpay.agents import repository
 from platpay.agents.audit import service as audit
 from platpay.agents.errors import (
     AgentActionNotFound,
