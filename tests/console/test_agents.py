@@ -5,6 +5,7 @@ once, a second decision changes nothing), and every refusal (CSRF, permission, u
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import timedelta
 from typing import Any
@@ -306,3 +307,26 @@ class TestDeciding:
             assert unknown.status_code == 404
         assert (await _action(client, setup, action["id"]))["status"] == "PENDING_APPROVAL"
         await assert_ledger_verifies(db)
+
+
+async def test_two_tabs_approving_at_once_decide_once(app, client, auth, setup, db, runner) -> None:
+    """Two approvals of one action sent together (two tabs, two sessions): one executes it, the other is
+    told it was already decided; the payment is made once and the trail holds one approval."""
+    account = setup["money"]["account"]["id"]
+    before = await balance(client, auth, account)
+    action = await _pending(client, auth, setup)
+    async with console_client(app) as first, console_client(app) as second:
+        tokens = [await signed_in(first, auth), await signed_in(second, auth)]
+        answers = await asyncio.gather(
+            *(
+                tab.post(f"/console/agents/actions/{action['id']}/approve", data={"csrf": csrf})
+                for tab, csrf in zip((first, second), tokens, strict=True)
+            )
+        )
+        assert sorted(answer.status_code for answer in answers) == [303, 409], [a.text for a in answers]
+        page = await first.get(f"/console/agents/{setup['agent_id']}")
+    assert page.text.count("agent_action.approve") == 1
+    assert (await _action(client, setup, action["id"]))["status"] == "APPROVED"
+    assert (await balance(client, auth, account))[0] == before[0] - APPROVAL_AMOUNT
+    await runner.run_until_idle()
+    await assert_ledger_verifies(db)
