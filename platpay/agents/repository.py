@@ -412,3 +412,22 @@ async def agent_and_usage(
         )
     ).first()
     return None if row is None else (row[0], row[1])
+
+
+async def agent_actions_page(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    agent_id: str,
+    after_id: str | None,
+    descending: bool,
+    limit: int,
+) -> list[AgentActionRow]:
+    """`limit` of one agent's actions after `after_id` in id order: one statement."""
+    stmt = select(AgentActionRow).where(
+        AgentActionRow.tenant_id == tenant_id, AgentActionRow.agent_id == agent_id
+    )
+    if after_id is not None:
+        stmt = stmt.where(AgentActionRow.id < after_id if descending else AgentActionRow.id > after_id)
+    stmt = stmt.order_by(AgentActionRow.id.desc() if descending else AgentActionRow.id.asc()).limit(limit)
+    return list((await session.scalars(stmt)).all())

@@ -20,13 +20,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.accounts.errors import ExternalAccountNotFound, InternalAccountNotFound
 from platpay.accounts.external import service as external_service
+
+# operations imports this module too: neither uses the other at import time (the console's deciding calls)
+from platpay.agents import operations, repository
 from platpay.agents import policy as policies
-from platpay.agents import repository
 from platpay.agents.audit import service as audit
-from platpay.agents.errors import AgentAlreadyConnected, AgentNotFound, DeviceCodeNotFound, DeviceCodeUnusable
+from platpay.agents.errors import (
+    AgentActionNotFound,
+    AgentAlreadyConnected,
+    AgentNotFound,
+    DeviceCodeNotFound,
+    DeviceCodeUnusable,
+)
 from platpay.agents.models import AgentRow, AgentUsageRow, DeviceCodeRow
 from platpay.agents.schemas import (
     Agent,
+    AgentAction,
     AgentCreateResponse,
     AgentDeviceCode,
     AgentDeviceCodeRedeemResponse,
@@ -34,7 +43,7 @@ from platpay.agents.schemas import (
     AgentPolicy,
     AgentUsage,
 )
-from platpay.agents.types import LimitUsage, PendingAction
+from platpay.agents.types import ActionSummary, LimitUsage, PendingAction
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -605,3 +614,75 @@ async def usage_against_limits(session: AsyncSession, *, tenant_id: str, agent_i
         LimitUsage("monthly", limits.get("monthlyLimit"), usage.monthly_spend, left["monthly"], "MONTH",
                    next_month, currency),
     ]  # fmt: skip
+
+
+async def list_agent_actions(
+    session: AsyncSession, *, tenant_id: str, agent_id: str, params: PageParams
+) -> PageResult[ActionSummary]:
+    """A page of one agent's actions (any status, by id in `params`' direction) with the policy's decision
+    as stored: one statement, no total. (GET /agents/actions renders each action's quote and transaction, a
+    query or two per row, which the console's list does not need.)"""
+    rows = await repository.agent_actions_page(
+        session,
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        after_id=params.after_id,
+        descending=params.descending,
+        limit=params.limit + 1,
+    )
+    items = [
+        ActionSummary(
+            id=row.id,
+            agent_id=row.agent_id,
+            status=row.status,
+            type=row.type,
+            amount=row.amount,
+            currency=row.currency,
+            quote_id=row.quote_id,
+            transaction_id=row.transaction_id if row.started else None,
+            transfer=row.transfer,
+            decision=row.decision,
+            rejection_reason=row.rejection_reason,
+            failure=row.failure,
+            decided_by=row.decided_by,
+            expires_at=row.expires_at,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
+        for row in rows[: params.limit]
+    ]
+    has_more = len(rows) > params.limit
+    return PageResult(items, has_more, params.next_cursor(items[-1].id) if has_more else None, None)
+
+
+# ---- deciding an action, for callers outside agents (the console) ---------------------------------------
+
+
+async def approve_action(
+    session: AsyncSession, *, tenant: TenantContext, action_id: str, decided_by: str
+) -> AgentAction:
+    """POST /agents/{agentId}/actions/{actionId}/approve for a caller that knows only the action (operations.
+    approve: the same locks, policy judgement, execution and events). AgentActionNotFound for an action that
+    is not the tenant's; ActionNotPending (409) once it was decided."""
+    agent_id = await _agent_of_action(session, tenant_id=tenant.id, action_id=action_id)
+    return await operations.approve(
+        session, tenant=tenant, agent_id=agent_id, action_id=action_id, decided_by=decided_by
+    )
+
+
+async def reject_action(
+    session: AsyncSession, *, tenant: TenantContext, action_id: str, reason: str | None, decided_by: str
+) -> AgentAction:
+    """POST /agents/{agentId}/actions/{actionId}/reject for a caller that knows only the action
+    (operations.reject)."""
+    agent_id = await _agent_of_action(session, tenant_id=tenant.id, action_id=action_id)
+    return await operations.reject(
+        session, tenant=tenant, agent_id=agent_id, action_id=action_id, reason=reason, decided_by=decided_by
+    )
+
+
+async def _agent_of_action(session: AsyncSession, *, tenant_id: str, action_id: str) -> str:
+    row = await repository.get_action(session, tenant_id=tenant_id, action_id=action_id)
+    if row is None:
+        raise AgentActionNotFound(action_id)
+    return row.agent_id

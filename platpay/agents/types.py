@@ -39,3 +39,27 @@ class LimitUsage:
     window: str  # TRANSACTION | DAY | MONTH
     resets: str | None  # YYYY-MM-DD
     currency: str | None  # the policy currency; None for dailyCount
+
+
+@dataclass(frozen=True, slots=True)
+class ActionSummary:
+    """One of an agent's actions as the console lists them: its status and the policy's decision as stored
+    (`decision`: rule, reason and the remaining budget per limit when it was judged); `amount` in minor units
+    of `currency`; `transaction_id` once its transaction was sent."""
+
+    id: str
+    agent_id: str
+    status: str  # ActionStatus
+    type: str  # ActionType
+    amount: int
+    currency: str
+    quote_id: str | None
+    transaction_id: str | None
+    transfer: dict[str, Any] | None
+    decision: dict[str, Any]
+    rejection_reason: str | None
+    failure: dict[str, Any] | None
+    decided_by: str | None
+    expires_at: datetime | None
+    created_at: datetime
+    updated_at: datetime

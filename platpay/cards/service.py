@@ -471,3 +471,19 @@ async def reveal_page_card(session: AsyncSession, *, token: str) -> tuple[CardRo
     log.info("cards.reveal_shown", reveal_id=found.id, card_id=card.id)
     issuer = await providers.issuer_of(session, tenant_id=card.tenant_id)
     return card, issuer.issue(card_id=card.id, at=card.created_at)
+
+
+async def list_card_transactions(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    card_id: str,
+    params: PageParams,
+    status: str | None = None,
+) -> tuple[PageResult[Any], list[Any]]:
+    """GET /cards/{id}/transactions for callers outside cards (the console): the card's transactions, newest
+    first, each with its pull, settlement and refund summaries and its refunds; CardNotFound for a card that
+    is not the tenant's. A fixed number of statements whatever the page holds."""
+    return await transactions.list_transactions(
+        session, tenant=tenant, params=params, card_id=card_id, status=status
+    )
