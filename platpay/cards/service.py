@@ -37,6 +37,10 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.auth.principal import Principal
 from platpay.cards import providers, repository, transactions
+from platpay.cards.decisioning import MessageKind as MessageKind
+from platpay.cards.transactions import Message as Message
+from platpay.cards.transactions import accept_message as accept_message  # the network's sandbox messages
+from platpay.cards.transactions import accept_opening as accept_opening
 from platpay.cards.errors import (
     CardAlreadyClosed,
     CardholderKycNotApproved,

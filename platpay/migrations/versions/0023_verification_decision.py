@@ -5,7 +5,7 @@ both nullable: rows decided by the KYC provider or the sandbox's override, and e
 them null.
 
 Revision ID: 0023_verification_decision
-Revises: 0022_status_checks
+Revises: 0023_console
 Create Date: 2026-11-29 04:00:00.000000
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0023_verification_decision'
-down_revision: str | None = '0022_status_checks'
+down_revision: str | None = '0023_console'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
