@@ -178,7 +178,14 @@ async def test_a_customer_receives_an_incoming_uma_payment(app, client, auth, db
             receive_amount="1",
         )
         assert nobody.status_code == 400 and 'id="receive_sender-error"' in nobody.text
-        assert len((await client.get("/transactions", auth=auth, params={"customerId": person["id"]})).json()["data"]) == 1
+        assert (
+            len(
+                (await client.get("/transactions", auth=auth, params={"customerId": person["id"]})).json()[
+                    "data"
+                ]
+            )
+            == 1
+        )
     await assert_ledger_verifies(db)
 
 
@@ -200,12 +207,15 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
         await run_jobs(client)
         [opened] = (await client.get(f"/cards/{card['id']}/transactions", auth=auth)).json()["data"]
         assert opened["status"] == "AUTHORIZED", opened
-        held = (await client.get(f"/customers/internal-accounts/{account['id']}", auth=auth)).json()
+        held = await internal_account(client, auth, holder["id"])
         assert held["balance"]["amount"] == 50_000 - 1250
 
         _done(
             await _send(
-                console, "cards/clearing", clearing_card=card["id"], clearing_transaction=opened["id"],
+                console,
+                "cards/clearing",
+                clearing_card=card["id"],
+                clearing_transaction=opened["id"],
                 clearing_amount="1250",
             ),  # fmt: skip
             "card-clearing",
@@ -215,7 +225,10 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
         assert cleared["status"] in ("SETTLED", "COMPLETED", "CLEARED"), cleared
         _done(
             await _send(
-                console, "cards/return", return_card=card["id"], return_transaction=opened["id"],
+                console,
+                "cards/return",
+                return_card=card["id"],
+                return_transaction=opened["id"],
                 return_amount="250",
             ),  # fmt: skip
             "card-return",
@@ -223,7 +236,7 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
         await run_jobs(client)
         returned = (await client.get(f"/card-transactions/{opened['id']}", auth=auth)).json()
         assert [refund["amount"]["amount"] for refund in returned["refunds"]] == [250], returned
-        final = (await client.get(f"/customers/internal-accounts/{account['id']}", auth=auth)).json()
+        final = await internal_account(client, auth, holder["id"])
         assert final["balance"]["amount"] == 50_000 - 1250 + 250
 
         unknown = await _send(
@@ -243,7 +256,9 @@ async def test_webhook_faults_are_set_and_shown(app, client, auth) -> None:
     async with console_client(app) as console:
         await signed_in(console, auth)
         _done(
-            await _send(console, "webhook-faults", faults_duplicate="on", faults_delay="250", faults_reorder=""),
+            await _send(
+                console, "webhook-faults", faults_duplicate="on", faults_delay="250", faults_reorder=""
+            ),
             "faults-set",
         )
         faults = (await client.get("/sandbox/webhooks/faults", auth=auth)).json()
@@ -334,4 +349,6 @@ async def test_another_platforms_account_is_unknown(app, client, auth, db, setti
         await signed_in(console, auth)
         refused = await _send(console, "fund", fund_account=theirs["id"], fund_amount="100")
         assert refused.status_code == 400 and 'id="fund_account-error"' in refused.text
-    assert (await _platform_account(client, other["sandbox"]))["balance"]["amount"] == theirs["balance"]["amount"]
+    assert (await _platform_account(client, other["sandbox"]))["balance"]["amount"] == theirs["balance"][
+        "amount"
+    ]

@@ -188,9 +188,7 @@ async def _page(
 
 def _acting(
     permission: Permission,
-) -> Callable[
-    [Callable[[web.Console, FormData], Awaitable[str]]], Callable[..., Awaitable[Response]]
-]:
+) -> Callable[[Callable[[web.Console, FormData], Awaitable[str]]], Callable[..., Awaitable[Response]]]:
     """A tool's POST: sandbox only, the form's CSRF and `permission`, then the action (which returns its
     `done` word), back to the page; refused values -> the page again with the messages, status 400."""
 
@@ -377,7 +375,11 @@ async def card_authorization(console: web.Console, form: FormData) -> str:
     }
     body = _validated(
         SandboxCardAuthorizationRequest,
-        {"amount": amount, "currency": {"code": (currency or "").upper()}, "merchant": {"descriptor": merchant}},
+        {
+            "amount": amount,
+            "currency": {"code": (currency or "").upper()},
+            "merchant": {"descriptor": merchant},
+        },
         fields,
     )
     opening = cards_service.accept_opening(
