@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
-
 from platpay.auth import service as auth_service
 from platpay.messages import service as messages_service
 from tests.factories import create_platform, customer, internal_account
@@ -217,7 +215,7 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
                 clearing_card=card["id"],
                 clearing_transaction=opened["id"],
                 clearing_amount="1250",
-            ),  # fmt: skip
+            ),
             "card-clearing",
         )
         await run_jobs(client)
@@ -230,7 +228,7 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
                 return_card=card["id"],
                 return_transaction=opened["id"],
                 return_amount="250",
-            ),  # fmt: skip
+            ),
             "card-return",
         )
         await run_jobs(client)
@@ -240,14 +238,21 @@ async def test_card_authorization_clearing_and_return(app, client, auth, db, run
         assert final["balance"]["amount"] == 50_000 - 1250 + 250
 
         unknown = await _send(
-            console, "cards/authorization", auth_card="Card:nope", auth_amount="1", auth_currency="USD",
+            console,
+            "cards/authorization",
+            auth_card="Card:nope",
+            auth_amount="1",
+            auth_currency="USD",
             auth_merchant="x",
-        )  # fmt: skip
+        )
         assert unknown.status_code == 400 and 'id="auth_card-error"' in unknown.text
         too_much = await _send(
-            console, "cards/return", return_card=card["id"], return_transaction=opened["id"],
+            console,
+            "cards/return",
+            return_card=card["id"],
+            return_transaction=opened["id"],
             return_amount="999999",
-        )  # fmt: skip
+        )
         assert too_much.status_code == 400 and "return_amount-error" in too_much.text
     await assert_ledger_verifies(db)
 

@@ -27,6 +27,7 @@ from platpay.cards.schemas import (
 )
 from platpay.clocks import service as clocks_service
 from platpay.console import web
+from platpay.db.unit_of_work import LeanFirst
 from platpay.errors import ApiError, InvalidInput
 from platpay.events import service as events_service
 from platpay.events.schemas import SandboxWebhookFaultsRequest
@@ -114,7 +115,8 @@ def _validated(model: type[M], body: dict[str, Any], fields: Mapping[str, str]) 
 def _errors_of(body: Mapping[str, Any], fields: Mapping[str, str]) -> dict[str, str]:
     """An API refusal's body as messages beside the form's fields (those its details name; else the first)."""
     message = str(body.get("message") or "Refused.")
-    details = body.get("details") if isinstance(body.get("details"), Mapping) else {}
+    raw = body.get("details")
+    details: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     errors: dict[str, str] = {}
     for entry in details.get("fields", []) if isinstance(details.get("fields"), list) else []:
         if isinstance(entry, Mapping) and entry.get("field") in fields:
@@ -392,7 +394,9 @@ async def card_authorization(console: web.Console, form: FormData) -> str:
         settings=console.settings,
     )
     # A keyed request runs in an ordinary transaction: the careful attempt of a LeanFirst is the operation.
-    attempt = getattr(opening, "careful", opening)
+    attempt: Callable[[AsyncSession], Awaitable[Any]] = (
+        opening.careful if isinstance(opening, LeanFirst) else opening
+    )
 
     async def operation(session: AsyncSession) -> Any:
         answer = await attempt(session)
