@@ -85,7 +85,14 @@ def _chart(currency: str, flows: dict[date, MoneyFlow], first: date, count: int)
             if value and not height:
                 height = 1  # a small movement stays visible
             bars.append(
-                Bar(x + offset * bar, HEIGHT - BOTTOM - height, bar, height, kind, f"{day.day.isoformat()} {kind}")
+                Bar(
+                    x + offset * bar,
+                    HEIGHT - BOTTOM - height,
+                    bar,
+                    height,
+                    kind,
+                    f"{day.day.isoformat()} {kind}",
+                )
             )
     step = 1 if count <= 7 else 7
     ticks = [
