@@ -54,7 +54,7 @@ class Chart:
     total_out: int
     peak: int
     bars: list[Bar]
-    ticks: list[tuple[int, str]]  # (x, label) under the axis
+    ticks: list[tuple[int, str, str]]  # (x, label, text-anchor) under the axis
     width: int = WIDTH
     height: int = HEIGHT
     baseline: int = HEIGHT - BOTTOM
@@ -95,10 +95,14 @@ def _chart(currency: str, flows: dict[date, MoneyFlow], first: date, count: int)
                 )
             )
     step = 1 if count <= 7 else 7
-    ticks = [
-        (LEFT + index * slot + slot // 2, day.day.strftime("%b %d"))
+    ticks = [  # counted back from today, so today always has its label and none overlap
+        (
+            LEFT + index * slot + slot // 2 if index < count - 1 else WIDTH,
+            day.day.strftime("%b %d"),
+            "middle" if index < count - 1 else "end",
+        )
         for index, day in enumerate(days)
-        if index % step == 0 or index == count - 1
+        if (count - 1 - index) % step == 0
     ]
     return Chart(
         currency=currency,
