@@ -349,7 +349,7 @@ class Sandbox:
     async def verification_awaiting_review(self, _example: Any) -> dict[str, str]:
         """A verification the sandbox KYC provider left to a person (a name ending in 001)."""
         person = await onboarding.create(
-            self.client, self.auth, {**onboarding.PERSON, "fullName": "Jane Doe 001"}
+            self.client, self.auth, {**onboarding.PERSON, "fullName": "Jane Doe 001", "nationality": "US"}
         )
         await onboarding.uploaded(self.client, self.auth, person["id"], "PASSPORT", onboarding.png())
         await onboarding.uploaded(self.client, self.auth, person["id"], "UTILITY_BILL")
@@ -364,7 +364,7 @@ class Sandbox:
             if await waiting():
                 break
             await self.runner.run_until_idle(timeout=10)
-        assert await waiting()
+        assert await waiting(), (await self.client.get(path, auth=self.auth)).json()
         return {"verificationId": verification["id"]}
 
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:

@@ -250,10 +250,10 @@ async def test_0021_backfills_direction_the_moved_fields_and_the_card_transactio
     assert card_tx == before[spent["id"]]
 
 
-async def test_0023_adds_who_decided_a_manual_review_and_its_downgrade_removes_it(
+async def test_0024_adds_who_decided_a_manual_review_and_its_downgrade_removes_it(
     db, database_url, client, auth, runner
 ):
-    """0023 adds verifications.decided_by and decision_reason (nullable: existing rows keep null); its
+    """0024 adds verifications.decided_by and decision_reason (nullable: existing rows keep null); its
     downgrade drops them and keeps every row; the upgrade again leaves the table's status CHECK in place."""
     person = await create(client, auth, PERSON)
     before = await verify(client, auth, person["id"])  # RESOLVE_ERRORS: no decision
@@ -266,7 +266,7 @@ async def test_0023_adds_who_decided_a_manual_review_and_its_downgrade_removes_i
             )
 
     assert {"decided_by", "decision_reason"} <= await columns()
-    await asyncio.to_thread(command.downgrade, config, "0022_status_checks")
+    await asyncio.to_thread(command.downgrade, config, "0023_console")
     try:
         assert not {"decided_by", "decision_reason"} & await columns()
         async with db.read() as session:

@@ -14,7 +14,7 @@ one UPDATE. Plain ADD COLUMN, not batch mode: SQLite's batch recreates the table
 webhook_deliveries reference its rows (as 0018 and 0021 say).
 
 Revision ID: 0023_event_resource
-Revises: 0023_verification_decision
+Revises: 0024_decision
 Create Date: 2026-11-29 04:00:00.000000
 """
 
@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0023_event_resource'
-down_revision: str | None = '0023_verification_decision'
+down_revision: str | None = '0024_decision'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -4,7 +4,7 @@ verifications gain `decided_by` (the acting API token's id) and `decision_reason
 both nullable: rows decided by the KYC provider or the sandbox's override, and every existing row, keep
 them null.
 
-Revision ID: 0023_verification_decision
+Revision ID: 0024_decision
 Revises: 0023_console
 Create Date: 2026-11-29 04:00:00.000000
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0023_verification_decision'
+revision: str = '0024_decision'
 down_revision: str | None = '0023_console'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
