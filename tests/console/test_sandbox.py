@@ -13,6 +13,7 @@ from tests.factories import create_platform, customer, internal_account
 from tests.support.cards import active_card, approved_cardholder, funded_account, run_jobs
 from tests.support.console import console_client, csrf_of, signed_in
 from tests.support.ledger import assert_ledger_verifies
+from tests.support.statements import count_statements
 
 _KEY = re.compile(r'name="idempotency_key" value="([^"]+)"')
 
@@ -357,3 +358,37 @@ async def test_another_platforms_account_is_unknown(app, client, auth, db, setti
     assert (await _platform_account(client, other["sandbox"]))["balance"]["amount"] == theirs["balance"][
         "amount"
     ]
+
+
+async def _mail(db, auth, count: int, first: int = 0) -> None:
+    async with db.read() as session:
+        principal = await auth_service.authenticate(session, client_id=auth[0], client_secret=auth[1])
+    async with db.transaction() as session:
+        for index in range(first, first + count):
+            await messages_service.send_email(
+                session,
+                tenant=principal.tenant,
+                to=f"user{index}@example.com",
+                subject="Code",
+                text=f"code {index:06d}",
+                category="wallet.otp",
+            )
+
+
+async def test_the_mailbox_pages_with_a_fixed_number_of_statements(app, db, auth) -> None:
+    async with console_client(app) as console:
+        await signed_in(console, auth)
+        await _mail(db, auth, 3)
+        with count_statements(db) as few:
+            assert (await console.get("/console/sandbox")).status_code == 200
+        await _mail(db, auth, 27, first=3)
+        with count_statements(db) as many:
+            first = await console.get("/console/sandbox", params={"limit": "20"})
+        assert many.count == few.count, (few.sql, many.sql)
+        assert "user29@example.com" in first.text and "user9@example.com" not in first.text
+        found = re.search(r'<a href="([^"]+)" rel="next">', first.text)
+        assert found is not None
+        second = await console.get(found.group(1).replace("&amp;", "&"))
+        assert second.status_code == 200
+        assert "user9@example.com" in second.text and "user29@example.com" not in second.text
+        assert (await console.get("/console/sandbox", params={"limit": "0"})).status_code == 400
