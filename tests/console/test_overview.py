@@ -11,6 +11,7 @@ from platpay.console.web import _money
 from tests.factories import customer, external_account, fund, internal_account
 from tests.support.console import console_client, signed_in
 from tests.support.ledger import assert_ledger_verifies
+from tests.support.onboarding import PERSON, create, png, uploaded, verify
 from tests.support.statements import count_statements
 
 
@@ -91,7 +92,25 @@ async def test_balances_and_money_flow_match_the_api(app, client, auth, db, runn
     await assert_ledger_verifies(db)
 
 
-async def test_what_waits_for_a_person_is_counted_and_linked(app, client, auth, db) -> None:
+async def _awaiting_review(client, auth, runner) -> dict[str, Any]:
+    """A customer whose KYC review the sandbox provider leaves to a person (the `001` name suffix)."""
+    person = await create(client, auth, {**PERSON, "fullName": "Jane Doe 001"})
+    await uploaded(client, auth, person["id"], "PASSPORT", png())
+    await uploaded(client, auth, person["id"], "UTILITY_BILL")
+    submitted = await verify(client, auth, person["id"])
+    for _ in range(50):
+        found = (await client.get(f"/verifications/{submitted['id']}", auth=auth)).json()
+        if found["verificationStatus"] != "IN_PROGRESS":
+            break
+        await runner.run_until_idle(timeout=10)
+    assert found["verificationStatus"] == "PENDING_MANUAL_REVIEW", found
+    return person
+
+
+async def test_what_waits_for_a_person_is_counted_and_linked(app, client, auth, db, runner) -> None:
+    reviewed = await _awaiting_review(client, auth, runner)
+    kyc = (await client.get(f"/customers/{reviewed['id']}", auth=auth)).json()["kycStatus"]
+    assert kyc == "PENDING"  # what the link to the customers filters on
     person = await customer(client, auth)
     for amount in (100, 200):
         received = await client.post(
@@ -113,7 +132,11 @@ async def test_what_waits_for_a_person_is_counted_and_linked(app, client, auth, 
         html,
     )
     assert incoming is not None and incoming.group(1) == "2"
-    for link in ('href="/console/customers?kycStatus=PENDING"', 'href="/console/agents"', "status=FAILED"):
+    reviews = re.search(
+        r'href="/console/customers\?kycStatus=PENDING"><strong class="overview-count">(\d+)', html
+    )
+    assert reviews is not None and reviews.group(1) == "1"
+    for link in ('href="/console/agents"', 'href="/console/webhooks?status=FAILED"'):
         assert link in html
     await assert_ledger_verifies(db)
 
