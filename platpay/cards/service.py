@@ -37,6 +37,7 @@ from platpay.accounts import service as accounts_service
 from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.auth.principal import Principal
 from platpay.cards import providers, repository, transactions
+from platpay.cards.decisioning import MessageKind as MessageKind
 from platpay.cards.errors import (
     CardAlreadyClosed,
     CardholderKycNotApproved,
@@ -48,6 +49,9 @@ from platpay.cards.errors import (
 from platpay.cards.models import CardRow
 from platpay.cards.schemas import Card, CardRevealResponse
 from platpay.cards.state import CARD, PATCH_TRIGGERS, CardState, CardTrigger
+from platpay.cards.transactions import Message as Message
+from platpay.cards.transactions import accept_message as accept_message  # the network's sandbox messages
+from platpay.cards.transactions import accept_opening as accept_opening
 from platpay.clocks import service as clocks_service
 from platpay.config import Settings
 from platpay.customers import service as customers_service

@@ -17,6 +17,7 @@ from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult
 from platpay.payments import hooks, repository, sandbox_outcomes
 from platpay.payments.errors import TransactionNotFound
+from platpay.payments.funding import fund_internal_account as fund_internal_account  # sandbox deposits
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import (
     PAYMENT_RAILS,

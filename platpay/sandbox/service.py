@@ -24,8 +24,19 @@ if TYPE_CHECKING:
     from sqlalchemy import CursorResult
 
 
-# The tenant's credentials and configuration: API tokens, its clock, its wallet enclave key.
-KEPT = frozenset({"api_tokens", "sandbox_clocks", "wallet_enclave_keys"})
+# The tenant's credentials and configuration: API tokens and the console sessions opened with them (a reset
+# signs no one out), its clock, its wallet enclave key; and the console trail (who did what through the
+# console, a reset included: an audit chain, not test data).
+KEPT = frozenset(
+    {
+        "api_tokens",
+        "console_sessions",
+        "console_actions",
+        "console_trail_heads",
+        "sandbox_clocks",
+        "wallet_enclave_keys",
+    }
+)
 # Tables a domain clears itself (its service), before the sweep: the ledger keeps its system accounts.
 CLEARED_BY_DOMAIN = frozenset({"ledger_holds", "postings", "journal_entries", "ledger_accounts"})
 # Tables without a tenant_id: the platforms and tenants themselves; rate-limit counters (keyed by text

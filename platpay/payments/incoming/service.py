@@ -422,3 +422,31 @@ async def step(
     elif step_name == "arrive" and state == ApprovalState.APPROVED:
         await _arrive(session, row, platform_id=platform_id)
     return None
+
+
+async def receive_sandbox_payment(
+    session: AsyncSession,
+    *,
+    tenant: TenantContext,
+    sender_uma_address: str,
+    receiving_currency_code: str,
+    receiving_currency_amount: int,
+    receiver_uma_address: str | None = None,
+    customer_id: str | None = None,
+    settings: Settings,
+) -> Transaction:
+    """POST /sandbox/uma/receive (receive.py): a sandbox UMA sender pays one of the tenant's customers."""
+    return await _receive.receive(
+        session,
+        tenant=tenant,
+        sender_uma_address=sender_uma_address,
+        receiving_currency_code=receiving_currency_code,
+        receiving_currency_amount=receiving_currency_amount,
+        receiver_uma_address=receiver_uma_address,
+        customer_id=customer_id,
+        settings=settings,
+    )
+
+
+# Last: receive.py builds on this module (a module import, so either may be imported first).
+from platpay.payments.incoming import receive as _receive  # noqa: E402
