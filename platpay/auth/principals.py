@@ -80,13 +80,19 @@ async def authenticate(request: Request) -> Principal:
     if resolve is None:
         raise _missing()
     principal = await resolve(request)
+    await act_as(request, principal)
+    return principal
+
+
+async def act_as(request: Request, principal: Principal) -> None:
+    """Make `principal` the request's: whose idempotency keys and business time, and the authenticated
+    hooks (who the audit trails name). The API's authentication and the console's sessions both end here."""
     request.state.principal = principal
     request.state.tenant_id = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
     clock.use(principal.tenant.clock)  # the request's business time (the edge middleware scopes it)
     for hook in _AUTHENTICATED:
         await hook(request.headers, principal)
-    return principal
 
 
 class TokenAuth(HTTPBasic):

@@ -24,11 +24,12 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from platpay.auth.principal import Principal
+from platpay.auth.principals import act_as
 from platpay.auth.schemas import Permission
 from platpay.auth.sessions import service as sessions_service
 from platpay.db.database import Database
 from platpay.errors import ApiError, Forbidden, InvalidInput
-from platpay.kit import clock, currencies
+from platpay.kit import currencies
 from platpay.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, PageParams, PageResult, cursor_binding
 
 log = structlog.get_logger("platpay.console")
@@ -228,10 +229,7 @@ async def signed_in(request: Request) -> Console:
     if session is None or session.principal.tenant.environment != environment:
         raise SignInRequired()
     principal = session.principal
-    request.state.principal = principal
-    request.state.tenant_id = principal.tenant.id
-    request.state.caller = principal.id
-    clock.use(principal.tenant.clock)  # the tenant's business time, as for the API
+    await act_as(request, principal)  # as the API's authentication does: business time, audit actor
     nav = [item for item in NAV if principal.tenant.is_sandbox or not item.sandbox_only]
     console = Console(session=session, secret=secret, request=request, nav=nav)
     request.state.console_for_errors = console  # a refusal's page still shows who is signed in
