@@ -291,7 +291,8 @@ async def grow_hold(
 # Verification queries (the whole ledger, every tenant; or one tenant's rows with `tenant_id`)
 
 
-def _of_tenant(stmt: Select[Any], column: Any, tenant_id: str | None) -> Select[Any]:
+def _of_tenant(stmt: Any, column: Any, tenant_id: str | None) -> Any:
+    """`stmt` (a Select of any shape) narrowed to one tenant's rows by `column`, or as it is for None."""
     return stmt if tenant_id is None else stmt.where(column == tenant_id)
 
 
