@@ -50,8 +50,10 @@ async def money_moved(client, auth, runner, receiver) -> dict[str, Any]:
     await fund(client, auth, account["id"], 10_000)
     good = await external_account(client, auth, person["id"])
     bad = await external_account(client, auth, person["id"], account_number=REJECTED_BY_BANK)
+    await runner.run_until_idle()  # the earlier events delivered: the next one is the transfer's
     receiver.replies(500)
     sent = await transfer_out(client, auth, account["id"], good["id"], 1_234)
+    await run_jobs_until(runner, lambda: any(r.json["data"].get("id") == sent["id"] for r in receiver.received))
     failed = await transfer_out(client, auth, account["id"], bad["id"], 500)
     await runner.run_until_idle()
     clock.advance(timedelta(seconds=2))
