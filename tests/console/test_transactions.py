@@ -20,6 +20,7 @@ from tests.support.cards import active_card, approved, approved_cardholder, fund
 from tests.support.console import console_client, signed_in
 from tests.support.jobs import run_jobs_until
 from tests.support.ledger import assert_ledger_verifies
+from tests.support.receiver import Reply
 from tests.support.sandbox_values import SUCCESS_USD
 from tests.support.statements import count_statements
 
@@ -50,10 +51,11 @@ async def money_moved(client, auth, runner, receiver) -> dict[str, Any]:
     await fund(client, auth, account["id"], 10_000)
     good = await external_account(client, auth, person["id"])
     bad = await external_account(client, auth, person["id"], account_number=REJECTED_BY_BANK)
-    await runner.run_until_idle()  # the earlier events delivered: the next one is the transfer's
-    receiver.replies(500)
+    await runner.run_until_idle()
+    receiver.default = Reply(status=500)  # the transfer's first webhook (and any sent with it) answered 500...
     sent = await transfer_out(client, auth, account["id"], good["id"], 1_234)
     await run_jobs_until(runner, lambda: any(r.json["data"].get("id") == sent["id"] for r in receiver.received))
+    receiver.default = Reply()  # ...then 200 when retried
     failed = await transfer_out(client, auth, account["id"], bad["id"], 500)
     await runner.run_until_idle()
     clock.advance(timedelta(seconds=2))
