@@ -44,11 +44,15 @@ class TestAccounts:
         async with console_client(app) as browser:
             await signed_in(browser, auth)
             everything = await browser.get("/console/ledger")
-            owned = await browser.get("/console/ledger", params={"owner": moved["customer"], "kind": "INTERNAL"})
+            owned = await browser.get(
+                "/console/ledger", params={"owner": moved["customer"], "kind": "INTERNAL"}
+            )
             clearing = await browser.get("/console/ledger", params={"kind": "CLEARING"})
             nobody = await browser.get("/console/ledger", params={"owner": "Customer:nobody"})
         assert everything.status_code == 200, everything.text
-        assert moved["account"] in _accounts(everything.text) and other_account["id"] in _accounts(everything.text)
+        assert moved["account"] in _accounts(everything.text) and other_account["id"] in _accounts(
+            everything.text
+        )
         owned_ids = _accounts(owned.text)
         assert moved["account"] in owned_ids  # among the customer's accounts (one per currency it holds)
         assert owned.text.count(f"<code>{moved['customer']}</code>") == len(owned_ids)
@@ -76,7 +80,11 @@ class TestAccounts:
                 if url:
                     assert "kind=INTERNAL" in url
             assert len(seen) == len(set(seen)) >= 3
-            for query, name in (({"kind": "GOLD"}, "kind"), ({"owner": "x" * 65}, "owner"), ({"limit": "x"}, "limit")):
+            for query, name in (
+                ({"kind": "GOLD"}, "kind"),
+                ({"owner": "x" * 65}, "owner"),
+                ({"limit": "x"}, "limit"),
+            ):
                 bad = await browser.get("/console/ledger", params=query)
                 assert bad.status_code == 400 and name in bad.text, (query, bad.text)
         await assert_ledger_verifies(db)
@@ -86,7 +94,10 @@ class TestAccounts:
         async with console_client(app) as browser:
             await signed_in(browser, auth)
             for total in (3, 30):
-                while len(_accounts((await browser.get("/console/ledger?kind=INTERNAL&limit=100")).text)) < total:
+                while (
+                    len(_accounts((await browser.get("/console/ledger?kind=INTERNAL&limit=100")).text))
+                    < total
+                ):
                     await customer(client, auth)
                 with count_statements(db) as statements:
                     page = await browser.get("/console/ledger?kind=INTERNAL&limit=100")
@@ -136,7 +147,9 @@ class TestStatement:
         assert counts[0] == counts[1], counts
         await assert_ledger_verifies(db)
 
-    async def test_unknown_and_other_tenants_accounts_are_the_same_404_page(self, app, db, client, settings, auth):
+    async def test_unknown_and_other_tenants_accounts_are_the_same_404_page(
+        self, app, db, client, settings, auth
+    ):
         person = await customer(client, auth)
         account = await internal_account(client, auth, person["id"])
         other = await create_platform(db, settings, name="Other")
@@ -168,7 +181,9 @@ class TestVerify:
             report = await ledger_service.verify(session, tenant_id=tenant_id)
             [record] = [
                 r
-                for r in await sessions_service.actions_for(session, tenant_id=tenant_id, subject_id=tenant_id)
+                for r in await sessions_service.actions_for(
+                    session, tenant_id=tenant_id, subject_id=tenant_id
+                )
                 if r.action == "LEDGER_VERIFIED"
             ]
         c = report.counts
@@ -199,7 +214,8 @@ class TestVerify:
         await fund(client, auth, account["id"], 500)
         async with db.transaction() as session:
             await session.execute(
-                text("UPDATE ledger_accounts SET available = available + 1 WHERE id = :a"), {"a": account["id"]}
+                text("UPDATE ledger_accounts SET available = available + 1 WHERE id = :a"),
+                {"a": account["id"]},
             )
         try:
             async with console_client(app) as browser:

@@ -20,7 +20,14 @@ WIDE = (
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 async def test_accounts_statement_and_verify(
-    browser, served, db, client, auth, runner, receiver, tmp_path  # noqa: F811
+    browser,  # noqa: F811
+    served,  # noqa: F811
+    db,
+    client,
+    auth,
+    runner,
+    receiver,
+    tmp_path,
 ) -> None:
     moved = await money_moved(client, auth, runner, receiver)
     tab = await ConsoleTab.open(browser, served, auth, shots=tmp_path)

@@ -52,17 +52,23 @@ async def money_moved(client, auth, runner, receiver) -> dict[str, Any]:
     good = await external_account(client, auth, person["id"])
     bad = await external_account(client, auth, person["id"], account_number=REJECTED_BY_BANK)
     await runner.run_until_idle()
-    receiver.default = Reply(status=500)  # the transfer's first webhook (and any sent with it) answered 500...
+    receiver.default = Reply(
+        status=500
+    )  # the transfer's first webhook (and any sent with it) answered 500...
     sent = await transfer_out(client, auth, account["id"], good["id"], 1_234)
-    await run_jobs_until(runner, lambda: any(r.json["data"].get("id") == sent["id"] for r in receiver.received))
+    await run_jobs_until(
+        runner, lambda: any(r.json["data"].get("id") == sent["id"] for r in receiver.received)
+    )
     receiver.default = Reply()  # ...then 200 when retried
     failed = await transfer_out(client, auth, account["id"], bad["id"], 500)
     await runner.run_until_idle()
     clock.advance(timedelta(seconds=2))
     await run_jobs_until(
         runner,
-        lambda: any(r.json["data"].get("status") == "COMPLETED" for r in receiver.received)
-        and any(r.json["data"].get("status") == "FAILED" for r in receiver.received),
+        lambda: (
+            any(r.json["data"].get("status") == "COMPLETED" for r in receiver.received)
+            and any(r.json["data"].get("status") == "FAILED" for r in receiver.received)
+        ),
     )
     await runner.run_until_idle()
     for tx, status in ((sent, "COMPLETED"), (failed, "FAILED")):
@@ -218,9 +224,7 @@ class TestTransactionPage:
         assert "OUTGOING_PAYMENT.COMPLETED" in changes
         assert changes.index("PROCESSING") < changes.index("COMPLETED") or "PENDING" in changes
         # each event's delivery attempts with the receiver's status codes and latencies
-        attempts = re.findall(
-            r'<td class="num">(\d{3}|—)</td>\s*<td class="num">(\d+) ms</td>', text_
-        )
+        attempts = re.findall(r'<td class="num">(\d{3}|—)</td>\s*<td class="num">(\d+) ms</td>', text_)
         codes = [code for code, _ms in attempts]
         assert "500" in codes and "200" in codes, attempts
         assert receiver.url in text_
@@ -275,7 +279,9 @@ class TestTransactionPage:
         async with console_client(app) as browser:
             await signed_in(browser, other["sandbox"])
             foreign = await browser.get(f"/console/transactions/{moved['sent']}")
-            unknown = await browser.get("/console/transactions/Transaction:00000000-0000-0000-0000-000000000000")
+            unknown = await browser.get(
+                "/console/transactions/Transaction:00000000-0000-0000-0000-000000000000"
+            )
             card = await browser.get("/console/transactions/CardTransaction:nope")
             listed = await browser.get("/console/transactions")
         for page in (foreign, unknown, card):

@@ -20,7 +20,14 @@ WIDE = (
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # the browser, not the database, is tested
 async def test_follow_a_transaction_from_the_list(
-    browser, served, db, client, auth, runner, receiver, tmp_path  # noqa: F811
+    browser,  # noqa: F811
+    served,  # noqa: F811
+    db,
+    client,
+    auth,
+    runner,
+    receiver,
+    tmp_path,
 ) -> None:
     moved = await money_moved(client, auth, runner, receiver)
     tab = await ConsoleTab.open(browser, served, auth, shots=tmp_path)

@@ -35,7 +35,8 @@ async def _other_tenant(db, settings) -> str:
 async def _skew(db, account_id: str, by: int) -> None:
     async with db.transaction() as session:
         await session.execute(
-            text("UPDATE ledger_accounts SET available = available + :by WHERE id = :a"), {"a": account_id, "by": by}
+            text("UPDATE ledger_accounts SET available = available + :by WHERE id = :a"),
+            {"a": account_id, "by": by},
         )
 
 
@@ -82,5 +83,7 @@ class TestAccountWithBalance:
             )  # fmt: skip
             for tenant_id, account_id in ((other, accounts["a"]), (accounts["tenant"], "InternalAccount:zz")):
                 with pytest.raises(LedgerAccountNotFound) as refused:
-                    await ledger.account_with_balance(session, tenant_id=tenant_id, ledger_account_id=account_id)
+                    await ledger.account_with_balance(
+                        session, tenant_id=tenant_id, ledger_account_id=account_id
+                    )
                 assert refused.value.status == 404 and refused.value.code == "REFERENCE_NOT_FOUND"
