@@ -132,9 +132,9 @@ async def verify(request: Request, console: web.Console = web.SignedIn) -> Respo
     twice is harmless: each run records its own result."""
     await web.form_of(console, permission=Permission.VIEW)
     tenant_id = console.tenant_id
+    async with console.db.read() as session:  # a long read holds no write lock (SQLite has one writer)
+        summary = _summary(await ledger_service.verify(session, tenant_id=tenant_id))
     async with console.db.transaction() as session:
-        report = await ledger_service.verify(session, tenant_id=tenant_id)
-        summary = _summary(report)
         await console.record(
             session,
             action=VERIFIED,

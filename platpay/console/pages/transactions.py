@@ -17,6 +17,7 @@ from platpay.console import web
 from platpay.errors import invalid_field
 from platpay.events import service as events_service
 from platpay.ledger import service as ledger_service
+from platpay.ledger.state import LedgerAccountKind
 from platpay.ledger.types import JournalEntry
 from platpay.payments import service as payments_service
 
@@ -214,7 +215,14 @@ async def transaction(request: Request, transaction_id: str, console: web.Consol
         entries = await ledger_service.entries_for_transaction(
             session, tenant_id=console.tenant_id, transaction_id=found.id
         )
-        internal = sorted({p.account_id for e in entries for p in e.postings if p.account_kind == "INTERNAL"})
+        internal = sorted(
+            {
+                p.account_id
+                for e in entries
+                for p in e.postings
+                if p.account_kind == LedgerAccountKind.INTERNAL
+            }
+        )
         owners = (
             await accounts_service.owners_of(session, tenant_id=console.tenant_id, account_ids=internal)
             if internal
