@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from platpay.errors import InvalidInput
+from platpay.errors import InvalidInput, ResourceNotFound
 
 
 class InsufficientFunds(InvalidInput):
@@ -20,3 +20,10 @@ class LedgerAccountMismatch(ValueError):
 class HoldExhausted(ValueError):
     """A programming error or a lost race its caller should have ruled out (by locking the hold's owner):
     taking more from a hold than it still reserves, or from a closed one."""
+
+
+class LedgerAccountNotFound(ResourceNotFound):
+    """A ledger account the caller may not see (unknown, or another tenant's): the console's account page."""
+
+    code = "REFERENCE_NOT_FOUND"
+    resource, id_key = "ledger account", "accountId"

@@ -288,13 +288,18 @@ async def grow_hold(
     return bool(cast("CursorResult[Any]", result).rowcount)
 
 
-# Verification queries (whole ledger, every tenant)
+# Verification queries (the whole ledger, every tenant; or one tenant's rows with `tenant_id`)
 
 
-async def hold_mismatches(session: AsyncSession) -> list[Any]:
+def _of_tenant(stmt: Any, column: Any, tenant_id: str | None) -> Any:
+    """`stmt` (a Select of any shape) narrowed to one tenant's rows by `column`, or as it is for None."""
+    return stmt if tenant_id is None else stmt.where(column == tenant_id)
+
+
+async def hold_mismatches(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     """Holds whose `remaining` differs from the HELD postings of their entries on their account, or whose
     status disagrees with it (CLOSED with something left, OPEN with nothing)."""
-    posted = (
+    per_hold = (
         select(
             LedgerHoldRow.id.label("hold_id"),
             func.coalesce(func.sum(PostingRow.amount), 0).label("posted"),
@@ -316,8 +321,8 @@ async def hold_mismatches(session: AsyncSession) -> list[Any]:
             ),
         )
         .group_by(LedgerHoldRow.id)
-        .subquery()
     )
+    posted = _of_tenant(per_hold, LedgerHoldRow.tenant_id, tenant_id).subquery()
     stmt = (
         select(LedgerHoldRow.id, LedgerHoldRow.remaining, LedgerHoldRow.status, posted.c.posted)
         .join(posted, posted.c.hold_id == LedgerHoldRow.id)
@@ -332,7 +337,7 @@ async def hold_mismatches(session: AsyncSession) -> list[Any]:
     return list((await session.execute(stmt)).all())
 
 
-async def held_below_open_holds(session: AsyncSession) -> list[Any]:
+async def held_below_open_holds(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     """Accounts whose HELD bucket is less than what their open holds reserve (total − available must cover
     every open hold; other reservations, such as a transfer-out in flight, come on top)."""
     reserved = (
@@ -346,10 +351,11 @@ async def held_below_open_holds(session: AsyncSession) -> list[Any]:
         .join(reserved, reserved.c.account_id == LedgerAccountRow.id)
         .where(LedgerAccountRow.held < reserved.c.reserved)
     )
+    stmt = _of_tenant(stmt, LedgerAccountRow.tenant_id, tenant_id)
     return list((await session.execute(stmt)).all())
 
 
-async def stored_vs_posted(session: AsyncSession) -> list[Any]:
+async def stored_vs_posted(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     """Accounts whose stored buckets differ from the sum of their postings."""
     posted = (
         select(
@@ -382,26 +388,32 @@ async def stored_vs_posted(session: AsyncSession) -> list[Any]:
             )
         )
     )
+    stmt = _of_tenant(stmt, LedgerAccountRow.tenant_id, tenant_id)
     return list((await session.execute(stmt)).all())
 
 
-async def unbalanced_entries(session: AsyncSession) -> list[Any]:
-    stmt = (
-        select(PostingRow.entry_id, PostingRow.currency, func.sum(PostingRow.amount).label("total"))
-        .group_by(PostingRow.entry_id, PostingRow.currency)
-        .having(func.sum(PostingRow.amount) != 0)
+async def unbalanced_entries(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
+    stmt = _of_tenant(
+        select(PostingRow.entry_id, PostingRow.currency, func.sum(PostingRow.amount).label("total")),
+        PostingRow.tenant_id,
+        tenant_id,
     )
+    stmt = stmt.group_by(PostingRow.entry_id, PostingRow.currency).having(func.sum(PostingRow.amount) != 0)
     return list((await session.execute(stmt)).all())
 
 
-async def trial_balances(session: AsyncSession) -> list[Any]:
+async def trial_balances(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     """Sum of every account's buckets per tenant and currency (each must be zero)."""
     stmt = (
-        select(
+        _of_tenant(
+            select(
+                LedgerAccountRow.tenant_id,
+                LedgerAccountRow.currency,
+                func.sum(LedgerAccountRow.available + LedgerAccountRow.held).label("total"),
+                func.count().label("accounts"),
+            ),
             LedgerAccountRow.tenant_id,
-            LedgerAccountRow.currency,
-            func.sum(LedgerAccountRow.available + LedgerAccountRow.held).label("total"),
-            func.count().label("accounts"),
+            tenant_id,
         )
         .group_by(LedgerAccountRow.tenant_id, LedgerAccountRow.currency)
         .order_by(LedgerAccountRow.tenant_id, LedgerAccountRow.currency)
@@ -409,15 +421,17 @@ async def trial_balances(session: AsyncSession) -> list[Any]:
     return list((await session.execute(stmt)).all())
 
 
-async def negative_accounts(session: AsyncSession) -> list[Any]:
+async def negative_accounts(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     stmt = select(LedgerAccountRow.id, LedgerAccountRow.available, LedgerAccountRow.held).where(
         ~LedgerAccountRow.allow_negative, or_(LedgerAccountRow.available < 0, LedgerAccountRow.held < 0)
     )
+    stmt = _of_tenant(stmt, LedgerAccountRow.tenant_id, tenant_id)
     return list((await session.execute(stmt)).all())
 
 
-async def foreign_postings(session: AsyncSession) -> list[Any]:
-    """Postings whose currency or tenant differs from their account's."""
+async def foreign_postings(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
+    """Postings whose currency or tenant differs from their account's (with `tenant_id`: the postings or
+    accounts of that tenant)."""
     stmt = (
         select(PostingRow.id, PostingRow.account_id)
         .join(LedgerAccountRow, LedgerAccountRow.id == PostingRow.account_id)
@@ -428,13 +442,19 @@ async def foreign_postings(session: AsyncSession) -> list[Any]:
             )
         )
     )
+    if tenant_id is not None:
+        stmt = stmt.where(or_(PostingRow.tenant_id == tenant_id, LedgerAccountRow.tenant_id == tenant_id))
     return list((await session.execute(stmt)).all())
 
 
-async def thin_entries(session: AsyncSession) -> list[Any]:
+async def thin_entries(session: AsyncSession, tenant_id: str | None = None) -> list[Any]:
     """Entries with fewer than two postings (a double-entry entry has at least two)."""
     counted = (
-        select(JournalEntryRow.id, func.count(PostingRow.id).label("n"))
+        _of_tenant(
+            select(JournalEntryRow.id, func.count(PostingRow.id).label("n")),
+            JournalEntryRow.tenant_id,
+            tenant_id,
+        )
         .outerjoin(PostingRow, PostingRow.entry_id == JournalEntryRow.id)
         .group_by(JournalEntryRow.id)
         .subquery()
@@ -442,10 +462,16 @@ async def thin_entries(session: AsyncSession) -> list[Any]:
     return list((await session.execute(select(counted.c.id).where(counted.c.n < 2))).all())
 
 
-async def counts(session: AsyncSession) -> dict[str, int]:
-    accounts = await session.scalar(select(func.count()).select_from(LedgerAccountRow))
-    entries = await session.scalar(select(func.count()).select_from(JournalEntryRow))
-    postings = await session.scalar(select(func.count()).select_from(PostingRow))
+async def counts(session: AsyncSession, tenant_id: str | None = None) -> dict[str, int]:
+    accounts = await session.scalar(
+        _of_tenant(select(func.count()).select_from(LedgerAccountRow), LedgerAccountRow.tenant_id, tenant_id)
+    )
+    entries = await session.scalar(
+        _of_tenant(select(func.count()).select_from(JournalEntryRow), JournalEntryRow.tenant_id, tenant_id)
+    )
+    postings = await session.scalar(
+        _of_tenant(select(func.count()).select_from(PostingRow), PostingRow.tenant_id, tenant_id)
+    )
     return {"accounts": int(accounts or 0), "entries": int(entries or 0), "postings": int(postings or 0)}
 
 
@@ -581,3 +607,14 @@ async def outside_flows(
         .order_by(period, PostingRow.currency)
     )
     return [(str(p), currency, int(money_in), int(money_out)) for p, currency, money_in, money_out in rows]
+
+
+async def account_with_holds(
+    session: AsyncSession, *, tenant_id: str, account_id: str
+) -> tuple[LedgerAccountRow, int] | None:
+    """One of the tenant's ledger accounts with its count of OPEN holds: one statement."""
+    stmt = accounts_with_holds_query(tenant_id=tenant_id, kind=None, account_ids=None).where(
+        LedgerAccountRow.id == account_id
+    )
+    found = (await session.execute(stmt)).first()
+    return None if found is None else (found[0], int(found[1]))

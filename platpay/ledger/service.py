@@ -28,7 +28,13 @@ from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import repository
-from platpay.ledger.errors import HoldExhausted, InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
+from platpay.ledger.errors import (
+    HoldExhausted,
+    InsufficientFunds,
+    LedgerAccountMismatch,
+    LedgerAccountNotFound,
+    UnbalancedEntry,
+)
 from platpay.ledger.models import JournalEntryRow
 from platpay.ledger.state import Bucket, HoldStatus, LedgerAccountKind
 from platpay.ledger.types import AccountWithBalance, CurrencyTotals, EntryPosting, JournalEntry, MoneyFlow
@@ -601,14 +607,17 @@ class VerifyReport:
         return out
 
 
-async def verify(session: AsyncSession) -> VerifyReport:
-    """Recompute every balance from postings and check every invariant, across all tenants."""
+async def verify(session: AsyncSession, *, tenant_id: str | None = None) -> VerifyReport:
+    """Recompute every balance from postings and check every invariant, across all tenants; with `tenant_id`,
+    over that tenant's accounts, entries, postings and holds only (the console's check: a tenant sees no
+    other tenant's rows)."""
+    t = tenant_id
     trial = [
         {"tenantId": r.tenant_id, "currency": r.currency, "total": int(r.total or 0), "accounts": r.accounts}
-        for r in await repository.trial_balances(session)
+        for r in await repository.trial_balances(session, t)
     ]
     return VerifyReport(
-        counts=await repository.counts(session),
+        counts=await repository.counts(session, t),
         balance_mismatches=[
             {
                 "accountId": r.id,
@@ -616,29 +625,30 @@ async def verify(session: AsyncSession) -> VerifyReport:
                 "stored": {"available": r.available, "held": r.held},
                 "posted": {"available": int(r.posted_available), "held": int(r.posted_held)},
             }
-            for r in await repository.stored_vs_posted(session)
+            for r in await repository.stored_vs_posted(session, t)
         ],
         unbalanced_entries=[
             {"entryId": r.entry_id, "currency": r.currency, "sum": int(r.total)}
-            for r in await repository.unbalanced_entries(session)
+            for r in await repository.unbalanced_entries(session, t)
         ],
-        thin_entries=[r.id for r in await repository.thin_entries(session)],
-        nonzero_trial_balances=[t for t in trial if t["total"] != 0],
+        thin_entries=[r.id for r in await repository.thin_entries(session, t)],
+        nonzero_trial_balances=[x for x in trial if x["total"] != 0],
         negative_accounts=[
             {"accountId": r.id, "available": r.available, "held": r.held}
-            for r in await repository.negative_accounts(session)
+            for r in await repository.negative_accounts(session, t)
         ],
         foreign_postings=[
-            {"postingId": r.id, "accountId": r.account_id} for r in await repository.foreign_postings(session)
+            {"postingId": r.id, "accountId": r.account_id}
+            for r in await repository.foreign_postings(session, t)
         ],
         trial_balances=trial,
         hold_mismatches=[
             {"holdId": r.id, "remaining": r.remaining, "status": r.status, "posted": int(r.posted)}
-            for r in await repository.hold_mismatches(session)
+            for r in await repository.hold_mismatches(session, t)
         ],
         held_below_holds=[
             {"accountId": r.id, "held": r.held, "openHolds": int(r.reserved)}
-            for r in await repository.held_below_open_holds(session)
+            for r in await repository.held_below_open_holds(session, t)
         ],
     )
 
@@ -760,3 +770,17 @@ async def money_flow(
             session, tenant_id=tenant_id, since=since, bucket=bucket
         )
     ]
+
+
+async def account_with_balance(
+    session: AsyncSession, *, tenant_id: str, ledger_account_id: str
+) -> AccountWithBalance:
+    """One of the tenant's ledger accounts with its balances and count of OPEN holds; LedgerAccountNotFound
+    for an unknown id or another tenant's (one answer). One statement."""
+    found = await repository.account_with_holds(session, tenant_id=tenant_id, account_id=ledger_account_id)
+    if found is None:
+        raise LedgerAccountNotFound(ledger_account_id)
+    row, open_holds = found
+    return AccountWithBalance(
+        row.id, row.kind, row.code, row.currency, row.available, row.held, open_holds, row.created_at
+    )
