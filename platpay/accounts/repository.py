@@ -282,3 +282,28 @@ async def default_deposit_account(
             ExternalAccountRow.deleted_at.is_(None),
         )
     )
+
+
+def internal_ids_of(*, tenant_id: str, customer_id: str | None) -> Select[Any]:
+    """A subquery selecting the ids of one owner's internal accounts (customer_id None: the platform's)."""
+    owner = (
+        InternalAccountRow.customer_id.is_(None)
+        if customer_id is None
+        else InternalAccountRow.customer_id == customer_id
+    )
+    return select(InternalAccountRow.id).where(InternalAccountRow.tenant_id == tenant_id, owner)
+
+
+async def owners_of(
+    session: AsyncSession, *, tenant_id: str, account_ids: list[str]
+) -> dict[str, str | None]:
+    """Internal account id -> its customer's id (None: the platform's), for those of `account_ids` that
+    are the tenant's internal accounts: one statement."""
+    if not account_ids:
+        return {}
+    rows = await session.execute(
+        select(InternalAccountRow.id, InternalAccountRow.customer_id).where(
+            InternalAccountRow.tenant_id == tenant_id, InternalAccountRow.id.in_(account_ids)
+        )
+    )
+    return dict(rows.tuples().all())

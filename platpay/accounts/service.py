@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import hooks as accounts_hooks
@@ -424,3 +425,18 @@ async def set_private_enabled(
     await session.flush()
     [account] = await render(session, [row])
     return account
+
+
+def internal_account_ids_of(*, tenant_id: str, customer_id: str | None) -> Select[Any]:
+    """A subquery of the ids of one owner's internal accounts (customer_id None: the platform's own), for a
+    lower domain's read to filter by owner in its own statement (`ledger.service.list_accounts_with_balances`,
+    `balances_by_currency`)."""
+    return repository.internal_ids_of(tenant_id=tenant_id, customer_id=customer_id)
+
+
+async def owners_of(
+    session: AsyncSession, *, tenant_id: str, account_ids: list[str]
+) -> dict[str, str | None]:
+    """Who owns each of these internal accounts: its customer's id, or None for the platform's (ids that are
+    not the tenant's internal accounts are left out). One statement, however many ids."""
+    return await repository.owners_of(session, tenant_id=tenant_id, account_ids=account_ids)

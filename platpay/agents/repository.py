@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, insert, select, update
+from sqlalchemy import Select, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.agents.models import (
@@ -368,3 +368,47 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     elif not await lean.rows(session, _AUDIT_HEAD_MOVE, head):
         raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
     await lean.rows(session, _AUDIT_INSERT, record)
+
+
+# The console's reads: a fixed number of statements whatever the number of rows.
+
+
+async def count_pending(session: AsyncSession, *, tenant_id: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count()).where(
+                AgentActionRow.tenant_id == tenant_id, AgentActionRow.status == ActionStatus.PENDING_APPROVAL
+            )
+        )
+        or 0
+    )
+
+
+async def pending_with_agents(
+    session: AsyncSession, *, tenant_id: str, after_id: str | None, descending: bool, limit: int
+) -> list[tuple[AgentActionRow, str]]:
+    """`limit` of the tenant's PENDING_APPROVAL actions after `after_id` in id order, each with its agent's
+    name: one statement."""
+    stmt = (
+        select(AgentActionRow, AgentRow.name)
+        .join(AgentRow, AgentRow.id == AgentActionRow.agent_id)
+        .where(AgentActionRow.tenant_id == tenant_id, AgentActionRow.status == ActionStatus.PENDING_APPROVAL)
+    )
+    if after_id is not None:
+        stmt = stmt.where(AgentActionRow.id < after_id if descending else AgentActionRow.id > after_id)
+    stmt = stmt.order_by(AgentActionRow.id.desc() if descending else AgentActionRow.id.asc()).limit(limit)
+    return [(row, name) for row, name in (await session.execute(stmt)).all()]
+
+
+async def agent_and_usage(
+    session: AsyncSession, *, tenant_id: str, agent_id: str
+) -> tuple[AgentRow, AgentUsageRow | None] | None:
+    """The live agent and its usage row (None before its first money request), unlocked: one statement."""
+    row = (
+        await session.execute(
+            select(AgentRow, AgentUsageRow)
+            .outerjoin(AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
+            .where(AgentRow.id == agent_id, AgentRow.tenant_id == tenant_id, AgentRow.deleted_at.is_(None))
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])

@@ -34,6 +34,7 @@ from platpay.agents.schemas import (
     AgentPolicy,
     AgentUsage,
 )
+from platpay.agents.types import LimitUsage, PendingAction
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.config import Settings
 from platpay.customers import service as customers_service
@@ -531,3 +532,76 @@ async def own_quote(
     if facts is None or facts.agent_id != agent_id:
         raise QuoteNotFound(quote_id)
     return facts
+
+
+# ---- the console's reads: a fixed number of statements whatever the number of rows ----------------------
+
+
+async def count_pending_approvals(session: AsyncSession, *, tenant_id: str) -> int:
+    """How many actions of the tenant's agents await the platform's approval. One statement."""
+    return await repository.count_pending(session, tenant_id=tenant_id)
+
+
+async def list_pending_actions(
+    session: AsyncSession, *, tenant_id: str, params: PageParams
+) -> PageResult[PendingAction]:
+    """A page of the actions awaiting approval across all the tenant's agents (by id, in `params`'
+    direction), each with its agent's name; one statement, no total. (GET /agents/actions?status=
+    PENDING_APPROVAL, `operations.list_actions`, renders each action's quote and transaction: a query or
+    two per row, which a console's queue does not need.)"""
+    rows = await repository.pending_with_agents(
+        session,
+        tenant_id=tenant_id,
+        after_id=params.after_id,
+        descending=params.descending,
+        limit=params.limit + 1,
+    )
+    items = [
+        PendingAction(
+            id=row.id,
+            agent_id=row.agent_id,
+            agent_name=name,
+            customer_id=row.customer_id,
+            platform_customer_id=row.platform_customer_id,
+            type=row.type,
+            amount=row.amount,
+            currency=row.currency,
+            quote_id=row.quote_id,
+            transfer=row.transfer,
+            decision=row.decision,
+            created_at=row.created_at,
+        )
+        for row, name in rows[: params.limit]
+    ]
+    has_more = len(rows) > params.limit
+    return PageResult(items, has_more, params.next_cursor(items[-1].id) if has_more else None, None)
+
+
+async def usage_against_limits(session: AsyncSession, *, tenant_id: str, agent_id: str) -> list[LimitUsage]:
+    """Each limit of the agent's policy with what it used in the current window (UTC day or month, on the
+    tenant's clock; executed plus pending approval, as the policy counts it) and what remains. One
+    statement; AgentNotFound for an agent that is not the tenant's live one."""
+    found = await repository.agent_and_usage(session, tenant_id=tenant_id, agent_id=agent_id)
+    if found is None:
+        raise AgentNotFound(agent_id)
+    agent, usage_row = found
+    now = clock.now()
+    usage = _usage_schema(usage_row, now)  # the current windows' counters and when they reset
+    current = (
+        usage_of(usage_row).as_of(now)
+        if usage_row is not None
+        else policies.Usage(policies.utc_day(now), 0, 0, policies.utc_month(now), 0)
+    )
+    limits = agent.policy.get("spendingLimits") or {}
+    currency = limits.get("currency")
+    left = policies.remaining(agent.policy, current)
+    next_day, next_month = usage.daily_reset_date, f"{usage.monthly_reset_month}-01"
+    return [
+        LimitUsage("perTransaction", limits.get("perTransactionLimit"), 0, left["perTransaction"], "TRANSACTION",
+                   None, currency),
+        LimitUsage("daily", limits.get("dailyLimit"), usage.daily_spend, left["daily"], "DAY", next_day, currency),
+        LimitUsage("dailyCount", limits.get("dailyTransactionLimit"), usage.daily_transaction_count,
+                   left["dailyCount"], "DAY", next_day, None),
+        LimitUsage("monthly", limits.get("monthlyLimit"), usage.monthly_spend, left["monthly"], "MONTH",
+                   next_month, currency),
+    ]  # fmt: skip

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Select, and_, exists, func, literal, literal_column, select, union_all, update
+from sqlalchemy import Select, and_, exists, func, literal, literal_column, or_, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
@@ -173,3 +173,32 @@ async def emails_of(
         )
     )
     return {customer_id: email for customer_id, email in rows.all()}
+
+
+def _like_pattern(text: str) -> str:
+    """`text` as a case-insensitive substring pattern, its own % and _ (and the escape) matching literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def search_query(*, tenant_id: str, query: str) -> Select[Any]:
+    """The tenant's live customers matching `query`: a case-insensitive substring (ASCII case only on SQLite,
+    whose lower() folds no other letter) of the full name, the
+    business's legal name or doing-business-as name, the email, the platformCustomerId or the UMA address,
+    or exactly the customer's id. `ilike` is ILIKE on PostgreSQL and lower() LIKE lower() on SQLite."""
+    pattern = _like_pattern(query.strip())
+    business = CustomerRow.business_info
+    stmt = select(CustomerRow).where(
+        CustomerRow.tenant_id == tenant_id,
+        CustomerRow.deleted_at.is_(None),
+        or_(
+            CustomerRow.id == query.strip(),
+            CustomerRow.full_name.ilike(pattern, escape="\\"),
+            business["legal_name"].as_string().ilike(pattern, escape="\\"),
+            business["doing_business_as"].as_string().ilike(pattern, escape="\\"),
+            CustomerRow.email.ilike(pattern, escape="\\"),
+            CustomerRow.platform_customer_id.ilike(pattern, escape="\\"),
+            CustomerRow.uma_address.ilike(pattern, escape="\\"),
+        ),
+    )
+    return stmt

@@ -45,7 +45,7 @@ from platpay.errors import ApiError, InvalidInput
 from platpay.events import service as events_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id, uuid7
-from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.kit.pagination import PageParams, PageResult, paginate, paginate_uncounted
 from platpay.kit.wallet_signature import SignedRequestChallenge, WalletSignature
 from platpay.tenants.context import TenantContext
 
@@ -330,6 +330,17 @@ async def list_customers(
 ) -> PageResult[CustomerRow]:
     stmt = repository.list_query(tenant_id=tenant_id, dialect=dialect, **filters)
     return await paginate(session, stmt, id_column=CustomerRow.id, params=params)
+
+
+async def search_customers(
+    session: AsyncSession, *, tenant_id: str, query: str, params: PageParams
+) -> PageResult[CustomerRow]:
+    """A page of the tenant's live customers matching `query` (newest first), in one statement and without
+    a total: a case-insensitive substring of the full name, the business's legal or doing-business-as name,
+    the email, the platformCustomerId or the UMA address, or exactly the customer's id. `%` and `_` in the
+    query match themselves. Render the rows with `to_schema` (or `render_many` for beneficial owners)."""
+    stmt = repository.search_query(tenant_id=tenant_id, query=query)
+    return await paginate_uncounted(session, stmt, id_column=CustomerRow.id, params=params)
 
 
 async def update_customer(

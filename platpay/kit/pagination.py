@@ -227,3 +227,18 @@ def paginate_items(items: Sequence[T], *, key: Callable[[T], str], params: PageP
     has_more = start + params.limit < len(items)
     next_cursor = params.next_cursor(key(page[-1])) if has_more and page else None
     return PageResult(items=page, has_more=has_more, next_cursor=next_cursor, total_count=len(items))
+
+
+async def paginate_uncounted(
+    session: AsyncSession, stmt: Select[Any], *, id_column: InstrumentedAttribute[str], params: PageParams
+) -> PageResult[Any]:
+    """`paginate` without the total: one statement a page (`limit + 1` rows after the cursor's id), for a
+    list that shows no totalCount (a search). `total_count` is None."""
+    if params.after_id is not None:
+        stmt = stmt.where(id_column < params.after_id if params.descending else id_column > params.after_id)
+    order = id_column.desc() if params.descending else id_column.asc()
+    rows = list((await session.scalars(stmt.order_by(order).limit(params.limit + 1))).all())
+    has_more = len(rows) > params.limit
+    rows = rows[: params.limit]
+    next_cursor = params.next_cursor(getattr(rows[-1], id_column.key)) if has_more else None
+    return PageResult(items=rows, has_more=has_more, next_cursor=next_cursor, total_count=None)

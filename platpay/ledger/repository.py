@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, and_, bindparam, case, delete, func, or_, select, update
+from sqlalchemy import false as sa_false
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -470,3 +471,113 @@ async def clear_tenant(session: AsyncSession, *, tenant_id: str, now: datetime) 
         "journal_entries": max(cast("CursorResult[Any]", entries).rowcount or 0, 0),
         "ledger_accounts": max(cast("CursorResult[Any]", internal).rowcount or 0, 0),
     }
+
+
+# The console's reads: each a fixed number of statements, whatever the number of rows.
+
+# The ledger accounts that stand for the world outside platpay: money entering the ledger is taken from one
+# of them, money leaving it is put on one (money_flow).
+OUTSIDE_KINDS = ("CLEARING", "SANDBOX_FUNDING")
+
+
+async def postings_with_accounts(
+    session: AsyncSession, *, tenant_id: str, reference: str
+) -> list[tuple[JournalEntryRow, PostingRow, LedgerAccountRow]]:
+    """Every posting of the tenant's entries carrying `reference`, with its entry and account: one statement."""
+    stmt = (
+        select(JournalEntryRow, PostingRow, LedgerAccountRow)
+        .join(PostingRow, PostingRow.entry_id == JournalEntryRow.id)
+        .join(LedgerAccountRow, LedgerAccountRow.id == PostingRow.account_id)
+        .where(JournalEntryRow.tenant_id == tenant_id, JournalEntryRow.reference == reference)
+        .order_by(JournalEntryRow.id, PostingRow.id)
+    )
+    return [(entry, posting, account) for entry, posting, account in (await session.execute(stmt)).all()]
+
+
+def accounts_with_holds_query(
+    *, tenant_id: str, kind: str | None, account_ids: Select[Any] | None
+) -> Select[Any]:
+    """The tenant's ledger accounts with their count of OPEN holds (a correlated subquery, not a query each)."""
+    open_holds = (
+        select(func.count())
+        .where(LedgerHoldRow.account_id == LedgerAccountRow.id, LedgerHoldRow.status == HoldStatus.OPEN)
+        .correlate(LedgerAccountRow)
+        .scalar_subquery()
+    )
+    stmt = select(LedgerAccountRow, open_holds.label("open_holds")).where(
+        LedgerAccountRow.tenant_id == tenant_id
+    )
+    if kind is not None:
+        stmt = stmt.where(LedgerAccountRow.kind == kind)
+    if account_ids is not None:
+        stmt = stmt.where(LedgerAccountRow.id.in_(account_ids))
+    return stmt
+
+
+async def page_of_accounts(
+    session: AsyncSession, stmt: Select[Any], *, after_id: str | None, descending: bool, limit: int
+) -> list[tuple[LedgerAccountRow, int]]:
+    """`limit` rows of `stmt` after `after_id` in id order: one statement, no count."""
+    if after_id is not None:
+        stmt = stmt.where(LedgerAccountRow.id < after_id if descending else LedgerAccountRow.id > after_id)
+    stmt = stmt.order_by(LedgerAccountRow.id.desc() if descending else LedgerAccountRow.id.asc()).limit(limit)
+    return [(row, int(holds)) for row, holds in (await session.execute(stmt)).all()]
+
+
+async def internal_totals(
+    session: AsyncSession, *, tenant_id: str, platform_accounts: Select[Any] | None
+) -> list[tuple[str, bool, int, int]]:
+    """(currency, is the platform's, available, held) summed over the tenant's INTERNAL accounts: one
+    statement. `platform_accounts` selects the ids of the platform's own accounts (None: all are customers')."""
+    is_platform: Any = (
+        LedgerAccountRow.id.in_(platform_accounts) if platform_accounts is not None else sa_false()
+    )
+    label = case((is_platform, 1), else_=0).label("is_platform")
+    rows = await session.execute(
+        select(
+            LedgerAccountRow.currency,
+            label,
+            func.coalesce(func.sum(LedgerAccountRow.available), 0),
+            func.coalesce(func.sum(LedgerAccountRow.held), 0),
+        )
+        .where(LedgerAccountRow.tenant_id == tenant_id, LedgerAccountRow.kind == "INTERNAL")
+        .group_by(LedgerAccountRow.currency, label)
+        .order_by(LedgerAccountRow.currency)
+    )
+    return [
+        (currency, bool(platform), int(available), int(held)) for currency, platform, available, held in rows
+    ]
+
+
+def _period(session: AsyncSession, column: Any, bucket: str) -> Any:
+    """The UTC day (YYYY-MM-DD) or month (YYYY-MM) of a timestamp, as text on both backends. SQLite stores
+    naive UTC in a fixed-width text format (db/types.UtcDateTime): its prefix is the period."""
+    width = 10 if bucket == "day" else 7
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        return func.to_char(func.timezone("UTC", column), "YYYY-MM-DD" if bucket == "day" else "YYYY-MM")
+    return func.substr(column, 1, width)
+
+
+async def outside_flows(
+    session: AsyncSession, *, tenant_id: str, since: datetime, bucket: str
+) -> list[tuple[str, str, int, int]]:
+    """(period, currency, money in, money out) from the postings on the tenant's outside accounts
+    (OUTSIDE_KINDS) since `since`: one statement. Money in is what those accounts gave (their negative
+    postings, negated), money out what they took (their positive postings)."""
+    period = _period(session, PostingRow.created_at, bucket).label("period")
+    gave = func.coalesce(func.sum(case((PostingRow.amount < 0, -PostingRow.amount), else_=0)), 0)
+    took = func.coalesce(func.sum(case((PostingRow.amount > 0, PostingRow.amount), else_=0)), 0)
+    outside = select(LedgerAccountRow.id).where(
+        LedgerAccountRow.tenant_id == tenant_id, LedgerAccountRow.kind.in_(OUTSIDE_KINDS)
+    )
+    rows = await session.execute(
+        select(period, PostingRow.currency, gave, took)
+        .where(
+            PostingRow.tenant_id == tenant_id,
+            PostingRow.created_at >= since,
+            PostingRow.account_id.in_(outside),
+        )
+        .group_by(period, PostingRow.currency)
+        .order_by(period, PostingRow.currency)
+    )
+    return [(str(p), currency, int(money_in), int(money_out)) for p, currency, money_in, money_out in rows]

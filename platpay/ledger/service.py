@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Select, event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -31,6 +31,7 @@ from platpay.ledger import repository
 from platpay.ledger.errors import HoldExhausted, InsufficientFunds, LedgerAccountMismatch, UnbalancedEntry
 from platpay.ledger.models import JournalEntryRow
 from platpay.ledger.state import Bucket, HoldStatus, LedgerAccountKind
+from platpay.ledger.types import AccountWithBalance, CurrencyTotals, EntryPosting, JournalEntry, MoneyFlow
 
 INTERNAL = LedgerAccountKind.INTERNAL
 AVAILABLE, HELD = Bucket.AVAILABLE, Bucket.HELD
@@ -647,3 +648,115 @@ async def clear_tenant(session: AsyncSession, *, tenant_id: str) -> dict[str, in
     ledger accounts gone (their internal accounts go with them), its system accounts back at zero (kept:
     every process caches their ids). Rows deleted by table."""
     return await repository.clear_tenant(session, tenant_id=tenant_id, now=clock.now())
+
+
+# The console's reads (platpay/console calls them): each runs a fixed number of statements, whatever the
+# number of rows it returns.
+
+
+async def entries_for_transaction(
+    session: AsyncSession, *, tenant_id: str, transaction_id: str
+) -> list[JournalEntry]:
+    """The journal entries a transaction caused (every entry's `reference` names its business object: the
+    transaction's id), oldest first, each with its postings and the kind and code of the account each hit.
+    One statement. The owner of an INTERNAL account is the accounts domain's to say
+    (`accounts.service.owners_of`)."""
+    rows = await repository.postings_with_accounts(session, tenant_id=tenant_id, reference=transaction_id)
+    entries: dict[str, tuple[JournalEntryRow, list[EntryPosting]]] = {}
+    for entry, posting, account in rows:
+        entries.setdefault(entry.id, (entry, []))[1].append(
+            EntryPosting(
+                id=posting.id,
+                account_id=account.id,
+                account_kind=account.kind,
+                account_code=account.code,
+                currency=posting.currency,
+                bucket=posting.bucket,
+                amount=posting.amount,
+            )
+        )
+    return [
+        JournalEntry(e.id, e.kind, e.reference, e.reverses_id, e.created_at, tuple(postings))
+        for e, postings in entries.values()
+    ]
+
+
+async def account_statement(
+    session: AsyncSession, *, tenant_id: str, ledger_account_id: str, params: PageParams
+) -> PageResult[AccountEntry]:
+    """One account's statement, newest first, each line with the balances after it: `account_entries`
+    (which already existed: a line is an entry as the account saw it, its AVAILABLE and HELD postings
+    together), under the console's name. Four statements a page (count, page, balance, changes)."""
+    return await account_entries(session, tenant_id=tenant_id, account_id=ledger_account_id, params=params)
+
+
+async def list_accounts_with_balances(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    params: PageParams,
+    kind: str | None = None,
+    account_ids: Select[Any] | None = None,
+) -> PageResult[AccountWithBalance]:
+    """A page of the tenant's ledger accounts (by id, in `params`' direction) with their available and held
+    balances and their count of OPEN holds; one statement, no total. `account_ids` narrows them to the ids a
+    subquery selects: an owner's, built by the domain that knows owners
+    (`accounts.service.internal_account_ids_of(tenant_id=…, customer_id=…)`)."""
+    stmt = repository.accounts_with_holds_query(tenant_id=tenant_id, kind=kind, account_ids=account_ids)
+    rows = await repository.page_of_accounts(
+        session, stmt, after_id=params.after_id, descending=params.descending, limit=params.limit + 1
+    )
+    has_more = len(rows) > params.limit
+    rows = rows[: params.limit]
+    items = [
+        AccountWithBalance(
+            row.id, row.kind, row.code, row.currency, row.available, row.held, open_holds, row.created_at
+        )
+        for row, open_holds in rows
+    ]
+    cursor = params.next_cursor(items[-1].id) if has_more else None
+    return PageResult(items, has_more, cursor, None)
+
+
+async def balances_by_currency(
+    session: AsyncSession, *, tenant_id: str, platform_accounts: Select[Any] | None = None
+) -> list[CurrencyTotals]:
+    """Per currency, the money on the tenant's INTERNAL accounts, the platform's own apart from its
+    customers'; one statement. Which internal accounts are the platform's is the accounts domain's to say:
+    `platform_accounts` selects their ids (`accounts.service.internal_account_ids_of(tenant_id=…,
+    customer_id=None)`); without it every internal account counts as a customer's."""
+    totals: dict[str, list[int]] = {}
+    for currency, is_platform, available, held in await repository.internal_totals(
+        session, tenant_id=tenant_id, platform_accounts=platform_accounts
+    ):
+        sums = totals.setdefault(currency, [0, 0, 0, 0])
+        offset = 0 if is_platform else 2
+        sums[offset] += available
+        sums[offset + 1] += held
+    return [CurrencyTotals(currency, *sums) for currency, sums in sorted(totals.items())]
+
+
+async def money_flow(
+    session: AsyncSession, *, tenant_id: str, since: datetime, bucket: str = "day"
+) -> list[MoneyFlow]:
+    """Per period (UTC `day` or `month`) and currency since `since`, the money that entered and left the
+    tenant's ledger; one statement.
+
+    Definition: the world outside platpay is represented by the outside accounts (CLEARING per rail, and
+    SANDBOX_FUNDING, the sandbox's source of simulated deposits). Money in is what those accounts gave to the
+    ledger (the sum of their negative postings, negated): deposits, transfers in, incoming payments. Money
+    out is what they took from it (the sum of their positive postings): transfers out, payouts, card
+    captures to the rail. Moves between accounts inside platpay (customer to customer, to fees, through FX)
+    are neither. A reversal counts in the other direction on its own day (a failed payout's money coming
+    back is money in), so a period's net (in - out) is exactly the change of what the ledger holds from the
+    outside world's point of view."""
+    if bucket not in ("day", "month"):
+        raise ValueError(f"bucket is 'day' or 'month', not {bucket!r}")
+    return [
+        MoneyFlow(
+            date.fromisoformat(period if bucket == "day" else f"{period}-01"), currency, money_in, money_out
+        )
+        for period, currency, money_in, money_out in await repository.outside_flows(
+            session, tenant_id=tenant_id, since=since, bucket=bucket
+        )
+    ]

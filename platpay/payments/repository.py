@@ -5,13 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
+from platpay.payments.state import AWAITING, TransactionKind, TransactionStatus
 
 
 async def get(
@@ -100,3 +101,19 @@ async def insert(session: AsyncSession, values: dict[str, Any]) -> TransactionRo
     """Insert a new transaction leanly (the only way transactions are inserted; `values` by attribute name)
     and return its row, persistent in the session: later changes to it flush as UPDATEs."""
     return await lean.add(session, _INSERT, TransactionRow, values)
+
+
+async def count_awaiting_approval(session: AsyncSession, *, tenant_id: str, now: datetime) -> int:
+    """The tenant's incoming UMA payments the platform may still approve or reject now: one statement."""
+    return int(
+        await session.scalar(
+            select(func.count()).where(
+                TransactionRow.tenant_id == tenant_id,
+                TransactionRow.kind == TransactionKind.UMA_INCOMING,
+                TransactionRow.status == TransactionStatus.PENDING,
+                TransactionRow.approval_state.in_(AWAITING),
+                or_(TransactionRow.approval_deadline.is_(None), TransactionRow.approval_deadline > now),
+            )
+        )
+        or 0
+    )

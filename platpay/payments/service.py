@@ -421,6 +421,13 @@ async def list_transactions(
     return PageResult(items=items, has_more=has_more, next_cursor=next_cursor, total_count=None), items
 
 
+async def count_incoming_awaiting_approval(session: AsyncSession, *, tenant_id: str) -> int:
+    """How many incoming UMA payments await the platform's decision (POST /transactions/{id}/approve or
+    /reject) and may still get it: PENDING, the approval AWAITING_REPLY or AWAITING_DECISION, its deadline
+    not passed on the tenant's clock. One statement."""
+    return await repository.count_awaiting_approval(session, tenant_id=tenant_id, now=clock.now())
+
+
 async def confirm_receipt(
     session: AsyncSession, *, tenant: TenantContext, transaction_id: str, at: datetime | None
 ) -> Transaction:
