@@ -15,12 +15,16 @@ class EventRow(Base):
     """Something that happened to a resource, written in the transaction that made it happen."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (
+        Index("ix_events_tenant_id_id", "tenant_id", "id"),
+        Index("ix_events_tenant_resource", "tenant_id", "resource_id"),  # a resource's timeline
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))
     type: Mapped[str] = mapped_column(String(64))
     data: Mapped[dict[str, Any]] = mapped_column(JsonType)  # the resource exactly as GET returns it
+    resource_id: Mapped[str | None] = mapped_column(IdColumn())  # data's `id` (null when it has none)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
 
 
@@ -30,6 +34,10 @@ class WebhookDeliveryRow(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         Index("ix_webhook_deliveries_tenant_id_id", "tenant_id", "id"),
+        Index("ix_webhook_deliveries_tenant_status", "tenant_id", "status"),  # pending and failed counts
+        Index(
+            "ix_webhook_deliveries_tenant_updated", "tenant_id", "updated_at"
+        ),  # the last 24 hours' outcomes
         check_in("status", DeliveryStatus),
     )
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, bindparam, func, select, update
+from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -255,3 +255,89 @@ async def set_sandbox_faults(
     row.duplicate, row.delay_ms, row.reorder_ms, row.updated_at = duplicate, delay_ms, reorder_ms, now
     await session.flush()
     return row
+
+
+# The console's reads: a fixed number of statements whatever the number of rows.
+
+
+async def events_about(session: AsyncSession, *, tenant_id: str, resource_id: str) -> list[EventRow]:
+    """The tenant's events whose resource is `resource_id`, oldest first (ix_events_tenant_resource)."""
+    stmt = (
+        select(EventRow)
+        .where(EventRow.tenant_id == tenant_id, EventRow.resource_id == resource_id)
+        .order_by(EventRow.id)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def deliveries_of_events(
+    session: AsyncSession, *, tenant_id: str, event_ids: list[str]
+) -> list[WebhookDeliveryRow]:
+    if not event_ids:
+        return []
+    stmt = (
+        select(WebhookDeliveryRow)
+        .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.event_id.in_(event_ids))
+        .order_by(WebhookDeliveryRow.id)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def attempts_of_deliveries(
+    session: AsyncSession, *, tenant_id: str, delivery_ids: list[str]
+) -> list[WebhookAttemptRow]:
+    if not delivery_ids:
+        return []
+    stmt = (
+        select(WebhookAttemptRow)
+        .where(WebhookAttemptRow.tenant_id == tenant_id, WebhookAttemptRow.delivery_id.in_(delivery_ids))
+        .order_by(WebhookAttemptRow.delivery_id, WebhookAttemptRow.id)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
+async def delivery_with_event(
+    session: AsyncSession, *, tenant_id: str, delivery_id: str
+) -> tuple[WebhookDeliveryRow, EventRow] | None:
+    row = (
+        await session.execute(
+            select(WebhookDeliveryRow, EventRow)
+            .join(EventRow, EventRow.id == WebhookDeliveryRow.event_id)
+            .where(WebhookDeliveryRow.id == delivery_id, WebhookDeliveryRow.tenant_id == tenant_id)
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+async def outcomes_since(
+    session: AsyncSession, *, tenant_id: str, since: datetime
+) -> dict[str, tuple[int, int, datetime | None]]:
+    """Per URL, of the tenant's deliveries updated since `since` (ix_webhook_deliveries_tenant_updated):
+    how many are DELIVERED, how many FAILED, and the latest delivered_at. One statement."""
+    delivered = WebhookDeliveryRow.status == DeliveryStatus.DELIVERED
+    failed = WebhookDeliveryRow.status == DeliveryStatus.FAILED
+    rows = await session.execute(
+        select(
+            WebhookDeliveryRow.url,
+            func.coalesce(func.sum(case((delivered, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((failed, 1), else_=0)), 0),
+            func.max(WebhookDeliveryRow.delivered_at),
+        )
+        .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.updated_at >= since)
+        .group_by(WebhookDeliveryRow.url)
+    )
+    return {
+        url: (int(n_delivered), int(n_failed), last_success)  # max() keeps UtcDateTime's type
+        for url, n_delivered, n_failed, last_success in rows
+    }
+
+
+async def count_with_status(session: AsyncSession, *, tenant_id: str, status: str) -> int:
+    return int(
+        await session.scalar(
+            select(func.count()).where(
+                WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == status
+            )
+        )
+        or 0
+    )

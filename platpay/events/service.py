@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from datetime import datetime
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.config import Settings
 from platpay.db.database import Database
 from platpay.db.unit_of_work import LeanSession
-from platpay.events import breaker, repository, types
+from platpay.events import breaker, repository, signing, types
 from platpay.events import delivery as delivery_mod
 from platpay.events.errors import DeliveryNotFound, WebhookDeliveryError, WebhookEndpointNotSet
-from platpay.events.models import EventRow, WebhookDeliveryRow
+from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow
 from platpay.events.schemas import (
     SandboxWebhookFaults,
     TestWebhookResponse,
@@ -27,6 +28,7 @@ from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
+from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.tenants import service as tenants_service
@@ -39,6 +41,12 @@ def _payload(resource: ApiModel | dict[str, Any]) -> dict[str, Any]:
     return resource.to_api() if isinstance(resource, ApiModel) else resource
 
 
+def _resource_id(data: dict[str, Any]) -> str | None:
+    """The id of the resource an event is about: its data's `id` (the resource as GET returns it)."""
+    resource_id = data.get("id")
+    return resource_id if isinstance(resource_id, str) and len(resource_id) <= 64 else None
+
+
 async def emit(
     session: LeanSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
 ) -> str:
@@ -47,11 +55,13 @@ async def emit(
     if not types.is_known(type):
         raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
+    data = _payload(resource)
     event: dict[str, Any] = {
         "id": new_id("Event"),
         "tenant_id": tenant_id,
         "type": type,
-        "data": _payload(resource),
+        "data": data,
+        "resource_id": _resource_id(data),
         "created_at": now,
     }
     url = await repository.insert_event(session, event)  # the tenant's endpoint, read by the same statement
@@ -328,3 +338,163 @@ async def set_sandbox_faults(
         now=clock.real_now(),
     )
     return SandboxWebhookFaults(duplicate=duplicate, delay_ms=delay_ms, reorder_ms=reorder_ms)
+
+
+# ---- the console's reads: a fixed number of statements whatever the number of rows ----------------------
+
+
+def _attempt(row: WebhookAttemptRow) -> types.Attempt:
+    return types.Attempt(
+        id=row.id,
+        attempted_at=row.attempted_at,
+        response_status=row.response_status,
+        latency_ms=row.latency_ms,
+        response_body=row.response_body,
+        error=row.error,
+    )
+
+
+def _delivery(row: WebhookDeliveryRow, attempts: Iterable[WebhookAttemptRow]) -> types.Delivery:
+    return types.Delivery(
+        id=row.id,
+        event_id=row.event_id,
+        event_type=row.event_type,
+        url=row.url,
+        status=row.status,
+        attempt_count=row.attempt_count,
+        next_attempt_at=row.next_attempt_at,
+        last_response_status=row.last_response_status,
+        last_error=row.last_error,
+        delivered_at=row.delivered_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        attempts=tuple(_attempt(a) for a in attempts),
+    )
+
+
+async def timeline_for_resource(
+    session: AsyncSession, *, tenant_id: str, resource_id: str
+) -> list[types.TimelineEvent]:
+    """Every event of the tenant about one resource (an event's resource is its data's `id`: a
+    transaction, a customer, an internal account...), oldest first, each with its webhook deliveries and
+    their attempts. Three statements (events, deliveries, attempts), however many there are."""
+    events = await repository.events_about(session, tenant_id=tenant_id, resource_id=resource_id)
+    deliveries = await repository.deliveries_of_events(
+        session, tenant_id=tenant_id, event_ids=[e.id for e in events]
+    )
+    attempts = await repository.attempts_of_deliveries(
+        session, tenant_id=tenant_id, delivery_ids=[d.id for d in deliveries]
+    )
+    attempts_by_delivery: dict[str, list[WebhookAttemptRow]] = defaultdict(list)
+    for attempt in attempts:
+        attempts_by_delivery[attempt.delivery_id].append(attempt)
+    deliveries_by_event: dict[str, list[types.Delivery]] = defaultdict(list)
+    for delivery in deliveries:
+        deliveries_by_event[delivery.event_id].append(_delivery(delivery, attempts_by_delivery[delivery.id]))
+    return [
+        types.TimelineEvent(
+            id=e.id,
+            type=e.type,
+            created_at=e.created_at,
+            data=e.data,
+            deliveries=tuple(deliveries_by_event[e.id]),
+        )
+        for e in events
+    ]
+
+
+async def delivery_detail(
+    session: AsyncSession, *, tenant_id: str, delivery_id: str, settings: Settings
+) -> types.DeliveryDetail:
+    """A delivery with its attempts and the request it makes: the envelope and the headers, signature
+    included. Neither is stored, so both are rebuilt the way `delivery.deliver` builds them: the envelope
+    from the event (its `timestamp` is the instant of the latest attempt, or of the next one when none was
+    made: a real send stamps the tenant's clock at that moment, which a sandbox tenant's moved clock can
+    shift), the `X-Svc-Signature` over those exact bytes with the tenant's signing key. ECDSA signatures
+    are randomized, so it is a valid signature of the body (the receiver's check, with the tenant's
+    webhookPublicKey from GET /config, accepts it), not the bytes that were sent; the key itself never
+    leaves the process. Three statements (the delivery with its event, its attempts, the sealed key the
+    first time this process signs for the tenant); DeliveryNotFound for another tenant's."""
+    found = await repository.delivery_with_event(session, tenant_id=tenant_id, delivery_id=delivery_id)
+    if found is None:
+        raise DeliveryNotFound(delivery_id)
+    row, event = found
+    attempts = await repository.attempts_of(session, delivery_id=row.id)
+    at = attempts[-1].attempted_at if attempts else (row.next_attempt_at or row.created_at)
+    body = delivery_mod.envelope(delivery_id=row.id, event_type=event.type, data=event.data, at=at)
+    key = await signing.signing_key(session, tenant_id=tenant_id, settings=settings)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": delivery_mod.USER_AGENT,
+        HEADER: signature_header(key, body),
+    }
+    return types.DeliveryDetail(
+        delivery=_delivery(row, attempts), body=body.decode(), headers=headers, timestamp=at
+    )
+
+
+async def list_deliveries_page(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    params: PageParams,
+    status: str | None = None,
+    url: str | None = None,
+) -> PageResult[types.Delivery]:
+    """A page of the tenant's deliveries (by id, newest first unless `params` says otherwise), filtered by
+    status and endpoint URL, with the API's cursor and total (`list_deliveries`' page: two statements, the
+    count and the page); attempts are left out (`delivery_detail` has them). An endpoint is named by its
+    URL, as deliveries record it and `endpoint_health_summary` lists it."""
+    stmt = repository.deliveries_query(
+        tenant_id=tenant_id, status=status, event_type=None, created_after=None, created_before=None
+    )
+    if url is not None:
+        stmt = stmt.where(WebhookDeliveryRow.url == url)
+    page = await paginate(session, stmt, id_column=WebhookDeliveryRow.id, params=params)
+    return PageResult(
+        [_delivery(row, ()) for row in page.items], page.has_more, page.next_cursor, page.total_count
+    )
+
+
+async def endpoint_health_summary(
+    session: AsyncSession, *, tenant_id: str, window: timedelta = timedelta(hours=24)
+) -> list[types.EndpointHealth]:
+    """Per endpoint URL (the configured one first, then every other one deliveries went to that failed at
+    some point, has pending deliveries or had deliveries in the window): its breaker's state and next probe,
+    its deliveries DELIVERED and FAILED within the last `window` (by their last update) and PENDING now,
+    the latest success in the window and the breaker's latest failure. Four statements. (GET
+    /webhooks/endpoints/health answers `endpoint_health`, without the window's counts.)"""
+    since = clock.now() - window
+    configured = await tenants_service.webhook_endpoint(session, tenant_id=tenant_id)
+    breakers = {row.url: row for row in await repository.endpoints_of(session, tenant_id=tenant_id)}
+    pending = await repository.pending_counts(session, tenant_id=tenant_id)
+    outcomes = await repository.outcomes_since(session, tenant_id=tenant_id, since=since)
+    urls = [configured] if configured else []
+    urls += sorted((set(breakers) | set(pending) | set(outcomes)) - set(urls))
+    health = []
+    for url in urls:
+        breaker_row = breakers.get(url)
+        delivered, failed, last_success = outcomes.get(url, (0, 0, None))
+        health.append(
+            types.EndpointHealth(
+                url=url,
+                configured=url == configured,
+                status=breaker_row.status if breaker_row else EndpointStatus.ACTIVE,
+                consecutive_failures=breaker_row.consecutive_failures if breaker_row else 0,
+                failing_since=breaker_row.failing_since if breaker_row else None,
+                next_probe_at=breaker_row.next_probe_at if breaker_row else None,
+                delivered=delivered,
+                failed=failed,
+                pending=pending.get(url, 0),
+                last_success_at=last_success,
+                last_failure_at=breaker_row.last_failure_at if breaker_row else None,
+                last_error=breaker_row.last_error if breaker_row else None,
+            )
+        )
+    return health
+
+
+async def count_failed_deliveries(session: AsyncSession, *, tenant_id: str) -> int:
+    """How many of the tenant's deliveries are FAILED (given up, or refused: POST
+    /webhooks/deliveries/{id}/redeliver sends one again). One statement."""
+    return await repository.count_with_status(session, tenant_id=tenant_id, status=DeliveryStatus.FAILED)
