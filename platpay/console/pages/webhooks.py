@@ -45,7 +45,7 @@ async def webhooks(request: Request, console: web.Console = web.SignedIn) -> Res
         deliveries=page.items,
         total=page.total_count,
         next_url=web.next_page_url(request, page),
-        status=status,
+        status_filter=status,
         statuses=STATUSES,
     )
 
