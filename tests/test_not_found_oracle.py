@@ -149,6 +149,7 @@ PROBES: dict[str, list[Probe]] = {
     "redeliverWebhookDelivery": [P("POST", "/webhooks/deliveries/{delivery}/redeliver", code="WEBHOOK_DELIVERY_NOT_FOUND")],
     # onboarding
     "getVerification": [P("GET", "/verifications/{verification}")],
+    "decideVerification": [P("POST", "/verifications/{verification}/decision", {"decision": "APPROVED"})],
     "createVerification": [P("POST", "/verifications", {"customerId": "{customer}"})],
     "listVerifications": [P("GET", "/verifications", query={"customerId": "{customer}"}, status=200)],
     "getBeneficialOwner": [P("GET", "/beneficial-owners/{beneficial_owner}")],

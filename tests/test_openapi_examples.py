@@ -34,6 +34,7 @@ from tests.factories import (
     mxn_account,
     quote,
 )
+from tests.support import onboarding
 from tests.support.wallets import (
     Authenticator,
     Wallet,
@@ -345,6 +346,27 @@ class Sandbox:
         european = {**EUROPEAN, "email": "marie@example.fr"}
         return {"customerId": (await self.post("/customers", european))["id"]}
 
+    async def verification_awaiting_review(self, _example: Any) -> dict[str, str]:
+        """A verification the sandbox KYC provider left to a person (a name ending in 001)."""
+        person = await onboarding.create(
+            self.client, self.auth, {**onboarding.PERSON, "fullName": "Jane Doe 001", "nationality": "US"}
+        )
+        await onboarding.uploaded(self.client, self.auth, person["id"], "PASSPORT", onboarding.png())
+        await onboarding.uploaded(self.client, self.auth, person["id"], "UTILITY_BILL")
+        verification = await onboarding.verify(self.client, self.auth, person["id"])
+        path = f"/verifications/{verification['id']}"
+
+        async def waiting() -> bool:
+            found = (await self.client.get(path, auth=self.auth)).json()
+            return found["verificationStatus"] == "PENDING_MANUAL_REVIEW"
+
+        for _ in range(50):
+            if await waiting():
+                break
+            await self.runner.run_until_idle(timeout=10)
+        assert await waiting(), (await self.client.get(path, auth=self.auth)).json()
+        return {"verificationId": verification["id"]}
+
     async def customer_of_the_examples_type(self, example: Any) -> dict[str, str]:
         if example.get("customerType") == "BUSINESS":
             return {"customerId": (await self.post("/customers", BUSINESS))["id"]}
@@ -448,6 +470,7 @@ PATH_PARAMETERS: dict[str, Callable[[Sandbox, Any], Awaitable[dict[str, str] | P
     "sendCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
     "confirmCustomerEmailVerification": Sandbox.customer_needing_contact_verification,
     "confirmCustomerPhoneVerification": Sandbox.customer_needing_contact_verification,
+    "decideVerification": Sandbox.verification_awaiting_review,
 }
 BY_NAME = {
     "customerId": ExampleIds.CUSTOMER,

@@ -135,6 +135,8 @@ MEANINGS = {
     "UNSUPPORTED_MEDIA_TYPE": "a body that is not JSON (or multipart where a file is expected)",
     "USER_NOT_FOUND": "no customer with this id, or at this UMA address",
     "USER_NOT_READY": "a customer whose KYC is REJECTED or on HOLD moving money",
+    "VERIFICATION_NOT_AWAITING_REVIEW": "deciding a verification that is not in PENDING_MANUAL_REVIEW "
+    "(decided already, or never left to a person); details.verificationStatus names its status",
     "WALLET_SIGNATURE_BODY_MISMATCH": "a wallet stamp made over a different body",
     "WALLET_SIGNATURE_INVALID": "a wallet stamp whose signature does not verify",
     "WALLET_SIGNATURE_MALFORMED": "a wallet stamp that cannot be parsed",

@@ -21,6 +21,7 @@ from platpay.onboarding.schemas import (
     DOCUMENT_REPLACE_EXAMPLES,
     DOCUMENT_UPLOAD_EXAMPLES,
     KYC_LINK_EXAMPLES,
+    VERIFICATION_DECISION_EXAMPLES,
     VERIFICATION_EXAMPLES,
     BeneficialOwner,
     BeneficialOwnerCreateRequest,
@@ -31,6 +32,7 @@ from platpay.onboarding.schemas import (
     KycLinkCreateRequest,
     KycLinkResponse,
     Verification,
+    VerificationDecisionRequest,
     VerificationListResponse,
     VerificationRequest,
     VerificationStatus,
@@ -88,6 +90,43 @@ async def get_verification(
         return await onboarding_service.get_verification(
             session, tenant_id=principal.tenant.id, verification_id=verificationId
         )
+
+
+@router.post(
+    "/verifications/{verificationId}/decision",
+    operation_id="decideVerification",
+    openapi_extra={**VERIFICATION_DECISION_EXAMPLES, "x-platpay-extension": True},
+    response_model=Verification,
+    responses={409: {"description": "the verification is not waiting for a manual review"}},
+)
+async def decide_verification(
+    verificationId: str,
+    request: Request,
+    body: VerificationDecisionRequest,
+    idem: Idempotent = Idempotency,
+    principal: Principal = Manager,
+) -> Response:
+    """Decide a verification waiting for a person (PENDING_MANUAL_REVIEW): APPROVED or REJECTED.
+
+    A platpay operation, not in the reference API. The decision is recorded as the KYC provider's would be:
+    the verification and the customer's kycStatus move alike and the same webhooks go out
+    (VERIFICATION.APPROVED / REJECTED, CUSTOMER.KYC_* or KYB_*); a rejection's reason becomes its
+    APPLICANT_REJECTED error. The verification keeps who decided (decidedBy: the token's id) and why
+    (decisionReason). A verification not waiting for a person (decided already, by anyone) answers 409
+    VERIFICATION_NOT_AWAITING_REVIEW naming its status, and nothing changes. Sandbox and production alike.
+    """
+    return await idem.run(
+        body,
+        lambda s: onboarding_service.decide_review(
+            s,
+            tenant_id=principal.tenant.id,
+            verification_id=verificationId,
+            decision=body.decision,
+            reason=body.reason,
+            actor=principal.id,
+        ),
+        status=200,
+    )
 
 
 @router.post(

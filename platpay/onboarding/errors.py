@@ -43,3 +43,16 @@ class DocumentTooLarge(PayloadTooLarge):
 
 class NotABusiness(InvalidInput):
     pass
+
+
+class VerificationNotAwaitingReview(Conflict):
+    """A person's decision of a verification that is not waiting for one (PENDING_MANUAL_REVIEW): decided
+    already (by the provider, the sandbox's override or another decision), or never sent to a person."""
+
+    code = "VERIFICATION_NOT_AWAITING_REVIEW"
+
+    def __init__(self, verification_id: str, status: str) -> None:
+        super().__init__(
+            f"verification {verification_id} is {status}, not PENDING_MANUAL_REVIEW: nothing to decide",
+            details={"verificationId": verification_id, "verificationStatus": status},
+        )

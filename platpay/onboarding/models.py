@@ -31,6 +31,10 @@ class VerificationRow(Base):
     errors: Mapped[list[dict[str, Any]]] = mapped_column(JsonType)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
+    # A person's decision of a manual review (POST /verifications/{id}/decision): the acting token's id and
+    # the reason given; both null for a provider's decision or the sandbox's override.
+    decided_by: Mapped[str | None] = mapped_column(IdColumn(), nullable=True, default=None)
+    decision_reason: Mapped[str | None] = mapped_column(String(500), nullable=True, default=None)
 
 
 class BeneficialOwnerRow(Base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import Select, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db.rows import get_scoped
@@ -47,6 +47,15 @@ def verifications_query(*, tenant_id: str, customer_id: str | None, status: str 
     if status is not None:
         stmt = stmt.where(VerificationRow.status == status)
     return stmt
+
+
+async def count_verifications(session: AsyncSession, *, tenant_id: str, status: str) -> int:
+    stmt = (
+        select(func.count())
+        .select_from(VerificationRow)
+        .where(VerificationRow.tenant_id == tenant_id, VerificationRow.status == status)
+    )
+    return int((await session.execute(stmt)).scalar_one())
 
 
 # ---- beneficial owners

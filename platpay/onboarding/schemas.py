@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator
 from typing_extensions import TypeAliasType
 
 from platpay.customers.schemas import (  # owners are shown on business customers: customers defines them
@@ -115,10 +115,52 @@ class Verification(ApiModel):
     errors: list[VerificationError]
     created_at: datetime
     updated_at: datetime | None = None
+    decided_by: str | None = Field(
+        None,
+        description="platpay: the id of the API token whose POST /verifications/{verificationId}/decision "
+        "decided this verification's manual review; absent when the KYC provider (or the sandbox) decided",
+    )
+    decision_reason: str | None = Field(
+        None, description="platpay: the reason given with that decision, when one was"
+    )
 
 
 class VerificationListResponse(Page[Verification]):
     """GET /verifications."""
+
+
+def _stripped(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+class VerificationDecisionRequest(ApiRequest):
+    """POST /verifications/{verificationId}/decision (platpay's): a person's decision of a manual review."""
+
+    decision: Literal["APPROVED", "REJECTED"]
+    reason: Annotated[str | None, BeforeValidator(_stripped)] = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        validate_default=True,
+        description="why (surrounding whitespace removed); required to reject, it becomes the "
+        "APPLICANT_REJECTED error's reason",
+    )
+
+    @field_validator("reason")
+    @classmethod
+    def _required_to_reject(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None and info.data.get("decision") == "REJECTED":
+            raise ValueError("a REJECTED decision needs its reason")
+        return value
+
+
+VERIFICATION_DECISION_EXAMPLES = request_examples(
+    approve=("Approve after a manual review", {"decision": "APPROVED"}),
+    reject=(
+        "Reject, saying why",
+        {"decision": "REJECTED", "reason": "the proof of address does not match the applicant's name"},
+    ),
+)
 
 
 VERIFICATION_EXAMPLES = request_examples(

@@ -41,8 +41,11 @@ from platpay.onboarding.owners import update as update_owner
 from platpay.onboarding.uploads import ParsedForm
 from platpay.onboarding.uploads import parse as parse_form
 
-# Verifications (verifications.py): what a customer lacks, submission, the provider's review.
+# Verifications (verifications.py): what a customer lacks, submission, the provider's review, a person's
+# decision of a manual review (decide_review: POST /verifications/{id}/decision and the web console).
 from platpay.onboarding.verifications import REVIEW_JOB as REVIEW_VERIFICATION_JOB
+from platpay.onboarding.verifications import count_awaiting_review
+from platpay.onboarding.verifications import decide as decide_review
 from platpay.onboarding.verifications import get as get_verification
 from platpay.onboarding.verifications import list_page as list_verifications
 from platpay.onboarding.verifications import missing as missing_for_verification
@@ -62,9 +65,11 @@ __all__ = [
     "ParsedForm",
     "check_document_replacement",
     "check_document_upload",
+    "count_awaiting_review",
     "create_document",
     "create_link",
     "create_owner",
+    "decide_review",
     "delete_document",
     "discard_document_files",
     "document_content",

@@ -20,13 +20,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
 from platpay.customers.state import KycStatus
+from platpay.errors import InvalidInput
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.onboarding import repository, requirements
-from platpay.onboarding.errors import VerificationNotFound
+from platpay.onboarding.errors import VerificationNotAwaitingReview, VerificationNotFound
 from platpay.onboarding.models import BeneficialOwnerRow, VerificationRow
 from platpay.onboarding.providers import Decision, ReviewSubject, provider_for
 from platpay.onboarding.schemas import Verification, VerificationError
@@ -40,6 +41,7 @@ from platpay.onboarding.state import (
 from platpay.tenants import service as tenants_service
 
 REVIEW_JOB = "onboarding.review_verification"
+PROVIDER_REJECTION = "the KYC review rejected this applicant"
 _OWNER_STATUS = {
     Decision.APPROVED: OwnerKycStatus.APPROVED,
     Decision.REJECTED: OwnerKycStatus.REJECTED,
@@ -55,6 +57,8 @@ def to_schema(row: VerificationRow) -> Verification:
         errors=[VerificationError.model_validate(e) for e in row.errors],
         created_at=row.created_at,
         updated_at=row.updated_at,
+        decided_by=row.decided_by,
+        decision_reason=row.decision_reason,
     )
 
 
@@ -355,26 +359,12 @@ async def record_review(
             waiting = True
     if rejected:
         status = VerificationStatus.REJECTED
-        row.errors = [
-            _error(subject, "APPLICANT_REJECTED", "the KYC review rejected this applicant")
-            for subject in rejected
-        ]
+        errors: list[dict[str, Any]] | None = _rejections(rejected, PROVIDER_REJECTION)
     elif waiting:
-        status = VerificationStatus.PENDING_MANUAL_REVIEW
+        status, errors = VerificationStatus.PENDING_MANUAL_REVIEW, None
     else:
-        status = VerificationStatus.APPROVED
-    row.status = VERIFICATION.move(row.status, status, subject=row.id)
-    row.updated_at = now
-    await session.flush()
-    await _emit(session, row)
-    customer = await customers_service.load(
-        session, tenant_id=tenant_id, customer_id=row.customer_id, for_update=True
-    )
-    # (a customer the sandbox's override already decided meanwhile keeps its status)
-    if status != VerificationStatus.PENDING_MANUAL_REVIEW and customer.kyc_status == KycStatus.PENDING:
-        await customers_service.move_kyc_status(
-            session, tenant_id=tenant_id, customer_id=row.customer_id, status=KycStatus(status)
-        )
+        status, errors = VerificationStatus.APPROVED, None
+    await _conclude(session, row, status=status, errors=errors)
 
 
 async def is_under_review(session: AsyncSession, *, tenant_id: str, verification_id: str | None) -> bool:
@@ -393,9 +383,97 @@ async def decided_by_hand(session: AsyncSession, *, tenant_id: str, customer_id:
     )
     if latest is None or latest.status not in UNDER_REVIEW:
         return
-    latest.status = VERIFICATION.move(latest.status, VerificationStatus(status), subject=latest.id)
-    if status == VerificationStatus.REJECTED:
-        latest.errors = [_error(customer_id, "APPLICANT_REJECTED", "the KYC review rejected this applicant")]
-    latest.updated_at = clock.now()
+    decided = VerificationStatus(status)
+    errors = (
+        _rejections([customer_id], PROVIDER_REJECTION) if decided == VerificationStatus.REJECTED else None
+    )
+    await _conclude(session, latest, status=decided, errors=errors)
+
+
+# ---- the one way an outcome is recorded: the provider's review, the sandbox's override and a person's
+# decision (decide) all end here, so they move the same machine, emit the same events and leave the
+# customer the same way
+
+
+def _rejections(subjects: list[str], reason: str) -> list[dict[str, Any]]:
+    return [_error(subject, "APPLICANT_REJECTED", reason) for subject in subjects]
+
+
+async def _conclude(
+    session: AsyncSession,
+    row: VerificationRow,
+    *,
+    status: VerificationStatus,
+    errors: list[dict[str, Any]] | None,
+) -> Verification:
+    """Move the verification (locked by the caller) to the review's outcome, with the errors of a rejection
+    (None keeps its errors), emit VERIFICATION.<STATUS>, then move a customer still PENDING to the outcome
+    (CUSTOMER.KYC_/KYB_<STATUS>). A customer decided otherwise meanwhile (the sandbox's override, which has
+    already moved it when it calls this) keeps its status; a verification left to a person moves no
+    customer."""
+    row.status = VERIFICATION.move(row.status, status, subject=row.id)
+    if errors is not None:
+        row.errors = errors
+    row.updated_at = clock.now()
     await session.flush()
-    await _emit(session, latest)
+    verification = await _emit(session, row)
+    if status != VerificationStatus.PENDING_MANUAL_REVIEW:
+        customer = await customers_service.load(
+            session, tenant_id=row.tenant_id, customer_id=row.customer_id, for_update=True
+        )
+        if customer.kyc_status == KycStatus.PENDING:
+            await customers_service.move_kyc_status(
+                session, tenant_id=row.tenant_id, customer_id=row.customer_id, status=KycStatus(status)
+            )
+    return verification
+
+
+DECISIONS = (VerificationStatus.APPROVED, VerificationStatus.REJECTED)
+
+
+async def decide(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    verification_id: str,
+    decision: str,
+    reason: str | None,
+    actor: str,
+) -> Verification:
+    """A person's decision of a verification waiting in PENDING_MANUAL_REVIEW (POST
+    /verifications/{id}/decision): APPROVED or REJECTED (a rejection's reason is the APPLICANT_REJECTED
+    error's), recorded as the provider's would be (_conclude), with who decided (`actor`, a token id) and
+    why. The row is read FOR UPDATE, so of two concurrent decisions the second waits, then finds it decided
+    and is refused (VerificationNotAwaitingReview) with nothing changed twice."""
+    # The API's request model refuses these first; a caller without one (the web console) hears it alike.
+    if decision not in DECISIONS:
+        raise _refused("decision", "one of APPROVED, REJECTED")
+    outcome = VerificationStatus(decision)
+    if outcome == VerificationStatus.REJECTED and not reason:
+        raise _refused("reason", "a REJECTED decision needs its reason")
+    row = await repository.get_verification(
+        session, tenant_id=tenant_id, verification_id=verification_id, for_update=True
+    )
+    if row is None:
+        raise VerificationNotFound(verification_id)
+    if row.status != VerificationStatus.PENDING_MANUAL_REVIEW:
+        raise VerificationNotAwaitingReview(row.id, row.status)
+    row.decided_by = actor
+    row.decision_reason = reason
+    errors = (
+        _rejections([row.customer_id], reason or PROVIDER_REJECTION)
+        if outcome == VerificationStatus.REJECTED
+        else None
+    )
+    return await _conclude(session, row, status=outcome, errors=errors)
+
+
+def _refused(field: str, message: str) -> InvalidInput:
+    return InvalidInput(f"{field}: {message}", details={"fields": [{"field": field, "message": message}]})
+
+
+async def count_awaiting_review(session: AsyncSession, *, tenant_id: str) -> int:
+    """How many of the tenant's verifications wait for a person (PENDING_MANUAL_REVIEW)."""
+    return await repository.count_verifications(
+        session, tenant_id=tenant_id, status=VerificationStatus.PENDING_MANUAL_REVIEW
+    )

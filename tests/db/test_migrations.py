@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy.exc import IntegrityError
 
 from platpay import domains
 from platpay.db import migrate
 from platpay.db.base import Base
 from platpay.db.types import JsonType, UtcDateTime
+from tests.support.onboarding import PERSON, create, verify
 
 
 async def test_migrated_schema_matches_the_models(db):
@@ -245,3 +248,37 @@ async def test_0021_backfills_direction_the_moved_fields_and_the_card_transactio
         person["platformCustomerId"],
     )
     assert card_tx == before[spent["id"]]
+
+
+async def test_0024_adds_who_decided_a_manual_review_and_its_downgrade_removes_it(
+    db, database_url, client, auth, runner
+):
+    """0024 adds verifications.decided_by and decision_reason (nullable: existing rows keep null); its
+    downgrade drops them and keeps every row; the upgrade again leaves the table's status CHECK in place."""
+    person = await create(client, auth, PERSON)
+    before = await verify(client, auth, person["id"])  # RESOLVE_ERRORS: no decision
+    config = migrate.alembic_config(database_url)
+
+    async def columns() -> set[str]:
+        async with db.engine.connect() as connection:
+            return await connection.run_sync(
+                lambda sync: {c["name"] for c in sa.inspect(sync).get_columns("verifications")}
+            )
+
+    assert {"decided_by", "decision_reason"} <= await columns()
+    await asyncio.to_thread(command.downgrade, config, "0023_console")
+    try:
+        assert not {"decided_by", "decision_reason"} & await columns()
+        async with db.read() as session:
+            found = await session.execute(
+                sa.text("SELECT status FROM verifications WHERE id = :id"), {"id": before["id"]}
+            )
+            assert found.scalar_one() == "RESOLVE_ERRORS"
+    finally:
+        await migrate.upgrade_async(database_url)
+    assert {"decided_by", "decision_reason"} <= await columns()
+    after = (await client.get(f"/verifications/{before['id']}", auth=auth)).json()
+    assert after == before and "decidedBy" not in after
+    with pytest.raises(IntegrityError, match=r"(?i)check"):
+        async with db.transaction() as session:
+            await session.execute(sa.text("UPDATE verifications SET status = 'DONE'"))
