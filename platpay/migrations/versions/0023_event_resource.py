@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0023_event_resource'
-down_revision: str | None = '0023_console'  # after main's console migration (merge of reads and main)
+down_revision: str | None = '0024_decision'  # after main's 0023_console and 0024_decision (one head; branch reads to renumber)
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
