@@ -282,3 +282,35 @@ async def test_0024_adds_who_decided_a_manual_review_and_its_downgrade_removes_i
     with pytest.raises(IntegrityError, match=r"(?i)check"):
         async with db.transaction() as session:
             await session.execute(sa.text("UPDATE verifications SET status = 'DONE'"))
+
+
+async def test_0023_gives_existing_events_their_resource_id(db, database_url, platform):
+    """Events written before 0023 get their data's id as resource_id (a TEST ping, with none, keeps null),
+    so a resource's timeline finds them; events emitted after it carry it from their INSERT."""
+    from platpay.events import service as events_service
+
+    async with db.read() as session:
+        tenant_id = await session.scalar(sa.text("SELECT id FROM tenants WHERE environment = 'sandbox'"))
+    async with db.transaction() as session:
+        before = await events_service.emit(
+            session, tenant_id=tenant_id, type="CUSTOMER.KYC_APPROVED", resource={"id": "Customer:old"}
+        )
+        ping = await events_service.emit(session, tenant_id=tenant_id, type="TEST", resource={})
+    config = migrate.alembic_config(database_url)
+    await asyncio.to_thread(command.downgrade, config, "0022_status_checks")
+    await migrate.upgrade_async(database_url)
+    async with db.read() as session:
+        stored = dict(
+            (
+                await session.execute(
+                    sa.text("SELECT id, resource_id FROM events WHERE tenant_id = :t"), {"t": tenant_id}
+                )
+            )
+            .tuples()
+            .all()
+        )
+        [event] = await events_service.timeline_for_resource(
+            session, tenant_id=tenant_id, resource_id="Customer:old"
+        )
+    assert stored[before] == "Customer:old" and stored[ping] is None
+    assert event.id == before
