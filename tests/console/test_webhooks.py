@@ -109,8 +109,9 @@ async def test_filter_by_status_and_bad_filter(app, client, auth, db, runner, re
 async def test_delivery_page_shows_request_signature_and_attempts(
     app, client, auth, db, runner, receiver
 ) -> None:
-    receiver.replies(200, 503)
     config = await _set_endpoint(client, auth, receiver.url)
+    await run_jobs_until(runner, lambda: len(receiver.of_type("TEST")) == 1)
+    receiver.replies(503)
     await _emit(db, await _tenant_id(client, auth, db))
     await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 2)
     delivery_id = receiver.of_type("CUSTOMER.KYC_APPROVED")[0].json["id"]
@@ -272,7 +273,9 @@ async def test_delivery_page_runs_a_fixed_number_of_statements(
     app, client, auth, db, runner, receiver, settings
 ) -> None:
     settings.webhook_retry_base_seconds = 600  # the failed attempt's own retry waits
-    receiver.replies(200, 500)
+    await _set_endpoint(client, auth, receiver.url)
+    await run_jobs_until(runner, lambda: len(receiver.of_type("TEST")) == 1)
+    receiver.replies(500)
     (delivery,) = await _delivered(client, auth, db, runner, receiver)
     async with console_client(app) as console:
         await signed_in(console, auth)

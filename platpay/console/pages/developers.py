@@ -13,10 +13,11 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from platpay.auth import service as auth_service
+from platpay.auth.errors import PermissionEscalation
 from platpay.auth.schemas import Permission
 from platpay.auth.sessions import service as sessions_service
 from platpay.console import web
-from platpay.errors import ApiError, invalid_field
+from platpay.errors import ApiError, Conflict, InvalidInput, invalid_field
 from platpay.kit import idempotency
 from platpay.platforms import service as platforms_service
 from platpay.platforms.service import UNSET
@@ -123,7 +124,7 @@ async def create_token(request: Request, console: web.Console = web.SignedIn) ->
     )
     result = json.loads(bytes(answer.body))
     if answer.status_code >= 400:
-        raise _Refused(answer.status_code, result)
+        raise _refusal(answer.status_code, result)
     replayed = answer.headers.get(idempotency.REPLAY_HEADER) == "true"
     return web.render(
         console,
@@ -136,14 +137,16 @@ async def create_token(request: Request, console: web.Console = web.SignedIn) ->
     )
 
 
-class _Refused(ApiError):
-    """A refusal the idempotent runner stored and answered as a response: shown as the page it would have
-    been (its status, code and message)."""
-
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        super().__init__(str(body.get("message") or "refused"), details=body.get("details") or {})
-        self.status = status  # type: ignore[misc]
-        self.code = str(body.get("code") or "")  # type: ignore[misc]
+def _refusal(status: int, body: dict[str, Any]) -> ApiError:
+    """A refusal the idempotent runner stored and answered as a response, as the error it was (its status's
+    class: the page shows its status and message)."""
+    message = str(body.get("message") or "refused")
+    details = body.get("details") or {}
+    if status == 403:
+        return PermissionEscalation(message, details=details)
+    if status == 409:
+        return Conflict(message, details=details)
+    return InvalidInput(message, details=details)
 
 
 @router.post("/developers/tokens/{tokenId}/delete")
