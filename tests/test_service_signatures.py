@@ -29,7 +29,9 @@ HTTP_MODULES = {
 
 def _is_http_module(name: str) -> bool:
     leaf = name.rsplit(".", 1)[-1]
-    return name in HTTP_MODULES or leaf.endswith(("endpoints", "schemas"))
+    # The console's pages are the HTTP layer of people's browsers, as endpoints are of the API's clients.
+    console = name == "platpay.console" or name.startswith("platpay.console.")
+    return name in HTTP_MODULES or console or leaf.endswith(("endpoints", "schemas"))
 
 
 def _offending(annotation: Any) -> list[str]:

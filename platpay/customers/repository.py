@@ -181,24 +181,31 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def search_query(*, tenant_id: str, query: str) -> Select[Any]:
+def search_query(
+    *, tenant_id: str, query: str, kyc_status: str | None = None, customer_type: str | None = None
+) -> Select[Any]:
     """The tenant's live customers matching `query`: a case-insensitive substring (ASCII case only on SQLite,
     whose lower() folds no other letter) of the full name, the
     business's legal name or doing-business-as name, the email, the platformCustomerId or the UMA address,
-    or exactly the customer's id. `ilike` is ILIKE on PostgreSQL and lower() LIKE lower() on SQLite."""
-    pattern = _like_pattern(query.strip())
-    business = CustomerRow.business_info
-    stmt = select(CustomerRow).where(
-        CustomerRow.tenant_id == tenant_id,
-        CustomerRow.deleted_at.is_(None),
-        or_(
-            CustomerRow.id == query.strip(),
-            CustomerRow.full_name.ilike(pattern, escape="\\"),
-            business["legal_name"].as_string().ilike(pattern, escape="\\"),
-            business["doing_business_as"].as_string().ilike(pattern, escape="\\"),
-            CustomerRow.email.ilike(pattern, escape="\\"),
-            CustomerRow.platform_customer_id.ilike(pattern, escape="\\"),
-            CustomerRow.uma_address.ilike(pattern, escape="\\"),
-        ),
-    )
+    or exactly the customer's id. `ilike` is ILIKE on PostgreSQL and lower() LIKE lower() on SQLite. A blank
+    `query` matches every live customer; `kyc_status` and `customer_type` narrow them further."""
+    stmt = select(CustomerRow).where(CustomerRow.tenant_id == tenant_id, CustomerRow.deleted_at.is_(None))
+    if query.strip():
+        pattern = _like_pattern(query.strip())
+        business = CustomerRow.business_info
+        stmt = stmt.where(
+            or_(
+                CustomerRow.id == query.strip(),
+                CustomerRow.full_name.ilike(pattern, escape="\\"),
+                business["legal_name"].as_string().ilike(pattern, escape="\\"),
+                business["doing_business_as"].as_string().ilike(pattern, escape="\\"),
+                CustomerRow.email.ilike(pattern, escape="\\"),
+                CustomerRow.platform_customer_id.ilike(pattern, escape="\\"),
+                CustomerRow.uma_address.ilike(pattern, escape="\\"),
+            )
+        )
+    if kyc_status is not None:
+        stmt = stmt.where(CustomerRow.kyc_status == kyc_status)
+    if customer_type is not None:
+        stmt = stmt.where(CustomerRow.customer_type == customer_type)
     return stmt

@@ -333,13 +333,23 @@ async def list_customers(
 
 
 async def search_customers(
-    session: AsyncSession, *, tenant_id: str, query: str, params: PageParams
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    query: str,
+    params: PageParams,
+    kyc_status: str | None = None,
+    customer_type: str | None = None,
 ) -> PageResult[CustomerRow]:
     """A page of the tenant's live customers matching `query` (newest first), in one statement and without
     a total: a case-insensitive substring of the full name, the business's legal or doing-business-as name,
     the email, the platformCustomerId or the UMA address, or exactly the customer's id. `%` and `_` in the
-    query match themselves. Render the rows with `to_schema` (or `render_many` for beneficial owners)."""
-    stmt = repository.search_query(tenant_id=tenant_id, query=query)
+    query match themselves; a blank query matches every live customer. `kyc_status` (KycStatus) and
+    `customer_type` (INDIVIDUAL, BUSINESS) narrow the page further (the console's filters). Render the rows
+    with `to_schema` (or `render_many` for beneficial owners)."""
+    stmt = repository.search_query(
+        tenant_id=tenant_id, query=query, kyc_status=kyc_status, customer_type=customer_type
+    )
     return await paginate_uncounted(session, stmt, id_column=CustomerRow.id, params=params)
 
 

@@ -150,6 +150,14 @@ async def list_page(
     return await paginate(session, stmt, id_column=DocumentRow.id, params=params)
 
 
+async def list_of_customer(
+    session: AsyncSession, *, tenant_id: str, customer_id: str, params: PageParams
+) -> PageResult[DocumentRow]:
+    """A page of the documents of a customer and of its beneficial owners (the console's customer page)."""
+    stmt = repository.customer_documents_query(tenant_id=tenant_id, customer_id=customer_id)
+    return await paginate(session, stmt, id_column=DocumentRow.id, params=params)
+
+
 async def ensure_changeable(
     session: AsyncSession, *, tenant_id: str, document_id: str, for_update: bool = False
 ) -> DocumentRow:

@@ -125,6 +125,13 @@ def documents_query(*, tenant_id: str, holder_id: str | None) -> Select[Any]:
     return stmt
 
 
+def customer_documents_query(*, tenant_id: str, customer_id: str) -> Select[Any]:
+    """The documents of a customer and of its beneficial owners (`customer_id` is the holder's customer)."""
+    return select(DocumentRow).where(
+        DocumentRow.tenant_id == tenant_id, DocumentRow.customer_id == customer_id
+    )
+
+
 async def mark_submitted(
     session: AsyncSession, *, tenant_id: str, customer_id: str, verification_id: str
 ) -> None:

@@ -16,6 +16,7 @@ from platpay.onboarding.documents import delete as delete_document
 from platpay.onboarding.documents import discard_files as discard_document_files
 from platpay.onboarding.documents import ensure_changeable as ensure_document_changeable
 from platpay.onboarding.documents import get as get_document
+from platpay.onboarding.documents import list_of_customer as list_customer_documents
 from platpay.onboarding.documents import list_page as list_documents
 from platpay.onboarding.documents import metadata_problems as document_metadata_problems
 from platpay.onboarding.documents import read_file as read_document_file
@@ -79,6 +80,7 @@ __all__ = [
     "get_document",
     "get_owner",
     "get_verification",
+    "list_customer_documents",
     "list_documents",
     "list_owners",
     "list_verifications",

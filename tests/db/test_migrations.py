@@ -284,8 +284,8 @@ async def test_0024_adds_who_decided_a_manual_review_and_its_downgrade_removes_i
             await session.execute(sa.text("UPDATE verifications SET status = 'DONE'"))
 
 
-async def test_0023_gives_existing_events_their_resource_id(db, database_url, platform):
-    """Events written before 0023 get their data's id as resource_id (a TEST ping, with none, keeps null),
+async def test_0025_gives_existing_events_their_resource_id(db, database_url, platform):
+    """Events written before 0025 get their data's id as resource_id (a TEST ping, with none, keeps null),
     so a resource's timeline finds them; events emitted after it carry it from their INSERT."""
     from platpay.events import service as events_service
 
@@ -297,7 +297,7 @@ async def test_0023_gives_existing_events_their_resource_id(db, database_url, pl
         )
         ping = await events_service.emit(session, tenant_id=tenant_id, type="TEST", resource={})
     config = migrate.alembic_config(database_url)
-    await asyncio.to_thread(command.downgrade, config, "0022_status_checks")
+    await asyncio.to_thread(command.downgrade, config, "0024_decision")
     await migrate.upgrade_async(database_url)
     async with db.read() as session:
         stored = dict(

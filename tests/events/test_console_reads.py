@@ -193,7 +193,7 @@ class TestEndpointHealthSummary:
         assert (
             statements.count == 5
         )  # the configured URL, breakers, pending, the window's outcomes; the count
-        assert list(health)[0] == dead and health[dead].configured
+        assert next(iter(health)) == dead and health[dead].configured
         assert health[dead].pending >= 1 and health[dead].last_failure_at is not None
         assert health[dead].last_error
         ok = health[receiver.url]

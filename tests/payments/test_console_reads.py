@@ -84,7 +84,7 @@ class TestListTransactions:
             await _receive(client, auth, other["id"])
             async with db.read() as session:
                 with count_statements(db) as statements:
-                    page, items = await payments_service.list_transactions(
+                    _page, items = await payments_service.list_transactions(
                         session,
                         tenant=tenant,
                         params=PageParams(limit=100, after_id=None),

@@ -122,6 +122,18 @@ async def actions_of_kind(
     return list((await session.scalars(stmt)).all())
 
 
+async def actions_for_subjects(
+    session: AsyncSession, *, tenant_id: str, subject_ids: list[str], limit: int
+) -> list[ConsoleActionRow]:
+    stmt = (
+        select(ConsoleActionRow)
+        .where(ConsoleActionRow.tenant_id == tenant_id, ConsoleActionRow.subject_id.in_(subject_ids))
+        .order_by(ConsoleActionRow.sequence.desc())
+        .limit(limit)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
 def actions_query(*, tenant_id: str) -> Any:
     return select(ConsoleActionRow).where(ConsoleActionRow.tenant_id == tenant_id)
 

@@ -206,6 +206,18 @@ async def actions_of_kind(
     )
 
 
+async def actions_for_subjects(
+    session: AsyncSession, *, tenant_id: str, subject_ids: list[str], limit: int = 50
+) -> list[ConsoleActionRow]:
+    """The latest console actions on any of several subjects (a customer and its verifications), newest
+    first, in one statement."""
+    if not subject_ids:
+        return []
+    return await repository.actions_for_subjects(
+        session, tenant_id=tenant_id, subject_ids=subject_ids, limit=limit
+    )
+
+
 async def list_actions(session: AsyncSession, *, tenant_id: str, params: PageParams) -> PageResult[Any]:
     return await paginate(
         session, repository.actions_query(tenant_id=tenant_id), id_column=ConsoleActionRow.id, params=params

@@ -13,8 +13,8 @@ Backfill: every existing event gets its data's `id` (`->>` on PostgreSQL's JSONB
 one UPDATE. Plain ADD COLUMN, not batch mode: SQLite's batch recreates the table, and its drop fails while
 webhook_deliveries reference its rows (as 0018 and 0021 say).
 
-Revision ID: 0023_event_resource
-Revises: 0022_status_checks
+Revision ID: 0025_event_resource
+Revises: 0024_decision
 Create Date: 2026-11-29 04:00:00.000000
 """
 
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = '0023_event_resource'
-down_revision: str | None = '0024_decision'  # after main's 0023_console and 0024_decision (one head; branch reads to renumber)
+revision: str = '0025_event_resource'
+down_revision: str | None = '0024_decision'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
