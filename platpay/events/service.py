@@ -220,15 +220,18 @@ async def redeliver(session: AsyncSession, *, tenant_id: str, delivery_id: str) 
     return _delivery_schema(row)
 
 
-async def send_test_now(db: Database, *, tenant: TenantContext, settings: Settings) -> TestWebhookResponse:
+async def send_test_now(
+    db: Database, *, tenant: TenantContext, settings: Settings, delivery_id: str | None = None
+) -> TestWebhookResponse:
     """Send a TEST event synchronously and report the receiver's answer. Record, commit, call, record:
-    no transaction is open while the receiver is being called."""
+    no transaction is open while the receiver is being called. `delivery_id`: the new delivery's id, when
+    the caller must know it (the console links to it); a fresh one otherwise."""
     async with db.transaction() as session:
         url = await tenants_service.webhook_endpoint(session, tenant_id=tenant.id)
         if not url:
             raise WebhookEndpointNotSet("no webhookEndpoint is configured; set one with PATCH /config")
         now = clock.now()
-        event_id, delivery_id = new_id("Event"), new_id("Webhook")
+        event_id, delivery_id = new_id("Event"), delivery_id or new_id("Webhook")
         await repository.insert_event(
             session,
             {"id": event_id, "tenant_id": tenant.id, "type": types.TEST, "data": {}, "created_at": now},

@@ -110,6 +110,18 @@ async def actions_for(
     return list((await session.scalars(stmt)).all())
 
 
+async def actions_of_kind(
+    session: AsyncSession, *, tenant_id: str, subject_type: str, limit: int
+) -> list[ConsoleActionRow]:
+    stmt = (
+        select(ConsoleActionRow)
+        .where(ConsoleActionRow.tenant_id == tenant_id, ConsoleActionRow.subject_type == subject_type)
+        .order_by(ConsoleActionRow.sequence.desc())
+        .limit(limit)
+    )
+    return list((await session.scalars(stmt)).all())
+
+
 async def actions_for_subjects(
     session: AsyncSession, *, tenant_id: str, subject_ids: list[str], limit: int
 ) -> list[ConsoleActionRow]:

@@ -196,6 +196,16 @@ async def actions_for(
     return await repository.actions_for(session, tenant_id=tenant_id, subject_id=subject_id, limit=limit)
 
 
+async def actions_of_kind(
+    session: AsyncSession, *, tenant_id: str, subject_type: str, limit: int = 20
+) -> list[ConsoleActionRow]:
+    """The latest console actions on subjects of one kind (e.g. every API token, deleted ones included:
+    a deleted token has no page of its own to show them). One statement."""
+    return await repository.actions_of_kind(
+        session, tenant_id=tenant_id, subject_type=subject_type, limit=limit
+    )
+
+
 async def actions_for_subjects(
     session: AsyncSession, *, tenant_id: str, subject_ids: list[str], limit: int = 50
 ) -> list[ConsoleActionRow]:
