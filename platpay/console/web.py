@@ -7,7 +7,7 @@ same Principal, so the same permissions and tenant as the API (auth/sessions/ser
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +28,7 @@ from platpay.auth.principals import act_as
 from platpay.auth.schemas import Permission
 from platpay.auth.sessions import service as sessions_service
 from platpay.db.database import Database
-from platpay.errors import ApiError, Forbidden, InvalidInput
+from platpay.errors import ApiError, Forbidden, InvalidInput, invalid_field
 from platpay.kit import currencies
 from platpay.kit.pagination import DEFAULT_LIMIT, MAX_LIMIT, PageParams, PageResult, cursor_binding
 
@@ -270,6 +270,24 @@ def text_field(
             details={"fields": [{"field": name, "reason": f"at most {max_length} characters"}]},
         )
     return text
+
+
+def query_choice(request: Request, name: str, allowed: Collection[str]) -> str | None:
+    """A list filter that must be one of `allowed` (None when absent or blank); else a 400 naming it."""
+    value = (request.query_params.get(name) or "").strip()
+    if not value:
+        return None
+    if value not in allowed:
+        raise invalid_field(name, f"must be one of {', '.join(allowed)}", location="query")
+    return value
+
+
+def query_text(request: Request, name: str, *, max_length: int = 64) -> str | None:
+    """A free-text list filter (an id, a search), stripped; None when blank; longer than `max_length`: 400."""
+    value = (request.query_params.get(name) or "").strip()
+    if len(value) > max_length:
+        raise invalid_field(name, f"at most {max_length} characters", location="query")
+    return value or None
 
 
 def page_params(request: Request) -> PageParams:

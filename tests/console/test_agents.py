@@ -75,7 +75,7 @@ class TestAgentsList:
         async with console_client(app) as console:
             await signed_in(console, auth)
             mine = await console.get(
-                "/console/agents", params={"customer_id": setup["money"]["customer"]["id"]}
+                "/console/agents", params={"customerId": setup["money"]["customer"]["id"]}
             )
             assert setup["agent_id"] in mine.text and second["agent"]["id"] not in mine.text
             only_paused = await console.get("/console/agents", params={"status": "PAUSED"})
@@ -84,8 +84,8 @@ class TestAgentsList:
             assert setup["agent_id"] in active.text and second["agent"]["id"] not in active.text
             bad = await console.get("/console/agents", params={"status": "SLEEPING"})
             assert bad.status_code == 400 and "status" in bad.text and "ACTIVE" in bad.text
-            too_long = await console.get("/console/agents", params={"customer_id": "x" * 65})
-            assert too_long.status_code == 400 and "customer_id" in too_long.text
+            too_long = await console.get("/console/agents", params={"customerId": "x" * 65})
+            assert too_long.status_code == 400 and "customerId" in too_long.text
             bad_limit = await console.get("/console/agents", params={"limit": "0"})
             assert bad_limit.status_code == 400
 

@@ -60,16 +60,16 @@ class TestCardsList:
         first = setup["card"]["id"]
         async with console_client(app) as console:
             await signed_in(console, auth)
-            mine = await console.get("/console/cards", params={"customer_id": setup["holder"]["id"]})
+            mine = await console.get("/console/cards", params={"customerId": setup["holder"]["id"]})
             assert first in mine.text and second["id"] not in mine.text
             only_frozen = await console.get("/console/cards", params={"state": "FROZEN"})
             assert second["id"] in only_frozen.text and first not in only_frozen.text
-            both = await console.get("/console/cards", params={"state": "ACTIVE", "customer_id": other["id"]})
+            both = await console.get("/console/cards", params={"state": "ACTIVE", "customerId": other["id"]})
             assert "No cards match." in both.text
             bad = await console.get("/console/cards", params={"state": "MELTED"})
             assert bad.status_code == 400 and "state" in bad.text and "FROZEN" in bad.text
-            too_long = await console.get("/console/cards", params={"customer_id": "x" * 65})
-            assert too_long.status_code == 400 and "customer_id" in too_long.text
+            too_long = await console.get("/console/cards", params={"customerId": "x" * 65})
+            assert too_long.status_code == 400 and "customerId" in too_long.text
 
     async def test_pages_with_the_next_link(self, app, client, auth, runner, setup) -> None:
         for n in range(2):

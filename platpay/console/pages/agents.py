@@ -19,7 +19,6 @@ from platpay.agents.types import LimitUsage
 from platpay.auth.schemas import Permission
 from platpay.auth.sessions import service as sessions_service
 from platpay.console import web
-from platpay.errors import invalid_field
 from platpay.kit.pagination import PageParams
 
 router = web.console_router()
@@ -81,16 +80,12 @@ def bars_of(limits: list[LimitUsage]) -> list[Bar]:
 
 def _filters(request: Request) -> tuple[dict[str, str], dict[str, object]]:
     """The list's filters as the form shows them and as list_agents takes them; a bad one is a 400."""
-    customer_id = (request.query_params.get("customer_id") or "").strip()
-    status = (request.query_params.get("status") or "").strip()
-    if len(customer_id) > 64:
-        raise invalid_field("customer_id", "at most 64 characters")
-    if status and status not in STATUS_FILTERS:
-        raise invalid_field("status", f"one of {', '.join(STATUS_FILTERS)}")
-    service_filters: dict[str, object] = {"customer_id": customer_id or None}
+    customer_id = web.query_text(request, "customerId")
+    status = web.query_choice(request, "status", STATUS_FILTERS)
+    service_filters: dict[str, object] = {"customer_id": customer_id}
     if status:
         service_filters.update(STATUS_FILTERS[status])
-    return {"customer_id": customer_id, "status": status}, service_filters
+    return {"customerId": customer_id or "", "status": status or ""}, service_filters
 
 
 @router.get("/agents")

@@ -16,7 +16,6 @@ from platpay.auth.sessions import service as sessions_service
 from platpay.cards import service as cards_service
 from platpay.cards.state import CardState
 from platpay.console import web
-from platpay.errors import invalid_field
 from platpay.kit.pagination import MAX_LIMIT, PageParams
 
 router = web.console_router()
@@ -25,13 +24,10 @@ STATES = [state.value for state in CardState]
 
 
 def _filters(request: Request) -> dict[str, str]:
-    customer_id = (request.query_params.get("customer_id") or "").strip()
-    state = (request.query_params.get("state") or "").strip()
-    if len(customer_id) > 64:
-        raise invalid_field("customer_id", "at most 64 characters")
-    if state and state not in STATES:
-        raise invalid_field("state", f"one of {', '.join(STATES)}")
-    return {"customer_id": customer_id, "state": state}
+    return {
+        "customerId": web.query_text(request, "customerId") or "",
+        "state": web.query_choice(request, "state", STATES) or "",
+    }
 
 
 @router.get("/cards")
@@ -44,7 +40,7 @@ async def cards_list(request: Request, console: web.Console = web.SignedIn) -> R
             tenant=console.principal.tenant,
             params=params,
             settings=console.settings,
-            cardholder_id=filters["customer_id"] or None,
+            cardholder_id=filters["customerId"] or None,
             state=filters["state"] or None,
         )
     return web.render(

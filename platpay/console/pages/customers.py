@@ -43,28 +43,6 @@ INLINE_TYPES = frozenset({"application/pdf", "image/jpeg", "image/png"})
 FILE_CSP = "default-src 'none'; img-src 'self'; object-src 'self'; frame-ancestors 'self'; base-uri 'none'"
 
 
-def _choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
-    value = (request.query_params.get(name) or "").strip()
-    if not value:
-        return None
-    if value not in allowed:
-        raise InvalidInput(
-            f"{name} must be one of {', '.join(allowed)}",
-            details={"fields": [{"field": name, "reason": f"one of {', '.join(allowed)}"}]},
-        )
-    return value
-
-
-def _query(request: Request) -> str:
-    value = (request.query_params.get("q") or "").strip()
-    if len(value) > 320:
-        raise InvalidInput(
-            "q is longer than 320 characters",
-            details={"fields": [{"field": "q", "reason": "at most 320 characters"}]},
-        )
-    return value
-
-
 def _first(limit: int) -> PageParams:
     return PageParams(limit=limit, after_id=None)
 
@@ -78,9 +56,9 @@ def _name_of(customer: Any) -> str:
 
 @router.get("/customers")
 async def list_customers(request: Request, console: web.Console = web.SignedIn) -> Response:
-    query = _query(request)
-    kyc_status = _choice(request, "kycStatus", KYC_STATUSES)
-    customer_type = _choice(request, "customerType", CUSTOMER_TYPES)
+    query = web.query_text(request, "q", max_length=320) or ""
+    kyc_status = web.query_choice(request, "kycStatus", KYC_STATUSES)
+    customer_type = web.query_choice(request, "customerType", CUSTOMER_TYPES)
     params = web.page_params(request)
     async with console.db.read() as session:
         page = await customers_service.search_customers(

@@ -13,7 +13,6 @@ from platpay.accounts import service as accounts_service
 from platpay.auth.schemas import Permission
 from platpay.auth.sessions import service as sessions_service
 from platpay.console import web
-from platpay.errors import invalid_field
 from platpay.ledger import service as ledger_service
 from platpay.ledger.state import LedgerAccountKind
 
@@ -25,13 +24,7 @@ _MAX_ID = 64
 
 
 def _filters(request: Request) -> tuple[str | None, str | None]:
-    kind = (request.query_params.get("kind") or "").strip() or None
-    if kind is not None and kind not in KINDS:
-        raise invalid_field("kind", f"must be one of {', '.join(KINDS)}", location="query")
-    owner = (request.query_params.get("owner") or "").strip() or None
-    if owner is not None and len(owner) > _MAX_ID:
-        raise invalid_field("owner", f"at most {_MAX_ID} characters", location="query")
-    return kind, owner
+    return web.query_choice(request, "kind", KINDS), web.query_text(request, "owner", max_length=_MAX_ID)
 
 
 @router.get("/ledger")

@@ -41,15 +41,6 @@ TYPES = ("OUTGOING", "INCOMING", "CARD")
 _MAX_ID = 64
 
 
-def _choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
-    value = (request.query_params.get(name) or "").strip()
-    if not value:
-        return None
-    if value not in allowed:
-        raise invalid_field(name, f"must be one of {', '.join(allowed)}", location="query")
-    return value
-
-
 def _date(request: Request, name: str) -> date | None:
     value = (request.query_params.get(name) or "").strip()
     if not value:
@@ -83,12 +74,10 @@ class Filters:
 
 
 def filters_of(request: Request) -> Filters:
-    customer_id = (request.query_params.get("customerId") or "").strip() or None
-    if customer_id is not None and len(customer_id) > _MAX_ID:
-        raise invalid_field("customerId", f"at most {_MAX_ID} characters", location="query")
+    customer_id = web.query_text(request, "customerId", max_length=_MAX_ID)
     found = Filters(
-        status=_choice(request, "status", STATUSES),
-        type=_choice(request, "type", TYPES),
+        status=web.query_choice(request, "status", STATUSES),
+        type=web.query_choice(request, "type", TYPES),
         customer_id=customer_id,
         created_from=_date(request, "createdFrom"),
         created_to=_date(request, "createdTo"),
