@@ -186,17 +186,16 @@ async def endpoints_of(session: AsyncSession, *, tenant_id: str) -> list[Webhook
     return list((await session.scalars(stmt)).all())
 
 
-async def pending_counts(session: AsyncSession, *, tenant_id: str) -> dict[str, int]:
-    """PENDING deliveries by URL."""
-    rows = (
-        await session.execute(
-            select(WebhookDeliveryRow.url, func.count())
-            .where(
-                WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == DeliveryStatus.PENDING
-            )
-            .group_by(WebhookDeliveryRow.url)
-        )
-    ).all()
+async def pending_counts(session: AsyncSession, *, tenant_id: str, cap: int | None = None) -> dict[str, int]:
+    """PENDING deliveries by URL; with `cap`, of at most `cap` of them (a backlog's size is then "at least"
+    the sum: the count stops costing more with the backlog)."""
+    pending = select(WebhookDeliveryRow.url).where(
+        WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.status == DeliveryStatus.PENDING
+    )
+    if cap is not None:
+        pending = pending.limit(cap)
+    counted = pending.subquery()
+    rows = (await session.execute(select(counted.c.url, func.count()).group_by(counted.c.url))).all()
     return {url: count for url, count in rows}
 
 
@@ -310,25 +309,32 @@ async def delivery_with_event(
 
 
 async def outcomes_since(
-    session: AsyncSession, *, tenant_id: str, since: datetime
-) -> dict[str, tuple[int, int, datetime | None]]:
-    """Per URL, of the tenant's deliveries updated since `since` (ix_webhook_deliveries_tenant_updated):
-    how many are DELIVERED, how many FAILED, and the latest delivered_at. One statement."""
-    delivered = WebhookDeliveryRow.status == DeliveryStatus.DELIVERED
-    failed = WebhookDeliveryRow.status == DeliveryStatus.FAILED
+    session: AsyncSession, *, tenant_id: str, since: datetime, latest: int
+) -> dict[str, tuple[int, int, int, datetime | None]]:
+    """Per URL, of the tenant's `latest` deliveries last updated since `since` (newest first, through
+    ix_webhook_deliveries_tenant_updated: the work is bounded by `latest`, not by the traffic): how many
+    there are, how many are DELIVERED, how many FAILED, and the latest delivered_at. One statement."""
+    recent = (
+        select(WebhookDeliveryRow.url, WebhookDeliveryRow.status, WebhookDeliveryRow.delivered_at)
+        .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.updated_at >= since)
+        .order_by(WebhookDeliveryRow.updated_at.desc())
+        .limit(latest)
+        .subquery()
+    )
+    delivered = recent.c.status == DeliveryStatus.DELIVERED
+    failed = recent.c.status == DeliveryStatus.FAILED
     rows = await session.execute(
         select(
-            WebhookDeliveryRow.url,
+            recent.c.url,
+            func.count(),
             func.coalesce(func.sum(case((delivered, 1), else_=0)), 0),
             func.coalesce(func.sum(case((failed, 1), else_=0)), 0),
-            func.max(WebhookDeliveryRow.delivered_at),
-        )
-        .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.updated_at >= since)
-        .group_by(WebhookDeliveryRow.url)
+            func.max(recent.c.delivered_at),
+        ).group_by(recent.c.url)
     )
     return {
-        url: (int(n_delivered), int(n_failed), last_success)  # max() keeps UtcDateTime's type
-        for url, n_delivered, n_failed, last_success in rows
+        url: (int(sampled), int(n_delivered), int(n_failed), last_success)
+        for url, sampled, n_delivered, n_failed, last_success in rows
     }
 
 

@@ -87,8 +87,8 @@ class DeliveryDetail:
 
 @dataclass(frozen=True, slots=True)
 class EndpointHealth:
-    """One endpoint URL of a tenant: its circuit breaker (events/breaker.py) and its deliveries' outcomes in
-    the last `window` (24 hours unless asked otherwise)."""
+    """One endpoint URL of a tenant: its circuit breaker (events/breaker.py) and the outcomes of its latest
+    deliveries (events.service.endpoint_health_summary)."""
 
     url: str
     configured: bool  # the tenant's current webhookEndpoint
@@ -96,9 +96,11 @@ class EndpointHealth:
     consecutive_failures: int
     failing_since: datetime | None
     next_probe_at: datetime | None  # when a FAILING endpoint's one probe goes out
-    delivered: int  # deliveries that reached DELIVERED within the window
-    failed: int  # deliveries that became FAILED within the window
-    pending: int  # PENDING now, whenever created
+    sampled: int  # of the latest deliveries updated within the window (HEALTH_SAMPLE at most), this URL's
+    delivered: int  # of those, DELIVERED
+    failed: int  # of those, FAILED
+    pending: int  # PENDING now, whenever created (of the first PENDING_COUNTED counted)
+    pending_at_least: bool  # the tenant has more PENDING deliveries than were counted
     last_success_at: datetime | None  # the latest delivered_at within the window
     last_failure_at: datetime | None  # the breaker's record of the latest failed attempt, ever
     last_error: str | None

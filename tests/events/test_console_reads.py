@@ -203,3 +203,30 @@ class TestEndpointHealthSummary:
         assert failed == 2
         async with db.read() as session:
             assert await events_service.count_failed_deliveries(session, tenant_id="Tenant:other") == 0
+
+    async def test_the_outcomes_and_the_backlog_are_counted_up_to_a_bound(
+        self, db, client, auth, runner, receiver, monkeypatch
+    ):
+        """The summary reads the latest HEALTH_SAMPLE deliveries and counts PENDING up to PENDING_COUNTED:
+        its cost does not grow with the traffic (the console's webhooks page on a busy tenant)."""
+        tenant_id, _ = await _hooked(client, auth, db, runner, receiver)
+        for n in range(4):
+            await _emit(db, tenant_id, f"Customer:sent-{n}")
+        await runner.run_until_idle()
+        dead = _closed_port_url()
+        assert (await client.patch("/config", auth=auth, json={"webhookEndpoint": dead})).status_code == 200
+        for n in range(3):
+            await _emit(db, tenant_id, f"Customer:queued-{n}")
+        monkeypatch.setattr(events_service, "HEALTH_SAMPLE", 2)
+        monkeypatch.setattr(events_service, "PENDING_COUNTED", 2)
+        async with db.read() as session:
+            health = await events_service.endpoint_health_summary(session, tenant_id=tenant_id)
+        assert sum(h.sampled for h in health) == 2
+        assert sum(h.pending for h in health) == 3  # PENDING_COUNTED + 1 read: enough to say "more than 2"
+        assert all(h.pending_at_least for h in health)
+        monkeypatch.setattr(events_service, "HEALTH_SAMPLE", 1_000)
+        monkeypatch.setattr(events_service, "PENDING_COUNTED", 10_000)
+        async with db.read() as session:
+            health = await events_service.endpoint_health_summary(session, tenant_id=tenant_id)
+        assert not any(h.pending_at_least for h in health)
+        assert sum(h.pending for h in health) >= 3

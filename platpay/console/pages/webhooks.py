@@ -42,6 +42,7 @@ async def webhooks(request: Request, console: web.Console = web.SignedIn) -> Res
         request=request,
         title="Webhooks",
         health=health,
+        sample=events_service.HEALTH_SAMPLE,
         deliveries=page.items,
         total=page.total_count,
         next_url=web.next_page_url(request, page),
