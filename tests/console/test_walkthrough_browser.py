@@ -24,7 +24,7 @@ async def test_an_operators_day(browser, served, db, settings, client, auth, run
     waiting = await awaiting_review(client, auth, runner, full_name="Ada Lovelace 001")
     money = await funded_customer(client, auth)
     agent = await connect(client, auth, money["customer"]["id"])
-    asked = await transfer_out(client, agent["headers"], money["account"]["id"], money["bank"]["id"], 60_000)
+    asked = await transfer_out(client, agent["headers"], money["account"]["id"], money["bank"]["id"], 6_000)
     assert asked.status_code == 201 and asked.json()["status"] == "PENDING_APPROVAL", asked.text
     action_id = asked.json()["id"]
 
