@@ -443,14 +443,20 @@ async def decide(
     """A person's decision of a verification waiting in PENDING_MANUAL_REVIEW (POST
     /verifications/{id}/decision): APPROVED or REJECTED (a rejection's reason is the APPLICANT_REJECTED
     error's), recorded as the provider's would be (_conclude), with who decided (`actor`, a token id) and
-    why. The row is read FOR UPDATE, so of two concurrent decisions the second waits, then finds it decided
-    and is refused (VerificationNotAwaitingReview) with nothing changed twice."""
+    why. The row is read FOR UPDATE (its customer's first), so of two concurrent decisions the second waits,
+    then finds it decided and is refused (VerificationNotAwaitingReview) with nothing changed twice."""
     # The API's request model refuses these first; a caller without one (the web console) hears it alike.
     if decision not in DECISIONS:
         raise _refused("decision", "one of APPROVED, REJECTED")
     outcome = VerificationStatus(decision)
     if outcome == VerificationStatus.REJECTED and not reason:
         raise _refused("reason", "a REJECTED decision needs its reason")
+    # The customer is locked before the verification, in the order the sandbox's override locks them
+    # (customers first, then its hook here), so the two cannot deadlock.
+    found = await repository.get_verification(session, tenant_id=tenant_id, verification_id=verification_id)
+    if found is None:
+        raise VerificationNotFound(verification_id)
+    await customers_service.load(session, tenant_id=tenant_id, customer_id=found.customer_id, for_update=True)
     row = await repository.get_verification(
         session, tenant_id=tenant_id, verification_id=verification_id, for_update=True
     )
