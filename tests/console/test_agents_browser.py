@@ -41,7 +41,10 @@ async def test_approve_and_reject_by_clicking(browser, served, client, auth, db,
     row = page.locator("tr.agents-action", has_text=first)
     assert "APPROVED" in await row.inner_text()
     assert "transaction" in await row.inner_text()
-    assert "agent_action.approve" in await page.locator("section[aria-labelledby=trail-heading] table").inner_text()
+    assert (
+        "agent_action.approve"
+        in await page.locator("section[aria-labelledby=trail-heading] table").inner_text()
+    )
     assert await page.locator('svg[data-limit="daily"]').count() == 1
     await tab.check("agents-agent")
 

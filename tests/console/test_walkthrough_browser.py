@@ -6,8 +6,11 @@ wrong secrets. Each step is checked by what the API says afterwards, and the led
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
+from platpay.kit import clock
 from tests.console.test_customers import awaiting_review
 from tests.console.test_transactions import money_moved
 from tests.factories import create_platform
@@ -19,7 +22,17 @@ from tests.support.onboarding import PERSON, create
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # the browser, not the database, is tested
-async def test_an_operators_day(browser, served, db, settings, client, auth, runner, receiver, tmp_path) -> None:  # noqa: F811
+async def test_an_operators_day(
+    browser,  # noqa: F811
+    served,  # noqa: F811
+    db,
+    settings,
+    client,
+    auth,
+    runner,
+    receiver,
+    tmp_path,
+) -> None:
     moved = await money_moved(client, auth, runner, receiver)
     waiting = await awaiting_review(client, auth, runner, full_name="Ada Lovelace 001")
     money = await funded_customer(client, auth)
@@ -100,16 +113,36 @@ async def test_an_operators_day(browser, served, db, settings, client, auth, run
     # a cookie naming another environment goes back to sign-in
     cookies = await tab.context.cookies()
     session = next(c for c in cookies if c["name"] == "platpay_console")
-    await tab.context.add_cookies(
-        [{**session, "value": "production." + session["value"].split(".", 1)[1]}]
-    )
+    await tab.context.add_cookies([{**session, "value": "production." + session["value"].split(".", 1)[1]}])
     await tab.goto("/console/customers")
     assert page.url.startswith(f"{served}/console/sign-in?next=")
     await tab.close()
 
-    # a deleted token: its session goes back to sign-in
+    # an expired session goes back to sign-in (wall-clock time: the process clock, moved by the test)
+    later = await ConsoleTab.open(browser, served, auth, shots=tmp_path)
+    clock.advance(timedelta(seconds=settings.console_session_seconds + 1))
+    await later.goto("/console/transactions")
+    assert later.page.url.startswith(f"{served}/console/sign-in?next=")
+    await later.close()
+
+    # a VIEW token: no button that moves money or decides, and its forms are refused anyway
     token = (await client.post("/tokens", auth=auth, json={"name": "temp", "permissions": ["VIEW"]})).json()
     temp = await ConsoleTab.open(browser, served, (token["clientId"], token["clientSecret"]), shots=tmp_path)
+    waits = await transfer_out(client, agent["headers"], money["account"]["id"], money["bank"]["id"], 7_000)
+    assert waits.json()["status"] == "PENDING_APPROVAL", waits.text
+    await temp.goto("/console/agents")
+    assert await temp.page.get_by_role("heading", name="Pending approvals (1)").is_visible()
+    assert await temp.page.get_by_role("button", name=f"Approve {waits.json()['id']}").count() == 0
+    await temp.goto("/console/developers")
+    assert await temp.page.get_by_role("button", name="Create token").count() == 0
+    csrf = await temp.page.locator("input[name=csrf]").first.get_attribute("value")
+    forbidden = await temp.page.request.post(
+        f"{served}/console/agents/actions/{waits.json()['id']}/reject", form={"csrf": csrf, "reason": "x"}
+    )
+    assert forbidden.status == 403 and "lacks the TRANSACT permission" in await forbidden.text()
+    await temp.check("walkthrough-view-only")
+
+    # a deleted token: its session goes back to sign-in
     assert (await client.delete(f"/tokens/{token['id']}", auth=auth)).status_code in (200, 204)
     await temp.goto("/console")
     assert temp.page.url.startswith(f"{served}/console/sign-in")
