@@ -174,6 +174,21 @@ async def _seed_tenant(
     deliveries = await _rows(db, tables["webhook_deliveries"], tenant_id=tenant_id)
     attempts = await _rows(db, tables["webhook_attempts"], tenant_id=tenant_id)
     assert events and deliveries and attempts, "the real transfers made no events, deliveries or attempts"
+    # Each copied event is about one of the seeded transactions (its resource), as a real tenant's events are
+    # spread over its resources: the real transfers keep their own few events.
+    from sqlalchemy import select
+
+    async with db.read() as session:
+        seeded = (
+            await session.scalars(
+                select(tables["transactions"].c.id)
+                .where(
+                    tables["transactions"].c.tenant_id == tenant_id,
+                    tables["transactions"].c.id.not_in(transfer_ids),
+                )
+                .limit(args.deliveries)
+            )
+        ).all()
     by_event = {d["event_id"]: d for d in deliveries}
     pairs = [(e, by_event[e["id"]]) for e in events if e["id"] in by_event]
     attempt_of = {a["delivery_id"]: a for a in attempts}
@@ -181,7 +196,10 @@ async def _seed_tenant(
     for n in range(args.deliveries):
         event, delivery = pairs[n % len(pairs)]
         event_id, delivery_id = new_id("Event"), new_id("Webhook")
-        new_events.append({**event, "id": event_id})
+        resource = seeded[n % len(seeded)]
+        new_events.append(
+            {**event, "id": event_id, "resource_id": resource, "data": {**event["data"], "id": resource}}
+        )
         new_deliveries.append({**delivery, "id": delivery_id, "event_id": event_id, "job_id": None})
         attempt = attempt_of.get(delivery["id"])
         if attempt is not None:

@@ -259,14 +259,17 @@ async def set_sandbox_faults(
 # The console's reads: a fixed number of statements whatever the number of rows.
 
 
-async def events_about(session: AsyncSession, *, tenant_id: str, resource_id: str) -> list[EventRow]:
-    """The tenant's events whose resource is `resource_id`, oldest first (ix_events_tenant_resource)."""
+async def events_about(
+    session: AsyncSession, *, tenant_id: str, resource_id: str, latest: int
+) -> list[EventRow]:
+    """The tenant's `latest` events whose resource is `resource_id`, oldest first (ix_events_tenant_resource)."""
     stmt = (
         select(EventRow)
         .where(EventRow.tenant_id == tenant_id, EventRow.resource_id == resource_id)
-        .order_by(EventRow.id)
+        .order_by(EventRow.id.desc())
+        .limit(latest)
     )
-    return list((await session.scalars(stmt)).all())
+    return list(reversed((await session.scalars(stmt)).all()))
 
 
 async def deliveries_of_events(

@@ -375,13 +375,19 @@ def _delivery(row: WebhookDeliveryRow, attempts: Iterable[WebhookAttemptRow]) ->
     )
 
 
+TIMELINE_EVENTS = 100  # the latest events of a resource a timeline shows
+
+
 async def timeline_for_resource(
-    session: AsyncSession, *, tenant_id: str, resource_id: str
+    session: AsyncSession, *, tenant_id: str, resource_id: str, latest: int = TIMELINE_EVENTS
 ) -> list[types.TimelineEvent]:
-    """Every event of the tenant about one resource (an event's resource is its data's `id`: a
+    """The tenant's `latest` events about one resource (an event's resource is its data's `id`: a
     transaction, a customer, an internal account...), oldest first, each with its webhook deliveries and
-    their attempts. Three statements (events, deliveries, attempts), however many there are."""
-    events = await repository.events_about(session, tenant_id=tenant_id, resource_id=resource_id)
+    their attempts. Three statements (events, deliveries, attempts), however many there are; a resource with
+    more events (a customer's long life) shows its latest."""
+    events = await repository.events_about(
+        session, tenant_id=tenant_id, resource_id=resource_id, latest=latest
+    )
     deliveries = await repository.deliveries_of_events(
         session, tenant_id=tenant_id, event_ids=[e.id for e in events]
     )

@@ -66,7 +66,11 @@ class TestTimelineForResource:
             foreign = await events_service.timeline_for_resource(
                 session, tenant_id="Tenant:other", resource_id="Customer:1"
             )
+            latest = await events_service.timeline_for_resource(
+                session, tenant_id=tenant_id, resource_id="Customer:1", latest=1
+            )
         assert foreign == []
+        assert [e.id for e in latest] == [second]  # the latest events, when there are more
         assert [(e.id, e.type) for e in timeline] == [
             (first, "CUSTOMER.KYC_APPROVED"),
             (second, "CUSTOMER.KYC_REJECTED"),

@@ -123,7 +123,7 @@ async def _customer_page(
         )
         verifications = [onboarding_service.verification_schema(v) for v in verifications_page.items]
         timeline = await events_service.timeline_for_resource(
-            session, tenant_id=tenant.id, resource_id=row.id
+            session, tenant_id=tenant.id, resource_id=row.id, latest=HISTORY_LIMIT + 1
         )
         trail = await sessions_service.actions_for_subjects(
             session, tenant_id=tenant.id, subject_ids=[row.id, *(v.id for v in verifications)]

@@ -228,6 +228,7 @@ async def transaction(request: Request, transaction_id: str, console: web.Consol
         request=request,
         title=f"Transaction {found.id}",
         tx=found,
+        timeline_cut=len(timeline) >= events_service.TIMELINE_EVENTS,
         row=_row(found),
         entries=views,
         totals=totals,
