@@ -81,6 +81,16 @@ async def test_a_card_authorization_and_a_funding_by_clicking(
     assert opened["status"] == "AUTHORIZED" and opened["merchant"]["descriptor"] == "Sandbox Coffee", opened
     assert (await internal_account(client, auth, holder["id"]))["balance"]["amount"] == 20_000 - 1999
 
+    # ...and in the transactions: the card transaction's page, its hold in the ledger entries
+    await page.get_by_role("link", name="Transactions").click()
+    await page.get_by_role("link", name=opened["id"]).click()
+    await page.wait_for_url(f"{served}/console/transactions/{opened['id']}")
+    assert "AUTHORIZED" in await page.locator("main").inner_text()
+    assert "Sandbox Coffee" in await page.locator("main").inner_text()
+    assert "balanced" in await page.locator("table.transactions-postings").inner_text()
+    await tab.check("sandbox-card-authorization-timeline")
+    await tab.goto("/console/sandbox")
+
     # a bad amount: the message beside the field, nothing changed; then the corrected form goes through
     await page.locator("#fund_account").fill(account["id"])
     await page.locator("#fund_amount").fill("19.99")
