@@ -201,3 +201,31 @@ async def test_concurrent_actions_keep_one_chain(app, db, auth) -> None:
         rows = (await session.scalars(select(ConsoleActionRow))).all()
         check = await sessions_service.verify_trail(session, tenant_id=rows[0].tenant_id)
         assert check.problem is None and check.records == 2
+
+
+async def test_an_edited_or_removed_record_breaks_the_trail(app, db, auth) -> None:
+    async with console_client(app) as client:
+        csrf = await signed_in(client, auth)
+        await client.post("/console/sign-out", data={"csrf": csrf})
+    from sqlalchemy import select, text
+
+    from platpay.auth.sessions.models import ConsoleActionRow
+
+    async with db.read() as session:
+        rows = (await session.scalars(select(ConsoleActionRow).order_by(ConsoleActionRow.sequence))).all()
+    tenant_id, first, last = rows[0].tenant_id, rows[0].id, rows[-1].id
+    async with db.transaction() as session:
+        await session.execute(
+            text("UPDATE console_actions SET action = 'SIGNED_OUT' WHERE id = :id"), {"id": first}
+        )
+    async with db.read() as session:
+        check = await sessions_service.verify_trail(session, tenant_id=tenant_id)
+    assert check.problem is not None and first in check.problem and "hash" in check.problem
+    async with db.transaction() as session:
+        await session.execute(
+            text("UPDATE console_actions SET action = 'SIGNED_IN' WHERE id = :id"), {"id": first}
+        )
+        await session.execute(text("DELETE FROM console_actions WHERE id = :id"), {"id": last})
+    async with db.read() as session:
+        check = await sessions_service.verify_trail(session, tenant_id=tenant_id)
+    assert check.problem is not None and "removed" in check.problem
