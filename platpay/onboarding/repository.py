@@ -19,10 +19,21 @@ if TYPE_CHECKING:
 
 
 async def get_verification(
-    session: AsyncSession, *, tenant_id: str, verification_id: str, for_update: bool = False
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    verification_id: str,
+    for_update: bool = False,
+    refresh: bool = False,
 ) -> VerificationRow | None:
+    """`refresh`: the locked row's values replace those of the instance read before the lock."""
     return await get_scoped(
-        session, VerificationRow, id=verification_id, tenant_id=tenant_id, for_update=for_update
+        session,
+        VerificationRow,
+        id=verification_id,
+        tenant_id=tenant_id,
+        for_update=for_update,
+        refresh=refresh,
     )
 
 

@@ -457,8 +457,9 @@ async def decide(
     if found is None:
         raise VerificationNotFound(verification_id)
     await customers_service.load(session, tenant_id=tenant_id, customer_id=found.customer_id, for_update=True)
+    # Locked and read again (refresh): the status as the decision that held the lock before us left it.
     row = await repository.get_verification(
-        session, tenant_id=tenant_id, verification_id=verification_id, for_update=True
+        session, tenant_id=tenant_id, verification_id=verification_id, for_update=True, refresh=True
     )
     if row is None:
         raise VerificationNotFound(verification_id)
