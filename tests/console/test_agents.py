@@ -222,7 +222,7 @@ class TestDeciding:
         assert before[1] - after[1] == APPROVAL_AMOUNT  # moved exactly once
         assert before[0] - after[0] == APPROVAL_AMOUNT
         html = page.text
-        assert "agent_action.approve" in html and html.count("agent_action.approve") == 1
+        assert "AGENT_ACTION_APPROVED" in html and html.count("AGENT_ACTION_APPROVED") == 1
         assert f"actionId: {action['id']}" in html and "status: APPROVED" in html
         assert "ACTION_APPROVED" in html and "The audit chain verifies" in html
         events = await client.get("/agents/approvals", auth=auth)
@@ -247,7 +247,7 @@ class TestDeciding:
         shown = await _action(client, setup, action["id"])
         assert shown["status"] == "REJECTED" and shown["rejectionReason"] == "not this month"
         assert await balance(client, auth, account) == before
-        assert "agent_action.reject" in page.text and "reason: not this month" in page.text
+        assert "AGENT_ACTION_REJECTED" in page.text and "reason: not this month" in page.text
         assert "rejected: not this month" in page.text
         await assert_ledger_verifies(db)
 
@@ -325,7 +325,7 @@ async def test_two_tabs_approving_at_once_decide_once(app, client, auth, setup, 
         )
         assert sorted(answer.status_code for answer in answers) == [303, 409], [a.text for a in answers]
         page = await first.get(f"/console/agents/{setup['agent_id']}")
-    assert page.text.count("agent_action.approve") == 1
+    assert page.text.count("AGENT_ACTION_APPROVED") == 1
     assert (await _action(client, setup, action["id"]))["status"] == "APPROVED"
     assert (await balance(client, auth, account))[0] == before[0] - APPROVAL_AMOUNT
     await runner.run_until_idle()

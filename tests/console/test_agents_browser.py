@@ -42,7 +42,7 @@ async def test_approve_and_reject_by_clicking(browser, served, client, auth, db,
     assert "APPROVED" in await row.inner_text()
     assert "transaction" in await row.inner_text()
     assert (
-        "agent_action.approve"
+        "AGENT_ACTION_APPROVED"
         in await page.locator("section[aria-labelledby=trail-heading] table").inner_text()
     )
     assert await page.locator('svg[data-limit="daily"]').count() == 1

@@ -183,7 +183,7 @@ class TestFreezing:
             assert (await get_card(client, auth, card_id))["state"] == "FROZEN"
             page = await console.get(f"/console/cards/{card_id}")
             assert (
-                "card.freeze" in page.text and "state: FROZEN" in page.text and "Unfreeze card" in page.text
+                "CARD_FROZEN" in page.text and "state: FROZEN" in page.text and "Unfreeze card" in page.text
             )
             again = await console.post(f"/console/cards/{card_id}/freeze", data={"csrf": csrf})
             assert again.status_code == 409 and "cannot move from FROZEN to FROZEN" in again.text
@@ -193,7 +193,7 @@ class TestFreezing:
             assert unfrozen.status_code == 303
             assert (await get_card(client, auth, card_id))["state"] == "ACTIVE"
             page = await console.get(f"/console/cards/{card_id}")
-            assert page.text.count("card.freeze") == 1 and "card.unfreeze" in page.text
+            assert page.text.count("CARD_FROZEN") == 1 and "CARD_UNFROZEN" in page.text
         await assert_ledger_verifies(db)
 
     async def test_a_wallet_funded_card_needs_the_wallets_signature(

@@ -36,7 +36,7 @@ async def test_freeze_and_unfreeze_by_clicking(browser, served, client, auth, ru
     await page.get_by_role("button", name="Freeze card").click()
     await page.wait_for_url(f"**/console/cards/{card['id']}")
     assert await page.get_by_role("button", name="Unfreeze card").is_visible()
-    assert "card.freeze" in await page.locator("section[aria-labelledby=trail-heading] table").inner_text()
+    assert "CARD_FROZEN" in await page.locator("section[aria-labelledby=trail-heading] table").inner_text()
     assert (await get_card(client, auth, card["id"]))["state"] == "FROZEN"
     await tab.check("cards-card-frozen")
     await page.get_by_role("button", name="Unfreeze card").click()

@@ -106,7 +106,7 @@ async def test_the_clock_advances_freezes_unfreezes_and_refuses_to_go_back(app, 
         assert bad.status_code == 400
         assert 'id="clock_count-error"' in bad.text and 'id="clock_unit-error"' in bad.text
         trail = await _tools(console)
-        assert "sandbox.clock.advance" in trail and "sandbox.clock.freeze" in trail
+        assert "SANDBOX_CLOCK_ADVANCED" in trail and "SANDBOX_CLOCK_FROZEN" in trail
 
 
 async def test_funding_an_account_acts_once_per_form(app, client, auth, db) -> None:
@@ -285,7 +285,7 @@ async def test_reset_deletes_the_data_and_keeps_the_session_and_trail(app, clien
         _done(await _send(console, "reset"), "reset")
         assert (await client.get("/customers", auth=auth)).json()["data"] == []
         html = await _tools(console)  # still signed in
-        assert "sandbox.reset" in html
+        assert "SANDBOX_RESET" in html
         assert (await _platform_account(client, auth))["balance"]["amount"] == 0
     await assert_ledger_verifies(db)
 

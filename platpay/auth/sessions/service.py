@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ from platpay.kit.rate_limits import Limit
 from platpay.tenants import service as tenants_service
 
 TRAIL_KEY_INFO = b"platpay console trail v1"
+ACTION_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")  # what was done, past tense: REVIEW_DECIDED, CARD_FROZEN
 _CSRF_LABEL = b"platpay console csrf v1"
 
 
@@ -166,7 +168,10 @@ async def record_action(
     subject_id: str,
     data: dict[str, Any] | None = None,
 ) -> ConsoleActionRow:
-    """Append what `console` did to its tenant's trail, in the caller's transaction."""
+    """Append what `console` did to its tenant's trail, in the caller's transaction. `action` is one
+    upper-case name (ACTION_NAME), as the agents' audit kinds are."""
+    if not ACTION_NAME.fullmatch(action):
+        raise ValueError(f"a console action is named like REVIEW_DECIDED, not {action!r}")
     tenant_id = console.principal.tenant.id
     head = await repository.lock_head(session, tenant_id=tenant_id)
     sequence, previous = head.sequence, head.hash

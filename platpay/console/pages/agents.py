@@ -179,7 +179,7 @@ async def approve(actionId: str, request: Request, console: web.Console = web.Si
             )
             await console.record(
                 session,
-                action="agent_action.approve",
+                action="AGENT_ACTION_APPROVED",
                 subject_type="agent",
                 subject_id=action.agent_id,
                 actionId=action.id,
@@ -206,7 +206,7 @@ async def reject(actionId: str, request: Request, console: web.Console = web.Sig
             )
             await console.record(
                 session,
-                action="agent_action.reject",
+                action="AGENT_ACTION_REJECTED",
                 subject_type="agent",
                 subject_id=action.agent_id,
                 actionId=action.id,

@@ -118,7 +118,7 @@ async def _change_state(request: Request, console: web.Console, card_id: str, ta
         )
         await console.record(
             session,
-            action="card.freeze" if target == CardState.FROZEN else "card.unfreeze",
+            action="CARD_FROZEN" if target == CardState.FROZEN else "CARD_UNFROZEN",
             subject_type="card",
             subject_id=card.id,
             state=card.state,

@@ -244,21 +244,21 @@ async def advance_clock(console: web.Console, form: FormData) -> str:
         )
     except InvalidInput as refused:
         raise FormRefused({"clock_count": refused.message}) from None
-    await _record_tenant(console, "sandbox.clock.advance", seconds=seconds, jobs_run=moved.jobs_run or 0)
+    await _record_tenant(console, "SANDBOX_CLOCK_ADVANCED", seconds=seconds, jobs_run=moved.jobs_run or 0)
     return "clock-advanced"
 
 
 async def freeze_clock(console: web.Console, form: FormData) -> str:
     """POST /sandbox/clock/freeze."""
     await clocks_service.freeze(console.db, tenant_id=console.tenant_id)
-    await _record_tenant(console, "sandbox.clock.freeze")
+    await _record_tenant(console, "SANDBOX_CLOCK_FROZEN")
     return "clock-frozen"
 
 
 async def unfreeze_clock(console: web.Console, form: FormData) -> str:
     """POST /sandbox/clock/unfreeze."""
     await clocks_service.unfreeze(console.db, tenant_id=console.tenant_id)
-    await _record_tenant(console, "sandbox.clock.unfreeze")
+    await _record_tenant(console, "SANDBOX_CLOCK_UNFROZEN")
     return "clock-unfrozen"
 
 
@@ -268,7 +268,7 @@ async def reset_clock(console: web.Console, form: FormData) -> str:
         await clocks_service.reset(console.db, console.settings, tenant_id=console.tenant_id)
     except ApiError as refused:
         raise FormRefused({"clock": refused.message}, status=refused.status) from None
-    await _record_tenant(console, "sandbox.clock.reset")
+    await _record_tenant(console, "SANDBOX_CLOCK_RESET")
     return "clock-reset"
 
 
@@ -289,7 +289,7 @@ async def fund(console: web.Console, form: FormData) -> str:
         )
         await console.record(
             session,
-            action="sandbox.fund",
+            action="SANDBOX_FUNDED",
             subject_type="internal_account",
             subject_id=account_id,
             amount=body.amount,
@@ -346,7 +346,7 @@ async def receive(console: web.Console, form: FormData) -> str:
         )
         await console.record(
             session,
-            action="sandbox.uma_receive",
+            action="SANDBOX_UMA_RECEIVED",
             subject_type="transaction",
             subject_id=payment.id,
             amount=body.receiving_currency_amount,
@@ -402,7 +402,7 @@ async def card_authorization(console: web.Console, form: FormData) -> str:
         answer = await attempt(session)
         await console.record(
             session,
-            action="sandbox.card_authorization",
+            action="SANDBOX_CARD_AUTHORIZED",
             subject_type="card",
             subject_id=card_id,
             amount=body.amount,
@@ -443,7 +443,7 @@ async def _card_message(
         )
         await console.record(
             session,
-            action=f"sandbox.card_{prefix}",
+            action=f"SANDBOX_CARD_{prefix.upper()}",
             subject_type="card_transaction",
             subject_id=body.card_transaction_id,
             card_id=card_id,
@@ -490,7 +490,7 @@ async def webhook_faults(console: web.Console, form: FormData) -> str:
         )
         await console.record(
             session,
-            action="sandbox.webhook_faults",
+            action="SANDBOX_WEBHOOK_FAULTS_SET",
             subject_type="tenant",
             subject_id=console.tenant_id,
             duplicate=body.duplicate,
@@ -506,7 +506,7 @@ async def reset(console: web.Console, form: FormData) -> str:
         deleted = await sandbox_service.reset(session, tenant=console.principal.tenant)
         await console.record(
             session,
-            action="sandbox.reset",
+            action="SANDBOX_RESET",
             subject_type="tenant",
             subject_id=console.tenant_id,
             rows_deleted=sum(deleted.values()),
