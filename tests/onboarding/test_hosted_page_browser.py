@@ -5,35 +5,14 @@ screenshot of each step is kept (test artifacts: PLATPAY_TEST_ARTIFACTS, else th
 
 from __future__ import annotations
 
-import asyncio
 import os
-import socket
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from platpay.app import create_app
 from tests.support.browser import browser  # noqa: F401  (the shared fixture)
+from tests.support.console_browser import served  # noqa: F401  (the app on a real socket)
 from tests.support.onboarding import PDF, PERSON, create, png
-
-
-@pytest.fixture
-async def served(settings, db):
-    """The app on a real socket (127.0.0.1, a free port), served in this event loop."""
-    app = create_app(settings, database=db, embedded_worker=False)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # the browser, not the database, is tested

@@ -63,7 +63,8 @@ def axe_source() -> str:
 
 @pytest.fixture
 async def served(settings: Any, db: Any) -> AsyncIterator[str]:
-    """The app (console included) on a real socket (127.0.0.1, a free port), served in this event loop."""
+    """The app (console and hosted pages included) on a real socket (127.0.0.1, a free port), served in this
+    event loop."""
     app = create_app(settings, database=db, embedded_worker=False)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
