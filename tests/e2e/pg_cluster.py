@@ -89,6 +89,11 @@ class PrivateCluster:
     def stop(self) -> None:
         self._run(self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop")
 
+    def crash(self) -> None:
+        """`-m immediate`: every server process quits at once, no checkpoint, every connection cut (as in a
+        crash); `start` then recovers from the WAL."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()
 
