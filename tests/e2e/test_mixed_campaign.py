@@ -879,7 +879,7 @@ def check_the_books(
     print(
         f"acknowledged: {len(books.transfers)} transfers, {len(books.executed)} of {len(books.quotes)} quotes "
         f"executed, {len(books.authorizations)} card authorizations ({len(books.cleared)} cleared, "
-        f"{len(books.declined)} declined), {len(books.actions)} agent actions ({len(approved)} executed, agent "
+        f"{len(books.declined)} declined), {len(books.actions)} agent actions ({len(approved)} executed, {len(books.held)} of them on approval, agent "
         f"usage {spent_by_agent} of {AGENT_DAILY}); {len(received)} webhooks received for {len(deliveries)} "
         f"deliveries"
     )
