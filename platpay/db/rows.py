@@ -41,9 +41,7 @@ async def get_scoped(
     return await session.scalar(stmt)
 
 
-def batch_of(
-    id_column: Any, *where: ColumnElement[bool], order_by: Any, limit: int
-) -> Select[Any]:
+def batch_of(id_column: Any, *where: ColumnElement[bool], order_by: Any, limit: int) -> Select[Any]:
     """The ids of at most `limit` rows matching `where`, first by `order_by`, for `DELETE … WHERE id IN (…)`
     or `UPDATE … WHERE id IN (…)` (PostgreSQL's DELETE and UPDATE take no LIMIT): a retention batch. Locked
     FOR UPDATE SKIP LOCKED on PostgreSQL, so runners pruning at once take different rows and never wait for

@@ -371,5 +371,7 @@ async def prune_attempts(session: AsyncSession, *, before: datetime, limit: int)
         order_by=WebhookAttemptRow.id,
         limit=limit,
     )
-    result = await session.execute(WebhookAttemptRow.__table__.delete().where(WebhookAttemptRow.id.in_(batch)))
+    result = await session.execute(
+        WebhookAttemptRow.__table__.delete().where(WebhookAttemptRow.id.in_(batch))
+    )
     return cast("CursorResult[Any]", result).rowcount or 0

@@ -404,7 +404,11 @@ async def prune_finished(session: AsyncSession, *, state: JobState, before: date
     if state not in (DONE, DEAD):
         raise ValueError(f"only finished jobs are pruned, not {state}")
     batch = batch_of(
-        JobRow.id, JobRow.state == state, JobRow.finished_at < before, order_by=JobRow.finished_at, limit=limit
+        JobRow.id,
+        JobRow.state == state,
+        JobRow.finished_at < before,
+        order_by=JobRow.finished_at,
+        limit=limit,
     )
     result = await session.execute(JobRow.__table__.delete().where(JobRow.id.in_(batch)))
     return cast("CursorResult[Any]", result).rowcount or 0

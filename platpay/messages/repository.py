@@ -12,8 +12,8 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import batch_of, get_scoped
-from platpay.messages.models import MessageRow
 from platpay.kit.ids import first_at
+from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
 
 if TYPE_CHECKING:

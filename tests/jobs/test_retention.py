@@ -144,12 +144,12 @@ async def test_a_pass_prunes_what_is_past_its_retention_and_keeps_the_rest(
         db, "SELECT count(*) FROM webhook_attempts WHERE id < :b", b=ids.first_at("WebhookAttempt", mid)
     )
     done_before = await _count(db, "SELECT count(*) FROM jobs WHERE state = 'DONE'")
-    old_done = await _count(
-        db, "SELECT count(*) FROM jobs WHERE state = 'DONE' AND finished_at < :m", m=mid
-    )
+    old_done = await _count(db, "SELECT count(*) FROM jobs WHERE state = 'DONE' AND finished_at < :m", m=mid)
     assert 0 < old_attempts < attempts_before and 0 < old_done < done_before
-    print(f"\nbefore the pass: {before}, attempts {attempts_before} ({old_attempts} old), DONE jobs "
-          f"{done_before} ({old_done} old)")
+    print(
+        f"\nbefore the pass: {before}, attempts {attempts_before} ({old_attempts} old), DONE jobs "
+        f"{done_before} ({old_done} old)"
+    )
 
     pruned = await JobRunner(db, retention, name="pruner").maintain(now=mid + timedelta(days=DAYS))
     print(f"pruned: {pruned}")
@@ -180,7 +180,9 @@ async def test_a_pass_prunes_what_is_past_its_retention_and_keeps_the_rest(
     for tx in (old_tx, young_tx):
         assert (await client.get(f"/transactions/{tx}", auth=auth)).json()["status"] == "COMPLETED"
     async with db.read() as session:
-        timeline = await events_service.timeline_for_resource(session, tenant_id=tenant.id, resource_id=old_tx)
+        timeline = await events_service.timeline_for_resource(
+            session, tenant_id=tenant.id, resource_id=old_tx
+        )
     assert timeline and all(d.attempts == () and d.attempt_count for e in timeline for d in e.deliveries)
     async with console_client(app) as browser:
         await signed_in(browser, auth)
@@ -246,7 +248,9 @@ async def test_runners_pruning_at_once_share_the_work(db, client, auth, runner, 
             await jobs_service.enqueue(session, "test.retention_noop", {})
     await runner.run_until_idle()
     later = datetime.now(UTC) + timedelta(days=DAYS, seconds=1)
-    results = await asyncio.gather(*(JobRunner(db, retention, name=f"r{i}").prune(now=later) for i in range(3)))
+    results = await asyncio.gather(
+        *(JobRunner(db, retention, name=f"r{i}").prune(now=later) for i in range(3))
+    )
     print(f"\nthree runners at once pruned {[r['jobs_done'] for r in results]} jobs")
     assert sum(r["jobs_done"] for r in results) == 120
     assert await _count(db, "SELECT count(*) FROM jobs") == 0
