@@ -13,9 +13,10 @@ from platpay.messages.state import MessageStatus
 class MessageRow(Base):
     """One outbound email or SMS, written in its caller's business transaction.
 
-        `content` is JSON {subject?, text, html?}: sealed under the master key when `sealed` (production
-        tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox), whose
-    bodies retention erases `message_body_retention_days` after they were queued (repository.prune_bodies)."""
+    `content` is JSON {subject?, text, html?}: sealed under the master key when `sealed` (production
+    tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox), whose
+    bodies retention erases `message_body_retention_days` after they were queued (repository.prune_bodies).
+    """
 
     __tablename__ = "messages"
     __table_args__ = (

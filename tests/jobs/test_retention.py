@@ -262,3 +262,27 @@ def test_first_at_bounds_the_ids_made_from_an_instant_on():
     made = ids.new_id("Thing")
     assert first <= made < ids.first_at("Thing", at + timedelta(seconds=1))
     assert ids.first_at("Thing", at - timedelta(milliseconds=1)) < first
+
+
+async def test_the_running_worker_prunes_in_a_maintenance_pass_of_its_own(db, runner, retention):
+    """`run_forever` starts a maintenance pass as a task beside its claims; finished jobs past their days go."""
+    retention.job_retention_days = 7
+    async with db.transaction() as session:
+        for _ in range(5):
+            await jobs_service.enqueue(session, "test.retention_noop", {})
+    await runner.run_until_idle()
+    async with db.transaction() as session:  # finished eight days ago, as far as the runner can tell
+        await session.execute(
+            text("UPDATE jobs SET finished_at = :at"), {"at": datetime.now(UTC) - timedelta(days=8)}
+        )
+    worker = JobRunner(db, retention, name="worker")
+    running = asyncio.create_task(worker.run_forever())
+    try:
+        for _ in range(200):
+            if await _count(db, "SELECT count(*) FROM jobs") == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert await _count(db, "SELECT count(*) FROM jobs") == 0
+    finally:
+        worker.stop()
+        await asyncio.wait_for(running, timeout=30)
