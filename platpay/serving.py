@@ -34,6 +34,7 @@ _HANDOFF_TIMEOUT_SECONDS = 2.0
 # How long the accepting thread waits in select() before it looks at the process list and exit again.
 _POLL_SECONDS = 0.2
 _CLOSED = b"c"  # a process → parent: one of the connections you handed me has closed
+_READY = b"r"  # a process → parent: my application has started, I serve what you hand me
 
 
 class HandoffServer(Server):
@@ -60,6 +61,8 @@ class HandoffServer(Server):
         self._protocol_class = Counted
         self._channel.setblocking(False)
         loop.add_reader(self._channel.fileno(), self._take_connections)
+        with contextlib.suppress(OSError):
+            self._channel.send(_READY)
 
     def _create_protocol(self) -> asyncio.Protocol:
         return self._protocol_class(  # type: ignore[no-any-return]
@@ -111,6 +114,8 @@ class BalancedProcess(multiprocess.Process):
     def __init__(self, config: Config, sockets: list[socket.socket]) -> None:
         self.channel, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.open_connections = 0  # handed to it and not reported closed (the accepting thread's count)
+        self.ready = False  # it has said it serves (its application started)
+        self.gone = False  # its end of the channel is closed: it has exited
         self.retiring = False
         super().__init__(config, [child_end])  # passed to the spawned process like uvicorn's listener
         self._child_end: socket.socket | None = child_end
@@ -142,23 +147,29 @@ class BalancedProcess(multiprocess.Process):
         """Pass `connection` to this process; False if it cannot take it."""
         try:
             socket.send_fds(self.channel, [b"h"], [connection.fileno()])
-        except OSError:
+        except TimeoutError:  # its queue is full: a hung process (uvicorn's health check replaces it)
+            return False
+        except OSError:  # it has exited
+            self.gone = True
             return False
         self.open_connections += 1
         return True
 
-    def read_reports(self) -> bool:
-        """Count the connections the process reports closed; False once its end is closed."""
+    def read_reports(self) -> None:
+        """What the process says: it is ready; connections it closed. Marks it gone once its end closes."""
         try:
             data = self.channel.recv(4096)
-        except (BlockingIOError, InterruptedError):
-            return True
+        except (BlockingIOError, InterruptedError, TimeoutError):
+            return
         except OSError:
-            return False
+            data = b""
         if not data:
-            return False
+            self.gone = True
+            self.ready = False
+            return
+        if _READY in data:
+            self.ready = True
         self.open_connections = max(0, self.open_connections - data.count(_CLOSED))
-        return True
 
     def terminate(self) -> None:
         self.retiring = True
@@ -203,24 +214,24 @@ class BalancedMultiprocess(multiprocess.Multiprocess):
             self.listener.close()  # what waits in the backlog is refused, as uvicorn's supervisor does
         super().terminate_all()
 
-    def _serving(self) -> list[BalancedProcess]:
+    def _alive(self) -> list[BalancedProcess]:
         return [
             process
             for process in list(self.processes)
-            if isinstance(process, BalancedProcess) and not process.retiring and process.channel.fileno() >= 0
+            if isinstance(process, BalancedProcess) and not process.retiring and not process.gone
         ]
 
     def _accept_forever(self) -> None:
         self.listener.setblocking(False)
         while not self.should_exit.is_set():
-            serving = self._serving()
-            channels = {process.channel: process for process in serving}
-            # With no process to take them, connections wait in the backlog (as with uvicorn's own).
-            watched = [self.listener, *channels] if serving else []
+            alive = self._alive()
+            channels = {process.channel: process for process in alive}
+            # Until a process has started, connections wait in the backlog (as with uvicorn's own).
+            watched = [*channels, self.listener] if any(p.ready for p in alive) else [*channels]
+            if not watched:
+                self.should_exit.wait(_POLL_SECONDS)
+                continue
             try:
-                if not watched:
-                    self.should_exit.wait(_POLL_SECONDS)
-                    continue
                 readable, _, _ = select.select(watched, [], [], _POLL_SECONDS)
             except (OSError, ValueError):  # a channel closed under us (a process replaced): look again
                 continue
@@ -228,7 +239,7 @@ class BalancedMultiprocess(multiprocess.Multiprocess):
                 if ready is not self.listener:
                     channels[ready].read_reports()
             if self.listener in readable and not self.should_exit.is_set():
-                self._accept_ready(serving)
+                self._accept_ready([process for process in alive if process.ready and not process.gone])
 
     def _accept_ready(self, serving: list[BalancedProcess]) -> None:
         while True:
