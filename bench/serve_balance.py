@@ -191,9 +191,13 @@ def report(servers: list[Server], connection_counts: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=200, help="requests per connection with 8 connections")
+    parser.add_argument(
+        "--requests", type=int, default=200, help="requests per connection with 8 connections"
+    )
     parser.add_argument("--connections", default="8,64", help="comma-separated connection counts")
     args = parser.parse_args()
     connection_counts = [int(value) for value in args.connections.split(",")]
@@ -202,8 +206,12 @@ def main() -> None:
     servers: list[Server] = []
     try:
         template = workdir / "template.db"
-        env = bench_env(PLATPAY_DATABASE_URL=f"sqlite+aiosqlite:///{template}", PLATPAY_VAR_DIR=str(workdir / "var"))
-        subprocess.run([str(BIN / "platpay"), "migrate"], env=env, cwd=workdir, check=True, capture_output=True)
+        env = bench_env(
+            PLATPAY_DATABASE_URL=f"sqlite+aiosqlite:///{template}", PLATPAY_VAR_DIR=str(workdir / "var")
+        )
+        subprocess.run(
+            [str(BIN / "platpay"), "migrate"], env=env, cwd=workdir, check=True, capture_output=True
+        )
         created = subprocess.run(
             [str(BIN / "platpay"), "platform", "create", "--name", "Bench", "--json"],
             env=env,

@@ -51,7 +51,7 @@ class HandoffServer(Server):
         loop = asyncio.get_running_loop()
         report = self._report_closed
 
-        class Counted(self.config.http_protocol_class):  # type: ignore[misc,name-defined]
+        class Counted(self.config.http_protocol_class):  # type: ignore[name-defined]
             def connection_lost(self, exc: Exception | None) -> None:
                 try:
                     super().connection_lost(exc)
@@ -65,7 +65,7 @@ class HandoffServer(Server):
             self._channel.send(_READY)
 
     def _create_protocol(self) -> asyncio.Protocol:
-        return self._protocol_class(  # type: ignore[no-any-return]
+        return self._protocol_class(
             config=self.config,
             server_state=self.server_state,
             app_state=self.lifespan.state,
@@ -274,10 +274,10 @@ def run(app: str, **options: Any) -> None:
     import string, as uvicorn's workers need)."""
     config = Config(app, **options)
     listener = config.bind_socket()
-    listener.listen(config.backlog)  # (uvicorn's processes call listen() on the shared socket; ours never see it)
+    # uvicorn's processes call listen() on the shared socket themselves; ours never see it.
+    listener.listen(config.backlog)
     try:
         BalancedMultiprocess(config, listener).run()
     finally:
         with contextlib.suppress(OSError):
             listener.close()
-
