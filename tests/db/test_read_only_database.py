@@ -1,0 +1,328 @@
+"""A database that reads but refuses writes: read-only (PostgreSQL's `default_transaction_read_only`, a hot
+standby not yet promoted, SQLite on a file it may not write) or out of disk. Writes answer 503 naming the
+database and the reason, reads go on answering, nothing is half-written (the ledger verifies, the
+Idempotency-Key stores nothing), `/readyz` says "degraded", the job runner waits without spending an
+attempt, and once the database takes writes again the same running process writes again, at the first
+attempt (no connection that was read-only serves a write).
+
+Every fault is real: PostgreSQL made read-only for new sessions by `ALTER DATABASE` (this test's own
+database only: the server is shared), a SQLite file made unwritable for this process (chmod 0444, or, run
+as root, whom permissions do not stop, `chattr +i`), a SQLite file on a small tmpfs filled to the last
+byte (run as root where mounting is allowed; skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
+
+from platpay.db.database import Database
+from platpay.db.faults import DISK_FULL, READ_ONLY, OutageLog, unavailable_reason
+from platpay.jobs import service as jobs_service
+from platpay.jobs.models import JobRow
+from platpay.jobs.runner import JobRunner
+from platpay.kit.idempotency import IdempotencyKeyRow
+from platpay.payments.models import TransactionRow
+from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable, payer  # noqa: F401 (a fixture)
+from tests.support.ledger import assert_ledger_verifies
+
+# ---- what counts as a refused write ---------------------------------------------------------------------
+
+
+class TestRefusedWrites:
+    @pytest.mark.parametrize(
+        ("error", "reason"),
+        [
+            # default_transaction_read_only, and a hot standby (a failover to a server not yet promoted)
+            (asyncpg.exceptions.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"), READ_ONLY),
+            (asyncpg.exceptions.ReadOnlySQLTransactionError("cannot execute UPDATE in a read-only transaction"), READ_ONLY),
+            (asyncpg.exceptions.DiskFullError('could not extend file "base/16384/16385": No space left on device'), DISK_FULL),
+            (sqlite3.OperationalError("attempt to write a readonly database"), READ_ONLY),
+            (sqlite3.OperationalError("database or disk is full"), DISK_FULL),
+        ],
+        ids=repr,
+    )  # fmt: skip
+    def test_reasons(self, error: Exception, reason: str) -> None:
+        assert unavailable_reason(error) == reason
+        wrapped = RuntimeError("while handling")
+        wrapped.__cause__ = error
+        assert unavailable_reason(wrapped) == reason
+
+    def test_a_read_does_not_end_an_outage_that_refuses_writes_only(self) -> None:
+        outage = OutageLog()
+        outage.failed(RuntimeError(), READ_ONLY)
+        outage.succeeded(write=False)
+        assert outage.writes_refused == READ_ONLY  # reads kept working throughout: still refusing writes
+        outage.succeeded(write=True)
+        assert outage.down_since is None and outage.writes_refused is None
+        outage.failed(RuntimeError(), "the connection to the database was lost")
+        outage.succeeded(write=False)  # an outage of reads too ends at the first success
+        assert outage.down_since is None
+
+
+# ---- helpers --------------------------------------------------------------------------------------------
+
+
+def assert_refused(response: httpx.Response, reason: str) -> None:
+    body = assert_unavailable(response)
+    assert body["details"]["reason"] == reason, body
+    assert reason in body["message"], body
+
+
+async def _rows(db: Database, model: Any, *where: Any) -> int:
+    async with db.read() as session:
+        return int(await session.scalar(select(func.count()).select_from(model).where(*where)) or 0)
+
+
+async def _refused_then_served(
+    apps: _Apps, auth: Any, payer: dict[str, str], db: Database, reason: str, writable: Any
+) -> None:
+    """Against a database refusing writes for `reason`, until `writable()` is awaited: the whole story."""
+    api, root = apps.api, apps.root
+    key = f"refused-{uuid.uuid4()}"
+    before = await _rows(db, TransactionRow)
+    # Reads open connections (pooled, and SQLite's inline reader) while writes are refused: several at once.
+    reads = await asyncio.gather(
+        *(api.get(path, auth=auth) for path in ["/config", f"/internal-accounts/{payer['account']}/entries"] * 4)
+    )
+    assert {r.status_code for r in reads} == {200}, [r.text for r in reads]
+    for _ in range(3):
+        assert_refused(await _transfer_out(api, auth, payer, key), reason)
+        assert (await api.get("/config", auth=auth)).status_code == 200  # reads go on
+    entries = await api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth)
+    assert entries.status_code == 200, entries.text
+    ready = await root.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["status"] == "degraded" and ready.json()["details"]["reason"] == reason
+    # nothing half-written: no transaction, no stored answer under the key, the ledger verifies
+    assert await _rows(db, TransactionRow) == before
+    assert await _rows(db, IdempotencyKeyRow, IdempotencyKeyRow.key == key) == 0
+    await assert_ledger_verifies(db)
+
+    await writable()
+    created = await _transfer_out(api, auth, payer, key)  # the client's retry, same key: at the first attempt
+    assert created.status_code == 201, created.text
+    assert "idempotent-replayed" not in created.headers
+    again = await _transfer_out(api, auth, payer, key)
+    assert again.headers["idempotent-replayed"] == "true" and again.content == created.content
+    assert await _rows(db, TransactionRow) == before + 1  # ran once
+    after = await api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth)
+    assert len(after.json()["data"]) > len(entries.json()["data"])  # its hold
+    assert (await root.get("/readyz")).json()["status"] == "ready"
+    await assert_ledger_verifies(db)
+
+
+def _outage_events(out: str) -> Counter[str]:
+    events = (json.loads(line)["event"] for line in out.splitlines() if '"event"' in line)
+    return Counter(e for e in events if e.startswith("database.") or e.startswith("jobs.claim"))
+
+
+# ---- PostgreSQL -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def pg_read_only(backend: str, database_url: str) -> AsyncIterator[Any]:
+    """Turns `default_transaction_read_only` on for new sessions of this test's database (ALTER DATABASE:
+    only this test's database, never the shared server's other ones); yields the coroutine that turns it
+    off again. Always off after the test."""
+    if backend != "postgresql":
+        pytest.skip("PostgreSQL's default_transaction_read_only")
+    url = make_url(database_url)
+    admin_dsn = url.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
+    name = url.database
+    admin = await asyncpg.connect(admin_dsn)
+
+    async def writable() -> None:
+        await admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        yield writable
+    finally:
+        await writable()
+        await admin.close()
+
+
+class TestPostgresReadOnly:
+    async def test_writes_answer_503_reads_go_on_and_writes_resume_without_restart(
+        self, settings: Any, db: Database, auth: Any, payer: dict[str, str], pg_read_only: Any, capsys: Any
+    ) -> None:
+        # A process whose connections open while the database is read-only (a restart into it, a failover).
+        apps = _Apps(settings, Database(settings.database_url, pool_size=5, timeout=2.0))
+        try:
+            await _refused_then_served(apps, auth, payer, db, READ_ONLY, pg_read_only)
+        finally:
+            await apps.close()
+        assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}
+
+    async def test_the_job_runner_waits_without_spending_an_attempt(
+        self, settings: Any, db: Database, pg_read_only: Any, capsys: Any
+    ) -> None:
+        async with db.transaction() as session:  # this connection opened before: it still writes
+            queued = [await jobs_service.enqueue(session, "system.noop", {}) for _ in range(3)]
+        database = Database(settings.database_url, pool_size=5, timeout=2.0)
+        runner = JobRunner(database, settings.model_copy(update={"job_poll_seconds": 0.05}), name="ro")
+        task = asyncio.create_task(runner.run_forever())
+        try:
+            await asyncio.sleep(1.5)  # the runner polls a database that refuses its claims
+            assert not task.done()
+            assert await _job_states(db, queued) == {"QUEUED"}
+            await pg_read_only()
+            await _wait_for_states(db, queued, {"DONE"})
+        finally:
+            runner.stop()
+            await asyncio.wait_for(task, timeout=10)
+            await database.dispose()
+        async with db.read() as session:
+            attempts = (await session.scalars(select(JobRow.attempts).where(JobRow.id.in_(queued)))).all()
+        assert set(attempts) == {1}
+        events = _outage_events(capsys.readouterr().out)
+        assert events["jobs.claim_failed"] == 0, events  # an outage, not an error per poll
+        assert events["database.unavailable"] == 1, events
+
+
+async def _job_states(db: Database, ids: list[str]) -> set[str]:
+    async with db.read() as session:
+        return set((await session.scalars(select(JobRow.state).where(JobRow.id.in_(ids)))).all())
+
+
+async def _wait_for_states(db: Database, ids: list[str], expected: set[str], timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (found := await _job_states(db, ids)) != expected:
+        assert asyncio.get_running_loop().time() < deadline, found
+        await asyncio.sleep(0.05)
+
+
+# ---- SQLite ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _unwritable(path: Path) -> Iterator[None]:
+    """`path` may not be written by this process while inside: chmod 0444, or, for root (whom permissions
+    do not stop), the immutable attribute. SQLite then opens it read-only."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o444)
+        undo = lambda: path.chmod(mode)  # noqa: E731
+    else:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.skip(f"cannot make a file read-only for root here: chattr: {done.stderr.strip()}")
+        undo = lambda: subprocess.run(["chattr", "-i", str(path)], check=True)  # noqa: E731
+    assert not os.access(path, os.W_OK)
+    try:
+        yield
+    finally:
+        undo()
+
+
+class TestSqliteReadOnlyFile:
+    async def test_writes_answer_503_reads_go_on_and_writes_resume_without_restart(
+        self, settings: Any, db: Database, backend: str, auth: Any, payer: dict[str, str], capsys: Any
+    ) -> None:
+        if backend != "sqlite":
+            pytest.skip("SQLite's file")
+        path = Path(make_url(settings.database_url).database or "")
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_unwritable(path))
+            # A process that opens its connections on the read-only file (a restart, a read-only volume).
+            apps = _Apps(settings, Database(settings.database_url, pool_size=5, timeout=2.0))
+            try:
+                await _refused_then_served(apps, auth, payer, db, READ_ONLY, _as_coroutine(stack.close))
+            finally:
+                await apps.close()
+        assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}
+
+
+def _as_coroutine(call: Any) -> Any:
+    async def run() -> None:
+        call()
+
+    return run
+
+
+@pytest.fixture
+def small_disk() -> Iterator[Path]:
+    """A 4 MiB tmpfs of its own (root, where mounting is allowed)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount_point = Path(tempfile.mkdtemp(prefix="platpay-full-"))
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        mount_point.rmdir()
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+        shutil.rmtree(mount_point, ignore_errors=True)
+
+
+def _fill(directory: Path) -> Path:
+    filler = directory / "filler"
+    with filler.open("wb", buffering=0) as out:
+        with contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 4096)
+    return filler
+
+
+class TestSqliteDiskFull:
+    async def test_writes_answer_503_reads_go_on_and_writes_resume_once_space_is_freed(
+        self,
+        settings: Any,
+        db: Database,
+        backend: str,
+        auth: Any,
+        payer: dict[str, str],
+        small_disk: Path,
+        capsys: Any,
+    ) -> None:
+        if backend != "sqlite":
+            pytest.skip("SQLite's file")
+        # The test's database, moved onto the small disk (SQLite's backup: a consistent copy).
+        target = small_disk / "platpay.db"
+        source = sqlite3.connect(make_url(settings.database_url).database or "")
+        copy = sqlite3.connect(target)
+        source.backup(copy)
+        copy.close()
+        source.close()
+        url = f"sqlite+aiosqlite:///{target}"
+        moved = settings.model_copy(update={"database_url": url})
+        on_disk = Database(url, pool_size=5)
+        apps = _Apps(moved, Database(url, pool_size=5, timeout=2.0))
+        try:
+            # warm: the connections and the WAL exist before the disk fills
+            assert (await apps.api.get("/config", auth=auth)).status_code == 200
+            filler = _fill(small_disk)
+
+            async def free_space() -> None:
+                filler.unlink()
+
+            await _refused_then_served(apps, auth, payer, on_disk, DISK_FULL, free_space)
+        finally:
+            await apps.close()
+            await on_disk.dispose()
+        assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}
