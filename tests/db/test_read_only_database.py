@@ -41,6 +41,7 @@ from platpay.jobs.runner import JobRunner
 from platpay.kit.idempotency import IdempotencyKeyRow
 from platpay.payments.models import TransactionRow
 from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable, payer  # noqa: F401 (a fixture)
+from tests.factories import FULL_PERSON
 from tests.support.ledger import assert_ledger_verifies
 
 # ---- what counts as a refused write ---------------------------------------------------------------------
@@ -105,7 +106,10 @@ async def _refused_then_served(
     assert {r.status_code for r in reads} == {200}, [r.text for r in reads]
     for _ in range(3):
         assert_refused(await _transfer_out(api, auth, payer, key), reason)
+        assert_refused(await api.post("/customers", auth=auth, json=FULL_PERSON), reason)
         assert (await api.get("/config", auth=auth)).status_code == 200  # reads go on
+    reads = await asyncio.gather(*(api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth) for _ in range(8)))
+    assert {r.status_code for r in reads} == {200}
     entries = await api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth)
     assert entries.status_code == 200, entries.text
     ready = await root.get("/readyz")
@@ -125,6 +129,12 @@ async def _refused_then_served(
     assert await _rows(db, TransactionRow) == before + 1  # ran once
     after = await api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth)
     assert len(after.json()["data"]) > len(entries.json()["data"])  # its hold
+    # Every pooled connection serves writes again (those opened for reads while the database was read-only
+    # included): a few writes in a row, each at its first attempt.
+    for serial in range(8):
+        person = {**FULL_PERSON, "platformCustomerId": f"after-{serial}-{uuid.uuid4()}"}
+        created = await api.post("/customers", auth=auth, json=person)
+        assert created.status_code == 201, created.text
     assert (await root.get("/readyz")).json()["status"] == "ready"
     await assert_ledger_verifies(db)
 
