@@ -88,6 +88,10 @@ def _discard_refusing(engine: AsyncEngine) -> None:
             context.is_disconnect = True
             context.invalidate_pool_on_disconnect = False
 
+    @event.listens_for(engine.sync_engine, "connect")
+    def _opened(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKOUTS] = 0
+
     @event.listens_for(engine.sync_engine, "checkout")
     def _count(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         record.info[_CHECKOUTS] = record.info.get(_CHECKOUTS, 0) + 1
@@ -114,7 +118,6 @@ def build_engine(
 
         @event.listens_for(engine.sync_engine, "connect")
         def _on_connect(dbapi_connection: Any, record: Any) -> None:
-            record.info[_CHECKOUTS] = 0
             record.info[_OPENED_READ_ONLY] = path is not None and path.exists() and not _writable(path)
             # Take transaction control away from the driver: we emit BEGIN ourselves below.
             dbapi_connection.isolation_level = None
@@ -143,10 +146,6 @@ def build_engine(
         )
     engine = create_async_engine(url, **kwargs)
     _discard_refusing(engine)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
-        record.info[_CHECKOUTS] = 0
 
     @event.listens_for(engine.sync_engine, "checkout")
     def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:

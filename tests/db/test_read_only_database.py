@@ -33,6 +33,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
+from platpay.config import get_settings
+from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.faults import DISK_FULL, READ_ONLY, OutageLog, unavailable_reason
 from platpay.jobs import service as jobs_service
@@ -40,8 +42,9 @@ from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.kit.idempotency import IdempotencyKeyRow
 from platpay.payments.models import TransactionRow
-from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable, payer  # noqa: F401 (a fixture)
-from tests.factories import FULL_PERSON
+from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable
+from tests.e2e.pg_cluster import PrivateCluster
+from tests.factories import FULL_PERSON, create_platform, customer, external_account, fund, internal_account
 from tests.support.ledger import assert_ledger_verifies
 
 # ---- what counts as a refused write ---------------------------------------------------------------------
@@ -81,6 +84,16 @@ class TestRefusedWrites:
 # ---- helpers --------------------------------------------------------------------------------------------
 
 
+@pytest.fixture
+async def payer(client: httpx.AsyncClient, auth: tuple[str, str]) -> dict[str, str]:
+    """A funded USD account and a bank account to pay out to (set up while the database takes writes)."""
+    person = await customer(client, auth)
+    account = await internal_account(client, auth, person["id"])
+    await fund(client, auth, account["id"], 1_000_000)
+    bank = await external_account(client, auth, person["id"])
+    return {"account": account["id"], "bank": bank["id"]}
+
+
 def assert_refused(response: httpx.Response, reason: str) -> None:
     body = assert_unavailable(response)
     assert body["details"]["reason"] == reason, body
@@ -101,14 +114,19 @@ async def _refused_then_served(
     before = await _rows(db, TransactionRow)
     # Reads open connections (pooled, and SQLite's inline reader) while writes are refused: several at once.
     reads = await asyncio.gather(
-        *(api.get(path, auth=auth) for path in ["/config", f"/internal-accounts/{payer['account']}/entries"] * 4)
+        *(
+            api.get(path, auth=auth)
+            for path in ["/config", f"/internal-accounts/{payer['account']}/entries"] * 4
+        )
     )
     assert {r.status_code for r in reads} == {200}, [r.text for r in reads]
     for _ in range(3):
         assert_refused(await _transfer_out(api, auth, payer, key), reason)
         assert_refused(await api.post("/customers", auth=auth, json=FULL_PERSON), reason)
         assert (await api.get("/config", auth=auth)).status_code == 200  # reads go on
-    reads = await asyncio.gather(*(api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth) for _ in range(8)))
+    reads = await asyncio.gather(
+        *(api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth) for _ in range(8))
+    )
     assert {r.status_code for r in reads} == {200}
     entries = await api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth)
     assert entries.status_code == 200, entries.text
@@ -292,10 +310,9 @@ def small_disk() -> Iterator[Path]:
 
 def _fill(directory: Path) -> Path:
     filler = directory / "filler"
-    with filler.open("wb", buffering=0) as out:
-        with contextlib.suppress(OSError):
-            while True:
-                out.write(b"\0" * 4096)
+    with filler.open("wb", buffering=0) as out, contextlib.suppress(OSError):
+        while True:
+            out.write(b"\0" * 4096)
     return filler
 
 
@@ -335,4 +352,98 @@ class TestSqliteDiskFull:
         finally:
             await apps.close()
             await on_disk.dispose()
+        assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}
+
+
+# ---- a failover to a hot standby not yet promoted ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def standby_pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
+    """A private primary with a migrated database `platpay`, and its hot standby, both running."""
+    try:
+        primary = PrivateCluster()
+    except FileNotFoundError as missing:
+        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
+    standby = None
+    try:
+        primary.start()
+        primary.create_database("platpay")
+        migrate.upgrade(primary.url("platpay"))
+        standby = primary.standby()
+        standby.start()
+        yield primary, standby
+    finally:
+        if standby is not None:
+            standby.destroy()
+        primary.destroy()
+
+
+async def _replayed(primary: str, standby: str, timeout: float = 30.0) -> None:
+    """Until the standby has replayed everything the primary wrote so far."""
+    source = await asyncpg.connect(primary)
+    replica = await asyncpg.connect(standby)
+    try:
+        written = await source.fetchval("SELECT pg_current_wal_lsn()")
+        deadline = asyncio.get_running_loop().time() + timeout
+        while await replica.fetchval("SELECT pg_last_wal_replay_lsn() < $1::pg_lsn", written):
+            assert asyncio.get_running_loop().time() < deadline, "the standby did not catch up"
+            await asyncio.sleep(0.05)
+    finally:
+        await source.close()
+        await replica.close()
+
+
+@pytest.mark.e2e
+class TestHotStandby:
+    async def test_writes_answer_503_until_it_is_promoted_then_succeed_without_restart(
+        self, standby_pair: tuple[PrivateCluster, PrivateCluster], tmp_path: Path, capsys: Any
+    ) -> None:
+        primary, standby = standby_pair
+        settings = get_settings().model_copy(
+            update={
+                "database_url": primary.url("platpay"),
+                "var_dir": tmp_path / "var",
+                "run_embedded_worker": False,
+            }
+        )
+        on_primary = Database(primary.url("platpay"), pool_size=2)
+        try:
+            auth = (await create_platform(on_primary, settings))["sandbox"]
+        finally:
+            await on_primary.dispose()
+        await _replayed(primary.dsn("platpay"), standby.dsn("platpay"))
+        primary.stop()  # the primary is lost; the standby is not promoted yet
+
+        on_standby = settings.model_copy(update={"database_url": standby.url("platpay")})
+        apps = _Apps(on_standby, Database(standby.url("platpay"), pool_size=5, timeout=2.0))
+        api = apps.api
+        try:
+            reads = await asyncio.gather(*(api.get("/config", auth=auth) for _ in range(6)))
+            assert {r.status_code for r in reads} == {200}
+            assert (await api.get("/customers", auth=auth)).status_code == 200
+            for _ in range(2):
+                refused = await api.post(
+                    "/customers", auth=auth, json=FULL_PERSON, headers={"Idempotency-Key": "k1"}
+                )
+                assert_refused(refused, READ_ONLY)
+            ready = await apps.root.get("/readyz")
+            assert ready.status_code == 200 and ready.json()["status"] == "degraded", ready.text
+
+            standby.promote()
+            created = await api.post(
+                "/customers", auth=auth, json=FULL_PERSON, headers={"Idempotency-Key": "k1"}
+            )
+            assert created.status_code == 201, created.text  # the client's retry, at its first attempt
+            for serial in range(6):  # every pooled connection writes (those opened before the promotion too)
+                person = {**FULL_PERSON, "platformCustomerId": f"after-{serial}"}
+                assert (await api.post("/customers", auth=auth, json=person)).status_code == 201
+            assert (await apps.root.get("/readyz")).json()["status"] == "ready"
+            listed = (await api.get("/customers", auth=auth, params={"limit": 100})).json()["data"]
+            assert len(listed) == 7  # the refused request left nothing; its retry ran once
+            await assert_ledger_verifies(apps.database)
+        finally:
+            await apps.close()
         assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}

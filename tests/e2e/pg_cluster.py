@@ -99,6 +99,32 @@ class PrivateCluster:
         finally:
             probe.close()
 
+    def standby(self) -> PrivateCluster:
+        """A hot standby of this running cluster (a base backup that streams from it: `pg_basebackup -R`), in a
+        directory of its own, on a free port; not started. Its `promote()` makes it a primary."""
+        basebackup = find_binary("pg_basebackup")
+        if basebackup is None:
+            raise FileNotFoundError("pg_basebackup is needed for a standby")
+        replica = PrivateCluster.__new__(PrivateCluster)
+        replica.pg_ctl = self.pg_ctl
+        replica.root = Path(tempfile.mkdtemp(prefix="platpay-pg-standby-"))
+        replica.data = replica.root / "data"
+        replica.log = replica.root / "server.log"
+        replica.port = free_port()
+        replica.as_postgres = self.as_postgres
+        if self.as_postgres:
+            account = pwd.getpwnam(USER)
+            os.chown(replica.root, account.pw_uid, account.pw_gid)
+        # Over the primary's Unix socket, where initdb's pg_hba.conf trusts replication connections.
+        self._run(
+            basebackup, "-h", str(self.root), "-p", str(self.port), "-U", USER, "-D", str(replica.data),
+            "-R", "-X", "stream", "--no-sync", "--checkpoint=fast",
+        )  # fmt: skip
+        return replica
+
+    def promote(self) -> None:
+        self._run(self.pg_ctl, "-D", str(self.data), "-w", "promote")
+
     def destroy(self) -> None:
         with contextlib.suppress(Exception):
             if self.running():
