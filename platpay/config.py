@@ -109,6 +109,32 @@ class Settings(BaseSettings):
         description="longest wait for the database: connecting, a free pooled connection, SQLite's busy "
         "lock and write queue; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
     )
+    db_statement_timeout_seconds: float = Field(
+        default=20.0,
+        ge=0,
+        description="PostgreSQL: longest a statement of the server or a worker may run (the server's "
+        "statement_timeout; the client gives up 2 s later, which also ends a wait on a connection whose "
+        "packets are dropped); the request answers 503, the job is retried. 0 leaves it to the server",
+    )
+    db_idle_in_transaction_timeout_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="PostgreSQL: the server ends a session left idle inside a transaction this long (a "
+        "client that vanished mid-transaction), releasing its locks. 0 leaves it to the server",
+    )
+    db_keepalive_idle_seconds: int = Field(
+        default=10, ge=1, description="PostgreSQL: TCP keepalive probes start after this much silence"
+    )
+    db_keepalive_interval_seconds: int = Field(
+        default=3, ge=1, description="PostgreSQL: seconds between TCP keepalive probes"
+    )
+    db_keepalive_count: int = Field(
+        default=3,
+        ge=1,
+        description="PostgreSQL: unanswered keepalive probes before the connection is given up; with the "
+        "two above, a connection whose peer went silent (even with data in flight: TCP_USER_TIMEOUT) is "
+        "discarded after idle + interval x count seconds (19 by default)",
+    )
     db_startup_timeout_seconds: float = Field(
         default=60.0,
         ge=0,

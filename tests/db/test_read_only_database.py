@@ -372,7 +372,7 @@ def standby_pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
         primary.start()
         primary.create_database("platpay")
         migrate.upgrade(primary.url("platpay"))
-        standby = primary.standby()
+        standby = PrivateCluster.standby_of(primary)
         standby.start()
         yield primary, standby
     finally:
