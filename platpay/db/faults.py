@@ -128,7 +128,8 @@ def read_only_session(driver_connection: Any) -> bool:
     """True when an asyncpg connection's session is read-only by default or on a hot standby, as the server
     reported it (PostgreSQL 14 and later report both settings as they change: no round trip). A pooled
     connection opened while the database was read-only stays so after the database takes writes again."""
-    settings = driver_connection.get_settings()
+    server_parameters = driver_connection.get_settings  # asyncpg's (not platpay's settings)
+    settings = server_parameters()
     return "on" in (
         getattr(settings, "default_transaction_read_only", "off"),
         getattr(settings, "in_hot_standby", "off"),

@@ -46,6 +46,7 @@ from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailab
 from tests.e2e.pg_cluster import PrivateCluster
 from tests.factories import FULL_PERSON, create_platform, customer, external_account, fund, internal_account
 from tests.support.ledger import assert_ledger_verifies
+from tests.support.pg import PgProbe
 
 # ---- what counts as a refused write ---------------------------------------------------------------------
 
@@ -122,7 +123,10 @@ async def _refused_then_served(
     assert {r.status_code for r in reads} == {200}, [r.text for r in reads]
     for _ in range(3):
         assert_refused(await _transfer_out(api, auth, payer, key), reason)
-        assert_refused(await api.post("/customers", auth=auth, json=FULL_PERSON), reason)
+        keyed = {
+            "Idempotency-Key": f"customer-{uuid.uuid4()}"
+        }  # a key: PostgreSQL's disk test fills its table
+        assert_refused(await api.post("/customers", auth=auth, json=FULL_PERSON, headers=keyed), reason)
         assert (await api.get("/config", auth=auth)).status_code == 200  # reads go on
     reads = await asyncio.gather(
         *(api.get(f"/internal-accounts/{payer['account']}/entries", auth=auth) for _ in range(8))
@@ -447,3 +451,76 @@ class TestHotStandby:
         finally:
             await apps.close()
         assert _outage_events(capsys.readouterr().out) == {"database.unavailable": 1, "database.recovered": 1}
+
+
+# ---- PostgreSQL out of disk ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster_with_small_disk() -> Iterator[tuple[PrivateCluster, Path]]:
+    """A private cluster with a migrated database `platpay` whose idempotency keys live on a tablespace of
+    their own, on a 256 KiB tmpfs (root, where mounting is allowed). Filling the tmpfs fills that disk."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        cluster = PrivateCluster()
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    mount_point = cluster.root / "small"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,uid=postgres,mode=0700", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        if mounted.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        cluster.start()
+        cluster.create_database("platpay")
+        migrate.upgrade(cluster.url("platpay"))
+        probe = PgProbe(cluster.dsn("platpay"))
+        try:
+            probe.execute(f"CREATE TABLESPACE small LOCATION '{mount_point}'")
+            probe.execute(
+                "ALTER TABLE idempotency_keys SET TABLESPACE small"
+            )  # empty: its next row extends it
+        finally:
+            probe.close()
+        yield cluster, mount_point
+    finally:
+        cluster.destroy()
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+@pytest.mark.e2e
+class TestPostgresDiskFull:
+    async def test_a_write_that_needs_space_answers_503_disk_full_and_runs_once_when_there_is_room(
+        self, cluster_with_small_disk: tuple[PrivateCluster, Path], tmp_path: Path, capsys: Any
+    ) -> None:
+        cluster, small = cluster_with_small_disk
+        settings = get_settings().model_copy(
+            update={
+                "database_url": cluster.url("platpay"),
+                "var_dir": tmp_path / "var",
+                "run_embedded_worker": False,
+            }
+        )
+        apps = _Apps(settings, Database(cluster.url("platpay"), pool_size=5, timeout=2.0))
+        try:
+            auth = (await create_platform(apps.database, settings))["sandbox"]
+            person = await customer(apps.api, auth)
+            account = await internal_account(apps.api, auth, person["id"])
+            await fund(apps.api, auth, account["id"], 1_000_000)
+            bank = await external_account(apps.api, auth, person["id"])
+            payer = {"account": account["id"], "bank": bank["id"]}
+            filler = _fill(small)
+            await _refused_then_served(
+                apps, auth, payer, apps.database, DISK_FULL, _as_coroutine(filler.unlink)
+            )
+        finally:
+            await apps.close()
+        out = capsys.readouterr().out
+        assert "No space left on device" in out  # the database's own words, in the one outage line
+        assert _outage_events(out) == {"database.unavailable": 1, "database.recovered": 1}
