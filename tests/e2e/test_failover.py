@@ -131,10 +131,25 @@ def probe(cluster: PrivateCluster) -> PgProbe:
     return PgProbe(cluster.dsn(DATABASE))
 
 
-def count(cluster: PrivateCluster, table: str) -> int:
+def rows(cluster: PrivateCluster) -> dict[str, set[str]]:
+    """The ids of the platforms and transactions on a cluster."""
     connection = probe(cluster)
     try:
-        return int(connection.fetchval(f"SELECT count(*) FROM {table}"))
+        return {
+            table: {row["id"] for row in connection.fetch(f"SELECT id FROM {table}")}
+            for table in ("platforms", "transactions")
+        }
+    finally:
+        connection.close()
+
+
+def terminate_backends(cluster: PrivateCluster) -> None:
+    connection = probe(cluster)
+    try:
+        connection.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     finally:
         connection.close()
 
@@ -279,5 +294,68 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
         assert {r.json["data"]["id"] for r in completed} == acknowledged
         assert all(verify_header(public_key, r.headers["x-svc-signature"], r.body) for r in completed)
         verify_ledger(processes, {**env, "PLATPAY_DATABASE_URL": standby.url(DATABASE)})
+
+        # --- The old primary comes back as a second writable server (an operator's mistake) ---
+        # Without the synchronous standby it had: a write platpay sent it would commit, and be counted.
+        primary.start(synchronous_standby_names="''")
+        assert not primary.in_recovery()
+        on_old = rows(primary)
+        on_new = rows(standby)
+        # Every connection of the running processes ends (as a restart would end them): each pool opens new
+        # ones, with the old primary first in the URL's host list.
+        terminate_backends(standby)
+        created = create_platform(processes, env)  # a command started now: a process that saw no failover
+        back = Tally()
+        with api_client(base_url, sandbox) as client:
+            after = {
+                send_until_definite(
+                    client,
+                    transfer_out_body(holders[n % HOLDERS], 100 + n),
+                    back,
+                    give_up_at=time.monotonic() + 30,
+                )
+                for n in range(AFTER_RETURN_TRANSFERS)
+            }
+        new_primary = probe(standby)
+        try:
+            wait_until(
+                lambda: (
+                    due_jobs(new_primary) == 0
+                    and {transaction_statuses(new_primary)[t] for t in after} == {"COMPLETED"}
+                ),
+                timeout=60,
+                message=lambda: f"{due_jobs(new_primary)} jobs due on the new primary",
+            )
+        finally:
+            new_primary.close()
+        assert rows(primary) == on_old  # the old primary received nothing
+        now_new = rows(standby)
+        assert now_new["platforms"] == on_new["platforms"] | {created["platformId"]}
+        assert after <= now_new["transactions"] and len(now_new["transactions"]) == len(
+            on_new["transactions"]
+        ) + len(after)
+        stale = [
+            record for process in (server, worker) for record in logged(process, "database.stale_primary")
+        ]
+        assert stale and all(
+            record["timeline"] == 1 and record["newest_timeline"] == 2 for record in stale
+        ), stale
+        print(
+            f"old primary back as a writable server: {len(after)} transfers and 1 platform written to the new "
+            f"primary, 0 rows to the old one; {len(stale)} database.stale_primary errors logged; answers "
+            f"{dict(Counter(a.status for a in back.answers))}"
+        )
+
+        # --- The new primary goes away: the old one is still refused by every process that saw the newer ---
+        standby.stop(mode="immediate")
+        with api_client(base_url, sandbox) as client:
+            for n in range(4):
+                refused = client.post(
+                    "/transfer-out",
+                    json=transfer_out_body(holders[n], 100),
+                    headers={"Idempotency-Key": f"refused-{n}"},
+                )
+                assert_error(refused, 503, "SERVICE_UNAVAILABLE")
+        assert rows(primary) == on_old
     finally:
         receiver.stop()
