@@ -82,40 +82,37 @@ def wants_newest_writable(arguments: dict[str, Any]) -> bool:
     )
 
 
+Probe = asyncio.Task[tuple[Any, HostState]]  # a connection to one listed host, and what it said
+
+
 async def connect(**arguments: Any) -> Any:
     """asyncpg.connect's keyword arguments (as platpay.db.connect.connect_arguments builds them): a
     connection to the server to write to. For a multi-host writable target, the newest writable server's."""
     if not wants_newest_writable(arguments):
         return await asyncpg.connect(**arguments)
-    hosts, ports = list(arguments["host"]), list(arguments["port"])
     single = {
         key: value for key, value in arguments.items() if key not in ("host", "port", "target_session_attrs")
     }
     timeout = float(arguments.get("timeout") or 60)
-    probes = [
+    probes: list[Probe] = [
         asyncio.ensure_future(_probe(host, int(port), single, timeout))
-        for host, port in zip(hosts, ports, strict=True)
+        for host, port in zip(arguments["host"], arguments["port"], strict=True)
     ]
     chosen = None
     try:
         await _wait(probes, timeout)
-        answered = [
-            probe.result()
-            for probe in probes
-            if probe.done() and not probe.cancelled() and not probe.exception()
-        ]
-        chosen = _choose([state for _, state in answered])
+        answered = [found for found in map(_answer, probes) if found is not None]
+        chosen = choose([state for _, state in answered])
         if chosen is None:
             raise _no_writable(probes)
         return next(connection for connection, state in answered if state is chosen)
     finally:
         for probe in probes:
+            found = _answer(probe)
             if not probe.done():
-                probe.cancel()
-            elif not probe.cancelled() and probe.exception() is None:
-                connection, state = probe.result()
-                if state is not chosen:
-                    connection.terminate()
+                probe.cancel()  # asyncpg closes what it had opened
+            elif found is not None and found[1] is not chosen:
+                found[0].terminate()
 
 
 async def _probe(host: str, port: int, arguments: dict[str, Any], timeout: float) -> tuple[Any, HostState]:
@@ -130,30 +127,34 @@ async def _probe(host: str, port: int, arguments: dict[str, Any], timeout: float
     return connection, HostState(host, port, writable, timeline, row["system"])
 
 
-async def _wait(probes: list[asyncio.Future[Any]], timeout: float) -> None:
-    """Until every probe is done, or a host on the newest timeline known accepts writes and the others had
-    STRAGGLER_SECONDS more, or `timeout`."""
+def _answer(probe: Probe) -> tuple[Any, HostState] | None:
+    """The probe's connection and state, if it has finished and succeeded."""
+    if not probe.done() or probe.cancelled() or probe.exception() is not None:
+        return None
+    return probe.result()
+
+
+async def _wait(probes: list[Probe], timeout: float) -> None:
+    """Until every probe is done, or a host on the newest timeline this process knows accepts writes and
+    the others had STRAGGLER_SECONDS more, or `timeout`."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    pending = set(probes)
+    pending: set[Probe] = set(probes)
     while pending:
         remaining = deadline - loop.time()
         if remaining <= 0:
             return
         _done, pending = await asyncio.wait(pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        if pending and any(_known_newest(probe) for probe in probes):
+        if pending and any(_on_newest_known(found[1]) for found in map(_answer, probes) if found is not None):
             deadline = min(deadline, loop.time() + STRAGGLER_SECONDS)
 
 
-def _known_newest(probe: asyncio.Future[Any]) -> bool:
-    if not probe.done() or probe.cancelled() or probe.exception() is not None:
-        return False
-    state: HostState = probe.result()[1]
+def _on_newest_known(state: HostState) -> bool:
     newest = _newest.get(state.system)
     return state.writable and newest is not None and state.timeline == newest[0]
 
 
-def _choose(states: list[HostState]) -> HostState | None:
+def choose(states: list[HostState]) -> HostState | None:
     """The first writable host on the newest timeline (this answer's, or one seen before); None if none is
     writable, or every writable host is behind a timeline seen before. Logs the stale ones."""
     writable = [state for state in states if state.writable]
@@ -198,25 +199,20 @@ def _report_stale(state: HostState, newest: tuple[int, str]) -> None:
     )
 
 
-def _no_writable(probes: list[asyncio.Future[Any]]) -> BaseException:
+def _no_writable(probes: list[Probe]) -> BaseException:
     """What to raise when no host is fit: as asyncpg would (the last host's connection error, or no host
-    accepting writes), unless a writable host was refused as stale."""
-    errors = [probe.exception() for probe in probes if probe.done() and not probe.cancelled()]
-    states = [
-        probe.result()[1]
-        for probe in probes
-        if probe.done() and not probe.cancelled() and not probe.exception()
-    ]
-    stale = [state for state in states if state.writable]
+    accepting writes), unless a writable host was refused as a former primary (an outage: 503)."""
+    stale = [found[1] for found in map(_answer, probes) if found is not None and found[1].writable]
     if stale:
         names = ", ".join(f"{state.name} (timeline {state.timeline})" for state in stale)
         return DatabaseUnavailable(
-            f"no writable database server on the newest timeline: {names} is a former primary"
+            f"no writable database server on the newest timeline; {names} is a former primary"
         )
+    errors = [probe.exception() for probe in probes if probe.done() and not probe.cancelled()]
     last = next((error for error in reversed(errors) if error is not None), None)
     if last is not None:
         return last
-    if any(not probe.done() for probe in probes):
+    if not all(probe.done() for probe in probes):
         return TimeoutError("no database server answered in time")
     return asyncpg.exceptions.TargetServerAttributeNotMatched(
         "None of the hosts match the target attribute requirement 'read-write'"

@@ -1,0 +1,90 @@
+"""Of a multi-host URL's servers, platpay writes to the writable one on the newest WAL timeline
+(platpay.db.hosts): a former primary started again after a failover is refused and logged, and a process
+keeps refusing it once it has seen a newer timeline. The choice itself, on the servers' answers; the real
+servers (a crash, a promotion, the old primary back) are tests/e2e/test_failover.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from structlog.testing import capture_logs
+
+from platpay.db import hosts
+from platpay.db.hosts import HostState, choose
+
+SYSTEM = 7_300_000_000_000_000_001
+
+
+def primary(port: int, timeline: int, system: int = SYSTEM) -> HostState:
+    return HostState("127.0.0.1", port, writable=True, timeline=timeline, system=system)
+
+
+def standby(port: int) -> HostState:
+    return HostState("127.0.0.1", port, writable=False, timeline=None, system=SYSTEM)
+
+
+@pytest.fixture(autouse=True)
+def fresh_process() -> Iterator[None]:
+    hosts.forget()
+    yield
+    hosts.forget()
+
+
+def test_the_first_writable_host_when_the_others_are_standbys() -> None:
+    assert choose([standby(1), primary(2, 1), standby(3)]) == primary(2, 1)
+    assert choose([standby(1), standby(3)]) is None
+
+
+def test_a_former_primary_listed_first_is_refused_for_the_promoted_standby_and_logged_once() -> None:
+    old, new = primary(1, 1), primary(2, 2)
+    with capture_logs() as logs:
+        assert choose([old, new]) == new
+        assert choose([old, new]) == new
+    [stale] = [entry for entry in logs if entry["event"] == "database.stale_primary"]
+    assert stale["log_level"] == "error"
+    assert (stale["host"], stale["timeline"], stale["newest_timeline"], stale["newest_host"]) == (
+        "127.0.0.1:1",
+        1,
+        2,
+        "127.0.0.1:2",
+    )
+
+
+def test_once_a_newer_timeline_was_seen_the_former_primary_alone_is_refused() -> None:
+    assert choose([primary(1, 1), primary(2, 2)]) == primary(2, 2)
+    assert choose([primary(1, 1), standby(2)]) is None  # the new primary unreachable: no write at all
+    assert choose([primary(1, 1)]) is None
+
+
+def test_a_later_promotion_is_followed() -> None:
+    assert choose([primary(1, 2), standby(2)]) == primary(1, 2)
+    assert choose([primary(1, 2), primary(2, 3)]) == primary(2, 3)  # the standby promoted: timeline 3
+
+
+def test_a_fresh_process_without_the_new_primary_cannot_know() -> None:
+    """What the guard cannot see (docs/operations.md, Failover: the operator's part)."""
+    assert choose([primary(1, 1), standby(2)]) == primary(1, 1)
+
+
+def test_unrelated_clusters_are_not_compared_and_are_reported() -> None:
+    with capture_logs() as logs:
+        assert choose([primary(1, 1, system=1), primary(2, 5, system=2)]) == primary(1, 1, system=1)
+    assert [entry["event"] for entry in logs] == ["database.unrelated_hosts"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "probes"),
+    [
+        ({"host": ["a", "b"], "port": [1, 2], "target_session_attrs": "read-write"}, True),
+        ({"host": ["a", "b"], "port": [1, 2], "target_session_attrs": "primary"}, True),
+        ({"host": ["a", "b"], "port": [1, 2]}, False),  # any server will do: asyncpg's own choice
+        ({"host": ["a", "b"], "port": [1, 2], "target_session_attrs": "prefer-standby"}, False),
+        (
+            {"host": "a", "port": 1, "target_session_attrs": "read-write"},
+            False,
+        ),  # one host: nothing to compare
+    ],
+)
+def test_only_a_writable_target_among_several_hosts_is_probed(arguments: dict, probes: bool) -> None:
+    assert hosts.wants_newest_writable(arguments) is probes
