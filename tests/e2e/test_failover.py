@@ -207,6 +207,7 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
     master_key: str,
     tmp_path: Path,
 ) -> None:
+    began = time.monotonic()
     primary, standby = clusters
     env = money_env(multi_host_url(primary, standby), master_key, tmp_path, PLATPAY_DB_POOL_SIZE="8")
     processes.run([PLATPAY, "migrate"], env=env, timeout=120)
@@ -223,6 +224,7 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
             for holder in holders:
                 assert fund(client, holder.account_id, 100_000_000).status_code == 200
 
+        print(f"\nprocesses ready, platform and customers set up in {time.monotonic() - began:.1f} s")
         # --- The failover, under load ---
         tally, stop = Tally(), threading.Event()
         threads = [
@@ -256,7 +258,7 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
         window = [a for a in tally.answers if crashed_at <= a.sent_at <= promoted_at + recovery]
         window_503 = sum(1 for a in window if a.status == 503)
         print(
-            f"\n{len(tally.acknowledged)} transfers acknowledged; answers {dict(statuses)}; "
+            f"{len(tally.acknowledged)} transfers acknowledged; answers {dict(statuses)}; "
             f"crash -> promotion {promoted_at - crashed_at:.2f} s (promote() itself included); "
             f"first 201 sent after the promotion answered {recovery:.3f} s after promote() returned; "
             f"failover window {promoted_at + recovery - crashed_at:.2f} s: {len(window)} answers, "
@@ -362,5 +364,6 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
                 )
                 assert_error(refused, 503, "SERVICE_UNAVAILABLE")
         assert rows(primary) == on_old
+        print(f"test body {time.monotonic() - began:.1f} s")
     finally:
         receiver.stop()
