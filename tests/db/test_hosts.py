@@ -5,15 +5,21 @@ servers (a crash, a promotion, the old primary back) are tests/e2e/test_failover
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Iterator
 
 import pytest
+from sqlalchemy.engine import make_url
 from structlog.testing import capture_logs
 
 from platpay.db import hosts
+from platpay.db.connect import ConnectionPolicy
+from platpay.db.database import Database
 from platpay.db.hosts import HostState, choose
 
 SYSTEM = 7_300_000_000_000_000_001
+TIMEOUT = 2.0  # the connect timeout of the silent-host test
 
 
 def primary(port: int, timeline: int, system: int = SYSTEM) -> HostState:
@@ -88,3 +94,39 @@ def test_unrelated_clusters_are_not_compared_and_are_reported() -> None:
 )
 def test_only_a_writable_target_among_several_hosts_is_probed(arguments: dict, probes: bool) -> None:
     assert hosts.wants_newest_writable(arguments) is probes
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port whose listener never accepts: connections complete the handshake and then hear nothing (a
+    host whose packets go nowhere, as far as a connection's opening is concerned)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield int(listener.getsockname()[1])
+
+
+async def test_a_silent_host_delays_only_the_first_opening_of_a_process(
+    backend: str, db: Database, silent_port: int
+) -> None:
+    """Until a process knows the newest timeline it waits for every host (bounded by the connect timeout);
+    then a host that does not answer costs STRAGGLER_SECONDS, not the timeout, at each opening."""
+    if backend != "postgresql":
+        pytest.skip("PostgreSQL connections")
+    live = make_url(db.url)
+    base = live.set(host=None, port=None).render_as_string(hide_password=False)
+    url = f"{base}?host=127.0.0.1:{silent_port}&host={live.host}:{live.port or 5432}&target_session_attrs=read-write"
+    database = Database(url, pool_size=1, policy=ConnectionPolicy(timeout=TIMEOUT))
+    try:
+        openings = []
+        for _ in range(3):
+            started = time.monotonic()
+            async with database._pg_lean_pool().connection() as connection:
+                assert await connection.fetchval("SELECT NOT pg_is_in_recovery()")
+                connection.terminate()  # the next use opens a new one
+            openings.append(time.monotonic() - started)
+        print(f"openings with a silent host listed first: {[round(s, 2) for s in openings]} s")
+        assert openings[0] >= TIMEOUT * 0.9  # a fresh process waited for the silent host's answer
+        assert all(seconds < TIMEOUT * 0.8 for seconds in openings[1:]), openings
+    finally:
+        await database.dispose()
