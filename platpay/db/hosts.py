@@ -22,8 +22,16 @@ What this cannot know: a process started while the new primary is unreachable an
 writable sees no newer timeline anywhere, and writes to the old one. The operator's part (never start a
 former primary as a writable server; rebuild it as a standby) is in docs/operations.md, "Failover".
 
+Why timelines rather than a fence recorded in the database (a row the new primary writes, "primary since
+timeline N"): the fence would live only on the new primary and its standbys; the old primary never gets
+it, so a freshly started process connected to the old primary would see nothing unless it also asked the
+new one, which is what comparing timelines does, with nothing to write and no step to forget in a failover.
+
 This costs nothing per request: it runs when a pool opens a connection (at start, after a failover, when
-a pool grows). A single-host URL, or one without a writable target, is asyncpg's own connect.
+a pool grows), one connection per listed host at that moment. A host that does not answer holds up an
+opening until the connect timeout only while the process has not yet seen a writable host on the newest
+timeline; after that, STRAGGLER_SECONDS. A single-host URL, or one without a writable target, is
+asyncpg's own connect.
 """
 
 from __future__ import annotations
