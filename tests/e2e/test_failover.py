@@ -77,6 +77,7 @@ class Tally:
     answers: list[Answer] = field(default_factory=list)
     acknowledged: dict[str, str] = field(default_factory=dict)  # key -> transaction id
     unanswered: int = 0
+    failures: list[str] = field(default_factory=list)  # a client thread's failed assertion
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -115,11 +116,15 @@ def client_loop(
     base_url: str, auth: tuple[str, str], holders: list, tally: Tally, stop: threading.Event
 ) -> None:
     rng = random.Random()
-    with api_client(base_url, auth) as client:
-        while not stop.is_set():
-            body = transfer_out_body(rng.choice(holders), rng.randint(100, 900))
-            send_until_definite(client, body, tally, give_up_at=time.monotonic() + 60)
-            time.sleep(PAUSE_SECONDS)
+    try:
+        with api_client(base_url, auth) as client:
+            while not stop.is_set():
+                body = transfer_out_body(rng.choice(holders), rng.randint(100, 900))
+                send_until_definite(client, body, tally, give_up_at=time.monotonic() + 60)
+                time.sleep(PAUSE_SECONDS)
+    except BaseException as error:  # the main thread reports it
+        with tally.lock:
+            tally.failures.append(repr(error))
 
 
 def multi_host_url(*clusters: PrivateCluster) -> str:
@@ -245,6 +250,7 @@ def test_primary_crashes_standby_promoted_money_moves_again_old_primary_back_get
         for thread in threads:
             thread.join(timeout=90)
         assert not any(thread.is_alive() for thread in threads)
+        assert not tally.failures, tally.failures
 
         statuses = Counter(answer.status for answer in tally.answers)
         recovery = min(
