@@ -136,6 +136,11 @@ class PrivateCluster:
         """`mode` "immediate" is a crash: no shutdown checkpoint, clients' connections cut."""
         self._run(self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop")
 
+    def crash(self) -> None:
+        """`-m immediate`: every server process quits at once, no checkpoint, every connection cut (as in a
+        crash); `start` then recovers from the WAL."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()
 
