@@ -1,6 +1,8 @@
 """Engine, sessions and the unit of work.
 
-One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`.
+One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`;
+the GET lists and gets that need no read-your-writes guarantee through `replica_read()`, which uses a
+standby when PLATPAY_DATABASE_READ_URL names one and it is fresh enough (platpay.db.replica).
 `lean_transaction()` is the unit of work of an operation whose every statement is lean (platpay.db.lean).
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
