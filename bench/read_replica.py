@@ -117,7 +117,7 @@ def main() -> None:
                 stderr=subprocess.STDOUT,
             )
         base = f"http://127.0.0.1:{port}"
-        wait_http(f"{base}/healthz", timeout=60, proc=server)
+        wait_http(f"{base}/healthz", timeout=180, proc=server)
 
         seeded = []
         for auth in tenants:

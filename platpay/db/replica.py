@@ -37,7 +37,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from platpay.db.faults import unavailable_reason
+from platpay.db.faults import connection_lost
 
 log = structlog.get_logger("platpay.db")
 
@@ -153,8 +153,8 @@ class ReplicaRouter:
 
     def failed(self, error: BaseException) -> None:
         """A read on the replica failed for want of the replica: leave it alone until the next retry."""
-        if unavailable_reason(error) is None:
-            return  # the statement failed there (a recovery conflict...): that read moves, the replica stays
+        if not (connection_lost(error) or isinstance(error, OSError)):
+            return  # the statement failed there (a recovery conflict: 40001...): that read moves, the replica stays
         self._mark_down(error)
 
     # -- sampling ----------------------------------------------------------------------------------------

@@ -291,6 +291,18 @@ async def test_the_router_reads_the_standby_unless_the_tenant_just_wrote_or_it_l
         assert await served_by(db, None) == "primary"  # nothing sampled yet: the standby's lag is unknown
         print(f"\nfirst sample: reads on the standby after {await until('fresh', db, None, 'standby'):.2f} s")
 
+        # A statement the standby refuses (it cannot assign a transaction id) runs again on the primary; the
+        # standby is not given up for it.
+        async def refused_by_a_standby(session: AsyncSession) -> bool:
+            row = (await session.execute(text("SELECT pg_is_in_recovery(), txid_current()"))).one()
+            return bool(row[0])
+
+        assert await db.replica_read(refused_by_a_standby, tenant_id=None) is False
+        assert (
+            db.replica is not None and db.replica.counts.get("failed") == 1 and db.replica.down_since is None
+        )
+        assert await served_by(db, None) == "standby"
+
         # A tenant that wrote reads the primary until the standby replayed past its commit; others don't.
         await write_as(db, "tenant-writer")
         assert await served_by(db, "tenant-writer") == "primary"
