@@ -38,6 +38,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from platpay.db.faults import connection_lost
+from platpay.metrics import DB_REPLICA_READS
 
 log = structlog.get_logger("platpay.db")
 
@@ -128,8 +129,10 @@ class ReplicaRouter:
         self._failures = 0
         self._retry_at = 0
         self._lagging = False
-        # What the reads chose: "replica", or the reason they stayed on the primary.
+        # What the reads chose: "replica", or the reason they stayed on the primary; added to the metric
+        # platpay_db_replica_reads_total with each sample (not per read: a metric write costs per request).
         self.counts: dict[str, int] = {}
+        self._published: dict[str, int] = {}
 
     # -- the choice ------------------------------------------------------------------------------------
 
@@ -169,8 +172,17 @@ class ReplicaRouter:
         self._sampled_at = now
         self._sampler = asyncio.get_running_loop().create_task(self.sample())
 
+    def publish(self) -> None:
+        """Add the choices counted since the last call to the metric."""
+        for choice, count in list(self.counts.items()):
+            delta = count - self._published.get(choice, 0)
+            if delta:
+                DB_REPLICA_READS.labels(choice).inc(delta)
+                self._published[choice] = count
+
     async def sample(self) -> None:
         """One sample: the primary's current LSN, then the replica's replayed LSN."""
+        self.publish()
         started = time.monotonic_ns()
         try:
             primary = await self._primary_lsn()
@@ -227,6 +239,8 @@ class ReplicaRouter:
             await session.close()
 
     async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.publish()
         sampler, self._sampler = self._sampler, None
         if sampler is not None and not sampler.done():
             sampler.cancel()

@@ -212,6 +212,16 @@ def test_reads_move_to_the_standby_and_back_to_the_primary_when_it_lags_dies_or_
             )
             print(f"standby restarted: reads back on it after {back:.2f} s")
             assert tolerant_server.stdout().count("db.replica_unavailable") == 1, "an outage is logged once"
+            scraped = httpx.get(f"{tolerant_url}/metrics", timeout=15).text
+            moved = re.search(
+                r'^platpay_db_replica_reads_total\{choice="replica"\} (\S+)$', scraped, re.MULTILINE
+            )
+            assert moved is not None and float(moved.group(1)) > 0, scraped[-3000:]
+            print(
+                "\n".join(
+                    line for line in scraped.splitlines() if line.startswith("platpay_db_replica_reads")
+                )
+            )
         print(f"scenario done at {time.monotonic() - began:.1f} s")
         verify_ledger(processes, env)
     finally:
