@@ -163,14 +163,16 @@ class ReplicaRouter:
     # -- sampling ----------------------------------------------------------------------------------------
 
     def _maybe_sample(self, now: int) -> None:
-        if self._sampler is not None and not self._sampler.done():
-            return
+        loop = asyncio.get_running_loop()
+        sampler = self._sampler
+        if sampler is not None and not sampler.done() and sampler.get_loop() is loop:
+            return  # (one left pending by a loop that closed does not count)
         if self.down_since is not None and now < self._retry_at:
             return
         if now - self._sampled_at < SAMPLE_INTERVAL_SECONDS * 1e9:
             return
         self._sampled_at = now
-        self._sampler = asyncio.get_running_loop().create_task(self.sample())
+        self._sampler = loop.create_task(self.sample())
 
     def publish(self) -> None:
         """Add the choices counted since the last call to the metric."""
