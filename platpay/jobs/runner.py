@@ -28,6 +28,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db import replica
 from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
@@ -304,6 +305,7 @@ class JobRunner:
         # lanes (webhook deliveries, messages) on real time: their backoff is real (ctx.clock is there for
         # what must still read the tenant's time, such as a webhook's timestamp).
         clock_token = clock.use(ctx.clock if ctx.lane == registry.DEFAULT_LANE else None)
+        writer_token = replica.acting_for(ctx.tenant_id)  # its tenant's next reads see what it wrote
         heartbeat = asyncio.create_task(self._heartbeat(job["id"], token))
         try:
             if handler is None:
@@ -353,6 +355,7 @@ class JobRunner:
                 dead=dead,
             )
         finally:
+            replica.restore(writer_token)
             clock.restore(clock_token)
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
