@@ -212,6 +212,9 @@ class JobRunner:
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
+            keyed = tenant_id is None and key_cap is not None
+            if keyed:  # (waiting for the lane first: the lease runs from when this claim got it)
+                await repository.lock_lane(session, lane=lane)
             now = clock.real_now()
             if lane == registry.DEFAULT_LANE:
                 buried = await repository.bury_exhausted(session, now=now)
@@ -228,7 +231,7 @@ class JobRunner:
                     token=token,
                     limit=limit,
                 )
-            elif key_cap is None:
+            elif not keyed:
                 rows = await repository.claim(
                     session, lane=lane, now=now, lease_until=lease_until, token=token, limit=limit
                 )
