@@ -167,9 +167,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app_metrics.processes.labels("server").set(1)
         own_db = database is None
-        db = database or Database(
-            settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
-        )
+        db = database or Database.from_settings(settings)
         app.state.db = db
         runner_task = None
         runner = None

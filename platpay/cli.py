@@ -347,9 +347,7 @@ def worker(
     domains.start(settings)
 
     async def main() -> None:
-        db = Database(
-            settings.database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout_seconds
-        )
+        db = Database.from_settings(settings)
         runner = JobRunner(db, settings, name=f"worker-{os.getpid()}")
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):

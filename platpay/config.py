@@ -109,6 +109,32 @@ class Settings(BaseSettings):
         description="longest wait for the database: connecting, a free pooled connection, SQLite's busy "
         "lock and write queue; past it the request answers 503 SERVICE_UNAVAILABLE with Retry-After",
     )
+    db_statement_timeout_seconds: float = Field(
+        default=20.0,
+        ge=0,
+        description="PostgreSQL: longest a statement of the server or a worker may run (the server's "
+        "statement_timeout; the client gives up 2 s later, which also ends a wait on a connection whose "
+        "packets are dropped); the request answers 503, the job is retried. 0 leaves it to the server",
+    )
+    db_idle_in_transaction_timeout_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="PostgreSQL: the server ends a session left idle inside a transaction this long (a "
+        "client that vanished mid-transaction), releasing its locks. 0 leaves it to the server",
+    )
+    db_keepalive_idle_seconds: int = Field(
+        default=10, ge=1, description="PostgreSQL: TCP keepalive probes start after this much silence"
+    )
+    db_keepalive_interval_seconds: int = Field(
+        default=3, ge=1, description="PostgreSQL: seconds between TCP keepalive probes"
+    )
+    db_keepalive_count: int = Field(
+        default=3,
+        ge=1,
+        description="PostgreSQL: unanswered keepalive probes before the connection is given up; with the "
+        "two above, a connection whose peer went silent (even with data in flight: TCP_USER_TIMEOUT) is "
+        "discarded after idle + interval x count seconds (19 by default)",
+    )
     db_startup_timeout_seconds: float = Field(
         default=60.0,
         ge=0,
@@ -383,6 +409,45 @@ class Settings(BaseSettings):
     # Idempotency
     idempotency_retention_hours: int = Field(
         default=48, description="how long an Idempotency-Key replays its first response"
+    )
+
+    # Retention (docs/operations.md, Retention): what the job runners' maintenance prunes, in small batches.
+    # 0 keeps the rows forever. The ledger, transactions, events, webhook deliveries and audit trails are
+    # never pruned.
+    webhook_attempt_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a webhook delivery attempt's record (its answer, error, latency) is kept; the "
+        "delivery (envelope id, event, status, attempt count, last answer's status) and its event stay. "
+        "0: forever",
+    )
+    message_body_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a sent or failed message keeps its body (a sandbox mailbox's text), counted from "
+        "when it was queued; then the body is erased and the message leaves the mailbox, its record "
+        "(recipient, category, status, times) stays. 0: forever",
+    )
+    job_retention_days: int = Field(
+        default=7, ge=0, description="days a finished (DONE) job is kept after it finished. 0: forever"
+    )
+    dead_job_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a job given up (DEAD, with its last error) is kept after it was given up. 0: forever",
+    )
+    retention_batch_size: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="rows one pruning statement deletes or clears, at most: each batch is its own short "
+        "transaction",
+    )
+    retention_batches_per_pass: int = Field(
+        default=20,
+        ge=1,
+        description="batches of each kind one maintenance pass (every 5 minutes, in every worker) runs, at "
+        "most; what is left waits for the next pass",
     )
 
     # Embedded wallets (wallets/): custody, signed retries, sessions, OIDC, WebAuthn, abuse limits

@@ -31,6 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, unavailable_reason
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
@@ -53,9 +54,15 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 def build_engine(
-    url: str, *, pool_size: int = 10, null_pool: bool = False, timeout: float = DEFAULT_TIMEOUT_SECONDS
+    url: str,
+    *,
+    pool_size: int = 10,
+    null_pool: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    policy: ConnectionPolicy | None = None,
 ) -> AsyncEngine:
-    """The engine; `timeout` bounds connecting, waiting for a pooled connection and SQLite's busy wait."""
+    """The engine; `timeout` bounds connecting, waiting for a pooled connection and SQLite's busy wait;
+    on PostgreSQL, `policy` (default: only `timeout`) bounds the rest (platpay.db.connect)."""
     if url.startswith("sqlite"):
         path = _sqlite_path(url)
         if path is not None:
@@ -81,7 +88,8 @@ def build_engine(
 
         return engine
 
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": timeout}}
+    policy = policy or ConnectionPolicy(timeout=timeout)
+    kwargs: dict[str, Any] = {"connect_args": policy.asyncpg_arguments()}
     if null_pool:
         kwargs["poolclass"] = NullPool
     else:
@@ -91,6 +99,10 @@ def build_engine(
             pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=False, pool_timeout=timeout
         )
     engine = create_async_engine(url, **kwargs)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
+        tune_socket(dbapi_connection.driver_connection, policy)
 
     @event.listens_for(engine.sync_engine, "checkout")
     def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -116,12 +128,16 @@ class Database:
         null_pool: bool = False,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         outage: OutageLog | None = None,
+        policy: ConnectionPolicy | None = None,
     ) -> None:
         self.url = url
-        self.timeout = timeout
+        self.policy = policy or ConnectionPolicy(timeout=timeout)
+        self.timeout = timeout = self.policy.timeout
         # A starting command shares its own (platpay.db.startup): one event per outage, whatever failed.
         self.outage = outage or OutageLog()
-        self.engine = build_engine(url, pool_size=pool_size, null_pool=null_pool, timeout=timeout)
+        self.engine = build_engine(
+            url, pool_size=pool_size, null_pool=null_pool, timeout=timeout, policy=self.policy
+        )
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
         self._write_engine = self.engine.execution_options(**{WRITE_OPTION: True})
@@ -143,6 +159,17 @@ class Database:
         parsed = make_url(url)
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
         self._inline_readers: dict[int, sqlite3.Connection] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Any, **options: Any) -> Database:
+        """A long-running process's database (serve, worker): the settings' pool size and bounds on every
+        wait (platpay.db.connect.ConnectionPolicy)."""
+        return cls(
+            settings.database_url,
+            pool_size=settings.db_pool_size,
+            policy=ConnectionPolicy.from_settings(settings),
+            **options,
+        )
 
     def on_commit(self, callback: Callable[[LeanSession], None]) -> None:
         """Run `callback(session)` after every successful write commit (in-process wake-ups only)."""
@@ -362,9 +389,13 @@ class Database:
         return pool
 
     async def _open_pg_connection(self) -> Any:
-        dsn = self.engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
-        connection = await asyncpg.connect(dsn, timeout=self.timeout)
+        # The URL as SQLAlchemy reads it (several hosts, target_session_attrs): the engine's connections and
+        # these reach the same server.
+        connection = await asyncpg.connect(
+            **connect_arguments(self.engine.dialect, self.engine.url, self.policy)
+        )
         try:
+            tune_socket(connection, self.policy)
             # The engine's asyncpg dialect decodes json/jsonb to Python values at the driver: the same here,
             # so a Lean's result processors see the same values on both paths.
             await connection.set_type_codec(

@@ -32,6 +32,12 @@ RETRY_AFTER_SECONDS = 1
 _CONNECTION_CLASSES = ("08",)  # connection exception: the connection is gone
 # Admin shutdown (pg_terminate_backend, a fast stop), crash shutdown, cannot connect now (starting up).
 _SHUTDOWN_CODES = {"57P01", "57P02", "57P03"}
+# The server ended a session left idle inside a transaction (idle_in_transaction_session_timeout).
+_IDLE_ENDED = "25P03"
+_STATEMENT_TIMEOUT = "57014"  # query_canceled: statement_timeout (platpay.db.connect) or a cancel request
+# Deadlock detected, serialization failure: the server aborted one transaction of two that conflicted; the
+# same request again (with its Idempotency-Key) runs afresh. Lock order keeps these rare (docs/architecture.md).
+_CONFLICT_CODES = {"40P01", "40001"}
 _RESOURCE_CLASS = "53"  # insufficient resources: too many connections, disk full, out of memory
 _SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
 _SQLITE_DOWN = ("unable to open database file", "disk i/o error")
@@ -75,7 +81,7 @@ def connection_lost(error: BaseException, driver_connection: Any = None) -> bool
         if isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated:
             return True
         sqlstate = getattr(cause, "sqlstate", None) or ""
-        if sqlstate[:2] in _CONNECTION_CLASSES or sqlstate in _SHUTDOWN_CODES:
+        if sqlstate[:2] in _CONNECTION_CLASSES or sqlstate in _SHUTDOWN_CODES or sqlstate == _IDLE_ENDED:
             return True
         if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):
             return True
@@ -107,8 +113,12 @@ def unavailable_reason(error: BaseException) -> str | None:
         sqlstate = getattr(cause, "sqlstate", None) or ""
         if sqlstate[:2] in _CONNECTION_CLASSES:
             return "the connection to the database was lost"
-        if sqlstate in _SHUTDOWN_CODES:
+        if sqlstate in _SHUTDOWN_CODES or sqlstate == _IDLE_ENDED:
             return "the database is restarting or ended the connection"
+        if sqlstate == _STATEMENT_TIMEOUT:
+            return "the database did not finish the statement in time (statement timeout)"
+        if sqlstate in _CONFLICT_CODES:
+            return "the database aborted the transaction to resolve a conflict with a concurrent one"
         if sqlstate[:2] == _RESOURCE_CLASS:
             return "the database is out of resources (connections, memory or disk)"
         if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):

@@ -3,6 +3,10 @@ test, so they cannot use the shared server): made with `initdb`, run with `pg_ct
 when the tests run as root (PostgreSQL refuses to run as root), in a directory of its own, on a free port.
 
 Host connections need the password (scram-sha-256), so that a wrong one is refused as in production.
+
+`PrivateCluster.standby_of(primary)` makes a streaming standby of a running cluster (`pg_basebackup -R`:
+a copy of its data directory that starts in recovery, following the primary's WAL), on its own port and
+directory; `promote()` makes it a primary (a failover), `stop(mode="immediate")` is a crash.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def find_binary(name: str) -> str | None:
 
 
 class PrivateCluster:
-    def __init__(self) -> None:
+    def __init__(self, *, standby_of: PrivateCluster | None = None) -> None:
         initdb, pg_ctl = find_binary("initdb"), find_binary("pg_ctl")
         if initdb is None or pg_ctl is None:
             raise FileNotFoundError("initdb and pg_ctl are needed for a private PostgreSQL cluster")
@@ -50,6 +54,9 @@ class PrivateCluster:
         password_file.write_text(PASSWORD + "\n")
         if self.as_postgres:
             os.chown(password_file, account.pw_uid, account.pw_gid)
+        if standby_of is not None:
+            self._base_backup(standby_of)
+            return
         self._run(
             initdb,
             "-D",
@@ -65,6 +72,34 @@ class PrivateCluster:
             "--no-instructions",
         )
 
+    @classmethod
+    def standby_of(cls, primary: PrivateCluster) -> PrivateCluster:
+        """A streaming standby of the running `primary`, not started yet (`start()` it)."""
+        return cls(standby_of=primary)
+
+    def _base_backup(self, primary: PrivateCluster) -> None:
+        pg_basebackup = find_binary("pg_basebackup")
+        if pg_basebackup is None:
+            raise FileNotFoundError("pg_basebackup is needed for a standby")
+        # -R writes standby.signal and primary_conninfo (with the password: the connection string has it).
+        source = f"host=127.0.0.1 port={primary.port} user={USER} password={PASSWORD}"
+        self._run(
+            pg_basebackup,
+            "-D",
+            str(self.data),
+            "-d",
+            source,
+            "-R",
+            "-X",
+            "stream",
+            "--checkpoint=fast",
+            "--no-sync",
+        )
+
+    def promote(self) -> None:
+        """End recovery: the standby becomes a primary on a new timeline (waits until it accepts writes)."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-w", "promote")
+
     def _run(self, *args: str) -> None:
         command = ["runuser", "-u", USER, "--", *args] if self.as_postgres else list(args)
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
@@ -76,6 +111,13 @@ class PrivateCluster:
     def server_log(self) -> str:
         return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
 
+    def in_recovery(self) -> bool:
+        probe = PgProbe(self.dsn())
+        try:
+            return bool(probe.fetchval("SELECT pg_is_in_recovery()"))
+        finally:
+            probe.close()
+
     def url(self, database: str, *, password: str = PASSWORD) -> str:
         return f"postgresql+asyncpg://{USER}:{password}@127.0.0.1:{self.port}/{database}"
 
@@ -86,8 +128,14 @@ class PrivateCluster:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
 
-    def stop(self) -> None:
-        self._run(self.pg_ctl, "-D", str(self.data), "-m", "fast", "-w", "stop")
+    def stop(self, mode: str = "fast") -> None:
+        """`mode` "immediate" is a crash: no shutdown checkpoint, clients' connections cut."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def crash(self) -> None:
+        """`-m immediate`: every server process quits at once, no checkpoint, every connection cut (as in a
+        crash); `start` then recovers from the WAL."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()
