@@ -216,8 +216,8 @@ class JobRunner:
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
-            keyed = tenant_id is None and key_cap is not None
-            if keyed:  # (waiting for the lane first: the lease runs from when this claim got it)
+            # A keyed lane's claim waits for its turn first: its lease runs from when it got it.
+            if tenant_id is None and key_cap is not None:
                 await repository.lock_lane(session, lane=lane)
             now = clock.real_now()
             if lane == registry.DEFAULT_LANE:
@@ -235,7 +235,7 @@ class JobRunner:
                     token=token,
                     limit=limit,
                 )
-            elif not keyed:
+            elif key_cap is None:
                 rows = await repository.claim(
                     session, lane=lane, now=now, lease_until=lease_until, token=token, limit=limit
                 )
