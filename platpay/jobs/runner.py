@@ -217,6 +217,9 @@ class JobRunner:
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
+            # A keyed lane's claim waits for its turn first: its lease runs from when it got it.
+            if tenant_id is None and key_cap is not None:
+                await repository.lock_lane(session, lane=lane)
             now = clock.real_now()
             if lane == registry.DEFAULT_LANE:
                 buried = await repository.bury_exhausted(session, now=now)
