@@ -1,6 +1,8 @@
 """Engine, sessions and the unit of work.
 
-One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`.
+One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`;
+the GET lists and gets that need no read-your-writes guarantee through `replica_read()`, which uses a
+standby when PLATPAY_DATABASE_READ_URL names one and it is fresh enough (platpay.db.replica).
 `lean_transaction()` is the unit of work of an operation whose every statement is lean (platpay.db.lean).
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
@@ -10,19 +12,28 @@ Faults (platpay.db.faults): every wait on the database is bounded by `timeout` (
 connection, SQLite's busy wait and write queue), a connection a fault touched never goes back to a pool,
 and an outage surfaces from `transaction()`, `lean_transaction()`, `read()` and `fetch_first()` as
 `DatabaseUnavailable` (503 with Retry-After), logged once per outage by the database's `OutageLog`.
+
+A database that refuses writes (read-only, a hot standby, a full disk) fails writes that way and serves
+reads. No connection whose session is read-only serves a write: one that met the refusal leaves its pool
+(`_discard_refusing`), a write checks out a fresh connection in place of a pooled PostgreSQL one whose
+session the server reports read-only (`_write_connection`), and a pooled SQLite connection opened on a
+read-only file is replaced once the file is writable again (`_reopen_writable`). So writes succeed again
+in the same process as soon as the database takes them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
+import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from sqlalchemy import event
@@ -31,15 +42,35 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from platpay.db import hosts
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
-from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, unavailable_reason
+from platpay.db.faults import (
+    DatabaseUnavailable,
+    OutageLog,
+    connection_lost,
+    read_only_session,
+    refuses_writes,
+    sqlite_busy,
+    unavailable_reason,
+)
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
+from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanSession
 from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
 DEFAULT_TIMEOUT_SECONDS = 5.0
+REPLICA_CONNECT_TIMEOUT_SECONDS = 2.0  # a replica that does not answer soon is skipped (reads: the primary)
+T = TypeVar("T")
+# What a read on the replica may fail with and still be run on the primary (platpay.db.replica).
+_REPLICA_ERRORS = (
+    sa_exc.SQLAlchemyError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    OSError,
+    TimeoutError,
+)
 
 # Called with the session after every successful write commit, by every Database; domains register here
 # at import (e.g. the ledger caches ids it read only once they are known to be committed).
@@ -51,6 +82,35 @@ def _sqlite_path(url: str) -> Path | None:
     if not database or database == ":memory:":
         return None
     return Path(database)
+
+
+# A pooled connection's record.info: how many times it was checked out (1: its first use, it is fresh), and
+# for SQLite whether its file was read-only when it was opened.
+_CHECKOUTS = "platpay_checkouts"
+_OPENED_READ_ONLY = "platpay_opened_read_only"
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _discard_refusing(engine: AsyncEngine) -> None:
+    """A connection that met a refused write (its session or its file is read-only) leaves the pool, alone:
+    the others may be fine (SQLAlchemy's disconnect handling, without invalidating the whole pool)."""
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: Any) -> None:
+        if not context.is_disconnect and refuses_writes(context.original_exception):
+            context.is_disconnect = True
+            context.invalidate_pool_on_disconnect = False
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _opened(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKOUTS] = 0
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _count(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        record.info[_CHECKOUTS] = record.info.get(_CHECKOUTS, 0) + 1
 
 
 def build_engine(
@@ -68,10 +128,19 @@ def build_engine(
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, connect_args={"timeout": timeout})
+        _discard_refusing(engine)
         busy_ms = max(1, int(timeout * 1000))
 
+        @event.listens_for(engine.sync_engine, "checkout")
+        def _reopen_writable(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+            # SQLite opens a file it may not write read-only, for good: once the file is writable again, a
+            # connection opened that way is replaced (a system call, only for such connections).
+            if record.info.get(_OPENED_READ_ONLY) and path is not None and _writable(path):
+                raise sa_exc.DisconnectionError("the database file is writable again")
+
         @event.listens_for(engine.sync_engine, "connect")
-        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        def _on_connect(dbapi_connection: Any, record: Any) -> None:
+            record.info[_OPENED_READ_ONLY] = path is not None and path.exists() and not _writable(path)
             # Take transaction control away from the driver: we emit BEGIN ourselves below.
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
@@ -89,7 +158,10 @@ def build_engine(
         return engine
 
     policy = policy or ConnectionPolicy(timeout=timeout)
-    kwargs: dict[str, Any] = {"connect_args": policy.asyncpg_arguments()}
+    # hosts.connect: of a multi-host URL's servers, the writable one on the newest timeline (platpay.db.hosts).
+    kwargs: dict[str, Any] = {
+        "connect_args": {**policy.asyncpg_arguments(), "async_creator_fn": hosts.connect}
+    }
     if null_pool:
         kwargs["poolclass"] = NullPool
     else:
@@ -99,6 +171,7 @@ def build_engine(
             pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=False, pool_timeout=timeout
         )
     engine = create_async_engine(url, **kwargs)
+    _discard_refusing(engine)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -119,6 +192,15 @@ class _BeginLost(Exception):
     """A lean transaction's connection was found dead at BEGIN: nothing ran on it, BEGIN again."""
 
 
+class _ReadOnlySession(Exception):
+    """A write's pooled connection has a read-only session: nothing ran on it, take another."""
+
+
+def _writes_on(driver: Any) -> bool:
+    """A LeanPool's `reusable` for a write: not an idle connection whose session is read-only."""
+    return not read_only_session(driver)
+
+
 class Database:
     def __init__(
         self,
@@ -129,6 +211,9 @@ class Database:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         outage: OutageLog | None = None,
         policy: ConnectionPolicy | None = None,
+        read_url: str | None = None,
+        read_max_lag_seconds: float = 2.0,
+        recent_writes: Path | None = None,
     ) -> None:
         self.url = url
         self.policy = policy or ConnectionPolicy(timeout=timeout)
@@ -159,6 +244,18 @@ class Database:
         parsed = make_url(url)
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
         self._inline_readers: dict[int, sqlite3.Connection] = {}
+        # PostgreSQL with PLATPAY_DATABASE_READ_URL: the reads endpoints choose may go to a standby.
+        self.replica: ReplicaRouter | None = None
+        if read_url and not self.is_sqlite:
+            replica_policy = dataclasses.replace(
+                self.policy, timeout=min(self.policy.timeout, REPLICA_CONNECT_TIMEOUT_SECONDS)
+            )
+            self.replica = ReplicaRouter(
+                build_engine(read_url, pool_size=pool_size, null_pool=null_pool, policy=replica_policy),
+                primary_lsn=self._primary_lsn,
+                max_lag_seconds=read_max_lag_seconds,
+                writes=RecentWrites(recent_writes),
+            )
 
     @classmethod
     def from_settings(cls, settings: Any, **options: Any) -> Database:
@@ -168,6 +265,10 @@ class Database:
             settings.database_url,
             pool_size=settings.db_pool_size,
             policy=ConnectionPolicy.from_settings(settings),
+            read_url=settings.database_read_url,
+            read_max_lag_seconds=settings.database_read_max_lag_seconds,
+            # Every process of the machine (serve --workers, worker) shares who wrote when.
+            recent_writes=Path(settings.var_dir) / "replica-writes.bin",
             **options,
         )
 
@@ -213,16 +314,33 @@ class Database:
         the outcome unknown, which is what idempotency keys are for."""
         try:
             async with self._sqlite_writer():
-                session = self._write_sessions()
-                try:
-                    async with session.begin():
-                        yield session
-                finally:
-                    await session.close()
+                while True:
+                    session = self._write_sessions()
+                    try:
+                        async with session.begin():
+                            if not self.is_sqlite:
+                                await self._write_connection(session)
+                            yield session
+                        break
+                    except _ReadOnlySession:
+                        continue
+                    finally:
+                        await session.close()
         except Exception as error:
             self._unavailable(error)
             raise
         self._committed(session)
+
+    async def _write_connection(self, session: AsyncSession) -> None:
+        """Raise _ReadOnlySession (its connection invalidated) when the write `session` was given a pooled
+        connection whose session the server reports read-only: it was opened while the database was read
+        -only and stays so for its life, though the database may take writes again. A connection opened
+        just now is kept: its session says what the database says now (the write then fails as it must)."""
+        connection = await session.connection()
+        raw = await connection.get_raw_connection()
+        if raw.info.get(_CHECKOUTS, 0) > 1 and read_only_session(raw.driver_connection):
+            await connection.invalidate()
+            raise _ReadOnlySession
 
     @contextlib.asynccontextmanager
     async def lean_transaction(self) -> AsyncIterator[LeanSession]:
@@ -243,7 +361,7 @@ class Database:
         try:
             for attempt in (1, 2):
                 try:
-                    async with pool.connection() as driver:
+                    async with pool.connection(reusable=_writes_on) as driver:
                         transaction = driver.transaction()
                         try:
                             await transaction.start()
@@ -272,6 +390,8 @@ class Database:
         """After a write transaction committed: the outage (if one was logged) is over; the commit hooks."""
         if self.outage.down_since is not None:
             self.outage.succeeded()
+        if self.replica is not None and (writer := current_writer()) is not None:
+            self.replica.writes.wrote(writer)  # its reads stay on the primary until the replica has it
         for callback in (*COMMIT_HOOKS, *self._after_commit):
             callback(session)
 
@@ -288,6 +408,35 @@ class Database:
         except Exception as error:
             self._unavailable(error)
             raise
+
+    async def replica_read(self, work: Callable[[AsyncSession], Awaitable[T]], *, tenant_id: str | None) -> T:
+        """`work(session)` in a read-only session on the replica when one is configured, reachable, fresh,
+        and `tenant_id` wrote nothing it may lack (platpay.db.replica); else, or when the replica fails, in
+        `read()` on the primary. Only for reads that need no read-your-writes guarantee beyond that: GET
+        lists and gets, never a read that decides a write."""
+        router = self.replica
+        if router is not None:
+            outcome = router.choose(tenant_id)
+            if outcome == "replica":
+                try:
+                    result: T = await router.run(work)
+                except ApiError:
+                    raise
+                except _REPLICA_ERRORS as error:
+                    router.failed(error)
+                    router.count("failed")
+                else:
+                    router.count("replica")
+                    return result
+            else:
+                router.count(outcome)
+        async with self.read() as session:
+            return await work(session)
+
+    async def _primary_lsn(self) -> str | None:
+        async with self._pg_lean_pool().connection() as driver:
+            lsn: str | None = await driver.fetchval("SELECT pg_current_wal_lsn()::text")
+        return lsn
 
     def _lean_slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self._lean_limit is None:
@@ -312,6 +461,11 @@ class Database:
             self._inline_readers[ident] = reader
         return reader
 
+    def _drop_inline_reader(self) -> None:
+        reader = self._inline_readers.pop(threading.get_ident(), None)
+        if reader is not None:
+            reader.close()
+
     async def fetch_first(self, query: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of `query`, or None: one statement in autocommit, without an ORM session.
 
@@ -328,8 +482,11 @@ class Database:
             try:
                 # fetchall() steps the statement to its end, which ends SQLite's read transaction.
                 rows = self._inline_reader().execute(sql, args).fetchall()
-            except sqlite3.OperationalError:
-                pass  # busy or locked: never wait on the event loop's thread
+            except sqlite3.OperationalError as error:
+                # Busy or locked: never wait on the event loop's thread. Anything else (the file could not
+                # be read): this reader is closed, and opened again by the next read.
+                if not sqlite_busy(error):
+                    self._drop_inline_reader()
             else:
                 return convert(rows[0], results) if rows else None
         try:
@@ -344,7 +501,7 @@ class Database:
             self._unavailable(error)
             raise
         if self.outage.down_since is not None:
-            self.outage.succeeded()
+            self.outage.succeeded(write=False)
         return found
 
     async def _pg_fetch_first(self, sql: str, args: list[Any], results: tuple[Any, ...]) -> Any:
@@ -389,9 +546,9 @@ class Database:
         return pool
 
     async def _open_pg_connection(self) -> Any:
-        # The URL as SQLAlchemy reads it (several hosts, target_session_attrs): the engine's connections and
-        # these reach the same server.
-        connection = await asyncpg.connect(
+        # The URL as SQLAlchemy reads it (several hosts, target_session_attrs), opened as the engine's
+        # connections are (platpay.db.hosts): they reach the same server.
+        connection = await hosts.connect(
             **connect_arguments(self.engine.dialect, self.engine.url, self.policy)
         )
         try:
@@ -426,4 +583,6 @@ class Database:
         for loop, pool in pools:
             if loop is asyncio.get_running_loop():
                 await pool.close()
+        if self.replica is not None:
+            await self.replica.close()
         await self.engine.dispose()
