@@ -242,7 +242,7 @@ class BalancedMultiprocess(multiprocess.Multiprocess):
                 self._accept_ready([process for process in alive if process.ready and not process.gone])
 
     def _accept_ready(self, serving: list[BalancedProcess]) -> None:
-        while True:
+        while serving:
             try:
                 connection, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
