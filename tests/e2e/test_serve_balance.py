@@ -37,15 +37,18 @@ def test_two_server_processes_serve_an_equal_share_of_eight_keep_alive_connectio
         PLATPAY_VAR_DIR=str(tmp_path / "var"),
     )
     server, base_url = start_server(processes, env, "--workers", "2", "--no-worker", cwd=tmp_path)
+    # Both processes have started their application: the parent hands connections only to such a one
+    # (until then the other takes them all), and tells it is ready just after this line.
     wait_until(
-        lambda: len(serving_processes(server)) == 2,
-        timeout=30,
-        message=lambda: f"not 2 server processes\n{server.describe()}",
+        lambda: server.stdout().count("Application startup complete") == 2,
+        timeout=60,
+        message=lambda: f"not 2 server processes started\n{server.describe()}",
     )
     pids = {child.pid for child in serving_processes(server)}
     auth = bootstrap_credentials(processes)
     metrics_dir = tmp_path / "var" / "metrics"
-    # The readiness probes' connections have closed and each process has reported it to the parent.
+    # The readiness probes' connections have closed and each process has reported it (and that it is
+    # ready) to the parent.
     time.sleep(0.5)
 
     clients = [
