@@ -91,6 +91,14 @@ def connection_lost(error: BaseException, driver_connection: Any = None) -> bool
     return False
 
 
+def timed_out(error: BaseException) -> bool:
+    """True when `error` is the client's own bound running out: a statement that got no answer within the
+    command timeout (platpay.db.connect), a connection attempt that did not complete. The wait is spent:
+    the operation is not tried again on another connection (which would double it), the caller answers
+    503 and its client retries."""
+    return any(isinstance(cause, TimeoutError) for cause in _causes(error))
+
+
 def _is_closed(driver_connection: Any) -> bool:
     is_closed = getattr(driver_connection, "is_closed", None)
     return bool(is_closed()) if callable(is_closed) else False
