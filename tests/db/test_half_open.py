@@ -18,9 +18,15 @@ test's own limit: the tests fail rather than hang.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
@@ -325,3 +331,80 @@ class TestJobs:
         finally:
             proxy.blackhole = False
             await partitioned_db.dispose()
+
+
+# ---- keepalives: the peer's kernel stops answering too ---------------------------------------------------
+
+
+def _can_drop_packets() -> str | None:
+    """Why packets cannot be dropped in a namespace of our own here (None: they can)."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0 or shutil.which("unshare") is None:
+        return "needs Linux, root and unshare (a network namespace of its own)"
+    probe = subprocess.run(
+        ["unshare", "-n", "sh", "-c", "ip link set lo up && tc qdisc add dev lo root blackhole"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    return None if probe.returncode == 0 else f"no tc blackhole qdisc: {probe.stderr.strip()}"
+
+
+async def _forward_unix_to_tcp(path: str, host: str, port: int) -> asyncio.Server:
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, port)
+        await asyncio.gather(pump(reader, upstream_writer), pump(upstream_reader, writer))
+
+    return await asyncio.start_unix_server(handle, path)
+
+
+class TestKeepalives:
+    async def test_a_pooled_idle_connection_whose_peer_went_silent_is_found_dead_and_not_handed_out(
+        self, backend: str, database_url: str, tmp_path: Any
+    ) -> None:
+        """A user-space proxy cannot show this (its kernel keeps acknowledging): the probe runs in a network
+        namespace of its own whose loopback drops every packet (tests/support/netns_probe.py). Keepalives of
+        1 s + 1 x 1 s: the idle pooled connection is given up by the kernel within ~2 s and discarded, the
+        next read gets a new connection; a read sent while packets are dropped is given up by
+        TCP_USER_TIMEOUT (2 s), not by the 32 s command timeout."""
+        if backend != "postgresql":
+            pytest.skip("PostgreSQL connections")
+        if (why := _can_drop_packets()) is not None:
+            pytest.skip(why)
+        url = make_url(database_url)
+        path = str(tmp_path / "pg.sock")
+        server = await _forward_unix_to_tcp(path, url.host or "127.0.0.1", url.port or 5432)
+        try:
+            child = await asyncio.create_subprocess_exec(
+                "unshare",
+                "-n",
+                sys.executable,
+                "-m",
+                "tests.support.netns_probe",
+                path,
+                url.database or "",
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=str(Path(__file__).resolve().parents[2]),
+            )
+            out, err = await asyncio.wait_for(child.communicate(), timeout=90)
+        finally:
+            server.close()
+        assert child.returncode == 0, err.decode()[-3000:]
+        found = json.loads(out.decode().strip().splitlines()[-1])
+        print(f"keepalive probe: {found}")
+        dead_after = found["dead_after_s"]
+        assert found["idle_closed"] and found["idle_found_dead_s"] < dead_after + MARGIN + 1
+        assert found["next_read"] == [1] and found["next_read_s"] < MARGIN
+        assert found["in_flight_s"] < dead_after + MARGIN + 1  # far below the 32 s command timeout
+        assert "answered" not in found["in_flight"]
