@@ -411,6 +411,45 @@ class Settings(BaseSettings):
         default=48, description="how long an Idempotency-Key replays its first response"
     )
 
+    # Retention (docs/operations.md, Retention): what the job runners' maintenance prunes, in small batches.
+    # 0 keeps the rows forever. The ledger, transactions, events, webhook deliveries and audit trails are
+    # never pruned.
+    webhook_attempt_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a webhook delivery attempt's record (its answer, error, latency) is kept; the "
+        "delivery (envelope id, event, status, attempt count, last answer's status) and its event stay. "
+        "0: forever",
+    )
+    message_body_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a sent or failed message keeps its body (a sandbox mailbox's text), counted from "
+        "when it was queued; then the body is erased and the message leaves the mailbox, its record "
+        "(recipient, category, status, times) stays. 0: forever",
+    )
+    job_retention_days: int = Field(
+        default=7, ge=0, description="days a finished (DONE) job is kept after it finished. 0: forever"
+    )
+    dead_job_retention_days: int = Field(
+        default=30,
+        ge=0,
+        description="days a job given up (DEAD, with its last error) is kept after it was given up. 0: forever",
+    )
+    retention_batch_size: int = Field(
+        default=500,
+        ge=1,
+        le=10_000,
+        description="rows one pruning statement deletes or clears, at most: each batch is its own short "
+        "transaction",
+    )
+    retention_batches_per_pass: int = Field(
+        default=20,
+        ge=1,
+        description="batches of each kind one maintenance pass (every 5 minutes, in every worker) runs, at "
+        "most; what is left waits for the next pass",
+    )
+
     # Embedded wallets (wallets/): custody, signed retries, sessions, OIDC, WebAuthn, abuse limits
     wallet_custody: str = Field(
         default="sandbox",

@@ -24,13 +24,13 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from platpay.db import hosts
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, timed_out, unavailable_reason
 from platpay.db.lean import Lean, LeanTransaction, convert
@@ -89,7 +89,10 @@ def build_engine(
         return engine
 
     policy = policy or ConnectionPolicy(timeout=timeout)
-    kwargs: dict[str, Any] = {"connect_args": policy.asyncpg_arguments()}
+    # hosts.connect: of a multi-host URL's servers, the writable one on the newest timeline (platpay.db.hosts).
+    kwargs: dict[str, Any] = {
+        "connect_args": {**policy.asyncpg_arguments(), "async_creator_fn": hosts.connect}
+    }
     if null_pool:
         kwargs["poolclass"] = NullPool
     else:
@@ -402,9 +405,9 @@ class Database:
         return pool
 
     async def _open_pg_connection(self) -> Any:
-        # The URL as SQLAlchemy reads it (several hosts, target_session_attrs): the engine's connections and
-        # these reach the same server.
-        connection = await asyncpg.connect(
+        # The URL as SQLAlchemy reads it (several hosts, target_session_attrs), opened as the engine's
+        # connections are (platpay.db.hosts): they reach the same server.
+        connection = await hosts.connect(
             **connect_arguments(self.engine.dialect, self.engine.url, self.policy)
         )
         try:

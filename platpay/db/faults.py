@@ -35,6 +35,9 @@ _SHUTDOWN_CODES = {"57P01", "57P02", "57P03"}
 # The server ended a session left idle inside a transaction (idle_in_transaction_session_timeout).
 _IDLE_ENDED = "25P03"
 _STATEMENT_TIMEOUT = "57014"  # query_canceled: statement_timeout (platpay.db.connect) or a cancel request
+# Deadlock detected, serialization failure: the server aborted one transaction of two that conflicted; the
+# same request again (with its Idempotency-Key) runs afresh. Lock order keeps these rare (docs/architecture.md).
+_CONFLICT_CODES = {"40P01", "40001"}
 _RESOURCE_CLASS = "53"  # insufficient resources: too many connections, disk full, out of memory
 _SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
 _SQLITE_DOWN = ("unable to open database file", "disk i/o error")
@@ -122,6 +125,8 @@ def unavailable_reason(error: BaseException) -> str | None:
             return "the database is restarting or ended the connection"
         if sqlstate == _STATEMENT_TIMEOUT:
             return "the database did not finish the statement in time (statement timeout)"
+        if sqlstate in _CONFLICT_CODES:
+            return "the database aborted the transaction to resolve a conflict with a concurrent one"
         if sqlstate[:2] == _RESOURCE_CLASS:
             return "the database is out of resources (connections, memory or disk)"
         if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):

@@ -1,11 +1,12 @@
-"""The one lookup every repository makes: a row by its id, scoped to its tenant, optionally locked."""
+"""The one lookup every repository makes: a row by its id, scoped to its tenant, optionally locked; and the
+batch a pruning statement works on (`batch_of`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 RowT = TypeVar("RowT")
@@ -38,3 +39,14 @@ async def get_scoped(
         if refresh:
             stmt = stmt.execution_options(populate_existing=True)
     return await session.scalar(stmt)
+
+
+def batch_of(id_column: Any, *where: ColumnElement[bool], order_by: Any, limit: int) -> Select[Any]:
+    """The ids of at most `limit` rows matching `where`, first by `order_by`, for `DELETE … WHERE id IN (…)`
+    or `UPDATE … WHERE id IN (…)` (PostgreSQL's DELETE and UPDATE take no LIMIT): a retention batch. Locked
+    FOR UPDATE SKIP LOCKED on PostgreSQL, so runners pruning at once take different rows and never wait for
+    each other or for a row a request holds (SQLite has one writer anyway)."""
+    stmt = select(id_column)
+    for condition in where:
+        stmt = stmt.where(condition)
+    return stmt.order_by(order_by).limit(limit).with_for_update(skip_locked=True)

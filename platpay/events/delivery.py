@@ -192,7 +192,7 @@ async def record_attempt(
     hook (what the answer means for the business: an approval's deadline) runs on `tenant_clock`."""
     session.add(
         WebhookAttemptRow(
-            id=new_id("WebhookAttempt"),
+            id=new_id(repository.ATTEMPT_ID_PREFIX),
             delivery_id=delivery.id,
             tenant_id=delivery.tenant_id,
             attempted_at=at,

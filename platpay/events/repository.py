@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
-from platpay.db.rows import get_scoped
+from platpay.db.rows import batch_of, get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
@@ -19,7 +19,11 @@ from platpay.events.models import (
     WebhookSandboxFaultsRow,
 )
 from platpay.events.state import DELIVERY, ENDPOINT, DeliveryStatus, EndpointStatus
+from platpay.kit.ids import first_at
 from platpay.tenants import service as tenants_service
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
 
 # Lean inserts (the only way these two tables are written): events and their deliveries are written on every
 # money movement. An event's INSERT returns its tenant's webhook endpoint (the tenants domain's subquery), so
@@ -350,3 +354,24 @@ async def count_with_status(session: AsyncSession, *, tenant_id: str, status: st
         )
         or 0
     )
+
+
+# Retention (events/jobs.py): the attempts' records go; events and deliveries stay.
+
+ATTEMPT_ID_PREFIX = "WebhookAttempt"
+
+
+async def prune_attempts(session: AsyncSession, *, before: datetime, limit: int) -> int:
+    """Delete at most `limit` delivery attempts made before `before` (on the wall clock: their time-ordered
+    ids, through the primary key, oldest first); how many. The delivery keeps its status, attempt count,
+    last answer's status and error, and its event."""
+    batch = batch_of(
+        WebhookAttemptRow.id,
+        WebhookAttemptRow.id < first_at(ATTEMPT_ID_PREFIX, before),
+        order_by=WebhookAttemptRow.id,
+        limit=limit,
+    )
+    result = await session.execute(
+        WebhookAttemptRow.__table__.delete().where(WebhookAttemptRow.id.in_(batch))
+    )
+    return cast("CursorResult[Any]", result).rowcount or 0

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Index, String, Text
+from sqlalchemy import Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base, check_in
@@ -30,6 +30,14 @@ class JobRow(Base):
         Index("ix_jobs_lane_state_concurrency_key_run_at", "lane", "state", "concurrency_key", "run_at"),
         Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
         Index("ix_jobs_tenant_id_state_due_at", "tenant_id", "state", "due_at"),
+        # Retention's oldest finished jobs (repository.prune_finished); queued and running ones stay out of it.
+        Index(
+            "ix_jobs_finished",
+            "state",
+            "finished_at",
+            sqlite_where=text("finished_at IS NOT NULL"),
+            postgresql_where=text("finished_at IS NOT NULL"),
+        ),
         check_in("state", JobState),
     )
 

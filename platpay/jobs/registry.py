@@ -71,6 +71,35 @@ def housekeepers() -> tuple[Housekeeper, ...]:
     return tuple(_HOUSEKEEPERS)
 
 
+# Retention: rows a domain keeps for a configurable time, then prunes (docs/operations.md, Retention). A
+# domain registers a `Pruner` per kind of row at import, in its jobs.py; the SQL is in its repository. Every
+# runner's maintenance schedules them (`JobRunner.prune`): each batch is its own short transaction, a pass
+# runs a bounded number of batches of each, and several runners pruning at once share the work.
+PruneBatch = Callable[["AsyncSession", datetime, int], Awaitable[int]]
+
+
+@dataclass(frozen=True)
+class Pruner:
+    """`prune(session, before, limit)` deletes (or clears) at most `limit` rows that were done with before
+    `before` and returns how many; `retention(settings)`: how many days rows are kept (0: forever)."""
+
+    name: str  # what it prunes, in logs and a pass's counts: "webhook_attempts"
+    retention: Callable[[Settings], int]
+    prune: PruneBatch
+
+
+_PRUNERS: dict[str, Pruner] = {}
+
+
+def pruning(definition: Pruner) -> Pruner:
+    _PRUNERS[definition.name] = definition
+    return definition
+
+
+def pruners() -> tuple[Pruner, ...]:
+    return tuple(_PRUNERS.values())
+
+
 def handler(kind: str) -> Callable[[Handler], Handler]:
     def register(func: Handler) -> Handler:
         _HANDLERS[kind] = func

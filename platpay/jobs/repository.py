@@ -23,6 +23,7 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.portable import lean_insert_ignore
+from platpay.db.rows import batch_of
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import registry
@@ -397,10 +398,19 @@ async def get(session: AsyncSession, job_id: str) -> JobRow | None:
     return await session.get(JobRow, job_id)
 
 
-async def purge_finished(session: AsyncSession, *, before: datetime) -> int:
-    result = await session.execute(
-        JobRow.__table__.delete().where(JobRow.state == DONE, JobRow.finished_at < before)
+async def prune_finished(session: AsyncSession, *, state: JobState, before: datetime, limit: int) -> int:
+    """Delete at most `limit` jobs in `state` (DONE or DEAD) that finished before `before`, oldest first
+    (ix_jobs_finished: only finished jobs are in it); how many. Never a queued or running job."""
+    if state not in (DONE, DEAD):
+        raise ValueError(f"only finished jobs are pruned, not {state}")
+    batch = batch_of(
+        JobRow.id,
+        JobRow.state == state,
+        JobRow.finished_at < before,
+        order_by=JobRow.finished_at,
+        limit=limit,
     )
+    result = await session.execute(JobRow.__table__.delete().where(JobRow.id.in_(batch)))
     return cast("CursorResult[Any]", result).rowcount or 0
 
 

@@ -33,6 +33,7 @@ from platpay.db.faults import unavailable_reason
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.jobs import registry, repository
 from platpay.jobs.service import ENQUEUED_FLAG, placement
+from platpay.jobs.state import JobState
 from platpay.kit import clock, idempotency, rate_limits
 from platpay.metrics import JOB_RUNS
 
@@ -42,6 +43,8 @@ SessionT = TypeVar("SessionT", bound=LeanSession)
 
 # How soon the runner tries again after the database was unavailable (to claim, or to run a job).
 OUTAGE_RETRY_SECONDS = 0.5
+# How often each runner runs a maintenance pass (housekeeping and retention).
+MAINTENANCE_SECONDS = 300.0
 
 
 class LeaseLost(Exception):
@@ -164,6 +167,7 @@ class JobRunner:
         # when one autocommit read finds nothing claimable in them (an idle lane costs no transaction).
         self._polled: set[str] = set()
         self._last_maintenance = 0.0
+        self._maintaining: asyncio.Task[None] | None = None  # the maintenance pass running, if any
         self._tasks_done = 0  # jobs this runner has finished running (run_until_idle: did one end meanwhile?)
         self.processed = 0
         if listen:  # a runner working for one call only (clocks: advance) does not listen to commits
@@ -467,17 +471,58 @@ class JobRunner:
         return ran
 
     async def _maintenance(self) -> None:
-        """Housekeeping every few minutes; safe to run concurrently in every worker."""
-        if clock.monotonic() - self._last_maintenance < 300:
+        """Start a maintenance pass every few minutes, as a task of its own beside the claims: a pass never
+        holds up claiming or running jobs."""
+        if clock.monotonic() - self._last_maintenance < MAINTENANCE_SECONDS:
+            return
+        if self._maintaining is not None and not self._maintaining.done():
             return
         self._last_maintenance = clock.monotonic()
-        now = clock.real_now()
+        self._maintaining = asyncio.create_task(self._maintain_logged())
+
+    async def _maintain_logged(self) -> None:
+        try:
+            await self.maintain()
+        except Exception as error:  # the database went away: the next pass tries again
+            if unavailable_reason(error) is None:
+                log.error("jobs.maintenance_failed", error=repr(error))
+
+    async def maintain(self, *, now: datetime | None = None) -> dict[str, int]:
+        """One maintenance pass at `now` (the process clock's by default): expired idempotency keys, ended
+        rate-limit windows and the domains' housekeeping in one transaction, then retention (`prune`). Safe
+        to run concurrently in every worker. Rows pruned, by pruner."""
+        now = now or clock.real_now()
         async with self.db.transaction() as session:
             await idempotency.purge_expired(session, before=now)
             await rate_limits.purge(session, now=now)
             for housekeeper in registry.housekeepers():
                 await housekeeper(session, now)
-            await repository.purge_finished(session, before=now - timedelta(days=7))
+        return await self.prune(now=now)
+
+    async def prune(self, *, now: datetime | None = None) -> dict[str, int]:
+        """Retention (docs/operations.md): every registered pruner's rows past its retention, at most
+        `retention_batch_size` per statement, each batch its own short transaction, at most
+        `retention_batches_per_pass` batches of each pruner per pass (what is left waits for the next pass,
+        so a pass never holds locks long nor runs for minutes after a backlog built up). A pruner whose
+        retention is 0 keeps its rows. Rows pruned, by pruner (those that ran)."""
+        now = now or clock.real_now()
+        size, most = self.settings.retention_batch_size, self.settings.retention_batches_per_pass
+        pruned: dict[str, int] = {}
+        for pruner in registry.pruners():
+            days = pruner.retention(self.settings)
+            if days <= 0:
+                continue
+            before, total = now - timedelta(days=days), 0
+            for _ in range(most):
+                async with self.db.transaction() as session:
+                    count = await pruner.prune(session, before, size)
+                total += count
+                if count < size:  # nothing more is due (or another runner holds the rest of this batch)
+                    break
+            pruned[pruner.name] = total
+        if any(pruned.values()):
+            log.info("jobs.pruned", runner=self.name, **pruned)
+        return pruned
 
     async def run_forever(self) -> None:
         log.info("jobs.runner_started", runner=self.name)
@@ -505,4 +550,23 @@ class JobRunner:
                     )
         if running := self._all_running():
             await asyncio.wait(running, timeout=self.settings.job_lease_seconds)
+        if self._maintaining is not None and not self._maintaining.done():  # a pass is short: let it end
+            await asyncio.wait({self._maintaining}, timeout=self.settings.job_lease_seconds)
+            self._maintaining.cancel()
         log.info("jobs.runner_stopped", runner=self.name)
+
+
+# The jobs' own retention (their table, their repository): finished jobs, and those given up, each after its
+# setting's days.
+
+
+async def _prune_done(session: AsyncSession, before: datetime, limit: int) -> int:
+    return await repository.prune_finished(session, state=JobState.DONE, before=before, limit=limit)
+
+
+async def _prune_dead(session: AsyncSession, before: datetime, limit: int) -> int:
+    return await repository.prune_finished(session, state=JobState.DEAD, before=before, limit=limit)
+
+
+registry.pruning(registry.Pruner("jobs_done", lambda settings: settings.job_retention_days, _prune_done))
+registry.pruning(registry.Pruner("jobs_dead", lambda settings: settings.dead_job_retention_days, _prune_dead))

@@ -7,6 +7,7 @@ import re
 import threading
 import time
 import uuid
+from datetime import datetime
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -40,6 +41,15 @@ def uuid7() -> uuid.UUID:
 
 def new_id(prefix: str) -> str:
     return f"{prefix}:{uuid7()}"
+
+
+def first_at(prefix: str, at: datetime) -> str:
+    """The smallest id `new_id(prefix)` can return at `at` or later (its UUIDv7 with `at`'s millisecond
+    and every other bit zero): ids of one prefix made before `at` compare lower as strings, so a primary key
+    answers "made before `at`" (retention) without an index of its own. Ids are made on the wall clock of
+    the process that made them, not on a tenant's or a test's clock."""
+    ms = int(at.timestamp() * 1000) & ((1 << 48) - 1)
+    return f"{prefix}:{uuid.UUID(int=(ms << 80) | (0x7 << 76))}"
 
 
 def is_id(value: str, prefix: str) -> bool:

@@ -1,19 +1,33 @@
-"""The send job: a message goes out with no transaction open, then its outcome is recorded with the job."""
+"""The send job: a message goes out with no transaction open, then its outcome is recorded with the job; the
+bodies' retention."""
 
 from __future__ import annotations
 
-import structlog
+from datetime import datetime
 
-from platpay.jobs.registry import Lane, handler, lane
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from platpay.jobs.registry import Lane, Pruner, handler, lane, pruning
 from platpay.jobs.runner import JobContext
 from platpay.kit import clock
-from platpay.messages import providers, service
+from platpay.messages import providers, repository, service
 from platpay.metrics import MESSAGE_ATTEMPTS
 
 log = structlog.get_logger("platpay.messages")
 
 # Sending waits on mail servers: a lane of its own, so a slow one never holds settlement steps back.
 lane(Lane(service.LANE, lambda settings: settings.message_concurrency))
+
+
+async def _prune_bodies(session: AsyncSession, before: datetime, limit: int) -> int:
+    return await repository.prune_bodies(session, before=before, limit=limit)
+
+
+# Retention (jobs/registry.py `Pruner`, scheduled by every runner's maintenance): a sent or failed message's
+# body (a sandbox mailbox's; a production one is erased once sent) is erased `message_body_retention_days`
+# after it was queued; the message's record stays.
+pruning(Pruner("message_bodies", lambda settings: settings.message_body_retention_days, _prune_bodies))
 
 
 def _describe(error: Exception) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.db.base import Base, check_in
@@ -14,10 +14,22 @@ class MessageRow(Base):
     """One outbound email or SMS, written in its caller's business transaction.
 
     `content` is JSON {subject?, text, html?}: sealed under the master key when `sealed` (production
-    tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox)."""
+    tenants), and set to NULL once the message is SENT or FAILED unless `kept` (the sandbox mailbox), whose
+    bodies retention erases `message_body_retention_days` after they were queued (repository.prune_bodies).
+    """
 
     __tablename__ = "messages"
-    __table_args__ = (Index("ix_messages_tenant_id_id", "tenant_id", "id"), check_in("status", MessageStatus))
+    __table_args__ = (
+        Index("ix_messages_tenant_id_id", "tenant_id", "id"),
+        # Retention's messages that still have a body (repository.prune_bodies): the few queued or kept ones.
+        Index(
+            "ix_messages_with_body",
+            "id",
+            sqlite_where=text("content IS NOT NULL"),
+            postgresql_where=text("content IS NOT NULL"),
+        ),
+        check_in("status", MessageStatus),
+    )
 
     id: Mapped[str] = mapped_column(IdColumn(), primary_key=True)  # Message:<uuid>
     tenant_id: Mapped[str] = mapped_column(IdColumn(), ForeignKey("tenants.id"))

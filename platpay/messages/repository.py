@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,9 +11,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
-from platpay.db.rows import get_scoped
+from platpay.db.rows import batch_of, get_scoped
+from platpay.kit.ids import first_at
 from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
+
+if TYPE_CHECKING:
+    from sqlalchemy import CursorResult
+
+ID_PREFIX = "Message"
 
 # Lean (db/lean.py): the statements of queueing and sending one message, which every EMAIL_OTP login does
 # (an OTP email per challenge; the target is >= 100 logins/s on one process).
@@ -114,8 +120,11 @@ async def get(
 def mailbox_query(
     *, tenant_id: str, to: str | None, channel: str | None, category: str | None
 ) -> Select[Any]:
-    """A tenant's kept messages, filtered (`to` ignoring case)."""
-    stmt = select(MessageRow).where(MessageRow.tenant_id == tenant_id, MessageRow.kept.is_(True))
+    """A tenant's kept messages whose body is still stored (retention erases it: `prune_bodies`), filtered
+    (`to` ignoring case)."""
+    stmt = select(MessageRow).where(
+        MessageRow.tenant_id == tenant_id, MessageRow.kept.is_(True), MessageRow.content.is_not(None)
+    )
     if to is not None:
         stmt = stmt.where(func.lower(MessageRow.recipient) == to.lower())
     if channel is not None:
@@ -123,3 +132,22 @@ def mailbox_query(
     if category is not None:
         stmt = stmt.where(MessageRow.category == category)
     return stmt
+
+
+async def prune_bodies(session: AsyncSession, *, before: datetime, limit: int) -> int:
+    """Erase the body of at most `limit` messages queued before `before` (on the wall clock: their
+    time-ordered ids) that are no longer QUEUED, oldest first, through ix_messages_with_body (only messages
+    that still have a body are in it); how many. The row stays: recipient, category, status, attempts,
+    times."""
+    batch = batch_of(
+        MessageRow.id,
+        MessageRow.content.is_not(None),
+        MessageRow.id < first_at(ID_PREFIX, before),
+        MessageRow.status != MessageStatus.QUEUED,
+        order_by=MessageRow.id,
+        limit=limit,
+    )
+    result = await session.execute(
+        MessageRow.__table__.update().where(MessageRow.id.in_(batch)).values(content=None)
+    )
+    return cast("CursorResult[Any]", result).rowcount or 0

@@ -147,7 +147,7 @@ async def _queue(
 ) -> str:
     custody = providers.custody_for(tenant)
     now = clock.now(tenant)
-    message_id = new_id("Message")
+    message_id = new_id(repository.ID_PREFIX)
     stored = json.dumps(content, separators=(",", ":"))
     if custody.sealed:
         stored = _sealer().seal(stored.encode(), purpose=f"{SEAL_PURPOSE}:{message_id}")

@@ -337,9 +337,17 @@ async def record_review(
     session: AsyncSession, *, tenant_id: str, verification_id: str, decisions: dict[str, Decision]
 ) -> None:
     """The provider's decisions (by subject id) applied: owners' statuses, then the verification's and
-    the customer's. Nothing happens to a verification no longer in progress (a repeated job)."""
+    the customer's. Nothing happens to a verification no longer in progress (a repeated job).
+
+    Locks in the order every writer of a verification's outcome takes them (decide, the sandbox's
+    override): the customer, then the verification (read again once locked), then its owners; the other
+    order could deadlock with a decision made at the same moment."""
+    found = await repository.get_verification(session, tenant_id=tenant_id, verification_id=verification_id)
+    if found is None:
+        return
+    await customers_service.load(session, tenant_id=tenant_id, customer_id=found.customer_id, for_update=True)
     row = await repository.get_verification(
-        session, tenant_id=tenant_id, verification_id=verification_id, for_update=True
+        session, tenant_id=tenant_id, verification_id=verification_id, for_update=True, refresh=True
     )
     if row is None or row.status != VerificationStatus.IN_PROGRESS or row.customer_id not in decisions:
         return

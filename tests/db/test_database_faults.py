@@ -87,6 +87,8 @@ class TestWhatCountsAsAnOutage:
             asyncpg.exceptions.AdminShutdownError("terminating connection due to administrator command"),
             asyncpg.exceptions.CannotConnectNowError("the database system is starting up"),
             asyncpg.exceptions.TooManyConnectionsError("sorry, too many clients already"),
+            asyncpg.exceptions.DeadlockDetectedError("deadlock detected"),
+            asyncpg.exceptions.SerializationError("could not serialize access"),
             asyncpg.exceptions.InterfaceError("connection is closed"),
             asyncpg.exceptions.CannotConnectNowError("the database system is shutting down"),
             ConnectionRefusedError(111, "Connect call failed"),

@@ -124,13 +124,22 @@ class PrivateCluster:
     def dsn(self, database: str = "postgres") -> str:
         return f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{self.port}/{database}"
 
-    def start(self) -> None:
+    def start(self, **settings: str) -> None:
+        """Start the server; `settings` are server settings for this run only (`-c name=value` on its command
+        line: they win over postgresql.conf and ALTER SYSTEM; the value is passed through a shell, so quote
+        it as PostgreSQL's own configuration does: `synchronous_standby_names="''"`)."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options += "".join(f" -c {name}={value}" for name, value in settings.items())
         self._run(self.pg_ctl, "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
 
     def stop(self, mode: str = "fast") -> None:
         """`mode` "immediate" is a crash: no shutdown checkpoint, clients' connections cut."""
         self._run(self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def crash(self) -> None:
+        """`-m immediate`: every server process quits at once, no checkpoint, every connection cut (as in a
+        crash); `start` then recovers from the WAL."""
+        self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
 
     def running(self) -> bool:
         return (self.data / "postmaster.pid").exists()

@@ -24,7 +24,6 @@ from typing import Any
 import httpx
 import pytest
 
-from platpay.kit.crypto import bundles
 from platpay.kit.crypto.webhook_signing import verify_header
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, FULL_PERSON
 from tests.support.api_checks import api_client, assert_error, verify_signature_independently
@@ -32,7 +31,7 @@ from tests.support.money import verify_ledger
 from tests.support.processes import ProcessManager, process_env
 from tests.support.receiver import WebhookReceiver
 from tests.support.server import bootstrap_credentials, start_server
-from tests.support.wallets import new_key, public_hex, signed_headers
+from tests.support.wallets import signed_headers, wallet_session_key
 
 pytestmark = pytest.mark.e2e
 
@@ -99,28 +98,6 @@ class Cardholder:
         assert {k: actual[k] for k in expected} == expected, f"after {step}: {actual} != {expected}"
         for available, total in expected.values():
             assert 0 <= available <= total, step
-
-
-def wallet_session_key(client: httpx.Client, wallet_id: str) -> Any:
-    """An EMAIL_OTP login of the wallet (the sandbox's code is 000000): the session's key (the TEK)."""
-    listed = client.get("/auth/credentials", params={"accountId": wallet_id})
-    assert listed.status_code == 200, listed.text
-    credential = next(c for c in listed.json()["data"] if c["type"] == "EMAIL_OTP")
-    challenge = client.post(f"/auth/credentials/{credential['id']}/challenge", json={})
-    assert challenge.status_code == 200, challenge.text
-    tek = new_key()
-    body = {
-        "type": "EMAIL_OTP",
-        "encryptedOtpBundle": bundles.seal_otp_attempt(
-            challenge.json()["otpEncryptionTargetBundle"], otp_code="000000", public_key_hex=public_hex(tek)
-        ),
-    }
-    path = f"/auth/credentials/{credential['id']}/verify"
-    first = client.post(path, json=body)
-    assert first.status_code == 202, first.text
-    retry = client.post(path, json=body, headers=signed_headers(tek, first.json()))
-    assert retry.status_code == 200, retry.text
-    return tek
 
 
 def issue(client: httpx.Client, holder_id: str, sources: list[str], platform_card_id: str) -> httpx.Response:

@@ -271,3 +271,39 @@ class TestIdempotencyAndRaces:
         decided = sorted(t for t in types if t in VERIFICATION_EVENTS + CUSTOMER_EVENTS)
         status = won["verificationStatus"]
         assert decided == [f"CUSTOMER.KYC_{status}", f"VERIFICATION.{status}"]
+
+
+class TestLockOrder:
+    async def test_the_provider_review_locks_the_customer_before_the_verification(
+        self, client, auth, runner, backend, db
+    ) -> None:
+        """Every writer of a verification's outcome locks the customer first (decide, the sandbox's
+        override), so the provider's review must too: holding the verification while it waits for the
+        customer would deadlock with a person's decision taken at that moment. Here the customer is locked
+        by another transaction; the review waits for it without holding the verification."""
+        if backend != "postgresql":
+            pytest.skip("row locks need PostgreSQL (SQLite serializes every write)")
+        person = await create(client, auth, PERSON)  # approved by the sandbox provider: the customer moves
+        await uploaded(client, auth, person["id"], "PASSPORT", png())
+        await uploaded(client, auth, person["id"], "UTILITY_BILL")
+        submitted = await verify(client, auth, person["id"])
+        assert submitted["verificationStatus"] == "IN_PROGRESS"
+        async with db.engine.connect() as holder, db.engine.connect() as prober:
+            await holder.execute(text("BEGIN"))
+            await holder.execute(
+                text("SELECT id FROM customers WHERE id = :id FOR UPDATE"), {"id": person["id"]}
+            )
+            review = asyncio.create_task(runner.run_until_idle(timeout=20))
+            await asyncio.sleep(1.0)  # the review job runs and waits for the customer's lock
+            assert not review.done()
+            await prober.execute(text("BEGIN"))
+            locked = await prober.execute(
+                text("SELECT id FROM verifications WHERE id = :id FOR UPDATE NOWAIT"), {"id": submitted["id"]}
+            )
+            assert locked.scalar_one() == submitted["id"]  # not held by the waiting review
+            await prober.execute(text("ROLLBACK"))
+            await holder.execute(text("ROLLBACK"))
+            await review
+        found = (await client.get(f"/verifications/{submitted['id']}", auth=auth)).json()
+        assert found["verificationStatus"] == "APPROVED"
+        assert await _kyc_status(client, auth, person["id"]) == "APPROVED"

@@ -152,6 +152,29 @@ class Wallet:
         return retry
 
 
+def wallet_session_key(client: httpx.Client, wallet_id: str) -> ec.EllipticCurvePrivateKey:
+    """Over real HTTP (a sync client with platform credentials): an EMAIL_OTP login of the wallet (the
+    sandbox's code is 000000); the session's key (the TEK)."""
+    listed = client.get("/auth/credentials", params={"accountId": wallet_id})
+    assert listed.status_code == 200, listed.text
+    credential = next(c for c in listed.json()["data"] if c["type"] == "EMAIL_OTP")
+    challenge = client.post(f"/auth/credentials/{credential['id']}/challenge", json={})
+    assert challenge.status_code == 200, challenge.text
+    tek = new_key()
+    body = {
+        "type": "EMAIL_OTP",
+        "encryptedOtpBundle": bundles.seal_otp_attempt(
+            challenge.json()["otpEncryptionTargetBundle"], otp_code="000000", public_key_hex=public_hex(tek)
+        ),
+    }
+    path = f"/auth/credentials/{credential['id']}/verify"
+    first = client.post(path, json=body)
+    assert first.status_code == 202, first.text
+    retry = client.post(path, json=body, headers=signed_headers(tek, first.json()))
+    assert retry.status_code == 200, retry.text
+    return tek
+
+
 # OIDC
 
 
