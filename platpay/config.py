@@ -56,6 +56,20 @@ class Settings(BaseSettings):
         default=f"sqlite+aiosqlite:///{DEFAULT_SQLITE_PATH}",
         description="SQLAlchemy URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
     )
+    database_read_url: str | None = Field(
+        default=None,
+        description="PostgreSQL only, optional: a streaming standby of the primary (postgresql+asyncpg://...) "
+        "serving the GET lists and gets that need no read-your-writes guarantee; a tenant that just wrote, "
+        "every write, money transaction, idempotent replay, authentication and job stays on the primary, and "
+        "a lagging or unreachable standby sends reads back to the primary (docs/operations.md, read replicas)",
+    )
+    database_read_max_lag_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="the most a read on PLATPAY_DATABASE_READ_URL may miss: it is used only while it has "
+        "replayed the primary's WAL as of at most this many seconds ago (sampled every 0.5 s); beyond, the "
+        "primary serves",
+    )
     host: str = Field(default="127.0.0.1", description="where `serve` listens (also `--host`)")
     port: int = Field(default=8000, description="the port `serve` listens on (also `--port`)")
     public_base_url: str | None = Field(
@@ -545,6 +559,27 @@ class Settings(BaseSettings):
                 )
             )
         return value
+
+    @field_validator("database_read_url")
+    @classmethod
+    def _database_read_url_is_postgresql(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        try:
+            driver = make_url(value).drivername
+        except ArgumentError:
+            raise ValueError("not a database URL: postgresql+asyncpg://user@standby-host/db") from None
+        if driver != "postgresql+asyncpg":
+            raise ValueError(
+                f"a read replica is a PostgreSQL standby (postgresql+asyncpg://...), not {driver!r}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _read_replica_of_postgresql(self) -> Self:
+        if self.database_read_url and self.is_sqlite:
+            raise ValueError("PLATPAY_DATABASE_READ_URL needs a PostgreSQL PLATPAY_DATABASE_URL")
+        return self
 
     @field_validator("master_key")
     @classmethod

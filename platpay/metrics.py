@@ -76,6 +76,13 @@ class Metrics:
             "and the balance update (rolled back and decided again under the locks)",
             registry=registry,
         )
+        self.db_replica_reads = Counter(
+            "platpay_db_replica_reads_total",
+            "reads offered to the read replica (PLATPAY_DATABASE_READ_URL) by where they went: replica, or why "
+            "the primary served them (wrote, lagging, down, unknown, failed)",
+            ["choice"],
+            registry=registry,
+        )
         self.job_runs = Counter(
             "platpay_job_runs_total",
             "job runs by kind and outcome (done, retry, failed, dead, lease_lost)",
@@ -273,6 +280,7 @@ WEBHOOK_ATTEMPTS = _CurrentMetric("webhook_attempts")
 JOB_RUNS = _CurrentMetric("job_runs")
 MESSAGE_ATTEMPTS = _CurrentMetric("message_attempts")
 CARD_AUTHORIZATIONS_RACED = _CurrentMetric("card_authorizations_raced")
+DB_REPLICA_READS = _CurrentMetric("db_replica_reads")
 
 
 # ---- scrape ---------------------------------------------------------------------------------------------

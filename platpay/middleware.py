@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl
 import structlog
 
 from platpay import BASE_PATH
+from platpay.db import replica
 from platpay.errors import ApiError, InvalidInput, PayloadTooLarge
 from platpay.kit import clock
 from platpay.logging import log_request
@@ -147,9 +148,11 @@ class EdgeMiddleware:
                 )
             else:
                 clock_token = clock.use(None)  # authentication sets the tenant's clock for this request
+                writer_token = replica.acting_for(None)  # and the tenant its writes are recorded for
                 try:
                     await self.app(scope, limited_receive, send_with_id)
                 finally:
+                    replica.restore(writer_token)
                     clock.restore(clock_token)
         finally:
             elapsed = time.perf_counter() - started

@@ -45,15 +45,17 @@ async def list_customer_internal_accounts(
     principal: Principal = Viewer,
 ) -> dict:
     """List customers' internal accounts with balances and deposit instructions."""
-    async with get_db(request).read() as session:
-        page, accounts = await internal.list_customer_accounts(
+    page, accounts = await get_db(request).replica_read(
+        lambda session: internal.list_customer_accounts(
             session,
             tenant_id=principal.tenant.id,
             params=params,
             customer_id=customer_id,
             currency=currency,
             account_type=account_type,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([a.to_api() for a in accounts])
 
 
@@ -70,10 +72,12 @@ async def list_platform_internal_accounts(
     principal: Principal = Viewer,
 ) -> dict:
     """The platform's own internal accounts, one per supported currency."""
-    async with get_db(request).read() as session:
-        accounts = await internal.list_platform_accounts(
+    accounts = await get_db(request).replica_read(
+        lambda session: internal.list_platform_accounts(
             session, tenant_id=principal.tenant.id, currency=currency, account_type=account_type
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return {"data": [a.to_api() for a in accounts]}
 
 
@@ -93,8 +97,8 @@ async def list_internal_account_entries(
     principal: Principal = Viewer,
 ) -> dict:
     """An internal account's statement: every movement of its balance, newest first."""
-    async with get_db(request).read() as session:
-        page, entries = await statement.list_entries(
+    page, entries = await get_db(request).replica_read(
+        lambda session: statement.list_entries(
             session,
             tenant_id=principal.tenant.id,
             account_id=id,
@@ -102,7 +106,9 @@ async def list_internal_account_entries(
             kinds=kind,
             start=start_date,
             end=end_date,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([entry.to_api() for entry in entries])
 
 
@@ -160,8 +166,8 @@ async def list_customer_external_accounts(
     principal: Principal = Viewer,
 ) -> dict:
     """List customers' external accounts, newest first."""
-    async with get_db(request).read() as session:
-        page = await external.list_external_accounts(
+    page = await get_db(request).replica_read(
+        lambda session: external.list_external_accounts(
             session,
             tenant_id=principal.tenant.id,
             platform=False,
@@ -169,7 +175,9 @@ async def list_customer_external_accounts(
             customer_id=customer_id,
             currency=currency,
             platform_account_id=platform_account_id,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([external.to_schema(row).to_api() for row in page.items])
 
 
@@ -204,15 +212,17 @@ async def list_platform_external_accounts(
     principal: Principal = Viewer,
 ) -> dict:
     """List the platform's external accounts, newest first."""
-    async with get_db(request).read() as session:
-        page = await external.list_external_accounts(
+    page = await get_db(request).replica_read(
+        lambda session: external.list_external_accounts(
             session,
             tenant_id=principal.tenant.id,
             platform=True,
             params=params,
             currency=currency,
             platform_account_id=platform_account_id,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([external.to_schema(row).to_api() for row in page.items])
 
 
@@ -225,10 +235,12 @@ def _one_external_account_routes(owner: str, *, platform: bool) -> None:
     async def get_account(
         externalAccountId: str, request: Request, principal: Principal = Viewer
     ) -> ExternalAccount:
-        async with get_db(request).read() as session:
-            return await external.get_external_account(
+        return await get_db(request).replica_read(
+            lambda session: external.get_external_account(
                 session, tenant_id=principal.tenant.id, account_id=externalAccountId, platform=platform
-            )
+            ),
+            tenant_id=principal.tenant.id,
+        )
 
     async def delete_account(
         externalAccountId: str, request: Request, principal: Principal = Manager

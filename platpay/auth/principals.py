@@ -11,6 +11,7 @@ from fastapi.security import HTTPBasic
 from platpay.auth import service as auth_service
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.schemas import Permission
+from platpay.db import replica
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
 from platpay.kit import clock
@@ -91,6 +92,7 @@ async def act_as(request: Request, principal: Principal) -> None:
     request.state.tenant_id = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     request.state.caller = principal.id  # idempotency keys are scoped to the calling credential
     clock.use(principal.tenant.clock)  # the request's business time (the edge middleware scopes it)
+    replica.acting_for(principal.tenant.id)  # whose reads stay on the primary after its writes (scoped too)
     for hook in _AUTHENTICATED:
         await hook(request.headers, principal)
 

@@ -117,8 +117,8 @@ async def list_cards(
     """List cards (newest first unless sortOrder=asc); filters combine."""
     if state is not None and state not in _STATE_FILTER:
         raise invalid_field("state", f"one of {', '.join(_STATE_FILTER)}", location="query")
-    async with get_db(request).read() as session:
-        page, cards = await cards_service.list_cards(
+    page, cards = await get_db(request).replica_read(
+        lambda session: cards_service.list_cards(
             session,
             tenant=principal.tenant,
             params=params,
@@ -127,17 +127,21 @@ async def list_cards(
             account_id=account_id,
             platform_card_id=platform_card_id,
             state=_STATE_FILTER[state] if state is not None else None,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([card.to_api() for card in cards])
 
 
 @router.get("/cards/{id}", operation_id="getCardById", response_model=Card)
 async def get_card(id: str, request: Request, principal: Principal = Viewer) -> Card:
     """Get one card."""
-    async with get_db(request).read() as session:
-        return await cards_service.get_card(
+    return await get_db(request).replica_read(
+        lambda session: cards_service.get_card(
             session, tenant=principal.tenant, card_id=id, settings=request.app.state.settings
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
 
 
 @router.patch(
@@ -194,10 +198,12 @@ async def list_card_transactions(
     principal: Principal = Viewer,
 ) -> dict:
     """A card's transactions (authorizations, declines and what followed), newest first."""
-    async with get_db(request).read() as session:
-        page, items = await transactions.list_transactions(
+    page, items = await get_db(request).replica_read(
+        lambda session: transactions.list_transactions(
             session, tenant=principal.tenant, params=params, card_id=id, status=status
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([item.to_api() for item in items])
 
 
@@ -214,10 +220,12 @@ async def list_account_card_transactions(
     principal: Principal = Viewer,
 ) -> dict:
     """Card transactions charged to an internal account: the account's card history, newest first."""
-    async with get_db(request).read() as session:
-        page, items = await transactions.list_transactions(
+    page, items = await get_db(request).replica_read(
+        lambda session: transactions.list_transactions(
             session, tenant=principal.tenant, params=params, account_id=account_id, status=status
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([item.to_api() for item in items])
 
 
@@ -230,10 +238,12 @@ async def get_card_transaction(
     cardTransactionId: str, request: Request, principal: Principal = Viewer
 ) -> CardTransaction:
     """One card transaction with its refunds."""
-    async with get_db(request).read() as session:
-        return await transactions.get_transaction(
+    return await get_db(request).replica_read(
+        lambda session: transactions.get_transaction(
             session, tenant=principal.tenant, transaction_id=cardTransactionId
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
 
 
 _SIMULATED: Responses = {

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.auth.principal import Principal
 from platpay.auth.principals import Manager, Viewer, get_db, require_sandbox
@@ -143,7 +144,8 @@ async def list_customers(
 ) -> dict:
     """List customers, newest first; filters combine."""
     db = get_db(request)
-    async with db.read() as session:
+
+    async def listed(session: AsyncSession) -> tuple[Any, list[Any]]:
         page = await customers_service.list_customers(
             session,
             tenant_id=principal.tenant.id,
@@ -160,7 +162,9 @@ async def list_customers(
             uma_address=uma_address,
             include_deleted=include_deleted,
         )
-        customers = await customers_service.render_many(session, page.items)
+        return page, await customers_service.render_many(session, page.items)
+
+    page, customers = await db.replica_read(listed, tenant_id=principal.tenant.id)
     return page.envelope([customer.to_api() for customer in customers])
 
 
@@ -199,10 +203,12 @@ def _terms_html(title: str, text: str) -> str:
 @router.get("/customers/{customerId}", operation_id="getCustomerById", response_model=CustomerOneOf)
 async def get_customer(customerId: str, request: Request, principal: Principal = Viewer) -> Customer:
     """Get a customer (a deleted one reports isDeleted: true)."""
-    async with get_db(request).read() as session:
-        return await customers_service.get_customer(
+    return await get_db(request).replica_read(
+        lambda session: customers_service.get_customer(
             session, tenant_id=principal.tenant.id, customer_id=customerId
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
 
 
 @_naming_every_problem(

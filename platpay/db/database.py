@@ -1,6 +1,8 @@
 """Engine, sessions and the unit of work.
 
-One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`.
+One `Database` per process holds the engine. Writes go through `transaction()`, reads through `read()`;
+the GET lists and gets that need no read-your-writes guarantee through `replica_read()`, which uses a
+standby when PLATPAY_DATABASE_READ_URL names one and it is fresh enough (platpay.db.replica).
 `lean_transaction()` is the unit of work of an operation whose every statement is lean (platpay.db.lean).
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
@@ -16,14 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import asyncpg
 from sqlalchemy import event
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
@@ -35,11 +39,22 @@ from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, timed_out, unavailable_reason
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
+from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanSession
 from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
 DEFAULT_TIMEOUT_SECONDS = 5.0
+REPLICA_CONNECT_TIMEOUT_SECONDS = 2.0  # a replica that does not answer soon is skipped (reads: the primary)
+T = TypeVar("T")
+# What a read on the replica may fail with and still be run on the primary (platpay.db.replica).
+_REPLICA_ERRORS = (
+    sa_exc.SQLAlchemyError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    OSError,
+    TimeoutError,
+)
 
 # Called with the session after every successful write commit, by every Database; domains register here
 # at import (e.g. the ledger caches ids it read only once they are known to be committed).
@@ -140,6 +155,9 @@ class Database:
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         outage: OutageLog | None = None,
         policy: ConnectionPolicy | None = None,
+        read_url: str | None = None,
+        read_max_lag_seconds: float = 2.0,
+        recent_writes: Path | None = None,
     ) -> None:
         self.url = url
         self.policy = policy or ConnectionPolicy(timeout=timeout)
@@ -170,6 +188,18 @@ class Database:
         parsed = make_url(url)
         self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
         self._inline_readers: dict[int, sqlite3.Connection] = {}
+        # PostgreSQL with PLATPAY_DATABASE_READ_URL: the reads endpoints choose may go to a standby.
+        self.replica: ReplicaRouter | None = None
+        if read_url and not self.is_sqlite:
+            replica_policy = dataclasses.replace(
+                self.policy, timeout=min(self.policy.timeout, REPLICA_CONNECT_TIMEOUT_SECONDS)
+            )
+            self.replica = ReplicaRouter(
+                build_engine(read_url, pool_size=pool_size, null_pool=null_pool, policy=replica_policy),
+                primary_lsn=self._primary_lsn,
+                max_lag_seconds=read_max_lag_seconds,
+                writes=RecentWrites(recent_writes),
+            )
 
     @classmethod
     def from_settings(cls, settings: Any, **options: Any) -> Database:
@@ -179,6 +209,10 @@ class Database:
             settings.database_url,
             pool_size=settings.db_pool_size,
             policy=ConnectionPolicy.from_settings(settings),
+            read_url=settings.database_read_url,
+            read_max_lag_seconds=settings.database_read_max_lag_seconds,
+            # Every process of the machine (serve --workers, worker) shares who wrote when.
+            recent_writes=Path(settings.var_dir) / "replica-writes.bin",
             **options,
         )
 
@@ -286,6 +320,8 @@ class Database:
         """After a write transaction committed: the outage (if one was logged) is over; the commit hooks."""
         if self.outage.down_since is not None:
             self.outage.succeeded()
+        if self.replica is not None and (writer := current_writer()) is not None:
+            self.replica.writes.wrote(writer)  # its reads stay on the primary until the replica has it
         for callback in (*COMMIT_HOOKS, *self._after_commit):
             callback(session)
 
@@ -302,6 +338,35 @@ class Database:
         except Exception as error:
             self._unavailable(error)
             raise
+
+    async def replica_read(self, work: Callable[[AsyncSession], Awaitable[T]], *, tenant_id: str | None) -> T:
+        """`work(session)` in a read-only session on the replica when one is configured, reachable, fresh,
+        and `tenant_id` wrote nothing it may lack (platpay.db.replica); else, or when the replica fails, in
+        `read()` on the primary. Only for reads that need no read-your-writes guarantee beyond that: GET
+        lists and gets, never a read that decides a write."""
+        router = self.replica
+        if router is not None:
+            outcome = router.choose(tenant_id)
+            if outcome == "replica":
+                try:
+                    result: T = await router.run(work)
+                except ApiError:
+                    raise
+                except _REPLICA_ERRORS as error:
+                    router.failed(error)
+                    router.count("failed")
+                else:
+                    router.count("replica")
+                    return result
+            else:
+                router.count(outcome)
+        async with self.read() as session:
+            return await work(session)
+
+    async def _primary_lsn(self) -> str | None:
+        async with self._pg_lean_pool().connection() as driver:
+            lsn: str | None = await driver.fetchval("SELECT pg_current_wal_lsn()::text")
+        return lsn
 
     def _lean_slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self._lean_limit is None:
@@ -442,4 +507,6 @@ class Database:
         for loop, pool in pools:
             if loop is asyncio.get_running_loop():
                 await pool.close()
+        if self.replica is not None:
+            await self.replica.close()
         await self.engine.dispose()

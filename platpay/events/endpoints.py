@@ -38,8 +38,8 @@ async def list_deliveries(
     principal: Principal = Viewer,
 ) -> dict:
     """List webhook deliveries, newest first."""
-    async with get_db(request).read() as session:
-        page, items = await events_service.list_deliveries(
+    page, items = await get_db(request).replica_read(
+        lambda session: events_service.list_deliveries(
             session,
             tenant_id=principal.tenant.id,
             params=params,
@@ -47,7 +47,9 @@ async def list_deliveries(
             event_type=event_type,
             created_after=as_utc(created_after),
             created_before=as_utc(created_before),
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([item.to_api() for item in items])
 
 
@@ -56,8 +58,10 @@ async def list_deliveries(
 )
 async def list_endpoints(request: Request, principal: Principal = Viewer) -> dict:
     """How deliveries to each webhook endpoint are going (circuit breaker status, failures, next probe)."""
-    async with get_db(request).read() as session:
-        health = await events_service.endpoint_health(session, tenant_id=principal.tenant.id)
+    health = await get_db(request).replica_read(
+        lambda session: events_service.endpoint_health(session, tenant_id=principal.tenant.id),
+        tenant_id=principal.tenant.id,
+    )
     return {"data": [item.to_api() for item in health]}
 
 
@@ -70,10 +74,12 @@ async def get_delivery(
     deliveryId: str, request: Request, principal: Principal = Viewer
 ) -> WebhookDeliveryDetail:
     """Get one delivery with its payload and every attempt."""
-    async with get_db(request).read() as session:
-        return await events_service.get_delivery(
+    return await get_db(request).replica_read(
+        lambda session: events_service.get_delivery(
             session, tenant_id=principal.tenant.id, delivery_id=deliveryId
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
 
 
 @router.post(

@@ -4,8 +4,9 @@ slow worker lost can never be finished twice.
 Two ways to claim: `claim` takes a lane's oldest due jobs (FOR UPDATE SKIP LOCKED: workers never wait
 for each other); `claim_keyed` serves a lane whose jobs carry concurrency keys round-robin across keys,
 never putting more than `key_cap` jobs of one key in flight. Its claims are serialized across workers
-(a transaction-scoped advisory lock on PostgreSQL; SQLite has one writer anyway), which is what makes the
-cap hold across every worker: a claim counts what is running and takes what fits in one step.
+(`lock_lane`: a transaction-scoped advisory lock on PostgreSQL; SQLite has one writer anyway), which is
+what makes the cap hold across every worker: a claim counts what is running and takes what fits in one
+step, and leases from the moment it got the lane.
 """
 
 from __future__ import annotations
@@ -121,6 +122,16 @@ def _lane_lock_id(lane: str) -> int:
     return int.from_bytes(hashlib.sha256(f"jobs-lane\x00{lane}".encode()).digest()[:8], "big", signed=True)
 
 
+async def lock_lane(session: AsyncSession, *, lane: str) -> None:
+    """Serialize the claims of a keyed lane across every worker, until the transaction ends (PostgreSQL: a
+    transaction-scoped advisory lock; SQLite has one writer anyway). Taken before the claim reads the time:
+    a claim that waited here leases from when it got the lane, not from when it began waiting (else a long
+    wait would hand out a lease that is already running out, and another worker would take the job again
+    while the first still runs it)."""
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        await session.execute(select(func.pg_advisory_xact_lock(_lane_lock_id(lane))))
+
+
 # The concurrency keys with due jobs, walked through the (lane, state, concurrency_key, run_at) index one
 # key at a time (a loose index scan): a cost in keys, not in jobs, however long one key's backlog is.
 # Built once at import; the state is the enum's value, not input.
@@ -156,10 +167,9 @@ async def claim_keyed(
 ) -> list[JobRow]:
     """Up to `limit` due jobs of the lane, round-robin across concurrency keys (every key's oldest due job
     first, then every key's second, ...), taking no key past `key_cap` jobs in flight. A job without a key
-    is a key of its own. Of a key in `held`, only the job it names may be taken."""
+    is a key of its own. Of a key in `held`, only the job it names may be taken. In a transaction that
+    holds `lock_lane(lane)`, taken before reading `now` and `held`."""
     held = held or {}
-    if session.bind is not None and session.bind.dialect.name == "postgresql":
-        await session.execute(select(func.pg_advisory_xact_lock(_lane_lock_id(lane))))
     key = func.coalesce(JobRow.concurrency_key, JobRow.id)
     # Every running job of the lane (a few dozen at most): those under a live lease are in flight, those
     # whose lease expired belong to a worker that died and may be taken again.

@@ -28,6 +28,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db import replica
 from platpay.db.database import Database
 from platpay.db.faults import unavailable_reason
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
@@ -216,6 +217,9 @@ class JobRunner:
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
         async with self.db.transaction() as session:
+            # A keyed lane's claim waits for its turn first: its lease runs from when it got it.
+            if tenant_id is None and key_cap is not None:
+                await repository.lock_lane(session, lane=lane)
             now = clock.real_now()
             if lane == registry.DEFAULT_LANE:
                 buried = await repository.bury_exhausted(session, now=now)
@@ -304,6 +308,7 @@ class JobRunner:
         # lanes (webhook deliveries, messages) on real time: their backoff is real (ctx.clock is there for
         # what must still read the tenant's time, such as a webhook's timestamp).
         clock_token = clock.use(ctx.clock if ctx.lane == registry.DEFAULT_LANE else None)
+        writer_token = replica.acting_for(ctx.tenant_id)  # its tenant's next reads see what it wrote
         heartbeat = asyncio.create_task(self._heartbeat(job["id"], token))
         try:
             if handler is None:
@@ -353,6 +358,7 @@ class JobRunner:
                 dead=dead,
             )
         finally:
+            replica.restore(writer_token)
             clock.restore(clock_token)
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):

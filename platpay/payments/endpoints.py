@@ -125,8 +125,8 @@ async def list_transactions(
     principal: Principal = Viewer,
 ) -> dict:
     """List transactions (newest first unless sortOrder=asc); filters combine."""
-    async with get_db(request).read() as session:
-        page, items = await payments_service.list_transactions(
+    page, items = await get_db(request).replica_read(
+        lambda session: payments_service.list_transactions(
             session,
             tenant=principal.tenant,
             params=params,
@@ -140,7 +140,9 @@ async def list_transactions(
             reference=reference,
             start_date=start_date,
             end_date=end_date,
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
     return page.envelope([t.to_api() for t in items])
 
 
@@ -154,10 +156,12 @@ async def get_transaction(
     transactionId: str, request: Request, principal: Principal = Viewer
 ) -> AnyTransaction:
     """Get one transaction."""
-    async with get_db(request).read() as session:
-        return await payments_service.get_transaction(
+    return await get_db(request).replica_read(
+        lambda session: payments_service.get_transaction(
             session, tenant=principal.tenant, transaction_id=transactionId
-        )
+        ),
+        tenant_id=principal.tenant.id,
+    )
 
 
 @router.post(

@@ -204,6 +204,38 @@ class TestLanes:
         [(claimed, _)] = await runner.claim(5, lane="webhooks")
         assert claimed["id"] == first  # the second, leased 2 s ago, is not taken again
 
+    async def test_a_keyed_claim_that_waited_for_the_lane_leases_from_when_it_got_it(
+        self, db, runner, settings, backend
+    ):
+        """Keyed claims take turns across workers (repository.lock_lane). One that waited its turn longer
+        than a lease must not hand out a lease already run out: another worker would take the job again
+        while the first still runs it (a webhook sent twice at once, past the endpoint's cap)."""
+        if backend != "postgresql":
+            pytest.skip("SQLite has one writer: a claim never waits for another worker's turn")
+        settings.job_lease_seconds = 0.5
+        [job_id] = await _enqueue(db, "system.noop", lane="webhooks", concurrency_key="K")
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def another_workers_claim() -> None:
+            async with db.transaction() as session:
+                await repository.lock_lane(session, lane="webhooks")
+                holding.set()
+                await release.wait()
+
+        other = asyncio.create_task(another_workers_claim())
+        await holding.wait()
+        claiming = asyncio.create_task(runner.claim(1, lane="webhooks"))
+        await asyncio.sleep(1.0)  # two leases' worth of waiting for the lane
+        assert not claiming.done()
+        release.set()
+        await other
+        [(claimed, _)] = await claiming
+        got_it = clock.real_now()
+        assert claimed["id"] == job_id
+        assert (await _job(db, job_id)).lease_until > got_it  # a live lease, not one that ran out waiting
+        second = JobRunner(db, settings, name="second", listen=False)
+        assert await second.claim(1, lane="webhooks") == []  # nobody takes it while it is leased
+
     async def test_at_most_the_cap_of_one_key_in_flight_and_every_key_served_first(
         self, db, runner, settings
     ):

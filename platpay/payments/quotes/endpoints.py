@@ -110,8 +110,10 @@ async def create_quote(
 @router.get("/quotes/{quoteId}", operation_id="getQuoteById", response_model=Quote, tags=QUOTES)
 async def get_quote(quoteId: str, request: Request, principal: Principal = Viewer) -> Quote:
     """Get one quote; its transactionId exists from creation."""
-    async with get_db(request).read() as session:
-        return await quotes_service.get_quote(session, tenant=principal.tenant, quote_id=quoteId)
+    return await get_db(request).replica_read(
+        lambda session: quotes_service.get_quote(session, tenant=principal.tenant, quote_id=quoteId),
+        tenant_id=principal.tenant.id,
+    )
 
 
 async def wallet_signature_header(
