@@ -234,7 +234,8 @@ def create_app(
         "/readyz", tags=["Operations"], operation_id="getReadiness", responses={503: documented_error(503)}
     )
     async def readyz(request: Request) -> Response:
-        """Readiness: the database answers and its schema is at the latest migration."""
+        """Readiness: the database answers and its schema is at the latest migration. While this process's
+        last write was refused by a database that still reads (read-only, disk full): 200 "degraded"."""
         db: Database = request.app.state.db
         try:
             async with db.read() as session:
@@ -255,6 +256,17 @@ def create_app(
                 "SERVICE_UNAVAILABLE",
                 message,
                 {"dependency": "database", "current": current, "head": head, "version": package_version()},
+            )
+        refused = db.outage.writes_refused
+        if refused is not None:
+            # Reads are served: still ready (a 503 would take every process sharing the database out of
+            # its load balancer, reads too), but degraded, until a write succeeds again.
+            return JSONResponse(
+                {
+                    "status": "degraded",
+                    "migration": current,
+                    "details": {"dependency": "database", "reason": refused, "writes": "refused"},
+                }
             )
         return JSONResponse({"status": "ready", "migration": current})
 

@@ -122,7 +122,7 @@ MEANINGS = {
     "REFERENCE_NOT_FOUND": "the generic not-found: no such resource, or one the caller may not see",
     "REQUEST_ID_MISSING": "a signed wallet retry without a valid Request-Id",
     "SELF_PAYMENT": "a payment from an account to itself",
-    "SERVICE_UNAVAILABLE": "the database is unreachable or restarting (Retry-After: 1)",
+    "SERVICE_UNAVAILABLE": "the database is unreachable or restarting, or refuses writes (read-only, disk full) (Retry-After: 1)",
     "TOKEN_NOT_FOUND": "no API token with this id",
     "TRANSACTION_NOT_CANCELLABLE": "cancelling anything but a bank transfer the rail has not settled yet",
     "TRANSACTION_NOT_FOUND": "no transaction (or card transaction) with this id",

@@ -12,6 +12,13 @@ Faults (platpay.db.faults): every wait on the database is bounded by `timeout` (
 connection, SQLite's busy wait and write queue), a connection a fault touched never goes back to a pool,
 and an outage surfaces from `transaction()`, `lean_transaction()`, `read()` and `fetch_first()` as
 `DatabaseUnavailable` (503 with Retry-After), logged once per outage by the database's `OutageLog`.
+
+A database that refuses writes (read-only, a hot standby, a full disk) fails writes that way and serves
+reads. No connection whose session is read-only serves a write: one that met the refusal leaves its pool
+(`_discard_refusing`), a write checks out a fresh connection in place of a pooled PostgreSQL one whose
+session the server reports read-only (`_write_connection`), and a pooled SQLite connection opened on a
+read-only file is replaced once the file is writable again (`_reopen_writable`). So writes succeed again
+in the same process as soon as the database takes them.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import sqlite3
 import threading
 import weakref
@@ -36,7 +44,16 @@ from sqlalchemy.pool import NullPool
 
 from platpay.db import hosts
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
-from platpay.db.faults import DatabaseUnavailable, OutageLog, connection_lost, timed_out, unavailable_reason
+from platpay.db.faults import (
+    DatabaseUnavailable,
+    OutageLog,
+    connection_lost,
+    read_only_session,
+    refuses_writes,
+    sqlite_busy,
+    timed_out,
+    unavailable_reason,
+)
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
 from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
@@ -68,6 +85,35 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(database)
 
 
+# A pooled connection's record.info: how many times it was checked out (1: its first use, it is fresh), and
+# for SQLite whether its file was read-only when it was opened.
+_CHECKOUTS = "platpay_checkouts"
+_OPENED_READ_ONLY = "platpay_opened_read_only"
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _discard_refusing(engine: AsyncEngine) -> None:
+    """A connection that met a refused write (its session or its file is read-only) leaves the pool, alone:
+    the others may be fine (SQLAlchemy's disconnect handling, without invalidating the whole pool)."""
+
+    @event.listens_for(engine.sync_engine, "handle_error")
+    def _on_error(context: Any) -> None:
+        if not context.is_disconnect and refuses_writes(context.original_exception):
+            context.is_disconnect = True
+            context.invalidate_pool_on_disconnect = False
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _opened(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_CHECKOUTS] = 0
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _count(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        record.info[_CHECKOUTS] = record.info.get(_CHECKOUTS, 0) + 1
+
+
 def build_engine(
     url: str,
     *,
@@ -83,10 +129,19 @@ def build_engine(
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_async_engine(url, connect_args={"timeout": timeout})
+        _discard_refusing(engine)
         busy_ms = max(1, int(timeout * 1000))
 
+        @event.listens_for(engine.sync_engine, "checkout")
+        def _reopen_writable(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+            # SQLite opens a file it may not write read-only, for good: once the file is writable again, a
+            # connection opened that way is replaced (a system call, only for such connections).
+            if record.info.get(_OPENED_READ_ONLY) and path is not None and _writable(path):
+                raise sa_exc.DisconnectionError("the database file is writable again")
+
         @event.listens_for(engine.sync_engine, "connect")
-        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        def _on_connect(dbapi_connection: Any, record: Any) -> None:
+            record.info[_OPENED_READ_ONLY] = path is not None and path.exists() and not _writable(path)
             # Take transaction control away from the driver: we emit BEGIN ourselves below.
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
@@ -117,6 +172,7 @@ def build_engine(
             pool_size=pool_size, max_overflow=pool_size * 2, pool_pre_ping=False, pool_timeout=timeout
         )
     engine = create_async_engine(url, **kwargs)
+    _discard_refusing(engine)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -143,6 +199,15 @@ def build_engine(
 
 class _BeginLost(Exception):
     """A lean transaction's connection was found dead at BEGIN: nothing ran on it, BEGIN again."""
+
+
+class _ReadOnlySession(Exception):
+    """A write's pooled connection has a read-only session: nothing ran on it, take another."""
+
+
+def _writes_on(driver: Any) -> bool:
+    """A LeanPool's `reusable` for a write: not an idle connection whose session is read-only."""
+    return not read_only_session(driver)
 
 
 class Database:
@@ -258,16 +323,33 @@ class Database:
         the outcome unknown, which is what idempotency keys are for."""
         try:
             async with self._sqlite_writer():
-                session = self._write_sessions()
-                try:
-                    async with session.begin():
-                        yield session
-                finally:
-                    await session.close()
+                while True:
+                    session = self._write_sessions()
+                    try:
+                        async with session.begin():
+                            if not self.is_sqlite:
+                                await self._write_connection(session)
+                            yield session
+                        break
+                    except _ReadOnlySession:
+                        continue
+                    finally:
+                        await session.close()
         except Exception as error:
             self._unavailable(error)
             raise
         self._committed(session)
+
+    async def _write_connection(self, session: AsyncSession) -> None:
+        """Raise _ReadOnlySession (its connection invalidated) when the write `session` was given a pooled
+        connection whose session the server reports read-only: it was opened while the database was read
+        -only and stays so for its life, though the database may take writes again. A connection opened
+        just now is kept: its session says what the database says now (the write then fails as it must)."""
+        connection = await session.connection()
+        raw = await connection.get_raw_connection()
+        if raw.info.get(_CHECKOUTS, 0) > 1 and read_only_session(raw.driver_connection):
+            await connection.invalidate()
+            raise _ReadOnlySession
 
     @contextlib.asynccontextmanager
     async def lean_transaction(self) -> AsyncIterator[LeanSession]:
@@ -288,7 +370,7 @@ class Database:
         try:
             for attempt in (1, 2):
                 try:
-                    async with pool.connection() as driver:
+                    async with pool.connection(reusable=_writes_on) as driver:
                         transaction = driver.transaction()
                         try:
                             await transaction.start()
@@ -391,6 +473,11 @@ class Database:
             self._inline_readers[ident] = reader
         return reader
 
+    def _drop_inline_reader(self) -> None:
+        reader = self._inline_readers.pop(threading.get_ident(), None)
+        if reader is not None:
+            reader.close()
+
     async def fetch_first(self, query: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of `query`, or None: one statement in autocommit, without an ORM session.
 
@@ -407,8 +494,11 @@ class Database:
             try:
                 # fetchall() steps the statement to its end, which ends SQLite's read transaction.
                 rows = self._inline_reader().execute(sql, args).fetchall()
-            except sqlite3.OperationalError:
-                pass  # busy or locked: never wait on the event loop's thread
+            except sqlite3.OperationalError as error:
+                # Busy or locked: never wait on the event loop's thread. Anything else (the file could not
+                # be read): this reader is closed, and opened again by the next read.
+                if not sqlite_busy(error):
+                    self._drop_inline_reader()
             else:
                 return convert(rows[0], results) if rows else None
         try:
@@ -423,7 +513,7 @@ class Database:
             self._unavailable(error)
             raise
         if self.outage.down_since is not None:
-            self.outage.succeeded()
+            self.outage.succeeded(write=False)
         return found
 
     async def _pg_fetch_first(self, sql: str, args: list[Any], results: tuple[Any, ...]) -> Any:

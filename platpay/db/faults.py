@@ -7,8 +7,16 @@ fault touched, and the service recovers by itself once the database answers agai
 COMMIT was cut off also answers 503: its outcome is unknown to us, and the client's retry with the same
 Idempotency-Key either replays what committed or runs the operation once (see `platpay.kit.idempotency`).
 
+A database that refuses writes but still reads (PostgreSQL's `default_transaction_read_only`, a hot
+standby not yet promoted: SQLSTATE 25006; SQLite on a file it opened read-only: SQLITE_READONLY; a full
+disk: SQLSTATE 53100, SQLITE_FULL) is the same kind of outage for a write: 503 naming the reason
+(`READ_ONLY`, `DISK_FULL`), the transaction rolled back whole, nothing stored under its Idempotency-Key.
+Reads go on. A connection whose session is read-only never serves a write again (`refuses_writes`: the
+pools discard it), so writes succeed again, in the same process, as soon as the database takes them.
+
 Each process logs one `database.unavailable` line when an outage starts and one `database.recovered`
-when an operation succeeds again (`OutageLog`), not a stack trace per request.
+when an operation succeeds again (`OutageLog`; for an outage that only refuses writes, a write), not a
+stack trace per request.
 """
 
 from __future__ import annotations
@@ -41,6 +49,15 @@ _CONFLICT_CODES = {"40P01", "40001"}
 _RESOURCE_CLASS = "53"  # insufficient resources: too many connections, disk full, out of memory
 _SQLITE_BUSY = ("database is locked", "database table is locked", "database is busy")
 _SQLITE_DOWN = ("unable to open database file", "disk i/o error")
+_READ_ONLY_CODE = "25006"  # read_only_sql_transaction: default_transaction_read_only, a hot standby
+_DISK_FULL_CODE = "53100"  # disk_full
+_SQLITE_READ_ONLY = "attempt to write a readonly database"
+_SQLITE_FULL = "database or disk is full"
+
+# Reasons of the outages that refuse writes only: reads still succeed meanwhile.
+READ_ONLY = "the database is read-only"
+DISK_FULL = "the database's disk is full"
+WRITES_REFUSED = frozenset({READ_ONLY, DISK_FULL})
 
 
 class DatabaseUnavailable(ServiceUnavailable):
@@ -102,6 +119,48 @@ def timed_out(error: BaseException) -> bool:
     return any(isinstance(cause, TimeoutError) for cause in _causes(error))
 
 
+def refuses_writes(error: BaseException) -> bool:
+    """True when `error` says the connection's database refuses writes: a read-only session (its default
+    is fixed when it connects: only a new connection sees writes allowed again), a hot standby, SQLite on a
+    file opened read-only (it stays so on that connection). Such a connection must leave its pool."""
+    return any(_refusal(cause) == READ_ONLY for cause in _causes(error))
+
+
+def sqlite_busy(error: BaseException) -> bool:
+    """True when `error` is SQLite's "locked" or "busy": another connection holds the lock it needed."""
+    message = str(error).lower()
+    return isinstance(error, sqlite3.OperationalError) and any(marker in message for marker in _SQLITE_BUSY)
+
+
+def read_only_session(driver_connection: Any) -> bool:
+    """True when an asyncpg connection's session is read-only by default or on a hot standby, as the server
+    reported it (PostgreSQL 14 and later report both settings as they change: no round trip). A pooled
+    connection opened while the database was read-only stays so after the database takes writes again."""
+    server_parameters = driver_connection.get_settings  # asyncpg's (not platpay's settings)
+    settings = server_parameters()
+    return "on" in (
+        getattr(settings, "default_transaction_read_only", "off"),
+        getattr(settings, "in_hot_standby", "off"),
+    )
+
+
+def _refusal(cause: BaseException) -> str | None:
+    """READ_ONLY or DISK_FULL when this one error (not its chain) says so."""
+    sqlstate = getattr(cause, "sqlstate", None) or ""
+    if sqlstate == _READ_ONLY_CODE:
+        return READ_ONLY
+    if sqlstate == _DISK_FULL_CODE:
+        return DISK_FULL
+    if isinstance(cause, sqlite3.Error):
+        name = getattr(cause, "sqlite_errorname", "") or ""
+        message = str(cause).lower()
+        if name.startswith("SQLITE_READONLY") or _SQLITE_READ_ONLY in message:
+            return READ_ONLY
+        if name == "SQLITE_FULL" or _SQLITE_FULL in message:
+            return DISK_FULL
+    return None
+
+
 def _is_closed(driver_connection: Any) -> bool:
     is_closed = getattr(driver_connection, "is_closed", None)
     return bool(is_closed()) if callable(is_closed) else False
@@ -116,8 +175,13 @@ def unavailable_reason(error: BaseException) -> str | None:
             return None
         if isinstance(cause, sa_exc.TimeoutError):  # the pool had no connection to give in time
             return "no database connection became free in time"
+        refusal = _refusal(cause)
+        if refusal is not None:
+            return refusal
         if isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated:
-            return "the connection to the database was lost"
+            # Invalidated for refusing writes (its session is read-only), or lost.
+            wrapped = (_refusal(inner) for inner in _causes(cause) if not isinstance(inner, ApiError))
+            return next((found for found in wrapped if found), "the connection to the database was lost")
         sqlstate = getattr(cause, "sqlstate", None) or ""
         if sqlstate[:2] in _CONNECTION_CLASSES:
             return "the connection to the database was lost"
@@ -155,17 +219,29 @@ class OutageLog:
     def __init__(self) -> None:
         self.down_since: float | None = None
         self.failures = 0
+        # The reason the outage started with; while it only refuses writes (WRITES_REFUSED), a read that
+        # succeeds does not end it.
+        self.reason: str | None = None
+
+    @property
+    def writes_refused(self) -> str | None:
+        """The reason, while the database is known (to this process) to refuse writes but still read."""
+        return self.reason if self.down_since is not None and self.reason in WRITES_REFUSED else None
 
     def failed(self, error: BaseException, reason: str) -> DatabaseUnavailable:
         """Record a failed operation; the error to raise in its place."""
         self.failures += 1
         if self.down_since is None:
             self.down_since = time.monotonic()
+            self.reason = reason
             log.warning("database.unavailable", reason=reason, error=repr(error)[:500])
+        elif reason not in WRITES_REFUSED:
+            self.reason = reason  # reads fail too now: the next success of any kind ends it
         return DatabaseUnavailable(reason)
 
-    def succeeded(self) -> None:
-        if self.down_since is not None:
+    def succeeded(self, *, write: bool = True) -> None:
+        """An operation succeeded: a write ends any outage, a read one that did not only refuse writes."""
+        if self.down_since is not None and (write or self.reason not in WRITES_REFUSED):
             log.warning(
                 "database.recovered",
                 down_seconds=round(time.monotonic() - self.down_since, 3),
@@ -173,3 +249,4 @@ class OutageLog:
             )
             self.down_since = None
             self.failures = 0
+            self.reason = None

@@ -10,8 +10,9 @@ driver (asyncpg, aiosqlite): same connection, same transaction and savepoints as
 it, without the session's per-statement machinery (ORM execution context, compiled-cache lookup, result
 objects), which costs several times the driver call itself on the money paths. Driver errors are raised
 as SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as `session.execute` would raise them; one
-that shows the connection is lost (the server ended it, the network dropped it) also invalidates it, as
-`session.execute` would, so that it never goes back to the pool.
+that shows the connection is lost (the server ended it, the network dropped it) or read-only (its writes
+refused: platpay.db.faults.refuses_writes) also invalidates it, as `session.execute` would, so that it
+never goes back to the pool.
 
 Nothing here bypasses the unit of work's guarantees: a lean write commits or rolls back with the session.
 The ORM does not see lean writes; `add` and `get` are the ORM's own insert and lookup of an instance, leanly,
@@ -44,7 +45,7 @@ from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detach
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from platpay.db.faults import connection_lost
+from platpay.db.faults import connection_lost, refuses_writes
 from platpay.db.unit_of_work import LeanSession
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
@@ -180,6 +181,8 @@ async def _failed(known: Driver, sql: str, args: Any, error: Exception) -> Excep
             translated.connection_invalidated = True
         if not connection.invalidated:
             await connection.invalidate(error)
+    elif refuses_writes(error) and not connection.invalidated:
+        await connection.invalidate(error)  # its session (or SQLite's file) is read-only: not to be reused
     return translated
 
 

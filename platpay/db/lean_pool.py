@@ -16,8 +16,10 @@ under load:
 A connection that fails in any way other than the server refusing the statement (a PostgresError, after
 which an autocommit connection is as good as before) is terminated and replaced on demand, as is one that
 a cancelled caller left mid-statement, one whose error says the server ended it (a restart, a failover,
-pg_terminate_backend: SQLSTATE classes 08 and 57P), and an idle one that the server closed meanwhile
-(checked when it is taken: an attribute read, not a round trip). Opening a connection and waiting for one
+pg_terminate_backend: SQLSTATE classes 08 and 57P) or that its session refuses writes (SQLSTATE 25006:
+read-only by default, a hot standby), and an idle one that the server closed meanwhile (checked when it
+is taken: an attribute read, not a round trip). A caller may also refuse an idle connection when it takes
+one (`reusable`: a write refuses one whose session is read-only, which a new connection may not be). Opening a connection and waiting for one
 are both bounded by `timeout`.
 """
 
@@ -31,7 +33,7 @@ from typing import Any
 
 import asyncpg
 
-from platpay.db.faults import connection_lost
+from platpay.db.faults import connection_lost, refuses_writes
 
 
 class LeanPool:
@@ -54,12 +56,14 @@ class LeanPool:
         self._closed = False
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Any]:
-        connection = await self._acquire()
+    async def connection(self, *, reusable: Callable[[Any], bool] | None = None) -> AsyncIterator[Any]:
+        """A connection; `reusable(connection)` False: an idle connection not to use (it is closed and a
+        new one opened in its place; a new one is never refused)."""
+        connection = await self._acquire(reusable)
         try:
             yield connection
         except asyncpg.PostgresError as error:
-            if connection_lost(error, connection):
+            if connection_lost(error, connection) or refuses_writes(error):
                 self._discard(connection)
             else:
                 self._release(connection)  # the server refused the statement; the connection is fine
@@ -70,14 +74,14 @@ class LeanPool:
         else:
             self._release(connection)
 
-    async def _acquire(self) -> Any:
+    async def _acquire(self, reusable: Callable[[Any], bool] | None = None) -> Any:
         if self._closed:
             raise RuntimeError("the lean pool is closed")
         while self._idle and not self._waiters:
             idle = self._idle.popleft()
-            if not idle.is_closed():
+            if not idle.is_closed() and (reusable is None or reusable(idle)):
                 return idle
-            self._discard(idle)  # the server closed it while it sat idle
+            self._discard(idle)  # the server closed it while it sat idle, or the caller refused it
         if self._opened < self.size and not self._waiters:
             return await self._open()
         waiter = asyncio.get_running_loop().create_future()
@@ -97,8 +101,8 @@ class LeanPool:
                     with contextlib.suppress(ValueError):
                         self._waiters.remove(waiter)
                 raise
-        if handed is not None and handed.is_closed():
-            handed.terminate()  # the server closed it while idle: open a new one in its slot, ours now
+        if handed is not None and (handed.is_closed() or (reusable is not None and not reusable(handed))):
+            handed.terminate()  # closed while idle, or refused: open a new one in its slot, ours now
             handed = None
         return handed if handed is not None else await self._open(counted=True)
 
