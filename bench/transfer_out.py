@@ -113,6 +113,7 @@ class Row:
     scenario: str
     connections: int
     processes: int = 1  # platpay server processes (`serve --workers N`)
+    variant: str = ""  # --variant: the same server with other settings, measured in the same rounds
     baseline: list[Rate] = field(default_factory=list)
     platpay: list[Rate] = field(default_factory=list)
 
@@ -879,6 +880,7 @@ def run_postgres(
         dsn = url.replace("postgresql+asyncpg://", "postgresql://", 1)
         env = {"PLATPAY_RUN_EMBEDDED_WORKER": "false", **extra_env}
         target = start_platpay("postgres", url, workdir, env, workers=args.server_processes[0])
+        variants: dict[str, Target] = {}
         try:
             print(
                 f"postgres: platpay serve pid {target.proc.pid}, database {dsn.rsplit('/', 1)[1]}", flush=True
@@ -902,6 +904,21 @@ def run_postgres(
                         "postgres", url, workdir, env, workers=processes, credentials=target.credentials
                     )
                     print(f"postgres: platpay serve --workers {processes}, pid {target.proc.pid}", flush=True)
+                for variant in variants.values():
+                    stop(variant.proc)
+                variants = {
+                    name: start_platpay(
+                        f"postgres-{name}",
+                        url,
+                        workdir,
+                        {**env, **variant_env},
+                        workers=processes,
+                        credentials=target.credentials,
+                    )
+                    for name, variant_env in args.variants.items()
+                }
+                for name, variant in variants.items():
+                    print(f"postgres: variant {name}: platpay serve pid {variant.proc.pid}", flush=True)
                 for scenario in args.scenarios:
                     hot = scenario == "hot"
                     script = workdir / f"transfer_out_{scenario}.sql"
@@ -912,6 +929,11 @@ def run_postgres(
                     for connections in args.connections:
                         row = Row("postgres", scenario, connections, processes)
                         rows.append(row)
+                        variant_rows = {
+                            name: Row("postgres", scenario, connections, processes, variant=name)
+                            for name in variants
+                        }
+                        rows.extend(variant_rows.values())
                         for round_no in range(1, args.rounds + 1):
                             if args.warmup > 0:
                                 run_pgbench(
@@ -935,15 +957,29 @@ def run_postgres(
                                     log=True,
                                 )
                             row.baseline.append(meter.fill(base))
-                            row.platpay.append(
-                                measure_wrk(wrk, target, connections, args, senders=senders, workdir=workdir)
-                            )
-                            _progress(row, round_no)
+                            # The server and its variants one after the other, in an order rotating by round
+                            # (drift in the machine's speed favours none of them).
+                            runs = [(row, target), *((variant_rows[n], v) for n, v in variants.items())]
+                            shift = (round_no - 1) % len(runs)
+                            for measured_row, measured in runs[shift:] + runs[:shift]:
+                                if measured_row is not row:
+                                    measured_row.baseline.append(row.baseline[-1])
+                                measured_row.platpay.append(
+                                    measure_wrk(
+                                        wrk, measured, connections, args, senders=senders, workdir=workdir
+                                    )
+                                )
+                            for measured_row, _ in runs:
+                                _progress(measured_row, round_no)
             if args.profile > 0:
                 profile_server(target, wrk, args, pairs[:-1], workdir)
+            for variant in variants.values():
+                stop(variant.proc)
             verify(url)
         finally:
             stop(target.proc)
+            for variant in variants.values():
+                stop(variant.proc)
 
 
 def run_sqlite(
@@ -1006,7 +1042,8 @@ def verify(database_url: str) -> None:
 def _progress(row: Row, round_no: int) -> None:
     base, mine = row.baseline[-1], row.platpay[-1]
     print(
-        f"  round {round_no} {row.backend:<8} {row.scenario:<6} c={row.connections:<3} procs={row.processes} baseline {base.rps:>7.0f}/s "
+        f"  round {round_no} {row.backend:<8} {row.scenario:<6} c={row.connections:<3} procs={row.processes}"
+        f"{' ' + row.variant if row.variant else ''} baseline {base.rps:>7.0f}/s "
         f"(p50 {base.p50_ms:.2f} p99 {base.p99_ms:.2f} ms)  platpay {mine.rps:>6.0f}/s (p50 {mine.p50_ms:.2f} "
         f"p99 {mine.p99_ms:.2f} ms, errors {mine.errors})  ratio {mine.rps / base.rps:.3f}  other load "
         f"{_fmt(mine.other_cores, '.2f')} cores",
@@ -1046,15 +1083,21 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
         base, mine = _median_round(row)
         ratio = mine.rps / base.rps if base.rps else float("nan")
         verdict = "" if row.backend != "postgres" else ("met" if ratio >= TARGET_RATIO else "MISSED")
+        variant = (
+            f"  variant {row.variant}: rounds {', '.join(f'{r.rps:.0f}' for r in row.platpay)}/s"
+            if row.variant
+            else ""
+        )
         print(
             f"{row.backend:<9}{row.scenario:<9}{row.connections:>5}{row.processes:>6} {base.rps:>10.0f} {base.p50_ms:>6.2f} "
             f"{base.p99_ms:>6.2f} {mine.rps:>9.0f} {mine.p50_ms:>7.2f} {mine.p99_ms:>7.2f} {ratio:>6.3f} "
             f"{_fmt(mine.server_cpu_us, '.0f'):>9} {_fmt(mine.db_cpu_us, '.0f'):>9} "
-            f"{_fmt(mine.other_cores, '.2f'):>6} {mine.errors:>6}  {verdict}"
+            f"{_fmt(mine.other_cores, '.2f'):>6} {mine.errors:>6}  {verdict}{variant}"
         )
         summary.append(
             {
                 "backend": row.backend,
+                "variant": row.variant,
                 "accounts": row.scenario,
                 "connections": row.connections,
                 "server_processes": row.processes,
@@ -1133,6 +1176,15 @@ def main() -> None:
         metavar="SECONDS",
         help="PostgreSQL: afterwards sample the server with py-spy for this long and split its CPU by phase",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE[,KEY=VALUE...]",
+        help="PostgreSQL: also serve the same database with these settings (a second server started beside "
+        "the first) and measure it in the same rounds, e.g. the connection policy off: "
+        "'no-timeouts:PLATPAY_DB_STATEMENT_TIMEOUT_SECONDS=0,PLATPAY_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=0'",
+    )
     parser.add_argument("--show-sql", action="store_true", help="print the pgbench scripts")
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (server logs)")
@@ -1144,6 +1196,10 @@ def main() -> None:
     if set(args.scenarios) - set(SCENARIOS) or set(backends) - {"postgres", "sqlite"}:
         sys.exit("unknown scenario or backend")
     extra_env = dict(item.split("=", 1) for item in args.server_env)
+    args.variants = {}
+    for spec in args.variant:
+        name, _, settings = spec.partition(":")
+        args.variants[name] = dict(item.split("=", 1) for item in settings.split(",") if item)
     set_child_niceness(args.nice)
     wrk = ensure_wrk()
     if "postgres" in backends:

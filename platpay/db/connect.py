@@ -42,6 +42,9 @@ class ConnectionPolicy:
     keepalive_idle: int = 10
     keepalive_interval: int = 3
     keepalive_count: int = 3
+    # How much longer than the server's statement_timeout the client waits for an answer: the server's own
+    # limit (a clean error, the connection kept) should come first; past it the connection is presumed dead.
+    client_grace: float = STATEMENT_TIMEOUT_MARGIN_SECONDS
 
     @classmethod
     def from_settings(cls, settings: Any) -> ConnectionPolicy:
@@ -75,7 +78,7 @@ class ConnectionPolicy:
     def command_timeout(self) -> float | None:
         if self.statement_timeout is None:
             return None
-        return self.statement_timeout + STATEMENT_TIMEOUT_MARGIN_SECONDS
+        return self.statement_timeout + self.client_grace
 
     def asyncpg_arguments(self) -> dict[str, Any]:
         """What asyncpg.connect takes besides the URL's own arguments (SQLAlchemy's connect_args)."""

@@ -51,6 +51,7 @@ from platpay.db.faults import (
     read_only_session,
     refuses_writes,
     sqlite_busy,
+    timed_out,
     unavailable_reason,
 )
 from platpay.db.lean import Lean, LeanTransaction, convert
@@ -176,6 +177,14 @@ def build_engine(
     @event.listens_for(engine.sync_engine, "connect")
     def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
         tune_socket(dbapi_connection.driver_connection, policy)
+
+    @event.listens_for(engine.sync_engine, "invalidate")
+    def _drop_dead(dbapi_connection: Any, _record: Any, exception: BaseException | None) -> None:
+        # A connection invalidated because it stopped answering (a statement past the client's timeout on a
+        # half-open connection) cannot be closed politely: SQLAlchemy's graceful close would wait 2 s more
+        # for a goodbye that never comes. Aborted here, its close returns at once.
+        if dbapi_connection is not None and exception is not None and connection_lost(exception):
+            dbapi_connection.driver_connection.terminate()
 
     @event.listens_for(engine.sync_engine, "checkout")
     def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
@@ -366,15 +375,18 @@ class Database:
                         try:
                             await transaction.start()
                         except Exception as error:
-                            if attempt == 1 and connection_lost(error, driver):
+                            if attempt == 1 and connection_lost(error, driver) and not timed_out(error):
                                 raise _BeginLost from error  # the pool discards it: BEGIN on another
                             raise
                         lean_tx = LeanTransaction(driver, self.engine.dialect)
                         try:
                             yield lean_tx
-                        except BaseException:
-                            if not driver.is_closed():
-                                with contextlib.suppress(Exception):  # a lost connection is discarded anyway
+                        except BaseException as error:
+                            # A lost connection is discarded by the pool, its transaction with it; one that
+                            # stopped answering (a statement past the command timeout) would make ROLLBACK
+                            # wait as long again for the cancelled statement's end.
+                            if not connection_lost(error, driver):
+                                with contextlib.suppress(Exception):
                                     await transaction.rollback()
                             raise
                         await transaction.commit()
@@ -507,13 +519,15 @@ class Database:
     async def _pg_fetch_first(self, sql: str, args: list[Any], results: tuple[Any, ...]) -> Any:
         """One statement on a lean-pool connection. A single autocommit read changes nothing, so one that
         failed because its connection was found dead (the server ended it just before: a restart, a
-        failover) is simply run again, once, on a new connection."""
+        failover) is simply run again, once, on a new connection; one that got no answer in time is not
+        (its connection is discarded, the caller answers 503)."""
         for attempt in (1, 2):
             try:
                 async with self._pg_lean_pool().connection() as driver:
                     row = await driver.fetchrow(sql, *args)  # a prepared statement cached by asyncpg
             except Exception as error:
-                if attempt == 2 or not connection_lost(error):
+                # (not after a timeout: the wait is spent, and another would double it)
+                if attempt == 2 or not connection_lost(error) or timed_out(error):
                     raise
                 continue
             return convert(row, results) if row is not None else None

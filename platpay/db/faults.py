@@ -111,6 +111,14 @@ def connection_lost(error: BaseException, driver_connection: Any = None) -> bool
     return False
 
 
+def timed_out(error: BaseException) -> bool:
+    """True when `error` is the client's own bound running out: a statement that got no answer within the
+    command timeout (platpay.db.connect), a connection attempt that did not complete. The wait is spent:
+    the operation is not tried again on another connection (which would double it), the caller answers
+    503 and its client retries."""
+    return any(isinstance(cause, TimeoutError) for cause in _causes(error))
+
+
 def refuses_writes(error: BaseException) -> bool:
     """True when `error` says the connection's database refuses writes: a read-only session (its default
     is fixed when it connects: only a new connection sees writes allowed again), a hot standby, SQLite on a

@@ -8,7 +8,13 @@ faults of a real network and a real database restart happen on demand:
 - `trap_commit(marker, forward=...)`: on the connection that has carried `marker` (say an idempotency key,
   which travels as a statement parameter), the next COMMIT is either dropped unsent together with the
   connection (it never committed), or delivered and the connection cut before its answer comes back (it
-  committed, and the client cannot know).
+  committed, and the client cannot know);
+- `silence(marker)` / `silence_all()`: an open connection stops forwarding, in one direction or both, from
+  the moment `marker` passes (say mid-transaction) or at once, while both its sockets stay open: what
+  either end sends is swallowed and neither learns that the other closed (a network that drops packets, not
+  one that refuses them: a half-open connection). The server's session lives on until its own timeouts end
+  it (`idle_in_transaction_session_timeout`, keepalives), as behind a real partition. New connections are
+  forwarded as usual (or blackholed, with `blackhole`).
 """
 
 from __future__ import annotations
@@ -25,12 +31,27 @@ class _Trap:
     sprung: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass
+class _Silence:
+    marker: bytes
+    up: bool  # swallow what the client sends after the marker
+    down: bool  # swallow what the server sends, from the marker's own answer on
+    fell: asyncio.Event = field(default_factory=asyncio.Event)
+    count: int = 0  # connections it silenced
+
+
 class _Link:
     def __init__(self, client: asyncio.StreamWriter) -> None:
         self.client = client
         self.upstream: asyncio.StreamWriter | None = None
         self.seen_marker = False
         self.cut_on_reply: _Trap | None = None
+        self.silent_up = False
+        self.silent_down = False
+
+    @property
+    def silent(self) -> bool:
+        return self.silent_up or self.silent_down
 
     def cut(self) -> None:
         for writer in (self.client, self.upstream):
@@ -47,6 +68,7 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._links: set[_Link] = set()
         self._trap: _Trap | None = None
+        self._silence: _Silence | None = None
 
     async def start(self) -> TcpProxy:
         """Listen (on the same port as before, after a stop)."""
@@ -67,6 +89,31 @@ class TcpProxy:
             link.cut()
         self._links.clear()
 
+    def silence(self, marker: str, *, direction: str = "both") -> _Silence:
+        """From now until `speak()`, every connection that carries `marker` goes silent right after it: the
+        chunk carrying it reaches the server (the statement runs), then `direction` ("up": what the client
+        sends, "down": what the server answers, from that statement's answer on, "both") is swallowed.
+        Returns the armed silence: its `fell` is set when a connection went silent, `count` says how many."""
+        self._silence = _Silence(
+            marker.encode(), up=direction in ("up", "both"), down=direction in ("down", "both")
+        )
+        return self._silence
+
+    def speak(self) -> None:
+        """Disarm `silence`: connections opened or used from now on are forwarded (silent ones stay so)."""
+        self._silence = None
+
+    def silence_all(self, *, direction: str = "both") -> int:
+        """Every connection open now goes silent at once (idle or busy); how many did."""
+        for link in self._links:
+            link.silent_up = link.silent_up or direction in ("up", "both")
+            link.silent_down = link.silent_down or direction in ("down", "both")
+        return len(self._links)
+
+    @property
+    def silent_links(self) -> int:
+        return sum(1 for link in self._links if link.silent)
+
     def trap_commit(self, marker: str, *, forward: bool) -> asyncio.Event:
         """Arm the trap for the next COMMIT on a connection that carried `marker`; set once it is sprung."""
         self._trap = _Trap(marker.encode(), forward)
@@ -84,13 +131,18 @@ class TcpProxy:
                 upstream_reader, link.upstream = await asyncio.open_connection(*self.target)
             except OSError:
                 return
-            pumps = {
-                asyncio.ensure_future(self._pump_up(reader, link)),
-                asyncio.ensure_future(self._pump_down(upstream_reader, link)),
-            }
+            up = asyncio.ensure_future(self._pump_up(reader, link))
+            down = asyncio.ensure_future(self._pump_down(upstream_reader, link))
+            pumps = {up, down}
             try:
-                # Either side closing closes the other, as the server's close reaches a direct client.
-                await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+                # Either side closing closes the other, as the server's close reaches a direct client; not
+                # across a silent direction: its packets are lost, a close as well (the other end never
+                # learns of it, as behind a network that drops packets).
+                pending = pumps
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    if (up in done and not link.silent_up) or (down in done and not link.silent_down):
+                        break
             finally:
                 for pump in pumps:
                     pump.cancel()
@@ -102,6 +154,13 @@ class TcpProxy:
     async def _pump_up(self, reader: asyncio.StreamReader, link: _Link) -> None:
         assert link.upstream is not None
         while chunk := await reader.read(65536):
+            if link.silent_up:
+                continue  # lost on the way
+            silence = self._silence
+            if silence is not None and silence.marker in chunk:
+                link.silent_up, link.silent_down = silence.up, silence.down
+                silence.count += 1
+                silence.fell.set()
             trap = self._trap
             if trap is not None:
                 link.seen_marker = link.seen_marker or trap.marker in chunk
@@ -117,6 +176,8 @@ class TcpProxy:
 
     async def _pump_down(self, reader: asyncio.StreamReader, link: _Link) -> None:
         while chunk := await reader.read(65536):
+            if link.silent_down:
+                continue  # lost on the way
             if link.cut_on_reply is not None:  # the server answered the COMMIT: it committed
                 link.cut_on_reply.sprung.set()
                 link.cut()
