@@ -261,7 +261,11 @@ def serve(
         os.environ["PLATPAY_PORT"] = str(settings.port)
         # --no-worker or PLATPAY_RUN_EMBEDDED_WORKER=false: neither may be lost on the way to the children.
         os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "true" if settings.run_embedded_worker else "false"
-        uvicorn.run("platpay.app:factory", factory=True, workers=workers, **common)
+        # Not uvicorn's own supervisor: its processes share one listening socket and split keep-alive
+        # connections unevenly; ours hands each connection to the process with the fewest (docs/operations.md).
+        from platpay import serving
+
+        serving.run("platpay.app:factory", factory=True, workers=workers, **common)
     else:
         from platpay.app import create_app, freeze_startup_objects
 

@@ -36,7 +36,7 @@ LAYERS = (
     ("sandbox",),
     ("mcp",),
     ("console",),
-    ("app", "cli", "__main__", "middleware", "domains", "testing", "migrations"),
+    ("app", "cli", "__main__", "middleware", "domains", "testing", "migrations", "serving"),
 )
 FOUNDATION = frozenset(LAYERS[0])
 TOP = frozenset(LAYERS[-1])

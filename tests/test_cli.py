@@ -26,7 +26,8 @@ def plain(output: str) -> str:
 
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
-    """Settings on a scratch SQLite file, uvicorn.run replaced by a recorder that stops the command."""
+    """Settings on a scratch SQLite file, uvicorn.run and platpay.serving.run (--workers N) replaced by a
+    recorder that stops the command."""
     import uvicorn
 
     settings = get_settings().model_copy(
@@ -51,6 +52,9 @@ def served(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, An
         raise ServerStarted
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
+    from platpay import serving
+
+    monkeypatch.setattr(serving, "run", fake_run)  # --workers N: the balanced supervisor
     return calls
 
 
@@ -87,7 +91,9 @@ class TestServeOptions:
             assert isinstance(result.exception, ServerStarted), result.output
         assert [call["port"] for call in served] == [1, 65535]
 
-    def test_several_workers_are_passed_to_uvicorn_with_one_metrics_directory(self, served, tmp_path):
+    def test_several_workers_are_passed_to_the_balanced_supervisor_with_one_metrics_directory(
+        self, served, tmp_path
+    ):
         stale = tmp_path / "var" / "metrics" / "counter_999999999.db"  # no such process
         stale.parent.mkdir(parents=True)
         stale.write_bytes(b"")

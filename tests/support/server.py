@@ -92,6 +92,23 @@ def serving_processes(server: ManagedProcess) -> list:
     return [child for child in server.children() if "spawn_main" in " ".join(child.cmdline())]
 
 
+def requests_by_process(metrics_dir: Path, route_suffix: str) -> dict[int, float]:
+    """HTTP requests each process has counted for routes ending in `route_suffix`, read from that
+    process's own metrics file (counter_<pid>.db, prometheus_client's multiprocess mode), which it
+    updates every 0.5 s."""
+    from prometheus_client.mmap_dict import MmapedDict
+
+    counts: dict[int, float] = {}
+    for path in metrics_dir.glob("counter_*.db"):
+        total = 0.0
+        for key, value, _timestamp, _position in MmapedDict.read_all_values_from_file(str(path)):
+            _name, sample, labels, _help = json.loads(key)
+            if sample == "platpay_http_requests_total" and labels.get("route", "").endswith(route_suffix):
+                total += value
+        counts[int(path.stem.rsplit("_", 1)[1])] = total
+    return counts
+
+
 def wait_until(condition: Callable[[], bool], *, timeout: float, message: Callable[[], str]) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
