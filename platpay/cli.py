@@ -210,6 +210,9 @@ def migrate() -> None:
     typer.echo(f"database at {migrations.head_revision()}")
 
 
+WORKER_HEALTHCHECK_SECONDS = 60
+
+
 @app.command()
 def serve(
     host: Annotated[str | None, typer.Option(help="interface to bind")] = None,
@@ -265,7 +268,16 @@ def serve(
         # connections unevenly; ours hands each connection to the process with the fewest (docs/operations.md).
         from platpay import serving
 
-        serving.run("platpay.app:factory", factory=True, workers=workers, **common)
+        # A process gets this long to answer the supervisor's health check before it is replaced: starting
+        # one (imports, the app's startup) can take tens of seconds on a loaded machine, and uvicorn's 5 s
+        # default then kills and restarts processes in a loop that never serves.
+        serving.run(
+            "platpay.app:factory",
+            factory=True,
+            workers=workers,
+            timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
+            **common,
+        )
     else:
         from platpay.app import create_app, freeze_startup_objects
 
