@@ -2,7 +2,8 @@
 
 Deliveries run in the job runner's `webhooks` lane, whose capacity settlement and every other state-
 changing job never share, with the endpoint as their concurrency key: at most
-`webhook_endpoint_max_in_flight` deliveries to one endpoint are in flight at once across every worker, and
+`webhook_endpoint_max_in_flight` deliveries to one endpoint are in flight at once across every worker (a
+manual redelivery has no key: sent at once, outside the count, see events/service.py), and
 claims go round-robin across endpoints, so one endpoint's backlog never holds up another's first attempt.
 
 While an endpoint answers, each delivery retries on its own schedule (`retry_delay`). After
