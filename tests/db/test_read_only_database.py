@@ -43,7 +43,7 @@ from platpay.jobs.runner import JobRunner
 from platpay.kit.idempotency import IdempotencyKeyRow
 from platpay.payments.models import TransactionRow
 from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable
-from tests.e2e.pg_cluster import PrivateCluster
+from tests.e2e.pg_cluster import PrivateCluster, new_cluster
 from tests.factories import FULL_PERSON, create_platform, customer, external_account, fund, internal_account
 from tests.support.ledger import assert_ledger_verifies
 from tests.support.pg import PgProbe
@@ -365,12 +365,7 @@ class TestSqliteDiskFull:
 @pytest.fixture(scope="module")
 def standby_pair() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
     """A private primary with a migrated database `platpay`, and its hot standby, both running."""
-    try:
-        primary = PrivateCluster()
-    except FileNotFoundError as missing:
-        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    primary = new_cluster()
     standby = None
     try:
         primary.start()

@@ -18,7 +18,10 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from tests.support.pg import PgProbe
 from tests.support.processes import free_port
@@ -156,3 +159,25 @@ class PrivateCluster:
             if self.running():
                 self._run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def new_cluster() -> PrivateCluster:
+    """A new private cluster (not started), or the test skipped when PostgreSQL's programs are missing
+    (failed instead where PostgreSQL is required: PLATPAY_TEST_REQUIRE_POSTGRES, as in CI)."""
+    try:
+        return PrivateCluster()
+    except FileNotFoundError as missing:
+        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
+            pytest.fail(str(missing))
+        pytest.skip(str(missing))
+
+
+@contextlib.contextmanager
+def running_cluster() -> Iterator[PrivateCluster]:
+    """A new private cluster, started, destroyed at the end."""
+    private = new_cluster()
+    try:
+        private.start()
+        yield private
+    finally:
+        private.destroy()

@@ -21,7 +21,6 @@ and a freshly started command write only to the new primary; the old one's rows 
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
@@ -35,7 +34,7 @@ import httpx
 import pytest
 
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.e2e.pg_cluster import PASSWORD, USER, PrivateCluster
+from tests.e2e.pg_cluster import PASSWORD, USER, PrivateCluster, new_cluster
 from tests.support.api_checks import api_client, assert_error
 from tests.support.money import (
     due_jobs,
@@ -172,12 +171,7 @@ def logged(process: ManagedProcess, event: str) -> list[dict]:
 @pytest.fixture
 def clusters() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
     """A running primary with the test's database and a synchronous streaming standby of it."""
-    try:
-        primary = PrivateCluster()
-    except FileNotFoundError as missing:
-        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
+    primary = new_cluster()
     standby: PrivateCluster | None = None
     try:
         primary.start()

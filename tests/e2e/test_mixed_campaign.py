@@ -32,7 +32,6 @@ time to the first success after it healed.
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import secrets
@@ -50,7 +49,7 @@ import pytest
 
 from platpay import BASE_PATH
 from platpay.kit.crypto.webhook_signing import verify_header
-from tests.e2e.pg_cluster import PrivateCluster
+from tests.e2e.pg_cluster import PrivateCluster, running_cluster
 from tests.factories import CARD_INELIGIBLE_SUFFIXES, FULL_PERSON, clabe_ending
 from tests.support.api_checks import api_client
 from tests.support.money import (
@@ -86,17 +85,8 @@ AGENT_PER_TRANSACTION, AGENT_DAILY, AGENT_THRESHOLD = 1_500, 10_000, 900  # the 
 
 @pytest.fixture
 def cluster() -> Iterator[PrivateCluster]:
-    try:
-        private = PrivateCluster()
-    except FileNotFoundError as missing:
-        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
-    try:
-        private.start()
+    with running_cluster() as private:
         yield private
-    finally:
-        private.destroy()
 
 
 # ---- the deployment and its chaos ---------------------------------------------------------------------

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import replica
 from platpay.db.database import Database
-from tests.e2e.pg_cluster import PrivateCluster, find_binary
+from tests.e2e.pg_cluster import PrivateCluster, find_binary, new_cluster
 from tests.factories import FULL_PERSON
 from tests.support.api_checks import api_client
 from tests.support.money import fund, money_env, open_holder, transfer_out_body, verify_ledger
@@ -45,7 +45,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def clusters() -> Iterator[tuple[PrivateCluster, PrivateCluster]]:
-    primary = PrivateCluster()
+    primary = new_cluster()
     standby: PrivateCluster | None = None
     try:
         primary.start()

@@ -10,7 +10,6 @@ The cluster is this module's own (`PrivateCluster`): the tests stop and start it
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import time
@@ -22,7 +21,7 @@ import pytest
 from alembic import command
 
 from platpay.db import migrate
-from tests.e2e.pg_cluster import PrivateCluster
+from tests.e2e.pg_cluster import PrivateCluster, running_cluster
 from tests.support.api_checks import api_client
 from tests.support.money import fund, money_env, open_holder, transfer_out_body, verify_ledger
 from tests.support.pg import PgProbe
@@ -37,17 +36,8 @@ NEVER_SECONDS = "600"  # a deadline no test waits out: a command that waited for
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PrivateCluster]:
-    try:
-        private = PrivateCluster()
-    except FileNotFoundError as missing:
-        if os.environ.get("PLATPAY_TEST_REQUIRE_POSTGRES"):
-            pytest.fail(str(missing))
-        pytest.skip(str(missing))
-    try:
-        private.start()
+    with running_cluster() as private:
         yield private
-    finally:
-        private.destroy()
 
 
 @pytest.fixture
