@@ -33,7 +33,6 @@ from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.payments.models import TransactionRow
-from tests.factories import customer, external_account, fund, internal_account
 from tests.support.cards import (
     active_card,
     approved_cardholder,
@@ -162,16 +161,6 @@ async def behind_proxy(settings: Any, db: Database, proxy: TcpProxy) -> AsyncIte
         yield apps
     finally:
         await apps.close()
-
-
-@pytest.fixture
-async def payer(client: httpx.AsyncClient, auth: tuple[str, str]) -> dict[str, str]:
-    """A funded USD account and a bank account to pay out to (set up on the direct connection)."""
-    person = await customer(client, auth)
-    account = await internal_account(client, auth, person["id"])
-    await fund(client, auth, account["id"], 1_000_000)
-    bank = await external_account(client, auth, person["id"])
-    return {"account": account["id"], "bank": bank["id"]}
 
 
 async def _transfer_out(api: httpx.AsyncClient, auth: Any, payer: dict[str, str], key: str) -> httpx.Response:

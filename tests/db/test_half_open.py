@@ -29,7 +29,6 @@ from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 import pytest
 from sqlalchemy import literal, select
 from sqlalchemy.engine import make_url
@@ -44,7 +43,6 @@ from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
 from platpay.payments.models import TransactionRow
 from tests.db.test_database_faults import _Apps, _transfer_out, assert_unavailable
-from tests.factories import customer, external_account, fund, internal_account
 from tests.support.tcp_proxy import TcpProxy
 
 T = TypeVar("T")
@@ -105,16 +103,6 @@ async def silent_apps(settings: Any, db: Database, proxy: TcpProxy) -> AsyncIter
         yield apps
     finally:
         await apps.close()
-
-
-@pytest.fixture
-async def payer(client: httpx.AsyncClient, auth: tuple[str, str]) -> dict[str, str]:
-    """A funded USD account and a bank account to pay out to (set up on the direct connection)."""
-    person = await customer(client, auth)
-    account = await internal_account(client, auth, person["id"])
-    await fund(client, auth, account["id"], 1_000_000)
-    bank = await external_account(client, auth, person["id"])
-    return {"account": account["id"], "bank": bank["id"]}
 
 
 async def _transactions(db: Database) -> list[TransactionRow]:

@@ -85,16 +85,6 @@ class TestRefusedWrites:
 # ---- helpers --------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def payer(client: httpx.AsyncClient, auth: tuple[str, str]) -> dict[str, str]:
-    """A funded USD account and a bank account to pay out to (set up while the database takes writes)."""
-    person = await customer(client, auth)
-    account = await internal_account(client, auth, person["id"])
-    await fund(client, auth, account["id"], 1_000_000)
-    bank = await external_account(client, auth, person["id"])
-    return {"account": account["id"], "bank": bank["id"]}
-
-
 def assert_refused(response: httpx.Response, reason: str) -> None:
     body = assert_unavailable(response)
     assert body["details"]["reason"] == reason, body
