@@ -37,7 +37,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from platpay.db.faults import connection_lost
+from platpay.db.faults import connection_lost, refuses_writes
 from platpay.metrics import DB_REPLICA_READS
 
 log = structlog.get_logger("platpay.db")
@@ -156,8 +156,11 @@ class ReplicaRouter:
 
     def failed(self, error: BaseException) -> None:
         """A read on the replica failed for want of the replica: leave it alone until the next retry."""
-        if not (connection_lost(error) or isinstance(error, OSError)):
-            return  # the statement failed there (a recovery conflict: 40001...): that read moves, the replica stays
+        if refuses_writes(error) or not (connection_lost(error) or isinstance(error, OSError)):
+            # The statement failed there (a recovery conflict: 40001...; something a standby never runs, 25006,
+            # whose connection the engine discards as any that met a refused write): that read moves, the
+            # replica stays.
+            return
         self._mark_down(error)
 
     # -- sampling ----------------------------------------------------------------------------------------
