@@ -213,3 +213,62 @@ def receiver() -> Iterator[WebhookReceiver]:
     r = WebhookReceiver().start()
     yield r
     r.stop()
+
+
+# ---- scheduling ------------------------------------------------------------------------------------------
+# `make test` hands whole files to the workers (`--dist loadfile --no-loadscope-reorder`), in the order the
+# items come in. A long file handed out last runs alone while the other worker has finished: xdist's own
+# reordering (most tests first) did exactly that to the end-to-end files, one long test each, and left
+# minutes of a two-worker run to one worker. So the files known to be long go first, longest first (test
+# time per file in a CI run, 2026-11-29: each took 25 s or more), and the rest keep pytest's order; a file
+# missing here or out of date costs only a less even finish, never a test.
+LONG_FILES = (
+    "tests/test_openapi_fuzz.py",
+    "tests/test_bad_input.py",
+    "tests/e2e/test_money_concurrency.py",
+    "tests/payments/test_incoming.py",
+    "tests/e2e/test_failover.py",
+    "tests/events/test_webhook_isolation.py",
+    "tests/cards/test_card_network.py",
+    "tests/e2e/test_startup_database_wait.py",
+    "tests/ledger/test_properties.py",
+    "tests/install/test_upgrades.py",
+    "tests/e2e/test_server.py",
+    "tests/agents/test_dry_run.py",
+    "tests/payments/test_transfers.py",
+    "tests/accounts/test_accounts_api.py",
+    "tests/install/test_wheel.py",
+    "tests/e2e/test_bulk_crash.py",
+    "tests/e2e/test_mcp_agent.py",
+    "tests/cards/test_card_controls.py",
+    "tests/payments/test_quote_lifecycle.py",
+    "tests/test_errors.py",
+    "tests/e2e/test_money_crash.py",
+    "tests/customers/test_customers.py",
+    "tests/payments/test_platform_fees.py",
+    "tests/e2e/test_mixed_campaign.py",
+    "tests/e2e/test_database_restart.py",
+    "tests/cards/test_properties.py",
+    "tests/onboarding/test_review_decision.py",
+    "tests/e2e/test_reference_client.py",
+    "tests/customers/test_reference_fields.py",
+    "tests/install/test_backup.py",
+    "tests/cards/test_card_money.py",
+    "tests/e2e/test_read_replica.py",
+    "tests/e2e/test_metrics_and_logs.py",
+    "tests/customers/test_bulk_import.py",
+    "tests/accounts/test_account_statuses.py",
+    "tests/e2e/test_card_life.py",
+    "tests/console/test_sandbox_browser.py",
+    "tests/e2e/test_generated_clients.py",
+    "tests/console/test_transactions.py",
+    "tests/payments/test_quotes.py",
+    "tests/wallets/test_credentials.py",
+    "tests/cards/test_cards_api.py",
+    "tests/console/test_customers.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: position for position, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(LONG_FILES)))
