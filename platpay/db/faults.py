@@ -195,6 +195,8 @@ def unavailable_reason(error: BaseException) -> str | None:
             return "the database is out of resources (connections, memory or disk)"
         if isinstance(cause, asyncpg.InterfaceError) and "closed" in str(cause):
             return "the connection to the database was lost"
+        if isinstance(cause, asyncpg.TargetServerAttributeNotMatched):  # a subclass of the next
+            return "no listed database server accepts writes (a failover in progress?)"
         if isinstance(cause, asyncpg.InternalClientError):
             return "the connection to the database broke"
         if isinstance(cause, sqlite3.OperationalError):

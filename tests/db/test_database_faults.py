@@ -124,6 +124,13 @@ class TestWhatCountsAsAnOutage:
     def test_not_outages(self, error: Exception) -> None:
         assert unavailable_reason(error) is None
 
+    def test_no_writable_server_among_the_listed_hosts_says_so(self) -> None:
+        """Between a primary's death and its standby's promotion, a multi-host URL finds no writable server."""
+        error = asyncpg.exceptions.TargetServerAttributeNotMatched("None of the hosts match")
+        assert (
+            unavailable_reason(error) == "no listed database server accepts writes (a failover in progress?)"
+        )
+
     def test_a_refusal_is_never_reclassified_by_what_it_was_raised_during(self) -> None:
         from platpay.errors import InvalidInput
 
