@@ -149,18 +149,6 @@ class TestWhatCountsAsAnOutage:
 
 
 @pytest.fixture
-async def proxy(backend: str, database_url: str) -> AsyncIterator[TcpProxy]:
-    if backend != "postgresql":
-        pytest.skip("network faults between platpay and PostgreSQL")
-    url = make_url(database_url)
-    started = await TcpProxy(url.host or "127.0.0.1", url.port or 5432).start()
-    try:
-        yield started
-    finally:
-        await started.stop()
-
-
-@pytest.fixture
 async def behind_proxy(settings: Any, db: Database, proxy: TcpProxy) -> AsyncIterator[_Apps]:
     url = make_url(settings.database_url).set(host="127.0.0.1", port=proxy.port)
     apps = _Apps(settings, Database(url.render_as_string(hide_password=False), pool_size=5, timeout=1.0))

@@ -79,18 +79,6 @@ async def within(limit: float, what: str, awaitable: Awaitable[T], proxy: TcpPro
     return task.result()
 
 
-@pytest.fixture
-async def proxy(backend: str, database_url: str) -> AsyncIterator[TcpProxy]:
-    if backend != "postgresql":
-        pytest.skip("network faults between platpay and PostgreSQL")
-    url = make_url(database_url)
-    started = await TcpProxy(url.host or "127.0.0.1", url.port or 5432).start()
-    try:
-        yield started
-    finally:
-        await started.stop()
-
-
 def _behind(settings: Any, proxy: TcpProxy, **options: Any) -> Database:
     url = make_url(settings.database_url).set(host="127.0.0.1", port=proxy.port)
     return Database(url.render_as_string(hide_password=False), **options)
