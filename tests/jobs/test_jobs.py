@@ -268,6 +268,7 @@ class TestLanes:
             chains.setdefault(token, []).append((job, token))
         for chain in chains.values():  # one after the other, under the chain's lease
             await runner.execute_chain(chain)
+        await runner.run_until_idle()  # the rest, in chains of `webhook_batch_size`
         for job_id in crowd + lone:
             assert (await _job(db, job_id)).state == "DONE"
 
