@@ -10,17 +10,22 @@ SQLite file), all on 127.0.0.1 in a temporary directory:
     serve` with its embedded job runner (SQLite has one writer: the deployment it supports);
   - N customers seeded through the API (funded USD accounts and external accounts), then the tenant's
     webhook endpoint pointed at the receiver (the seeding's own events are not delivered);
-  - wrk sends POST /transfer-out (a fresh Idempotency-Key each, a random customer) for `--duration` s at
-    `--connections`; meanwhile the settlement jobs run (the default lane) and every event (PENDING,
-    BALANCE_UPDATED, then COMPLETED ...) gets a delivery, sent by the runners' webhooks lane.
+  - each round: first `--prefill` s of POST /transfer-out through wrk (a fresh Idempotency-Key each, a
+    random customer) with no job runner (PostgreSQL: the workers stopped; SQLite: serve restarted without
+    its runner), so that a backlog of deliveries (and settlement steps) waits; then the runners on and the
+    same money load for `--duration` s: the runners deliver the backlog and every new event (PENDING,
+    BALANCE_UPDATED, then COMPLETED ... as settlement runs) while transfers run. Without that backlog the
+    runners would only ever deliver what the (loaded, slow) money path produced, and deliveries/s would
+    equal events/s whatever the runners could do.
 
 Printed per round: transfers/s; events produced/s (delivery rows created per second of load); deliveries/s
-during the load (POSTs the receiver got); their ratio (the target: >= 1.2); the backlog (PENDING
-deliveries) at the end of the load and its trend (least-squares slope over samples every 2 s: > 0 grows
-without bound); then a drain phase of at most `--drain` s with no money load (deliveries/s alone and how
-long the backlog took to empty). CPU per delivery of the job runners (PostgreSQL: the worker processes;
-SQLite: the serve process, which also served the transfers: per delivery + transfer there) and of
-PostgreSQL, and the machine's other load in cores during the round (other helpers' tests).
+(POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with a backlog
+still waiting (the runners' capacity while transfers run, never starved); the ratio capacity / events (the
+target: >= 1.2); the backlog (PENDING deliveries) at the start and the end of the load and its trend
+(least-squares slope, per s: > 0 grows without bound); then a drain of at most `--drain` s with no money load
+(deliveries/s alone, time to empty). CPU per delivery of the job runners (PostgreSQL: the worker processes,
+settlement steps included; SQLite: the serve process, which also served the transfers) and of PostgreSQL,
+and the machine's other load in cores (other people's work) during the load.
 
 Before/after: run the same command with PYTHONPATH=/tmp/pp-<commit> (an extracted tree) for the old code,
 rounds interleaved by the caller.
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import secrets
 import shutil
@@ -66,7 +72,7 @@ from _support import (
     wait_http,
     wait_until_quiet,
 )
-from http_config import Target, ensure_wrk, parse_wrk, run_wrk, start_platpay
+from http_config import ensure_wrk, parse_wrk, run_wrk, start_platpay
 from transfer_out import BASE_PATH, seed, write_wrk_lua
 
 COUNTS = "SELECT count(*), count(*) FILTER (WHERE status = 'PENDING') FROM webhook_deliveries"
@@ -125,53 +131,135 @@ def wait_drained(counter: Counter, limit: float) -> None:
         time.sleep(1.0)
 
 
+class Deployment:
+    """The server and its job runners; the runners switched off while a backlog is built (PostgreSQL: the
+    `platpay worker` processes stopped; SQLite: `serve` restarted without its embedded runner)."""
+
+    def __init__(self, name: str, url: str, args: argparse.Namespace, workdir: Path) -> None:
+        self.name, self.url, self.args, self.workdir = name, url, args, workdir
+        self.postgres = name == "postgres"
+        self.extra = {"PLATPAY_LOG_LEVEL": "WARNING"}
+        self.workers: list[subprocess.Popen[Any]] = []
+        self.delivering = False
+        self.target = start_platpay(
+            name, url, workdir, {**self.extra, "PLATPAY_RUN_EMBEDDED_WORKER": "false"}
+        )
+
+    def runners(self, on: bool) -> None:
+        if on == self.delivering:
+            return
+        self.delivering = on
+        if self.postgres:
+            if not on:
+                for process in self.workers:
+                    stop(process)
+                self.workers = []
+                return
+            env = bench_env(
+                PLATPAY_DATABASE_URL=self.url,
+                PLATPAY_VAR_DIR=str(self.workdir / self.name / "var"),
+                **self.extra,
+            )
+            for index in range(self.args.workers):
+                log = (self.workdir / self.name / f"worker{index}.log").open("ab")
+                self.workers.append(
+                    subprocess.Popen(
+                        [str(BIN / "platpay"), "worker"],
+                        cwd=self.workdir / self.name,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        preexec_fn=child_setup,
+                    )
+                )
+            return
+        stop(self.target.proc)
+        self.target = start_platpay(
+            self.name,
+            self.url,
+            self.workdir,
+            {**self.extra, "PLATPAY_RUN_EMBEDDED_WORKER": "true" if on else "false"},
+            credentials=self.target.credentials,
+        )
+
+    @property
+    def runner_pids(self) -> list[int]:
+        return [process.pid for process in self.workers] if self.postgres else [self.target.proc.pid]
+
+    def close(self) -> None:
+        for process in self.workers:
+            stop(process)
+        stop(self.target.proc)
+
+
 def one_round(
     args: argparse.Namespace,
     wrk: str,
-    target: Target,
-    runners: list[int],
+    deployment: Deployment,
     counter: Counter,
     receiver_port: int,
     senders: list[Any],
     workdir: Path,
-    postgres: bool,
 ) -> dict[str, Any]:
-    wait_drained(counter, args.drain)  # a round starts with no backlog
+    postgres = deployment.postgres
+
+    def load(seconds: float) -> Any:
+        target = deployment.target
+        assert target.credentials is not None
+        lua = workdir / f"transfer_out_{secrets.token_hex(4)}.lua"
+        write_wrk_lua(lua, target.credentials, senders, f"wh{secrets.token_hex(6)}")
+        url = f"http://127.0.0.1:{target.port}{BASE_PATH}/transfer-out"
+        return parse_wrk(run_wrk(wrk, url, lua, connections=args.connections, threads=1, seconds=seconds))
+
+    # 1. a backlog: the money path with no runner (its deliveries and settlement steps queue up)
+    deployment.runners(False)
+    load(args.prefill)
+    _, backlog0 = counter.read()
+    # 2. the runners on, and the money load again: deliveries/s while transfers run and a backlog is waiting
+    deployment.runners(True)
     if args.wait_quiet > 0:
         wait_until_quiet(
-            args.wait_quiet, threshold_cores=args.quiet_threshold, ours=[target.proc.pid, *runners]
+            args.wait_quiet,
+            threshold_cores=args.quiet_threshold,
+            ours=[deployment.target.proc.pid, *deployment.runner_pids],
         )
-    assert target.credentials is not None
-    lua = workdir / f"transfer_out_{secrets.token_hex(4)}.lua"
-    write_wrk_lua(lua, target.credentials, senders, f"wh{secrets.token_hex(6)}")
-    url = f"http://127.0.0.1:{target.port}{BASE_PATH}/transfer-out"
 
     def cpu(pids: list[int]) -> float:
         return sum(tree_cpu_seconds(pid) or 0.0 for pid in pids)
 
-    created0, _ = counter.read()
+    serve_pid = deployment.target.proc.pid
+    created0, pending0 = counter.read()
     got0 = received(receiver_port)
-    serve0, run0, pg0 = cpu([target.proc.pid]), cpu(runners), pg_cpu_seconds() if postgres else None
+    serve0, run0 = cpu([serve_pid]), cpu(deployment.runner_pids if postgres else [])
+    pg0 = pg_cpu_seconds() if postgres else None
     busy0 = system_busy_seconds()
-    samples: list[tuple[float, float]] = []
+    samples: list[tuple[float, int, int]] = [(0.0, got0, pending0)]  # (t, received, pending)
     stop_sampling = threading.Event()
     started = time.monotonic()
 
     def sample() -> None:
         while not stop_sampling.wait(2.0):
-            samples.append((time.monotonic() - started, float(counter.read()[1])))
+            got = received(receiver_port)
+            samples.append((time.monotonic() - started, got, counter.read()[1]))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    result = parse_wrk(run_wrk(wrk, url, lua, connections=args.connections, threads=1, seconds=args.duration))
+    result = load(args.duration)
     loaded = time.monotonic() - started
-    created1, pending1 = counter.read()
-    got1 = received(receiver_port)
-    serve1, run1, pg1 = cpu([target.proc.pid]), cpu(runners), pg_cpu_seconds() if postgres else None
-    busy1 = system_busy_seconds()
     stop_sampling.set()
     sampler.join()
-    # drain: no money load
+    created1, pending1 = counter.read()
+    got1 = received(receiver_port)
+    serve1, run1 = cpu([serve_pid]), cpu(deployment.runner_pids if postgres else [])
+    pg1 = pg_cpu_seconds() if postgres else None
+    busy1 = system_busy_seconds()
+    # deliveries/s over the sampling intervals that ended with a backlog still waiting (never starved)
+    busy_t = busy_n = 0.0
+    for (t_a, got_a, _), (t_b, got_b, pending_b) in itertools.pairwise(samples):
+        if pending_b > 0:
+            busy_t += t_b - t_a
+            busy_n += got_b - got_a
+    # 3. drain, no money load
     drain_started = time.monotonic()
     pending = pending1
     while pending and time.monotonic() - drain_started < args.drain:
@@ -185,20 +273,24 @@ def one_round(
     other = None
     if busy0 and busy1:
         other = max(0.0, (busy1[0] - busy0[0]) - own) / (busy1[1] - busy0[1])
-    runner_cpu = (run1 - run0) if runners else (serve1 - serve0)
+    runner_cpu = (run1 - run0) if postgres else (serve1 - serve0)
+    capacity = busy_n / busy_t if busy_t > 0 else None
     return {
         "transfers_s": result.rps,
         "errors": result.non_2xx + sum(result.socket_errors.values()),
+        "backlog_start": backlog0,
         "events_s": events / loaded,
         "deliveries_s": deliveries / loaded,
-        "ratio": (deliveries / events) if events else None,
+        "capacity_s": capacity,
+        "busy_share": busy_t / loaded,
+        "ratio": capacity / (events / loaded) if capacity and events else None,
         "backlog_end": pending1,
-        "trend_s": slope(samples),
+        "trend_s": slope([(t, float(p)) for t, _, p in samples]),
         "drain_s": (got2 - got1) / drained_in if drained_in > 0 and got2 > got1 else None,
         "drained_in": drained_in if pending == 0 else None,
         "left": pending,
         "runner_cpu_us": runner_cpu * 1e6 / deliveries if deliveries else None,
-        "serve_cpu_us": (serve1 - serve0) * 1e6 / max(1, deliveries) if runners else None,
+        "serve_cpu_us": (serve1 - serve0) * 1e6 / max(1, deliveries) if postgres else None,
         "pg_cpu_us": ((pg1 - pg0) * 1e6 / deliveries)
         if postgres and deliveries and pg0 is not None and pg1 is not None
         else None,
@@ -212,15 +304,16 @@ def show(name: str, round_no: int, row: dict[str, Any]) -> None:
 
     print(
         f"  {name} round {round_no}: transfers {row['transfers_s']:.0f}/s ({row['errors']} errors), "
-        f"events {row['events_s']:.0f}/s, deliveries {row['deliveries_s']:.0f}/s, "
-        f"ratio {f(row['ratio'], '.2f')}; backlog at end {row['backlog_end']} "
-        f"(trend {row['trend_s']:+.0f}/s); drain alone {f(row['drain_s'], '.0f')}/s, "
+        f"events {row['events_s']:.0f}/s; deliveries {row['deliveries_s']:.0f}/s, "
+        f"{f(row['capacity_s'], '.0f')}/s while a backlog waited ({row['busy_share']:.0%} of the load; "
+        f"backlog {row['backlog_start']} at the start); ratio {f(row['ratio'], '.2f')}; backlog at the end "
+        f"{row['backlog_end']} (trend {row['trend_s']:+.1f}/s); then alone {f(row['drain_s'], '.0f')}/s, "
         f"emptied in {f(row['drained_in'], '.0f')} s (left {row['left']}); "
         f"runner CPU {f(row['runner_cpu_us'], '.0f')} us/delivery"
         + (
-            f", serve {f(row['serve_cpu_us'], '.0f')}, postgres {f(row['pg_cpu_us'], '.0f')}"
+            f" (serve {f(row['serve_cpu_us'], '.0f')}, postgres {f(row['pg_cpu_us'], '.0f')})"
             if row["serve_cpu_us"] is not None
-            else ""
+            else " (serve: transfers included)"
         )
         + f"; other load {f(row['other_cores'], '.2f')} cores",
         flush=True,
@@ -230,46 +323,21 @@ def show(name: str, round_no: int, row: dict[str, Any]) -> None:
 def run_backend(
     name: str, url: str, args: argparse.Namespace, wrk: str, workdir: Path
 ) -> list[dict[str, Any]]:
-    postgres = name == "postgres"
     receiver_port = free_port()
     receiver = subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "receiver.py"), "--port", str(receiver_port)],
         preexec_fn=child_setup,
     )
-    processes: list[subprocess.Popen[Any]] = []
-    target: Target | None = None
+    deployment: Deployment | None = None
     rows: list[dict[str, Any]] = []
     try:
         wait_http(f"http://127.0.0.1:{receiver_port}/count", proc=receiver)
-        extra = {"PLATPAY_LOG_LEVEL": "WARNING"}
-        if postgres:
-            extra["PLATPAY_RUN_EMBEDDED_WORKER"] = "false"
-        target = start_platpay(name, url, workdir, extra)
-        for index in range(args.workers if postgres else 0):
-            log = (workdir / name / f"worker{index}.log").open("wb")
-            env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=str(workdir / name / "var"), **extra)
-            processes.append(
-                subprocess.Popen(
-                    [str(BIN / "platpay"), "worker"],
-                    cwd=workdir / name,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=child_setup,
-                )
-            )
-        print(
-            f"{name}: serve pid {target.proc.pid}"
-            + (
-                f", {len(processes)} workers {[p.pid for p in processes]}"
-                if processes
-                else " (embedded runner)"
-            ),
-            flush=True,
-        )
-        pairs = seed(target, args.customers)
+        deployment = Deployment(name, url, args, workdir)
+        print(f"{name}: serve pid {deployment.target.proc.pid}", flush=True)
+        pairs = seed(deployment.target, args.customers)
         import httpx
 
+        target = deployment.target
         with httpx.Client(
             base_url=f"http://127.0.0.1:{target.port}{BASE_PATH}", auth=target.credentials, trust_env=False
         ) as api:
@@ -278,25 +346,15 @@ def run_backend(
             )
             assert response.status_code == 200, response.text
         counter = Counter(url)
+        deployment.runners(True)
+        wait_drained(counter, args.drain)
         for round_no in range(1, args.rounds + 1):
-            row = one_round(
-                args,
-                wrk,
-                target,
-                [p.pid for p in processes],
-                counter,
-                receiver_port,
-                pairs[:-1],
-                workdir,
-                postgres,
-            )
+            row = one_round(args, wrk, deployment, counter, receiver_port, pairs[:-1], workdir)
             rows.append(row)
             show(name, round_no, row)
     finally:
-        for process in processes:
-            stop(process)
-        if target is not None:
-            stop(target.proc)
+        if deployment is not None:
+            deployment.close()
         stop(receiver)
     return rows
 
@@ -313,7 +371,7 @@ def summary(name: str, rows: list[dict[str, Any]]) -> None:
 
     print(
         f"{name}: median [min-max] of {len(rows)}: events/s {spread('events_s', '.0f')}, "
-        f"deliveries/s {spread('deliveries_s', '.0f')}, ratio {spread('ratio', '.2f')}, "
+        f"deliveries/s {spread('deliveries_s', '.0f')}, while backlogged {spread('capacity_s', '.0f')}, ratio {spread('ratio', '.2f')}, "
         f"backlog trend {spread('trend_s', '+.0f')}/s, runner CPU/delivery {spread('runner_cpu_us', '.0f')} us, "
         f"other load {spread('other_cores', '.2f')} cores",
         flush=True,
@@ -330,6 +388,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="`platpay worker` processes (PostgreSQL)")
     parser.add_argument("--customers", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--prefill", type=float, default=20.0, help="seconds of money load with no runner first (the backlog)"
+    )
     parser.add_argument("--drain", type=float, default=60.0, help="longest wait for the backlog to empty")
     parser.add_argument(
         "--wait-quiet", type=float, default=0.0, help="wait up to this long for a quiet machine"

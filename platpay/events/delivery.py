@@ -361,6 +361,7 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
         return  # the SSRF guard, one by one
     sent: list[tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime]] = []
     settled: list[JobContext] = []  # superseded by a redelivery, or settled: nothing to send
+    failed: tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime] | None = None
     rest: list[JobContext] = []
     for index, ctx in enumerate(contexts):
         pair = found.get(ctx.payload["deliveryId"])
@@ -374,35 +375,43 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
         )
         result = await _sign_and_post(key, url, body, ctx.settings)
         if not result.ok:
-            await _record_one(ctx, delivery_id=delivery.id, event=event, result=result, at=at)
-            rest = [later for later in contexts[index + 1 :]]
+            failed = (ctx, delivery, event, result, at)
+            rest = contexts[index + 1 :]
             break
         sent.append((ctx, delivery, event, result, at))
-    async with first.db.transaction() as session:
-        together = [ctx for ctx, *_ in sent] + settled
-        finished = await finish_together(session, together) if together else set()
-        locked = await repository.lock_deliveries(
-            session, delivery_ids=[delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
-        )
-        for ctx, delivery, event, result, at in sent:
-            row = locked.get(delivery.id)
-            if row is None or row.job_id != ctx.job_id or row.status != DeliveryStatus.PENDING:
-                continue  # its job's lease was lost, or it was redelivered meanwhile
-            await record_attempt(
-                session,
-                delivery=row,
-                event=event,
-                result=result,
-                at=at,
-                settings=ctx.settings,
-                tenant_clock=ctx.clock,
+    together = [ctx for ctx, *_ in sent] + settled
+    if together:
+        async with first.db.transaction() as session:
+            finished = await finish_together(session, together)
+            locked = await repository.lock_deliveries(
+                session, delivery_ids=[delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
             )
-        if locked:
-            await breaker.record_success(session, tenant_id=tenant_id, url=url)
-        for ctx in rest:  # not sent: back to the queue, no attempt spent
-            await ctx.reschedule_in(session, reason="not sent: an earlier delivery to its endpoint failed")
-    for ctx in together:
-        ctx.mark_finished()
+            for ctx, delivery, event, result, at in sent:
+                row = locked.get(delivery.id)
+                if row is None or row.job_id != ctx.job_id or row.status != DeliveryStatus.PENDING:
+                    continue  # its job's lease was lost, or it was redelivered meanwhile
+                await record_attempt(
+                    session,
+                    delivery=row,
+                    event=event,
+                    result=result,
+                    at=at,
+                    settings=ctx.settings,
+                    tenant_clock=ctx.clock,
+                )
+            if locked:  # one breaker update for the chain's successes
+                await breaker.record_success(session, tenant_id=tenant_id, url=url)
+        for ctx in together:
+            ctx.mark_finished()
+    if failed is not None:  # after the successes that came before it: the breaker counts it last
+        ctx, delivery, event, result, at = failed
+        await _record_one(ctx, delivery_id=delivery.id, event=event, result=result, at=at)
+    if rest:
+        async with first.db.transaction() as session:
+            for ctx in rest:  # not sent: back to the queue, no attempt spent
+                await ctx.reschedule_in(
+                    session, reason="not sent: an earlier delivery to its endpoint failed"
+                )
 
 
 def _hold(ctx: JobContext, delivery: WebhookDeliveryRow, faults: WebhookSandboxFaultsRow) -> None:
