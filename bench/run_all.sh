@@ -14,6 +14,10 @@ echo "== job runner: no-op jobs/s and webhook deliveries/s, SQLite and PostgreSQ
 # shellcheck disable=SC2086
 "$PY" bench/jobs_throughput.py ${JOBS_ARGS:-}
 echo
+echo "== webhook deliveries/s while transfers run (a backlog waiting), next to the events produced"
+# shellcheck disable=SC2086
+"$PY" bench/webhook_throughput.py ${HOOK_ARGS:-}
+echo
 echo "== bulk customer import (10k and 100k rows) and POST /customers, SQLite and PostgreSQL"
 # shellcheck disable=SC2086
 "$PY" bench/bulk_import.py ${BULK_ARGS:-}

@@ -80,32 +80,49 @@ COUNTS_SQLITE = "SELECT count(*), coalesce(sum(status = 'PENDING'), 0) FROM webh
 
 
 class Counter:
-    """Delivery rows created so far and how many are PENDING, read straight from the database."""
+    """Delivery rows created so far and how many are PENDING, read straight from the database (PostgreSQL:
+    over one connection kept open, so a machine short of connections does not stop the sampling)."""
 
     def __init__(self, database_url: str) -> None:
         self.url = database_url
         self.sqlite = database_url.startswith("sqlite")
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.conn: Any = None
 
     def read(self) -> tuple[int, int]:
-        if self.sqlite:
-            path = self.url.split("///", 1)[1]
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-            try:
-                total, pending = conn.execute(COUNTS_SQLITE).fetchone()
-            finally:
-                conn.close()
-            return int(total), int(pending)
-        return asyncio.run(self._pg())
+        with self.lock:
+            if self.sqlite:
+                path = self.url.split("///", 1)[1]
+                conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+                try:
+                    total, pending = conn.execute(COUNTS_SQLITE).fetchone()
+                finally:
+                    conn.close()
+                return int(total), int(pending)
+            import asyncpg
 
-    async def _pg(self) -> tuple[int, int]:
-        import asyncpg
+            if self.loop is None:
+                self.loop = asyncio.new_event_loop()
+            for attempt in range(30):
+                try:
+                    if self.conn is None:
+                        dsn = self.url.replace("postgresql+asyncpg://", "postgresql://")
+                        self.conn = self.loop.run_until_complete(asyncpg.connect(dsn, timeout=10))
+                    row = self.loop.run_until_complete(self.conn.fetchrow(COUNTS))
+                    return int(row[0]), int(row[1])
+                except (OSError, asyncpg.PostgresError):
+                    self.conn = None
+                    if attempt == 29:
+                        raise
+                    time.sleep(1.0)
+            raise AssertionError("unreachable")
 
-        conn = await asyncpg.connect(self.url.replace("postgresql+asyncpg://", "postgresql://"), timeout=10)
-        try:
-            row = await conn.fetchrow(COUNTS)
-        finally:
-            await conn.close()
-        return int(row[0]), int(row[1])
+    def close(self) -> None:
+        if self.loop is not None:
+            if self.conn is not None:
+                self.loop.run_until_complete(self.conn.close())
+            self.loop.close()
 
 
 def received(port: int) -> int:
@@ -138,7 +155,8 @@ class Deployment:
     def __init__(self, name: str, url: str, args: argparse.Namespace, workdir: Path) -> None:
         self.name, self.url, self.args, self.workdir = name, url, args, workdir
         self.postgres = name == "postgres"
-        self.extra = {"PLATPAY_LOG_LEVEL": "WARNING"}
+        # a small pool per process: PostgreSQL's max_connections is shared with other people's work
+        self.extra = {"PLATPAY_LOG_LEVEL": "WARNING", "PLATPAY_DB_POOL_SIZE": str(args.pool_size)}
         self.workers: list[subprocess.Popen[Any]] = []
         self.delivering = False
         self.target = start_platpay(
@@ -217,6 +235,9 @@ def one_round(
     _, backlog0 = counter.read()
     # 2. the runners on, and the money load again: deliveries/s while transfers run and a backlog is waiting
     deployment.runners(True)
+    before, deadline = received(receiver_port), time.monotonic() + 90
+    while received(receiver_port) == before and time.monotonic() < deadline:
+        time.sleep(0.5)  # the runners are up (a worker process takes seconds to start on a loaded machine)
     if args.wait_quiet > 0:
         wait_until_quiet(
             args.wait_quiet,
@@ -330,6 +351,7 @@ def run_backend(
     )
     deployment: Deployment | None = None
     rows: list[dict[str, Any]] = []
+    closing: list[Counter] = []
     try:
         wait_http(f"http://127.0.0.1:{receiver_port}/count", proc=receiver)
         deployment = Deployment(name, url, args, workdir)
@@ -346,6 +368,7 @@ def run_backend(
             )
             assert response.status_code == 200, response.text
         counter = Counter(url)
+        closing.append(counter)
         deployment.runners(True)
         wait_drained(counter, args.drain)
         for round_no in range(1, args.rounds + 1):
@@ -353,6 +376,8 @@ def run_backend(
             rows.append(row)
             show(name, round_no, row)
     finally:
+        for counter in closing:
+            counter.close()
         if deployment is not None:
             deployment.close()
         stop(receiver)
@@ -396,6 +421,7 @@ def main() -> None:
         "--wait-quiet", type=float, default=0.0, help="wait up to this long for a quiet machine"
     )
     parser.add_argument("--quiet-threshold", type=float, default=0.3)
+    parser.add_argument("--pool-size", type=int, default=8, help="PLATPAY_DB_POOL_SIZE of every process")
     parser.add_argument("--pg-admin-url", default=DEFAULT_PG_ADMIN)
     args = parser.parse_args()
     wrk = ensure_wrk()
