@@ -19,21 +19,28 @@ warm-up, with wrk (one thread, 64 connections). Server CPU counts the server's w
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import http_config
-from _support import BIN, ROOT, bench_env, child_setup, free_port, machine_summary, stop, wait_http
-from _support import tree_cpu_seconds
+from _support import (
+    BIN,
+    ROOT,
+    bench_env,
+    child_setup,
+    free_port,
+    machine_summary,
+    stop,
+    tree_cpu_seconds,
+    wait_http,
+)
 
 NAMES = ("bare/uvicorn", "bare/granian", "platpay/uvicorn", "platpay/granian")
 
