@@ -48,6 +48,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -203,6 +204,9 @@ class Figures:
     connections: dict[str, int]
     rows_by_table: dict[str, float] = field(default_factory=dict)
     top_sql: list[tuple[str, float, float]] = field(default_factory=list)
+    # round trips per operation by how a database distributed by tenant_id would route them (classify())
+    routing: dict[str, float] = field(default_factory=dict)
+    fan_out_sql: list[tuple[str, float]] = field(default_factory=list)
     note: str = ""
 
 
@@ -214,6 +218,7 @@ class Meter:
         self.others = others  # receiver: counted as ours in the other-load figure
         self.idle: dict[str, float] = {}
         self.max_connections: dict[str, int] = dict.fromkeys(ROLES, 0)
+        self.fan_out: dict[str, int] = {}  # statement -> calls, over the whole run
 
     async def _db(
         self, conn: Any, *, tables: bool
@@ -299,6 +304,27 @@ class Meter:
             "st_worker": (after.statements.get("worker", 0) - before.statements.get("worker", 0)) / span,
             "wal": (after.wal["wal_bytes"] - before.wal["wal_bytes"]) / span,
         }
+
+    async def routing(self, ops: int) -> dict[str, float]:
+        """The operation's top-level statements (API and worker) by classify(), calls per operation."""
+        conn = await _connect(self.cluster.dsn())
+        try:
+            rows = await conn.fetch(
+                "SELECT s.query, sum(s.calls)::bigint AS calls FROM pg_stat_statements s "
+                "JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid "
+                "WHERE d.datname = $1 AND s.toplevel AND r.rolname = ANY($2::text[]) GROUP BY s.query",
+                DATABASE,
+                list(ROLES),
+            )
+        finally:
+            await conn.close()
+        counts: dict[str, float] = {}
+        for row in rows:
+            kind = classify(row["query"])
+            counts[kind] = counts.get(kind, 0.0) + row["calls"] / ops
+            if kind == FAN_OUT:
+                self.fan_out[row["query"]] = self.fan_out.get(row["query"], 0) + row["calls"]
+        return counts
 
     async def top_sql(self, ops: int) -> list[tuple[str, float, float]]:
         conn = await _connect(self.cluster.dsn())
@@ -398,6 +424,91 @@ async def drain(dsn: str, *, timeout: float = 120.0) -> None:
             raise RuntimeError(f"jobs still due after {timeout:.0f} s")
         quiet = quiet + 1 if await _due_jobs(dsn) == 0 else 0
         await asyncio.sleep(0.3)
+
+
+# ---- distribution by tenant_id: statements and schema ------------------------------------------------
+
+# Tables without tenant_id: small, read on every request, written rarely (reference tables, copied to every
+# node of a distributed PostgreSQL) or process-local state (rate limits).
+GLOBAL_TABLES = {"tenants", "platforms", "rate_limit_counters", "alembic_version"}
+UTILITY, GLOBAL, ROUTED, FAN_OUT = "utility", "global", "routed", "fan-out"
+_TABLE = re.compile(r'\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:ONLY\s+)?"?(?:public"?\."?)?([a-z_]+)"?', re.I)
+_TENANT_FILTER = re.compile(r"\btenant_id\s*(?:=|IN\b|=\s*ANY)", re.I)
+
+
+def classify(query: str) -> str:
+    """How a PostgreSQL distributed by tenant_id (every tenant table distributed by it, the global tables
+    reference tables) would run one statement: `utility` (BEGIN, COMMIT, SET: no table), `global` (only
+    reference tables), `routed` (to one tenant's node: an INSERT carries tenant_id's value, any other
+    statement filters on tenant_id), `fan-out` (to every node: a tenant table read or changed by another key;
+    and FOR UPDATE across nodes is refused). Read from the statement's text: a heuristic, it errs towards
+    `routed` (a tenant_id = … anywhere counts)."""
+    text = query.strip()
+    tables = {name.lower() for name in _TABLE.findall(text)} - {"select"}
+    if not tables:
+        return UTILITY
+    if tables <= GLOBAL_TABLES:
+        return GLOBAL
+    if text[:6].upper() == "INSERT":
+        return ROUTED if re.search(r"\btenant_id\b", text, re.I) else FAN_OUT
+    return ROUTED if _TENANT_FILTER.search(text) else FAN_OUT
+
+
+async def schema_audit(dsn: str) -> list[str]:
+    """What the migrated schema's catalog says about distributing it by tenant_id (Citus' rules: a
+    distributed table's primary key and unique constraints include the distribution column; a foreign key
+    between two distributed tables includes it on both sides; the column is never NULL)."""
+    conn = await _connect(dsn)
+    try:
+        tables = [
+            r["relname"]
+            for r in await conn.fetch(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY 1"
+            )
+        ]
+        columns = {
+            (r["table_name"], r["column_name"]): r["is_nullable"] == "YES"
+            for r in await conn.fetch(
+                "SELECT table_name, column_name, is_nullable FROM information_schema.columns "
+                "WHERE table_schema = 'public' AND column_name = 'tenant_id'"
+            )
+        }
+        keys = await conn.fetch(
+            "SELECT i.indrelid::regclass::text AS tab, ic.relname AS name, i.indisprimary AS pk, "
+            "array(SELECT a.attname FROM unnest(i.indkey) k JOIN pg_attribute a "
+            "ON a.attrelid = i.indrelid AND a.attnum = k) AS cols "
+            "FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_namespace n "
+            "ON n.oid = ic.relnamespace WHERE n.nspname = 'public' AND i.indisunique ORDER BY 1, 2"
+        )
+        fks = await conn.fetch(
+            "SELECT c.conrelid::regclass::text AS tab, c.confrelid::regclass::text AS ref, c.conname AS name, "
+            "array(SELECT a.attname FROM unnest(c.conkey) k JOIN pg_attribute a "
+            "ON a.attrelid = c.conrelid AND a.attnum = k) AS cols "
+            "FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace "
+            "WHERE n.nspname = 'public' AND c.contype = 'f' ORDER BY 1, 3"
+        )
+        sequences = await conn.fetchval("SELECT count(*) FROM pg_sequences WHERE schemaname = 'public'")
+        triggers = await conn.fetchval("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal")
+    finally:
+        await conn.close()
+    lines = [
+        f"{len(tables)} tables; without tenant_id: {', '.join(t for t in tables if (t, 'tenant_id') not in columns)}",
+        f"tenant_id nullable in: {', '.join(t for (t, _), nullable in columns.items() if nullable) or 'none'}",
+        f"sequences: {sequences}, user triggers: {triggers}",
+    ]
+    for row in keys:
+        if row["tab"] in GLOBAL_TABLES or "tenant_id" in row["cols"]:
+            continue
+        kind = "primary key" if row["pk"] else "unique"
+        lines.append(f"{row['tab']}: {kind} ({', '.join(row['cols'])}) without tenant_id")
+    for row in fks:
+        if row["tab"] in GLOBAL_TABLES or row["ref"] in GLOBAL_TABLES:
+            continue
+        lines.append(
+            f"{row['tab']}: foreign key ({', '.join(row['cols'])}) -> {row['ref']} without tenant_id"
+        )
+    return lines
 
 
 # ---- processes --------------------------------------------------------------------------------------
@@ -797,10 +908,12 @@ async def bench(
             await drain(dsn)
             after = await meter.snapshot(tables=True)
             figures = meter.figures(name, args.ops, before, done, after)
+            figures.routing = await meter.routing(args.ops)
             if args.show_sql:
                 figures.top_sql = await meter.top_sql(args.ops)
             results.append(figures)
             print_one(figures)
+    procs["fan_out"] = meter.fan_out
     return results
 
 
@@ -810,7 +923,7 @@ def print_one(f: Figures) -> None:
         f"{f.name:<19} app {f.serve_ms:6.2f} ms  worker {f.worker_ms:6.2f} ms  DB {f.db_api_ms:5.2f}+{f.db_worker_ms:5.2f} ms "
         f"(cluster {f.cluster_ms:5.2f})  round trips {f.statements_api:5.1f}+{f.statements_worker:5.1f} "
         f"(+{f.nested:.0f} nested)  "
-        f"WAL {f.wal_bytes / 1024:5.1f} KB ({f.wal_fpi:.1f} FPI)  rows {f.rows:4.1f}  table bytes {f.table_bytes / 1024:5.1f} KB  "
+        f"WAL {f.wal_bytes / 1024:5.1f} KB ({f.wal_fpi:.1f} FPI)  rows {f.rows:4.1f} ({f.rows_by_table.get('webhook_deliveries', 0.0):.0f} webhooks)  table bytes {f.table_bytes / 1024:5.1f} KB  "
         f"| {rate:5.0f} ops/s, drain {f.drain_seconds:.1f} s, other load {f.other_load:.2f} cores",
         flush=True,
     )
@@ -831,13 +944,14 @@ def report(results: list[Figures], args: argparse.Namespace, settings: dict[str,
     model: dict[str, Any] = {}
     for f in results:
         app = f.serve_ms + f.worker_ms
-        db = f.cluster_ms
+        # the whole cluster's CPU (background writers too); never below its backends' (both are net of idle)
+        db = max(f.cluster_ms, f.db_api_ms + f.db_worker_ms)
         row = {
             "app_req_s_per_core": 1000 / f.serve_ms if f.serve_ms and f.name != "webhook_delivery" else None,
             "app_ops_s_per_core_with_async": 1000 / app if app else None,
             "ops_s_per_db_core": 1000 / db if db else None,
             "app_cores_per_db_core": app / db if db else None,
-            "wal_ceiling_ops_s": args.disk_mb_s * 1e6 / f.wal_bytes if f.wal_bytes else None,
+            "wal_ceiling_ops_s": args.disk_mb_s * 1e6 / f.wal_bytes if f.wal_bytes > 1024 else None,
         }
         model[f.name] = row
 
@@ -851,6 +965,13 @@ def report(results: list[Figures], args: argparse.Namespace, settings: dict[str,
             f"| {fmt(row['ops_s_per_db_core'])} | {fmt(row['app_cores_per_db_core'], '.1f')} "
             f"| {fmt(row['wal_ceiling_ops_s'])} |"
         )
+    print("\n== round trips per operation by routing under distribution by tenant_id (classify()) ==")
+    for f in results:
+        total = sum(f.routing.values()) or 1.0
+        parts = ", ".join(
+            f"{kind} {f.routing.get(kind, 0.0):.1f}" for kind in (ROUTED, FAN_OUT, GLOBAL, UTILITY)
+        )
+        print(f"  {f.name:<19} {parts}  ({f.routing.get(FAN_OUT, 0.0) / total:.0%} fan out)")
     connections = max((f.connections for f in results), key=lambda c: sum(c.values()), default={})
     print(
         f"\nconnections seen at once: {connections} (concurrency {args.concurrency}); pool per process: "
@@ -904,6 +1025,14 @@ def main() -> None:
             procs = start_processes(cluster, workdir)
             results = asyncio.run(bench(cluster, procs, workdir, args))
             model = report(results, args, settings)
+            if procs.get("fan_out"):
+                print("\nstatements that would fan out (calls over the whole run, most first):")
+                for query, calls in sorted(procs["fan_out"].items(), key=lambda item: -item[1])[:40]:
+                    flat = " ".join(query.split())
+                    print(f"  {calls:6d}  {flat[:170]}")
+            print("\n== schema audit for distribution by tenant_id (catalog of the migrated database) ==")
+            for line in asyncio.run(schema_audit(cluster.dsn(DATABASE))):
+                print(f"  {line}")
             if args.json_out:
                 args.json_out.write_text(
                     json.dumps(
