@@ -219,6 +219,7 @@ class Meter:
         self.idle: dict[str, float] = {}
         self.max_connections: dict[str, int] = dict.fromkeys(ROLES, 0)
         self.fan_out: dict[str, int] = {}  # statement -> calls, over the whole run
+        self.idle_routing: dict[str, float] = {}  # calls per second of the idle processes, by kind
 
     async def _db(
         self, conn: Any, *, tables: bool
@@ -294,6 +295,7 @@ class Meter:
         await asyncio.sleep(seconds)
         after = await self.snapshot()
         span = after.at - before.at
+        self.idle_routing = {kind: calls / span for kind, calls in (await self.routing(0)).items()}
         self.idle = {
             "serve": (after.serve_cpu - before.serve_cpu) / span,
             "worker": (after.worker_cpu - before.worker_cpu) / span,
@@ -305,8 +307,9 @@ class Meter:
             "wal": (after.wal["wal_bytes"] - before.wal["wal_bytes"]) / span,
         }
 
-    async def routing(self, ops: int) -> dict[str, float]:
-        """The operation's top-level statements (API and worker) by classify(), calls per operation."""
+    async def routing(self, ops: int, span: float = 0.0) -> dict[str, float]:
+        """The operation's top-level statements (API and worker) by classify(), calls per operation, net of
+        the idle processes' (their polling, over `span` seconds); with `ops` 0: the raw counts."""
         conn = await _connect(self.cluster.dsn())
         try:
             rows = await conn.fetch(
@@ -321,10 +324,15 @@ class Meter:
         counts: dict[str, float] = {}
         for row in rows:
             kind = classify(row["query"])
-            counts[kind] = counts.get(kind, 0.0) + row["calls"] / ops
-            if kind == FAN_OUT:
+            counts[kind] = counts.get(kind, 0.0) + row["calls"]
+            if kind == FAN_OUT and ops:
                 self.fan_out[row["query"]] = self.fan_out.get(row["query"], 0) + row["calls"]
-        return counts
+        if not ops:
+            return counts
+        return {
+            kind: max(0.0, calls - self.idle_routing.get(kind, 0.0) * span) / ops
+            for kind, calls in counts.items()
+        }
 
     async def top_sql(self, ops: int) -> list[tuple[str, float, float]]:
         conn = await _connect(self.cluster.dsn())
@@ -433,7 +441,8 @@ async def drain(dsn: str, *, timeout: float = 120.0) -> None:
 GLOBAL_TABLES = {"tenants", "platforms", "rate_limit_counters", "alembic_version"}
 UTILITY, GLOBAL, ROUTED, FAN_OUT = "utility", "global", "routed", "fan-out"
 _TABLE = re.compile(r'\b(?:FROM|JOIN|UPDATE|INTO)\s+(?:ONLY\s+)?"?(?:public"?\."?)?([a-z_]+)"?', re.I)
-_TENANT_FILTER = re.compile(r"\btenant_id\s*(?:=|IN\b|=\s*ANY)", re.I)
+# tenant_id compared with a parameter (not a join's `tenant_id = tenants.id`)
+_TENANT_FILTER = re.compile(r"\btenant_id\s*(?:=\s*\$|IN\s*\(\s*\$|=\s*ANY\s*\(\s*\$)", re.I)
 
 
 def classify(query: str) -> str:
@@ -908,7 +917,7 @@ async def bench(
             await drain(dsn)
             after = await meter.snapshot(tables=True)
             figures = meter.figures(name, args.ops, before, done, after)
-            figures.routing = await meter.routing(args.ops)
+            figures.routing = await meter.routing(args.ops, after.at - before.at)
             if args.show_sql:
                 figures.top_sql = await meter.top_sql(args.ops)
             results.append(figures)
