@@ -208,6 +208,7 @@ class Figures:
     routing: dict[str, float] = field(default_factory=dict)
     fan_out_sql: list[tuple[str, float]] = field(default_factory=list)
     note: str = ""
+    retried_503: int = 0  # requests answered 503 (a statement timeout) and retried
 
 
 class Meter:
@@ -423,7 +424,7 @@ async def _due_jobs(dsn: str) -> int:
         await conn.close()
 
 
-async def drain(dsn: str, *, timeout: float = 120.0) -> None:
+async def drain(dsn: str, *, timeout: float = 600.0) -> None:
     """Until no job is running or due within 3 s, twice in a row (a settlement due in 1 s counts)."""
     deadline = time.monotonic() + timeout
     quiet = 0
@@ -810,12 +811,25 @@ def operations(auth: tuple[str, str], holders: list[Holder], run: str) -> dict[s
     return ops
 
 
+RETRIES: dict[str, int] = {"503": 0}
+
+
 async def run_ops(client: Any, op: Op, first: int, count: int, concurrency: int) -> None:
+    """`count` operations, `concurrency` at a time. A 503 (the database did not answer in time: a statement
+    timeout behind a lock) is retried as a client would, with the same Idempotency-Key, and counted."""
     queue = iter(range(first, first + count))
 
     async def lane() -> None:
         for i in queue:
-            await op(client, i)
+            for attempt in range(5):
+                try:
+                    await op(client, i)
+                    break
+                except RuntimeError as error:
+                    if ": 503 " not in str(error) or attempt == 4:
+                        raise
+                    RETRIES["503"] += 1
+                    await asyncio.sleep(1.0)
 
     await asyncio.gather(*(lane() for _ in range(concurrency)))
 
@@ -903,6 +917,7 @@ async def bench(
             await asyncio.to_thread(cluster.admin, ["CHECKPOINT"])
             await meter.reset_statements()
             before = await meter.snapshot(tables=True)
+            retried_before = RETRIES["503"]
             if name == "webhook_delivery":
                 # the events are written before `before` is taken: only the worker's delivery is measured
                 await emit_events(cluster, auth[0], args.ops, workdir)
@@ -918,6 +933,7 @@ async def bench(
             after = await meter.snapshot(tables=True)
             figures = meter.figures(name, args.ops, before, done, after)
             figures.routing = await meter.routing(args.ops, after.at - before.at)
+            figures.retried_503 = RETRIES["503"] - retried_before
             if args.show_sql:
                 figures.top_sql = await meter.top_sql(args.ops)
             results.append(figures)
@@ -933,7 +949,8 @@ def print_one(f: Figures) -> None:
         f"(cluster {f.cluster_ms:5.2f})  round trips {f.statements_api:5.1f}+{f.statements_worker:5.1f} "
         f"(+{f.nested:.0f} nested)  "
         f"WAL {f.wal_bytes / 1024:5.1f} KB ({f.wal_fpi:.1f} FPI)  rows {f.rows:4.1f} ({f.rows_by_table.get('webhook_deliveries', 0.0):.0f} webhooks)  table bytes {f.table_bytes / 1024:5.1f} KB  "
-        f"| {rate:5.0f} ops/s, drain {f.drain_seconds:.1f} s, other load {f.other_load:.2f} cores",
+        f"| {rate:5.0f} ops/s, drain {f.drain_seconds:.1f} s, other load {f.other_load:.2f} cores"
+        + (f", {f.retried_503} requests retried after a 503" if f.retried_503 else ""),
         flush=True,
     )
     for query, calls, exec_us in f.top_sql:
