@@ -73,5 +73,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = rest ]; then
   # shellcheck disable=SC2086
   run "reads on a streaming standby" bench/read_replica.py ${REPLICA_ARGS:-}
   # shellcheck disable=SC2086
+  run "the capacity model's inputs: CPU, round trips, WAL and storage per operation" bench/capacity.py ${CAPACITY_ARGS:-}
+  # shellcheck disable=SC2086
   run "cold start of the installed wheel" bench/cold_start.py ${COLD_ARGS:-}
 fi
