@@ -34,6 +34,7 @@ request (`Database.fetch_first`). Every other repository uses the ORM (or Core t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -80,6 +81,7 @@ class Lean:
                     include_aliases=True,
                     check_columns=True,
                 )
+                if table is not None  # (a column of no table: count(*))
             )
         return self._tables
 
@@ -264,10 +266,27 @@ _PENDING = "platpay_lean_pending"  # session.info, and the SQLAlchemy connection
 _PARAMETER = re.compile(r"\$(\d+)")
 
 
+@functools.lru_cache(maxsize=512)
 def _renumber(sql: str, offset: int) -> str:
+    """`sql` with its parameters $1, $2, ... numbered from offset + 1 (a few shapes per process: cached)."""
     if not offset:
         return sql
     return _PARAMETER.sub(lambda match: f"${int(match.group(1)) + offset}", sql)
+
+
+@functools.lru_cache(maxsize=512)
+def _combined(parts: tuple[str, ...], main: str | None, offset: int) -> str:
+    """The deferred writes `parts` as CTEs of `main` (its parameters numbered after theirs: `offset`), or
+    alone (None); cached, as the few combinations a process sends are."""
+    if main is None and len(parts) == 1:
+        return parts[0]
+    ctes = ", ".join(f"w{n} AS ({part})" for n, part in enumerate(parts))
+    if main is None:
+        return f"WITH {ctes} SELECT 1"
+    main = _renumber(main, offset)
+    if main[:5].upper() == "WITH ":
+        return f"WITH {ctes}, {main[5:]}"
+    return f"WITH {ctes} {main}"
 
 
 class _Pending:
@@ -294,16 +313,9 @@ class _Pending:
         """The deferred writes followed by `sql` (None: the writes alone) as one statement; emptied."""
         parts, every = self.parts, self.args
         self.clear()
-        if sql is None and len(parts) == 1:
-            return parts[0], every
-        ctes = ", ".join(f"w{n} AS ({part})" for n, part in enumerate(parts))
-        if sql is None:
-            return f"WITH {ctes} SELECT 1", every
-        main = _renumber(sql, len(every))
+        combined = _combined(tuple(parts), sql, len(every))
         every.extend(args)
-        if main[:5].upper() == "WITH ":
-            return f"WITH {ctes}, {main[5:]}", every
-        return f"WITH {ctes} {main}", every
+        return combined, every
 
 
 async def _send(pending: _Pending) -> None:
