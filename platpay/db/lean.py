@@ -129,7 +129,9 @@ _DRIVER = "platpay_lean_driver"  # session.info: the driver of the session's cur
 def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
     if transaction.parent is None:  # the root transaction ended: its connection goes back to the pool
         session.info.pop(_DRIVER, None)
-        session.info.pop(_PENDING, None)
+        pending: _Pending | None = session.info.pop(_PENDING, None)
+        if pending is not None:  # (sent at COMMIT, dropped at a rollback; emptied here whatever happened, so
+            pending.clear()  # the connection's info, which holds it too, never sends it later)
 
 
 Driver = tuple[Any, Any, Dialect, AsyncConnection]
