@@ -42,7 +42,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from platpay.db import hosts
+from platpay.db import hosts, lean
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -389,6 +389,7 @@ class Database:
                                 with contextlib.suppress(Exception):
                                     await transaction.rollback()
                             raise
+                        await lean.flush(lean_tx)  # its deferred writes (db/lean.py), then COMMIT
                         await transaction.commit()
                     break
                 except _BeginLost:
