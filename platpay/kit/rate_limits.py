@@ -27,6 +27,7 @@ from platpay.db import lean
 from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import RateLimited
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def _upsert(count: int) -> Lean:
     return found
 
 
-async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
+async def record(session: LeanSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
     """Count one attempt against every limit, in one statement of the caller's transaction — which must
     commit whatever the request then does (a transaction of its own: an attempt that fails still counts);
     the 429 to raise once it has committed, when a limit is exceeded (else None)."""

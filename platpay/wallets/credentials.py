@@ -18,6 +18,7 @@ from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.ids import is_id
@@ -91,7 +92,7 @@ async def list_credentials(
 
 
 async def live_credential(
-    session: AsyncSession, *, tenant: TenantContext, credential_id: str, for_update: bool = False
+    session: LeanSession, *, tenant: TenantContext, credential_id: str, for_update: bool = False
 ) -> CredentialRow:
     row = (
         await repository.get_credential(
