@@ -57,28 +57,41 @@ class Attempt:
             raise RuntimeError("the attempt's credential is read when its transaction begins")
         return self._credential
 
-    async def _record(self, session: LeanSession) -> RateLimited | None:
-        credential = await credentials.live_credential(
-            session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
-        )
-        self._credential = credential
-        account_id = credential.account_id
+    def _limits(self, account_id: str) -> list[rate_limits.Limit]:
         what = f"{self.kind} attempts for this"
-        return await rate_limits.record(
+        return [
+            rate_limits.Limit(
+                f"wallets.{self.kind}:{self.credential_id}",
+                self.per_credential,
+                self.window,
+                f"{what} credential",
+            ),
+            rate_limits.Limit(
+                f"wallets.{self.kind}:{account_id}", self.per_wallet, self.window, f"{what} wallet"
+            ),
+        ]
+
+    async def _record(self, session: LeanSession) -> RateLimited | None:
+        now = clock.now(self.tenant)
+        if isinstance(session, AsyncSession):
+            # An ORM session (SQLite's lean transaction is one too): the credential as an instance of it (work
+            # may change it), counted with the limits' own upsert.
+            credential = await credentials.live_credential(
+                session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
+            )
+            self._credential = credential
+            return await rate_limits.record(session, limits=self._limits(credential.account_id), now=now)
+        # A lean transaction (PostgreSQL): read, locked and counted in one statement.
+        per_credential, per_wallet = self._limits("")
+        found = await credentials.counted_credential(
             session,
-            limits=[
-                rate_limits.Limit(
-                    f"wallets.{self.kind}:{self.credential_id}",
-                    self.per_credential,
-                    self.window,
-                    f"{what} credential",
-                ),
-                rate_limits.Limit(
-                    f"wallets.{self.kind}:{account_id}", self.per_wallet, self.window, f"{what} wallet"
-                ),
-            ],
-            now=clock.now(self.tenant),
+            tenant=self.tenant,
+            credential_id=self.credential_id,
+            credential_limit=(per_credential.key, *rate_limits.window_of(per_credential, now)),
+            account_limit=(per_wallet.key, *rate_limits.window_of(per_wallet, now)),
         )
+        self._credential, counts = found
+        return rate_limits.refusal(self._limits(self._credential.account_id), counts, now)
 
     def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
         """The attempt's work, counted in its own transaction (429 before any work when over a limit)."""

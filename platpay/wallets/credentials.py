@@ -106,6 +106,32 @@ async def live_credential(
     return row
 
 
+async def counted_credential(
+    session: LeanSession,
+    *,
+    tenant: TenantContext,
+    credential_id: str,
+    credential_limit: tuple[str, int, int],
+    account_limit: tuple[str, int, int],
+) -> tuple[CredentialRow, dict[str, int]]:
+    """`live_credential(for_update=True)` with an attempt counted in the same statement (PostgreSQL, a lean
+    transaction: repository.counted_credential); 404 for an unknown or revoked one (nothing counted)."""
+    found = (
+        await repository.counted_credential(
+            session,
+            tenant_id=tenant.id,
+            credential_id=credential_id,
+            credential_limit=credential_limit,
+            account_limit=account_limit,
+        )
+        if is_id(credential_id, "AuthMethod")
+        else None
+    )
+    if found is None:
+        raise CredentialNotFound(credential_id)
+    return found
+
+
 # Registering
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import JSON, all_, any_, bindparam, func, select, update
+from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -23,6 +23,7 @@ from platpay.db import lean, portable
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession
+from platpay.kit import rate_limits
 from platpay.wallets.models import (
     AuditRow,
     ChallengeRow,
@@ -97,6 +98,81 @@ async def get_credential(
         session, CredentialRow, for_update=for_update, id=credential_id, tenant_id=tenant_id, revoked_at=None
     )
     return row
+
+
+_CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
+
+
+def _counted_credential() -> Any:
+    credential = (
+        select(*_CREDENTIAL_COLUMNS)
+        .where(
+            CredentialRow.id == bindparam("credential_id"),
+            CredentialRow.tenant_id == bindparam("tenant_id"),
+            CredentialRow.revoked_at.is_(None),
+        )
+        .with_for_update()
+        .cte("credential")
+    )
+    start, end = BigInteger(), BigInteger()
+    counted = rate_limits.counting(
+        credential,
+        [
+            (
+                bindparam("credential_key", type_=String()),
+                bindparam("credential_window_start", type_=start),
+                bindparam("credential_window_end", type_=end),
+            ),
+            (
+                bindparam("account_key_prefix", type_=String()) + credential.c.account_id,
+                bindparam("account_window_start", type_=start),
+                bindparam("account_window_end", type_=end),
+            ),
+        ],
+    )
+    return select(
+        *credential.c,
+        select(counted.c.count).where(counted.c.key == bindparam("credential_key")).scalar_subquery(),
+        select(counted.c.count).where(counted.c.key != bindparam("credential_key")).scalar_subquery(),
+    )
+
+
+# PostgreSQL only (a data-modifying CTE): what a LeanTransaction counts a wallet attempt with.
+_COUNTED_CREDENTIAL = Lean(_counted_credential())
+
+
+async def counted_credential(
+    session: LeanSession,
+    *,
+    tenant_id: str,
+    credential_id: str,
+    credential_limit: tuple[str, int, int],
+    account_limit: tuple[str, int, int],
+) -> tuple[CredentialRow, dict[str, int]] | None:
+    """PostgreSQL, one statement: the live credential, its row locked until the transaction ends, and one
+    attempt counted against the limit (key, window start, window end) `credential_limit` and the one whose
+    key is `account_limit`'s followed by the credential's account id; (a read-only snapshot of the
+    credential, the counts by key), or None when there is no such credential (nothing is counted)."""
+    prefix, account_start, account_end = account_limit
+    row = await lean.first(
+        session,
+        _COUNTED_CREDENTIAL,
+        {
+            "tenant_id": tenant_id,
+            "credential_id": credential_id,
+            "credential_key": credential_limit[0],
+            "credential_window_start": credential_limit[1],
+            "credential_window_end": credential_limit[2],
+            "account_key_prefix": prefix,
+            "account_window_start": account_start,
+            "account_window_end": account_end,
+        },
+    )
+    if row is None:
+        return None
+    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:-2])
+    counts = {credential_limit[0]: row[-2], prefix + credential.account_id: row[-1]}
+    return credential, counts
 
 
 _MARK_VERIFIED = Lean(
