@@ -36,6 +36,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
   run "GET /config under load: platpay on SQLite and PostgreSQL vs a bare Starlette app" bench/http_config.py \
     ${HTTP_ARGS:---rounds 3 --wait-quiet 30}
   # shellcheck disable=SC2086
+  run "GET /config under uvicorn and under granian: platpay (SQLite) and the bare app" bench/http_servers.py \
+    ${SERVERS_ARGS:---rounds 3 --wait-quiet 30}
+  # shellcheck disable=SC2086
   run "embedded wallets: EMAIL_OTP logins/s, CPU per signed retry" bench/wallet_auth.py ${WALLET_ARGS:-}
   # shellcheck disable=SC2086
   run "serve --workers: requests per process, uvicorn's supervisor vs platpay's" bench/serve_balance.py \
@@ -69,6 +72,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = rest ]; then
   run "money movement through database faults" bench/db_faults.py ${FAULT_ARGS:-}
   # shellcheck disable=SC2086
   run "reads on a streaming standby" bench/read_replica.py ${REPLICA_ARGS:-}
+  # shellcheck disable=SC2086
+  run "the capacity model's inputs: CPU, round trips, WAL and storage per operation" bench/capacity.py ${CAPACITY_ARGS:-}
   # shellcheck disable=SC2086
   run "cold start of the installed wheel" bench/cold_start.py ${COLD_ARGS:-}
 fi
