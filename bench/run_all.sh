@@ -45,6 +45,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
     ${BALANCE_ARGS:---rounds 3}
   # shellcheck disable=SC2086
   run "job runner: no-op jobs/s and webhook deliveries/s" bench/jobs_throughput.py ${JOBS_ARGS:-}
+  # shellcheck disable=SC2086
+  run "webhook deliveries/s while transfers run (a backlog waiting), next to the events produced" \
+    bench/webhook_throughput.py ${HOOK_ARGS:---rounds 3 --wait-quiet 20}
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = rest ]; then
