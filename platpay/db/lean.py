@@ -291,6 +291,13 @@ def _combined(parts: tuple[str, ...], main: str | None, offset: int) -> str:
     return f"WITH {ctes} {main}"
 
 
+# A deferred statement's bounds: PostgreSQL takes at most 32,767 parameters per statement, and a CTE per
+# row of a bulk write would make statements nobody reuses (their plans and the cache of shapes). A money
+# operation defers about eight writes; more than this many are sent in several statements.
+_MAX_DEFERRED = 32
+_MAX_DEFERRED_ARGS = 16_000
+
+
 class _Pending:
     """The writes a PostgreSQL transaction deferred, in order, with their parameters numbered as one
     statement's."""
@@ -343,6 +350,10 @@ async def defer(session: LeanSession, lean: Lean, params: dict[str, Any]) -> Non
         if connection is not None:  # an ORM session: what SQLAlchemy sends on it sends these first
             cast(Any, connection.sync_connection).info[_PENDING] = pending
     sql, args, _ = lean.args(dialect, params)
+    if pending.parts and (
+        len(pending.parts) >= _MAX_DEFERRED or len(pending.args) + len(args) > _MAX_DEFERRED_ARGS
+    ):  # a bulk write (a backlog's events, hundreds of jobs): sent in statements of bounded size
+        await _send(pending)
     pending.add(sql, args, lean.tables())
 
 

@@ -84,3 +84,13 @@ async def test_a_deferred_writes_constraint_fails_the_transaction(db, settings):
             await lean.defer(session, _INSERT_EVENT, event)
             await lean.defer(session, _INSERT_EVENT, event)  # the same id twice
     assert await count_events(db) == 0
+
+
+async def test_a_bulk_write_goes_in_statements_of_bounded_size(db, settings):
+    # 6,000 events of 6 parameters each would be one statement of more than PostgreSQL's 32,767
+    # parameters (asyncpg refuses it) and 6,000 CTEs: they go in several statements instead.
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.transaction() as session:
+        await lean.defer_many(session, _INSERT_EVENT, [new_event(tenant_id) for _ in range(6000)])
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 6001
