@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import sqlite3
@@ -42,7 +43,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from platpay.db import hosts
+from platpay.db import hosts, sqlite_inline
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -128,9 +129,17 @@ def build_engine(
         path = _sqlite_path(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, connect_args={"timeout": timeout})
-        _discard_refusing(engine)
         busy_ms = max(1, int(timeout * 1000))
+        # Connections that run a write transaction's statements on the event loop's thread while they hold
+        # SQLite's write lock, and everything else on aiosqlite's thread (platpay.db.sqlite_inline).
+        engine = create_async_engine(
+            url,
+            connect_args={
+                "timeout": timeout,
+                "async_creator_fn": functools.partial(sqlite_inline.connect, busy_timeout_ms=busy_ms),
+            },
+        )
+        _discard_refusing(engine)
 
         @event.listens_for(engine.sync_engine, "checkout")
         def _reopen_writable(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -146,6 +155,12 @@ def build_engine(
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
+            journal = cursor.fetchone()
+            driver = dbapi_connection.driver_connection
+            if isinstance(driver, sqlite_inline.InlineConnection):
+                # A file that cannot be in WAL mode (read-only when opened, a network filesystem) keeps
+                # every statement on the thread: a rollback journal's COMMIT waits for readers.
+                driver.wal = journal is not None and str(journal[0]).lower() == "wal"
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
@@ -153,8 +168,16 @@ def build_engine(
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Any) -> None:
-            write = conn.get_execution_options().get(WRITE_OPTION)
+            write = bool(conn.get_execution_options().get(WRITE_OPTION))
+            driver = conn.connection.driver_connection
+            inline = isinstance(driver, sqlite_inline.InlineConnection)
+            # Inline when it cannot wait (a deferred BEGIN; BEGIN IMMEDIATE with the write lock free), else
+            # on the connection's thread, waiting up to the busy timeout there: never on the event loop.
+            if inline and driver.try_begin(immediate=write):
+                return
             conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+            if inline and write:
+                driver.began_write()
 
         return engine
 

@@ -1,0 +1,153 @@
+"""SQLite's server connection: aiosqlite's, with a write transaction's own work run on the event loop's thread.
+
+aiosqlite runs every call on a thread of its own per connection: a future, a queue put, the thread's wake-up,
+a `call_soon_threadsafe` back and two GIL hand-offs per call — several times the CPU of the statement itself
+(a keyed SQLite statement takes 10-50 µs). A transfer-out made 15 such hops (BEGIN IMMEDIATE alone three:
+cursor, execute, close). Here a call runs inline, on the calling (event loop's) thread, when it cannot wait
+for a lock held by another connection — in-process writers already queue on `Database`'s write lock, and
+the event loop must never wait on a lock another process (`platpay worker`, a CLI command) holds:
+
+- BEGIN IMMEDIATE is tried inline with SQLite's busy timeout at 0 (`try_begin`); when another connection
+  holds the write lock it fails at once and the caller sends it to the thread instead, where it waits up
+  to the busy timeout as before. A deferred BEGIN takes no lock at all.
+- While this connection holds the write lock — its BEGIN IMMEDIATE succeeded, the file is in WAL mode and the
+  transaction is still open — lean statements (`fetchall_now`, `executemany_now`: fixed keyed statements,
+  platpay.db.lean), COMMIT and ROLLBACK run inline: in WAL mode a writer holding the lock waits for no one.
+  Its COMMIT appends the transaction to the WAL (`synchronous=NORMAL`: no fsync there) and may run SQLite's
+  automatic checkpoint, which is PASSIVE: it waits for no reader and gives up on a busy checkpointer.
+- Creating or closing a cursor and ROLLBACK outside a transaction (the pool's reset) touch no lock.
+
+Everything else — the ORM's statements, reads, anything outside a write transaction, any file not in WAL
+mode (a rollback journal's COMMIT waits for readers) — goes to the connection's thread as before. A call runs
+inline only while the thread has nothing queued or running for this connection (a cancelled caller may have
+left a call running there): otherwise it queues behind it, in order, so the connection is never used from
+two threads at once (it is opened with `check_same_thread=False` for that reason only).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any
+
+import aiosqlite
+from aiosqlite.context import contextmanager
+
+from platpay.db.faults import sqlite_busy
+
+
+class InlineCursor(aiosqlite.Cursor):
+    async def close(self) -> None:
+        connection = self._conn
+        if isinstance(connection, InlineConnection) and connection.idle():
+            self._cursor.close()
+        else:
+            await super().close()
+
+
+class InlineConnection(aiosqlite.Connection):
+    """An aiosqlite connection that runs a write transaction's statements inline (see the module)."""
+
+    def __init__(self, connector: Callable[[], sqlite3.Connection], *, busy_timeout_ms: int) -> None:
+        super().__init__(connector, 64)
+        self._thread.daemon = True  # as aiosqlite.connect's callers (SQLAlchemy) set it
+        self.busy_timeout_ms = busy_timeout_ms
+        self.wal = False  # set by the engine's connect hook: whether the file is in WAL mode
+        self._queued = 0  # calls sent to the thread (counted on the event loop's thread)
+        self._finished = 0  # calls the thread finished (counted on the thread)
+        self._write_locked = False  # this connection's BEGIN IMMEDIATE succeeded; no COMMIT/ROLLBACK since
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self._queued += 1
+
+        def counted() -> Any:
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._finished += 1
+
+        return await super()._execute(counted)  # type: ignore[no-untyped-call]
+
+    def idle(self) -> bool:
+        """Nothing queued or running on the connection's thread: the calling thread may use it."""
+        return self._queued == self._finished and self._connection is not None
+
+    def holds_write_lock(self) -> bool:
+        """Inline statements are allowed: idle, WAL, inside a write transaction this connection began."""
+        connection = self._connection
+        return (
+            self._write_locked
+            and self._queued == self._finished
+            and connection is not None
+            and connection.in_transaction
+        )
+
+    # ---- transaction control -------------------------------------------------------------------------
+
+    def try_begin(self, *, immediate: bool) -> bool:
+        """BEGIN [IMMEDIATE] inline; False (nothing begun) when it has to go to the thread: the thread is
+        busy, the file is not in WAL mode (a write there), or the write lock is held elsewhere (or BEGIN
+        failed otherwise: the thread's attempt raises it as the engine translates errors)."""
+        self._write_locked = False
+        connection = self._connection
+        if connection is None or not self.idle():
+            return False
+        if not immediate:
+            connection.execute("BEGIN")
+            return True
+        if not self.wal:
+            return False
+        connection.execute("PRAGMA busy_timeout=0")
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as error:
+            if not sqlite_busy(error) and connection.in_transaction:  # pragma: no cover - not seen
+                connection.rollback()
+            return False
+        finally:
+            connection.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+        self._write_locked = True
+        return True
+
+    def began_write(self) -> None:
+        """The thread's BEGIN IMMEDIATE succeeded: this connection holds the write lock."""
+        self._write_locked = self.wal
+
+    async def commit(self) -> None:
+        if self.holds_write_lock():
+            assert self._connection is not None
+            self._write_locked = False
+            self._connection.commit()
+            return
+        self._write_locked = False
+        await super().commit()
+
+    async def rollback(self) -> None:
+        connection = self._connection
+        if connection is not None and self.idle() and (self.wal or not connection.in_transaction):
+            self._write_locked = False
+            connection.rollback()
+            return
+        self._write_locked = False
+        await super().rollback()
+
+    @contextmanager
+    async def cursor(self) -> aiosqlite.Cursor:
+        if self.idle():
+            return InlineCursor(self, self._conn.cursor())
+        return InlineCursor(self, await self._execute(self._conn.cursor))
+
+    # ---- lean statements (platpay.db.lean), inline: only while holds_write_lock() ----------------------
+
+    def fetchall_now(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        return self._conn.execute(sql, args).fetchall()
+
+    def executemany_now(self, sql: str, args: Iterable[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, args)
+
+
+def connect(database: str, *, busy_timeout_ms: int, **kwargs: Any) -> InlineConnection:
+    """`aiosqlite.connect`'s counterpart (SQLAlchemy's `async_creator_fn`): awaiting it opens the file."""
+    kwargs["check_same_thread"] = False  # used from the event loop's thread too, never at once (see above)
+    return InlineConnection(partial(sqlite3.connect, database, **kwargs), busy_timeout_ms=busy_timeout_ms)
