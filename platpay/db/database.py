@@ -122,9 +122,12 @@ def build_engine(
     null_pool: bool = False,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     policy: ConnectionPolicy | None = None,
+    checkpointer: sqlite_inline.Checkpointer | None = None,
 ) -> AsyncEngine:
     """The engine; `timeout` bounds connecting, waiting for a pooled connection and SQLite's busy wait;
-    on PostgreSQL, `policy` (default: only `timeout`) bounds the rest (platpay.db.connect)."""
+    on PostgreSQL, `policy` (default: only `timeout`) bounds the rest (platpay.db.connect). SQLite: with a
+    `checkpointer` (a server's: `Database`), its connections leave WAL checkpoints to it instead of running
+    SQLite's automatic one in their COMMIT (platpay.db.sqlite_inline)."""
     if url.startswith("sqlite"):
         path = _sqlite_path(url)
         if path is not None:
@@ -161,6 +164,9 @@ def build_engine(
                 # A file that cannot be in WAL mode (read-only when opened, a network filesystem) keeps
                 # every statement on the thread: a rollback journal's COMMIT waits for readers.
                 driver.wal = journal is not None and str(journal[0]).lower() == "wal"
+                if driver.wal and checkpointer is not None:
+                    cursor.execute("PRAGMA wal_autocheckpoint=0")
+                    driver.checkpointer = checkpointer
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
@@ -252,8 +258,17 @@ class Database:
         self.timeout = timeout = self.policy.timeout
         # A starting command shares its own (platpay.db.startup): one event per outage, whatever failed.
         self.outage = outage or OutageLog()
+        # SQLite file databases: WAL checkpoints on a thread of their own, off the event loop.
+        parsed = make_url(url)
+        sqlite_file = _sqlite_path(url) if url.startswith("sqlite") and not parsed.query else None
+        self._checkpointer = sqlite_inline.Checkpointer(str(sqlite_file)) if sqlite_file else None
         self.engine = build_engine(
-            url, pool_size=pool_size, null_pool=null_pool, timeout=timeout, policy=self.policy
+            url,
+            pool_size=pool_size,
+            null_pool=null_pool,
+            timeout=timeout,
+            policy=self.policy,
+            checkpointer=self._checkpointer,
         )
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
@@ -273,8 +288,7 @@ class Database:
         self._pg_pools: dict[asyncio.AbstractEventLoop, LeanPool] = {}
         self._pg_transaction_pools: dict[asyncio.AbstractEventLoop, LeanPool] = {}
         # SQLite file databases: lean reads run inline on a read-only connection per thread.
-        parsed = make_url(url)
-        self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
+        self._inline_path = sqlite_file
         self._inline_readers: dict[int, sqlite3.Connection] = {}
         # PostgreSQL with PLATPAY_DATABASE_READ_URL: the reads endpoints choose may go to a standby.
         self.replica: ReplicaRouter | None = None
@@ -623,3 +637,5 @@ class Database:
         if self.replica is not None:
             await self.replica.close()
         await self.engine.dispose()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)
