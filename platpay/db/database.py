@@ -6,7 +6,10 @@ standby when PLATPAY_DATABASE_READ_URL names one and it is fresh enough (platpay
 `lean_transaction()` is the unit of work of an operation whose every statement is lean (platpay.db.lean).
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
-spinning in SQLite's busy handler; `busy_timeout` still covers other processes (the CLI, a worker).
+spinning in SQLite's busy handler; `busy_timeout` still covers other processes (the CLI, a worker), waited
+out on the connection's thread, never on the event loop. A write transaction's BEGIN IMMEDIATE, lean
+statements and COMMIT run inline on the event loop's thread while the connection holds the write lock, and
+WAL checkpoints on a thread of their own (platpay.db.sqlite_inline).
 
 Faults (platpay.db.faults): every wait on the database is bounded by `timeout` (connecting, a pooled
 connection, SQLite's busy wait and write queue), a connection a fault touched never goes back to a pool,
