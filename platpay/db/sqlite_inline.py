@@ -13,20 +13,19 @@ the event loop must never wait on a lock another process (`platpay worker`, a CL
 - While this connection holds the write lock — its BEGIN IMMEDIATE succeeded, the file is in WAL mode and the
   transaction is still open — lean statements (`fetchall_now`, `executemany_now`: fixed keyed statements,
   platpay.db.lean), COMMIT and ROLLBACK run inline: in WAL mode a writer holding the lock waits for no one.
-  Its COMMIT appends the transaction to the WAL (`synchronous=NORMAL`: no fsync there) and may run SQLite's
-  automatic checkpoint, which is PASSIVE: it waits for no reader and gives up on a busy checkpointer.
+  Its COMMIT appends the transaction to the WAL (`synchronous=NORMAL`: no fsync there; checkpoints: below).
 - Creating or closing a cursor and ROLLBACK outside a transaction (the pool's reset) touch no lock.
 
 A COMMIT inline must not copy the WAL into the database file on the event loop either: SQLite's automatic
 checkpoint (every 1000 WAL pages, in the COMMIT that crosses them) writes those pages and fsyncs twice,
-milliseconds to tens of milliseconds on a busy disk. So the server's connections turn it off and a
+milliseconds to tens of milliseconds on a busy disk. So these connections turn it off and a
 `Checkpointer` runs the same PASSIVE checkpoint on a thread of its own, after every `EVERY_COMMITS` commits
 or `EVERY_SECONDS` with at least one: it waits for no reader and no writer, a writer goes on appending
 meanwhile. Durability is SQLite's `synchronous=NORMAL` in WAL mode as before (docs/architecture.md): a
 committed transaction survives the process; one committed since the last checkpoint's fsync may be lost to
 a power cut or an OS crash — a window bounded as before (then: 1000 pages, ~100 transfers; now 100 commits
-or 1 s, whichever comes first). Other processes (`platpay worker`, CLI commands) keep SQLite's automatic
-checkpoint.
+or 1 s, whichever comes first). Every process with a `Database` (serve, `platpay worker`, CLI commands)
+checkpoints its own commits so; SQLite also checkpoints when a file's last connection closes.
 
 Everything else — the ORM's statements, reads, anything outside a write transaction, any file not in WAL
 mode (a rollback journal's COMMIT waits for readers) — goes to the connection's thread as before. A call runs
