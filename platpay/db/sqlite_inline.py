@@ -12,8 +12,9 @@ the event loop must never wait on a lock another process (`platpay worker`, a CL
   to the busy timeout as before. A deferred BEGIN takes no lock at all.
 - While this connection holds the write lock — its BEGIN IMMEDIATE succeeded, the file is in WAL mode and the
   transaction is still open — lean statements (`fetchall_now`, `executemany_now`: fixed keyed statements,
-  platpay.db.lean), COMMIT and ROLLBACK run inline: in WAL mode a writer holding the lock waits for no one.
-  Its COMMIT appends the transaction to the WAL (`synchronous=NORMAL`: no fsync there; checkpoints: below).
+  platpay.db.lean) run inline: in WAL mode a writer holding the lock waits for no one.
+- COMMIT and ROLLBACK run inline in WAL mode: a transaction that wrote already holds the write lock, and a
+  COMMIT appends it to the WAL (`synchronous=NORMAL`: no fsync there; checkpoints: below).
 - Creating or closing a cursor and ROLLBACK outside a transaction (the pool's reset) touch no lock.
 
 A COMMIT inline must not copy the WAL into the database file on the event loop either: SQLite's automatic
@@ -168,7 +169,10 @@ class InlineConnection(aiosqlite.Connection):
         if connection is None or not self.idle():
             return False
         if not immediate:
-            connection.execute("BEGIN")
+            try:
+                connection.execute("BEGIN")
+            except sqlite3.Error:  # pragma: no cover - not seen: the thread's attempt raises it, translated
+                return False
             return True
         if not self.wal:
             return False
@@ -189,10 +193,12 @@ class InlineConnection(aiosqlite.Connection):
         self._write_locked = self.wal
 
     async def commit(self) -> None:
-        if self.holds_write_lock():
-            assert self._connection is not None
+        # In WAL mode a COMMIT waits for no lock (a transaction that wrote holds the write lock already) and,
+        # with the automatic checkpoint off, does no fsync: inline whenever the thread is idle.
+        connection = self._connection
+        if connection is not None and self.wal and self.checkpointer is not None and self.idle():
             self._write_locked = False
-            self._connection.commit()
+            connection.commit()
         else:
             self._write_locked = False
             await super().commit()
