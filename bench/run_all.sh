@@ -36,12 +36,18 @@ if [ "$WHAT" = all ] || [ "$WHAT" = speed ]; then
   run "GET /config under load: platpay on SQLite and PostgreSQL vs a bare Starlette app" bench/http_config.py \
     ${HTTP_ARGS:---rounds 3 --wait-quiet 30}
   # shellcheck disable=SC2086
+  run "GET /config under uvicorn and under granian: platpay (SQLite) and the bare app" bench/http_servers.py \
+    ${SERVERS_ARGS:---rounds 3 --wait-quiet 30}
+  # shellcheck disable=SC2086
   run "embedded wallets: EMAIL_OTP logins/s, CPU per signed retry" bench/wallet_auth.py ${WALLET_ARGS:-}
   # shellcheck disable=SC2086
   run "serve --workers: requests per process, uvicorn's supervisor vs platpay's" bench/serve_balance.py \
     ${BALANCE_ARGS:---rounds 3}
   # shellcheck disable=SC2086
   run "job runner: no-op jobs/s and webhook deliveries/s" bench/jobs_throughput.py ${JOBS_ARGS:-}
+  # shellcheck disable=SC2086
+  run "webhook deliveries/s while transfers run (a backlog waiting), next to the events produced" \
+    bench/webhook_throughput.py ${HOOK_ARGS:---rounds 3 --wait-quiet 20}
 fi
 
 if [ "$WHAT" = all ] || [ "$WHAT" = rest ]; then
@@ -69,6 +75,8 @@ if [ "$WHAT" = all ] || [ "$WHAT" = rest ]; then
   run "money movement through database faults" bench/db_faults.py ${FAULT_ARGS:-}
   # shellcheck disable=SC2086
   run "reads on a streaming standby" bench/read_replica.py ${REPLICA_ARGS:-}
+  # shellcheck disable=SC2086
+  run "the capacity model's inputs: CPU, round trips, WAL and storage per operation" bench/capacity.py ${CAPACITY_ARGS:-}
   # shellcheck disable=SC2086
   run "cold start of the installed wheel" bench/cold_start.py ${COLD_ARGS:-}
 fi

@@ -6,6 +6,11 @@ share of the requests. This is a benchmark: it prints figures and never fails on
 Two servers side by side in one run, on copies of one embedded SQLite database (same credentials):
   uvicorn   uvicorn's own supervisor (`uvicorn.run(..., workers=2)`, what `serve --workers 2` ran before):
             one shared listening socket, whichever process wakes first accepts
+  uvicorn-nodelay  the same with TCP_NODELAY on its connections (its listener rebuilt from its descriptor):
+            uvicorn's own listener has protocol 0, so asyncio leaves Nagle on for every connection it
+            accepts and each response (head and body: two writes) waits ~40 ms for the client's delayed
+            ACK; that, not the balance, made `uvicorn` ~8x slower than `platpay` on SQLite (asyncio's loop;
+            uvloop sets TCP_NODELAY itself)
   platpay   `platpay serve --workers 2`: the parent accepts and hands each connection to the process with
             the fewest open connections (platpay/serving.py)
 Each round opens C keep-alive connections at once (8, then 64), sends R authenticated GET /config on each,
@@ -50,6 +55,15 @@ from platpay.config import get_settings
 from platpay.logging import configure, level_number, uvicorn_log_config
 
 if __name__ == "__main__":  # (the spawned processes import this file again)
+    if {nodelay}:
+        # uvicorn's listener made with protocol 0: asyncio then leaves TCP_NODELAY off on every accepted
+        # socket (it sets it only where the socket's protocol reads IPPROTO_TCP). The same socket rebuilt
+        # from its descriptor reads its real protocol, 6, and its accepted sockets get TCP_NODELAY.
+        import socket
+        from uvicorn.config import Config
+
+        bind_socket = Config.bind_socket
+        Config.bind_socket = lambda self: socket.socket(fileno=bind_socket(self).detach())
     settings = get_settings()
     configure(settings.log_level, json_output=settings.log_json)
     metrics.enable_multiprocess(metrics.directory_for(settings), clear_dead=True)
@@ -183,8 +197,8 @@ def report(servers: list[Server], connection_counts: list[int]) -> None:
             worst = max((_deviation(shares) for shares, _ in rows), default=0.0)
             rps = statistics.median(rate for _, rate in rows) if rows else 0.0
             print(
-                f"  {server.name:8} rounds {'  '.join(cells)}\n"
-                f"  {'':8} within ±15 %: {within}/{len(rows)} rounds, worst {worst * 100:.0f} % off an equal "
+                f"  {server.name:15} rounds {'  '.join(cells)}\n"
+                f"  {'':15} within ±15 %: {within}/{len(rows)} rounds, worst {worst * 100:.0f} % off an equal "
                 f"share; median {rps:.0f} req/s"
             )
         print()
@@ -221,17 +235,12 @@ def main() -> None:
         )
         sandbox: dict[str, Any] = json.loads(created.stdout)["sandbox"]
         token = base64.b64encode(f"{sandbox['clientId']}:{sandbox['clientSecret']}".encode()).decode()
-        for name in ("uvicorn", "platpay"):
+        for name in ("uvicorn", "uvicorn-nodelay", "platpay"):
             shutil.copy(template, workdir / f"{name}.db")
-        (workdir / "uvicorn_supervisor.py").write_text(_UVICORN_SUPERVISOR.format(workers=WORKERS))
-        servers.append(
-            start(
-                "uvicorn",
-                [sys.executable, str(workdir / "uvicorn_supervisor.py")],
-                workdir / "uvicorn.db",
-                workdir / "uvicorn",
-            )
-        )
+        for name, nodelay in (("uvicorn", False), ("uvicorn-nodelay", True)):
+            script = workdir / f"{name}_supervisor.py"
+            script.write_text(_UVICORN_SUPERVISOR.format(workers=WORKERS, nodelay=nodelay))
+            servers.append(start(name, [sys.executable, str(script)], workdir / f"{name}.db", workdir / name))
         servers.append(
             start(
                 "platpay",

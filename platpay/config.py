@@ -331,6 +331,12 @@ class Settings(BaseSettings):
     webhook_endpoint_max_in_flight: int = Field(
         default=8, ge=1, description="deliveries in flight to one endpoint at once, across every worker"
     )
+    webhook_batch_size: int = Field(
+        default=16,
+        ge=1,
+        description="deliveries to one endpoint a worker takes at once per in-flight slot: sent one after "
+        "the other over a kept-alive connection, each signed on its own, recorded in one transaction",
+    )
     webhook_failing_after: int = Field(
         default=5,
         ge=1,

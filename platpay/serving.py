@@ -93,6 +93,11 @@ class HandoffServer(Server):
 
     async def _serve_connection(self, connection: socket.socket) -> None:
         try:
+            # Said outright, not left to asyncio: it sets TCP_NODELAY only on a socket whose protocol reads
+            # IPPROTO_TCP, and a socket accepted from a listener made without one (uvicorn's bind_socket)
+            # reads 0. Without it a response's head and body (two writes) wait on the client's delayed
+            # ACK: ~40 ms per request on a keep-alive connection (bench/README.md, serve_balance).
+            connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             await asyncio.get_running_loop().connect_accepted_socket(self._create_protocol, connection)
         except OSError:  # the client left before we took it
             connection.close()

@@ -1,7 +1,7 @@
 """Test fixtures: real SQLite always, real PostgreSQL when PLATPAY_TEST_DATABASE_URL is set.
 
 SQLite: the schema is migrated once into a template file that each test copies. PostgreSQL: one database
-migrated per session, every table truncated before each test. Every DB test runs on each backend.
+migrated per session, every table emptied before each test. Every DB test runs on each backend.
 """
 
 from __future__ import annotations
@@ -89,15 +89,23 @@ def pg_database() -> str | None:
     return PG_URL
 
 
-async def _truncate_all(db: Database) -> None:
+async def _empty_all_tables(db: Database) -> None:
+    """Every table emptied: the tables that have rows, DELETEd children first (the reverse of the foreign
+    keys' order), in one transaction. Not TRUNCATE: it gives every table and index a new file, which costs
+    the suite 0.3 to 3 s per test whatever the tables hold (measured: TRUNCATE of the 53 empty tables 1.0 to
+    3.0 s on a loaded machine, the same DELETEs 0.05 s); a test leaves a few rows in a few tables."""
     from sqlalchemy import text
 
     from platpay.db.base import Base
 
     domains.load()
-    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    tables = Base.metadata.sorted_tables
+    exists = ", ".join(f'EXISTS (SELECT 1 FROM "{table.name}")' for table in tables)
     async with db.transaction() as session:
-        await session.execute(text(f"TRUNCATE {names} CASCADE"))
+        has_rows = (await session.execute(text(f"SELECT {exists}"))).one()
+        for table, filled in reversed(list(zip(tables, has_rows, strict=True))):
+            if filled:
+                await session.execute(text(f'DELETE FROM "{table.name}"'))
 
 
 @pytest.fixture(params=BACKENDS)
@@ -136,7 +144,7 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
     database = Database(settings.database_url, pool_size=5)
     if backend == "postgresql":
-        await _truncate_all(database)
+        await _empty_all_tables(database)
     domains.start(settings)
     try:
         yield database

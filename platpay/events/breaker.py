@@ -57,6 +57,7 @@ WEBHOOK_LANE = lane(
         concurrency=lambda settings: settings.webhook_concurrency,
         key_cap=lambda settings: settings.webhook_endpoint_max_in_flight,
         held=held_endpoints,
+        chain=lambda settings: settings.webhook_batch_size,
     )
 ).name
 

@@ -29,8 +29,8 @@ from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookSandboxFaultsRow
 from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
-from platpay.jobs.registry import handler
-from platpay.jobs.runner import JobContext, RetryLater
+from platpay.jobs.registry import batch_handler, handler
+from platpay.jobs.runner import JobContext, RetryLater, finish_together
 from platpay.kit import clock
 from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
@@ -84,7 +84,7 @@ def _client() -> httpx.AsyncClient:
         client = httpx.AsyncClient(
             follow_redirects=False,
             trust_env=False,  # never route webhooks through an environment proxy
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),  # reused per endpoint
         )
         _clients[loop] = client
     return client
@@ -157,6 +157,15 @@ async def sign_and_send(
             )
     async with session_factory() as session:
         key = await signing.signing_key(session, tenant_id=tenant_id, settings=settings)
+    return await _sign_and_post(key, url, body, settings)
+
+
+def _blocked(settings: Settings, environment: str, url: str) -> bool:
+    return settings.production_webhooks_require_public_https and environment == "production"
+
+
+async def _sign_and_post(key: Any, url: str, body: bytes, settings: Settings) -> AttemptResult:
+    """One delivery's own signature (over its own body and timestamp), then the POST."""
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
@@ -287,6 +296,14 @@ async def deliver(ctx: JobContext) -> None:
             url=delivery.url,
             body=body,
         )
+    await _record_one(ctx, delivery_id=delivery_id, event=event, result=result, at=at)
+
+
+async def _record_one(
+    ctx: JobContext, *, delivery_id: str, event: EventRow, result: AttemptResult, at: datetime
+) -> None:
+    """One attempt recorded, the endpoint's breaker moved and the job finished (or rescheduled), in one
+    transaction."""
     async with ctx.transaction() as session:
         locked = await repository.get_delivery(session, delivery_id=delivery_id, for_update=True)
         if locked is None or locked.job_id != ctx.job_id or locked.status != DeliveryStatus.PENDING:
@@ -307,6 +324,94 @@ async def deliver(ctx: JobContext) -> None:
             retry_at=next_at,
         )
         await breaker.after_attempt(session, ctx, attempted, settings=ctx.settings)
+
+
+@batch_handler(DELIVER_JOB)
+async def deliver_chain(contexts: list[JobContext]) -> None:
+    """A chain of deliveries to one endpoint (the lane's `chain`: up to `webhook_batch_size` of them per
+    in-flight slot): read together, each signed with its own timestamp and sent in turn over the endpoint's
+    kept-alive connection, the successes recorded together in one transaction (attempts, deliveries, one
+    breaker update for the chain, the jobs finished). The first failure is recorded on its own (the
+    breaker's per-attempt rules) and ends the chain: the deliveries not yet sent go back to the queue
+    without an attempt, where the breaker's state decides when they run. What this leaves unfinished (an
+    endpoint not ACTIVE, a sandbox's faults, a manual redelivery) the runner runs one by one (`deliver`)."""
+    if any(ctx.payload.get("manual") for ctx in contexts):
+        return
+    first = contexts[0]
+    async with first.db.read() as session:
+        found = await repository.deliveries_with_events(
+            session, delivery_ids=[ctx.payload["deliveryId"] for ctx in contexts]
+        )
+        if not found:
+            return
+        tenant_id, url = next(iter(found.values()))[0].tenant_id, next(iter(found.values()))[0].url
+        if any(delivery.tenant_id != tenant_id or delivery.url != url for delivery, _ in found.values()):
+            return  # (one key is one endpoint: never the case)
+        environment = await tenants_service.environment_of(session, tenant_id=tenant_id) or ""
+        faults = (
+            await repository.sandbox_faults(session, tenant_id=tenant_id) if environment == SANDBOX else None
+        )
+        state = await repository.endpoint_state(session, endpoint_id=breaker.endpoint_id(tenant_id, url))
+        key = await signing.signing_key(session, tenant_id=tenant_id, settings=first.settings)
+    if state is not None and state[0] != EndpointStatus.ACTIVE:
+        return  # failing: the breaker's rules, one by one
+    if faults is not None and (faults.duplicate or faults.delay_ms or faults.reorder_ms):
+        return
+    if _blocked(first.settings, environment, url):
+        return  # the SSRF guard, one by one
+    sent: list[tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime]] = []
+    settled: list[JobContext] = []  # superseded by a redelivery, or settled: nothing to send
+    failed: tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime] | None = None
+    rest: list[JobContext] = []
+    for index, ctx in enumerate(contexts):
+        pair = found.get(ctx.payload["deliveryId"])
+        if pair is None or pair[0].status != DeliveryStatus.PENDING or pair[0].job_id != ctx.job_id:
+            settled.append(ctx)
+            continue
+        delivery, event = pair
+        at = clock.now()
+        body = envelope(
+            delivery_id=delivery.id, event_type=event.type, data=event.data, at=clock.now(ctx.clock)
+        )
+        result = await _sign_and_post(key, url, body, ctx.settings)
+        if not result.ok:
+            failed = (ctx, delivery, event, result, at)
+            rest = contexts[index + 1 :]
+            break
+        sent.append((ctx, delivery, event, result, at))
+    together = [ctx for ctx, *_ in sent] + settled
+    if together:
+        async with first.db.transaction() as session:
+            finished = await finish_together(session, together)
+            locked = await repository.lock_deliveries(
+                session, delivery_ids=[delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
+            )
+            for ctx, delivery, event, result, at in sent:
+                row = locked.get(delivery.id)
+                if row is None or row.job_id != ctx.job_id or row.status != DeliveryStatus.PENDING:
+                    continue  # its job's lease was lost, or it was redelivered meanwhile
+                await record_attempt(
+                    session,
+                    delivery=row,
+                    event=event,
+                    result=result,
+                    at=at,
+                    settings=ctx.settings,
+                    tenant_clock=ctx.clock,
+                )
+            if locked:  # one breaker update for the chain's successes
+                await breaker.record_success(session, tenant_id=tenant_id, url=url)
+        for ctx in together:
+            ctx.mark_finished()
+    if failed is not None:  # after the successes that came before it: the breaker counts it last
+        ctx, delivery, event, result, at = failed
+        await _record_one(ctx, delivery_id=delivery.id, event=event, result=result, at=at)
+    if rest:
+        async with first.db.transaction() as session:
+            for ctx in rest:  # not sent: back to the queue, no attempt spent
+                await ctx.reschedule_in(
+                    session, reason="not sent: an earlier delivery to its endpoint failed"
+                )
 
 
 def _hold(ctx: JobContext, delivery: WebhookDeliveryRow, faults: WebhookSandboxFaultsRow) -> None:

@@ -57,6 +57,31 @@ async def get_delivery(
     )
 
 
+async def deliveries_with_events(
+    session: AsyncSession, *, delivery_ids: list[str]
+) -> dict[str, tuple[WebhookDeliveryRow, EventRow]]:
+    """A chain of deliveries with their events, in one statement: id -> (delivery, event)."""
+    rows = await session.execute(
+        select(WebhookDeliveryRow, EventRow)
+        .join(EventRow, EventRow.id == WebhookDeliveryRow.event_id)
+        .where(WebhookDeliveryRow.id.in_(delivery_ids))
+    )
+    return {delivery.id: (delivery, event) for delivery, event in rows.tuples().all()}
+
+
+async def lock_deliveries(session: AsyncSession, *, delivery_ids: list[str]) -> dict[str, WebhookDeliveryRow]:
+    """Deliveries locked for this transaction (their current state, not a copy an earlier read left)."""
+    if not delivery_ids:
+        return {}
+    stmt = (
+        select(WebhookDeliveryRow)
+        .where(WebhookDeliveryRow.id.in_(delivery_ids))
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    return {row.id: row for row in (await session.scalars(stmt)).all()}
+
+
 async def get_event(session: AsyncSession, event_id: str) -> EventRow | None:
     return await session.get(EventRow, event_id)
 

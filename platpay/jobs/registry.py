@@ -18,8 +18,12 @@ if TYPE_CHECKING:
     from platpay.jobs.runner import JobContext
 
 Handler = Callable[["JobContext"], Awaitable[None]]
+# Handles a chain of jobs of one kind and one concurrency key together (a keyed lane's `chain`): it finishes
+# the jobs it handles (`runner.finish_together`); the runner runs whatever it left unfinished one by one.
+BatchHandler = Callable[[list["JobContext"]], Awaitable[None]]
 
 _HANDLERS: dict[str, Handler] = {}
+_BATCH_HANDLERS: dict[str, BatchHandler] = {}
 
 DEFAULT_LANE = "default"
 
@@ -33,12 +37,16 @@ HeldKeys = Callable[["AsyncSession", datetime], Awaitable[dict[str, str | None]]
 class Lane:
     """A share of every runner's capacity: `concurrency(settings)` jobs of the lane at once per runner;
     with `key_cap(settings)`, at most that many jobs of one concurrency key at once across all runners, and
-    `held`, keys whose jobs wait (but for one each) however long they are due."""
+    `held`, keys whose jobs wait (but for one each) however long they are due. With `chain(settings)` (a
+    keyed lane), one slot takes up to that many due jobs of one key at once and runs them one after the
+    other (a job kind with a `batch_handler` handles them together): `concurrency` and `key_cap` count
+    chains, the jobs that may run at the same moment."""
 
     name: str
     concurrency: Callable[[Settings], int]
     key_cap: Callable[[Settings], int] | None = None
     held: HeldKeys | None = None
+    chain: Callable[[Settings], int] | None = None
 
 
 # Every state-changing job (settlement steps, expiries, imports, reviews) runs in the default lane.
@@ -110,6 +118,18 @@ def handler(kind: str) -> Callable[[Handler], Handler]:
 
 def get(kind: str) -> Handler | None:
     return _HANDLERS.get(kind)
+
+
+def batch_handler(kind: str) -> Callable[[BatchHandler], BatchHandler]:
+    def register(func: BatchHandler) -> BatchHandler:
+        _BATCH_HANDLERS[kind] = func
+        return func
+
+    return register
+
+
+def get_batch(kind: str) -> BatchHandler | None:
+    return _BATCH_HANDLERS.get(kind)
 
 
 def load_plugins(plugins: str = "") -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+import uuid
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Integer, and_, bindparam, func, or_, select, text, update
+from sqlalchemy import Integer, and_, bindparam, case, func, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -164,27 +165,32 @@ async def claim_keyed(
     limit: int,
     key_cap: int,
     held: dict[str, str | None] | None = None,
+    chain: int = 1,
 ) -> list[JobRow]:
-    """Up to `limit` due jobs of the lane, round-robin across concurrency keys (every key's oldest due job
-    first, then every key's second, ...), taking no key past `key_cap` jobs in flight. A job without a key
-    is a key of its own. Of a key in `held`, only the job it names may be taken. In a transaction that
-    holds `lock_lane(lane)`, taken before reading `now` and `held`."""
+    """Up to `limit` chains of due jobs of the lane, round-robin across concurrency keys (every key's
+    oldest due job first, then every key's second, ...), taking no key past `key_cap` chains in flight; a
+    chain is up to `chain` jobs of one key leased under one token of its own (the runner runs a chain's jobs
+    one after the other, so a key's chains in flight are its jobs running at once). A job without a key is
+    a key of its own. Of a key in `held`, only the job it names may be taken (alone). In a transaction that
+    holds `lock_lane(lane)`, taken before reading `now` and `held`. The jobs in chain order (by token)."""
     held = held or {}
     key = func.coalesce(JobRow.concurrency_key, JobRow.id)
-    # Every running job of the lane (a few dozen at most): those under a live lease are in flight, those
-    # whose lease expired belong to a worker that died and may be taken again.
-    in_flight: Counter[str] = Counter()
+    # Every running job of the lane (a few hundred at most): those under a live lease are in flight (a key's
+    # chains: its distinct lease tokens), those whose lease expired belong to a worker that died and may be
+    # taken again.
+    tokens: dict[str, set[str | None]] = {}
     candidates: list[tuple[int, datetime, str, str]] = []  # (rank within its key, run_at, id, key)
     running = await session.execute(
-        select(JobRow.id, key, JobRow.run_at, JobRow.lease_until).where(
+        select(JobRow.id, key, JobRow.run_at, JobRow.lease_until, JobRow.lease_token).where(
             JobRow.lane == lane, JobRow.state == RUNNING
         )
     )
-    for job_id, job_key, run_at, leased_until in running.all():
+    for job_id, job_key, run_at, leased_until, lease_token in running.all():
         if leased_until is not None and leased_until >= now:
-            in_flight[job_key] += 1
+            tokens.setdefault(job_key, set()).add(lease_token)
         elif job_key not in held or held[job_key] == job_id:
             candidates.append((1, run_at, job_id, job_key))
+    in_flight: Counter[str] = Counter({job_key: len(found) for job_key, found in tokens.items()})
     keyless = await session.execute(  # jobs without a key (manual webhook redeliveries): a key each
         select(JobRow.run_at, JobRow.id)
         .where(
@@ -200,7 +206,7 @@ async def claim_keyed(
     keys = list((await session.scalars(_DUE_KEYS, {"lane": lane, "now": now, "most": _MOST_KEYS})).all())
     random.shuffle(keys)  # if there are more keys than room this time, none is always last
     for due_key in keys:
-        room = key_cap - in_flight[due_key]
+        room = (key_cap - in_flight[due_key]) * chain
         if room <= 0 or (due_key in held and held[due_key] is None):
             continue
         heads_of_key = (
@@ -220,14 +226,56 @@ async def claim_keyed(
         candidates += [(rank, run_at, job_id, due_key) for rank, (run_at, job_id) in enumerate(heads, 1)]
         if sum(1 for candidate in candidates if candidate[0] == 1) >= limit:
             break  # enough keys to fill every free slot with each one's oldest
-    ids: list[str] = []
+    # Every key's first job opens a chain (round-robin: each key gets its first before any its second), up
+    # to `limit` chains and `key_cap` per key; later jobs of a key join its shortest chain with room. A held
+    # key's job runs alone.
+    chains: list[list[str]] = []
+    open_chains: dict[str, list[list[str]]] = {}
     for _, _, job_id, job_key in sorted(candidates):
-        if len(ids) >= limit:
-            break
-        if in_flight[job_key] < key_cap:
+        of_key = open_chains.setdefault(job_key, [])
+        if in_flight[job_key] < key_cap and len(chains) < limit:
             in_flight[job_key] += 1
-            ids.append(job_id)
-    return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+            chains.append([job_id])
+            if job_key not in held:
+                of_key.append(chains[-1])
+            continue
+        roomy = [found for found in of_key if len(found) < chain]
+        if roomy:
+            min(roomy, key=len).append(job_id)
+    if len(chains) <= 1:  # one chain: the claim's own token
+        ids = chains[0] if chains else []
+        order = {job_id: index for index, job_id in enumerate(ids)}
+        rows = await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+        return sorted(rows, key=lambda row: order[row.id])
+    return await _lease_chains(session, chains, now=now, lease_until=lease_until, token=token)
+
+
+async def _lease_chains(
+    session: AsyncSession, chains: list[list[str]], *, now: datetime, lease_until: datetime, token: str
+) -> list[JobRow]:
+    """Lease each chain under a token of its own (`token` plus its index, hashed to a UUID's form); the
+    leased jobs, chain by chain, each chain in its order."""
+    by_id: dict[str, str] = {}
+    for index, ids in enumerate(chains):
+        chain_token = str(uuid.uuid5(uuid.UUID(token), str(index)))
+        by_id.update((job_id, chain_token) for job_id in ids)
+    if not by_id:
+        return []
+    result = await session.execute(
+        update(JobRow)
+        .where(JobRow.id.in_(list(by_id)), _claimable(now))
+        .values(
+            state=RUNNING,
+            lease_until=lease_until,
+            lease_token=case(by_id, value=JobRow.id),
+            attempts=JobRow.attempts + 1,
+            updated_at=now,
+        )
+        .returning(*_JOB_COLUMNS)
+        .execution_options(synchronize_session=False)
+    )
+    leased = {row.id: row for row in (lean.snapshot(JobRow, _JOB_KEYS, found) for found in result.all())}
+    return [leased[job_id] for ids in chains for job_id in ids if job_id in leased]
 
 
 _JOB_COLUMNS, _JOB_KEYS = lean.columns_of(JobRow)
@@ -307,6 +355,32 @@ async def finish_many(session: AsyncSession, *, job_ids: list[str], now: datetim
         .values(state=DONE, finished_at=now, updated_at=now)
     )
     return cast("CursorResult[Any]", result).rowcount or 0
+
+
+async def extend_leases(
+    session: AsyncSession, *, job_ids: list[str], token: str, lease_until: datetime
+) -> int:
+    """A chain's leases extended (those of `job_ids` still held by `token`); how many."""
+    result = await session.execute(
+        update(JobRow)
+        .where(JobRow.id.in_(job_ids), JobRow.lease_token == token, JobRow.state == RUNNING)
+        .values(lease_until=lease_until)
+    )
+    return cast("CursorResult[Any]", result).rowcount or 0
+
+
+async def finish_many_leased(
+    session: AsyncSession, *, job_ids: list[str], token: str, now: datetime
+) -> set[str]:
+    """Finish (DONE) those of `job_ids` still leased to `token`, in one statement; their ids."""
+    result = await session.execute(
+        update(JobRow)
+        .where(JobRow.id.in_(job_ids), JobRow.lease_token == token, JobRow.state == RUNNING)
+        .values(state=DONE, finished_at=now, updated_at=now, lease_token=None, lease_until=None)
+        .returning(JobRow.id)
+        .execution_options(synchronize_session=False)
+    )
+    return {job_id for (job_id,) in result.all()}
 
 
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:

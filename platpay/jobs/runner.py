@@ -104,6 +104,15 @@ class JobContext:
             raise LeaseLost(self.job_id)
         self._finished = True
 
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    def mark_finished(self) -> None:
+        """After a transaction that finished this job with others (`finish_together`) committed, or found
+        its lease lost: the runner has nothing more to do for it."""
+        self._finished = True
+
     def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
         """A write transaction that also finishes (or reschedules) this job, atomically with its effects."""
         return self._transaction(self.db.transaction())
@@ -148,6 +157,23 @@ class JobContext:
             if not ok:
                 raise LeaseLost(self.job_id)
         self._finished = True
+
+
+async def finish_together(session: AsyncSession, contexts: list[JobContext]) -> set[str]:
+    """In the caller's transaction, finish (DONE) the jobs of `contexts` (a batch handler's chain) still
+    leased to them, in one statement per lease token; their ids. The others' leases were lost: what the
+    caller writes for them must not be written (another worker runs them). Once the transaction committed,
+    the caller marks every one of them finished (`mark_finished`)."""
+    by_token: dict[str, list[str]] = {}
+    for ctx in contexts:
+        if ctx._finished:
+            raise RuntimeError("job already finished in an earlier transaction")
+        by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    finished: set[str] = set()
+    now = clock.real_now()
+    for token, job_ids in by_token.items():
+        finished |= await repository.finish_many_leased(session, job_ids=job_ids, token=token, now=now)
+    return finished
 
 
 class JobRunner:
@@ -210,9 +236,11 @@ class JobRunner:
         lane: str = registry.DEFAULT_LANE,
         tenant_id: str | None = None,
         due_by: datetime | None = None,
+        chain: int = 1,
     ) -> list[tuple[dict[str, Any], str]]:
         """Lease up to `limit` due jobs of `lane` to this runner (with `tenant_id`: of that tenant's default
-        lane only, due by `due_by` on its clock, in the order they are due)."""
+        lane only, due by `due_by` on its clock, in the order they are due). A keyed lane: up to `limit`
+        chains of up to `chain` jobs of one key each, the jobs of a chain sharing a token."""
         definition = next(candidate for candidate in registry.lanes() if candidate.name == lane)
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
@@ -250,6 +278,7 @@ class JobRunner:
                     limit=limit,
                     key_cap=key_cap,
                     held=await definition.held(session, now) if definition.held is not None else None,
+                    chain=chain,
                 )
             clocks = await registry.load_clocks(session, {row.tenant_id for row in rows if row.tenant_id})
             claimed = [
@@ -265,21 +294,28 @@ class JobRunner:
                         "attempts": row.attempts,
                         "max_attempts": row.max_attempts,
                     },
-                    token,
+                    row.lease_token or token,  # a keyed lane's chains: a token each
                 )
                 for row in rows
             ]
         return claimed
 
-    async def _heartbeat(self, job_id: str, token: str) -> None:
+    async def _heartbeat(self, job_id: str | list[str], token: str) -> None:
         interval = max(self.settings.job_lease_seconds / 3, 0.05)
         while True:
             await asyncio.sleep(interval)
             try:
                 async with self.db.transaction() as session:
-                    if not await repository.extend_lease(
-                        session, job_id=job_id, token=token, lease_until=clock.real_now() + self.lease
-                    ):
+                    lease_until = clock.real_now() + self.lease
+                    if isinstance(job_id, list):  # a chain's
+                        held = await repository.extend_leases(
+                            session, job_ids=job_id, token=token, lease_until=lease_until
+                        )
+                    else:
+                        held = await repository.extend_lease(
+                            session, job_id=job_id, token=token, lease_until=lease_until
+                        )
+                    if not held:
                         return
             except Exception as error:
                 # Unreachable database: try again at the next beat (two more fit in the lease).
@@ -290,8 +326,45 @@ class JobRunner:
         base = min(2 ** max(attempts - 1, 0), 300)
         return timedelta(seconds=base * (0.5 + random.random() / 2))
 
-    async def execute(self, job: dict[str, Any], token: str) -> None:
-        ctx = JobContext(
+    async def execute_chain(self, chain: list[tuple[dict[str, Any], str]]) -> None:
+        """A chain of a keyed lane (jobs of one key under one lease token), one after the other: together
+        by their kind's batch handler if it has one, then whatever it left unfinished one by one. Its
+        leases are kept alive together until the last is done."""
+        if len(chain) == 1:
+            await self.execute(*chain[0])
+            return
+        token = chain[0][1]
+        heartbeat = asyncio.create_task(self._heartbeat([job["id"] for job, _ in chain], token))  # noqa: RUF006 (awaited below)
+        try:
+            kinds = {job["kind"] for job, _ in chain}
+            batch = registry.get_batch(kinds.pop()) if len(kinds) == 1 else None
+            finished: set[str] = set()
+            if batch is not None:
+                contexts = [self._context(job, job_token) for job, job_token in chain]
+                # (a keyed lane runs on real time, as `execute` runs every lane but the default one)
+                clock_token = clock.use(None)
+                writer_token = replica.acting_for(contexts[0].tenant_id)
+                try:
+                    await batch(contexts)
+                except Exception as error:  # what it did not finish runs one by one below
+                    if unavailable_reason(error) is None:
+                        log.error("job.batch_failed", kind=chain[0][0]["kind"], error=repr(error))
+                finally:
+                    replica.restore(writer_token)
+                    clock.restore(clock_token)
+                finished = {ctx.job_id for ctx in contexts if ctx.finished}
+                self.processed += len(finished)
+                JOB_RUNS.labels(chain[0][0]["kind"], "done").inc(len(finished))
+            for job, job_token in chain:
+                if job["id"] not in finished:
+                    await self.execute(job, job_token)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    def _context(self, job: dict[str, Any], token: str) -> JobContext:
+        return JobContext(
             job_id=job["id"],
             kind=job["kind"],
             payload=job["payload"],
@@ -303,6 +376,9 @@ class JobRunner:
             lane=job.get("lane", registry.DEFAULT_LANE),
             clock=job.get("clock"),
         )
+
+    async def execute(self, job: dict[str, Any], token: str) -> None:
+        ctx = self._context(job, token)
         handler = registry.get(job["kind"])
         # A default-lane job runs on its tenant's clock (kit/clock.now() in its handler reads it); the other
         # lanes (webhook deliveries, messages) on real time: their backoff is real (ctx.clock is there for
@@ -414,14 +490,18 @@ class JobRunner:
                 self._polled.discard(lane.name)
                 if not await repository.anything_claimable(self.db, lane=lane.name, now=clock.real_now()):
                     continue  # nothing to claim there now; a commit queueing a job wakes the lane again
-            claimed = await self.claim(wanted, lane=lane.name)
-            if len(claimed) == wanted:
+            size = lane.chain(self.settings) if lane.chain is not None else 1
+            claimed = await self.claim(wanted, lane=lane.name, chain=size)
+            chains: dict[str, list[tuple[dict[str, Any], str]]] = {}
+            for job, token in claimed:  # a keyed lane's chains share a token each; others run on their own
+                chains.setdefault(token if lane.chain is not None else job["id"], []).append((job, token))
+            if len(chains) == wanted:
                 self._maybe_due.add(lane.name)  # there may be more
-            for job, token in claimed:
-                task = asyncio.create_task(self.execute(job, token))
+            for jobs in chains.values():
+                task = asyncio.create_task(self.execute_chain(jobs))
                 running.add(task)
                 task.add_done_callback(self._task_done)
-            started += len(claimed)
+            started += len(chains)
         return started
 
     async def run_until_idle(self, *, timeout: float = 30.0) -> int:

@@ -2,6 +2,7 @@
 started, one master key, a fresh PostgreSQL database per test and a probe into it."""
 
 from tests.support.e2e_fixtures import (  # noqa: F401 (fixtures and the hook that keeps a failed test's outcome)
+    _e2e_databases,
     master_key,
     pg_admin_dsn,
     pg_database,

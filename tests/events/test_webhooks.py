@@ -185,3 +185,52 @@ class TestRetryPolicy:
         for attempt, ceiling in [(1, 5), (2, 10), (3, 20), (4, 40), (12, 1800), (30, 1800)]:
             delays = [retry_delay(attempt, settings).total_seconds() for _ in range(200)]
             assert max(delays) <= ceiling and min(delays) >= ceiling / 2
+
+
+async def test_a_chain_to_one_endpoint_records_its_successes_and_stops_at_its_first_failure(
+    client, auth, db, runner, receiver, settings
+):
+    """Deliveries due together to one endpoint go as one chain per in-flight slot (webhook_batch_size):
+    each its own envelope and signature; the successes are recorded, the first failure is recorded with its
+    attempt and ends the chain, and the deliveries not yet sent wait in the queue with no attempt spent."""
+    config = await _set_endpoint(client, auth, receiver.url)
+    await run_jobs_until(runner, lambda: len(receiver.received) == 1)  # its TEST event
+    tenant_id = await _tenant_id(client, auth, db)
+    async with db.transaction() as session:
+        for n in range(6):
+            await events_service.emit(
+                session, tenant_id=tenant_id, type="CUSTOMER.KYC_APPROVED", resource={"id": f"Customer:{n}"}
+            )
+    receiver.replies(200, 200, 500)
+    claimed = await runner.claim(1, lane="webhooks", chain=settings.webhook_batch_size)
+    assert len(claimed) == 6 and len({token for _, token in claimed}) == 1  # one chain
+    await runner.execute_chain(claimed)
+    sent = receiver.of_type("CUSTOMER.KYC_APPROVED")
+    assert len(sent) == 3
+    for request in sent:  # each signed over its own body
+        assert verify_header(config["webhookPublicKey"], request.headers["x-svc-signature"], request.body)
+    assert len({request.json["id"] for request in sent}) == 3
+    listed = (
+        await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+    ).json()["data"]
+    by_id = {delivery["id"]: delivery for delivery in listed}
+    outcomes = [(by_id[r.json["id"]]["status"], by_id[r.json["id"]]["attemptCount"]) for r in sent]
+    assert outcomes == [("DELIVERED", 1), ("DELIVERED", 1), ("PENDING", 1)]
+    unsent = [d for d in listed if d["id"] not in {r.json["id"] for r in sent}]
+    assert [(d["status"], d["attemptCount"]) for d in unsent] == [("PENDING", 0)] * 3
+    [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
+    assert (
+        endpoint["status"] == "ACTIVE" and endpoint["consecutiveFailures"] == 1
+    )  # counted after the successes
+    # the 3 unsent, and the failed one's retry
+    await run_jobs_until(runner, lambda: len(receiver.of_type("CUSTOMER.KYC_APPROVED")) >= 7)
+    await runner.run_until_idle()
+    listed = (
+        await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+    ).json()["data"]
+    assert sorted((d["status"], d["attemptCount"]) for d in listed) == [("DELIVERED", 1)] * 5 + [
+        ("DELIVERED", 2)
+    ]
+    assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 7
+    [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
+    assert endpoint["consecutiveFailures"] == 0

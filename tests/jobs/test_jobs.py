@@ -246,6 +246,32 @@ class TestLanes:
         assert set(claimed) == set(crowd[:cap]) | set(lone)
         assert [job for job, _ in await runner.claim(100, lane="webhooks")] == []  # the crowd is at its cap
 
+    async def test_chains_count_against_the_cap_not_their_jobs(self, db, runner, settings):
+        """A keyed lane's chain: up to `chain` jobs of one key under one token, run one after the other;
+        the cap counts a key's chains (its jobs running at once), so a key never has more than the cap."""
+        cap = settings.webhook_endpoint_max_in_flight
+        crowd = await _enqueue(db, "system.noop", n=cap * 3, lane="webhooks", concurrency_key="crowd")
+        lone = await _enqueue(db, "system.noop", n=1, lane="webhooks", concurrency_key="lone")
+        claimed = await runner.claim(100, lane="webhooks", chain=2)
+        by_token: dict[str, list[str]] = {}
+        for job, token in claimed:
+            by_token.setdefault(token, []).append(job["id"])
+        crowd_chains = [ids for ids in by_token.values() if set(ids) <= set(crowd)]
+        assert len(crowd_chains) == cap and all(len(ids) == 2 for ids in crowd_chains)
+        assert [ids for ids in by_token.values() if ids == lone] == [lone]
+        for job_id in {job_id for ids in crowd_chains for job_id in ids}:
+            assert (await _job(db, job_id)).state == "RUNNING"
+        other = JobRunner(db, settings, name="other", listen=False)
+        assert await other.claim(100, lane="webhooks", chain=2) == []  # the crowd is at its cap
+        chains: dict[str, list] = {}
+        for job, token in claimed:
+            chains.setdefault(token, []).append((job, token))
+        for chain in chains.values():  # one after the other, under the chain's lease
+            await runner.execute_chain(chain)
+        await runner.run_until_idle()  # the rest, in chains of `webhook_batch_size`
+        for job_id in crowd + lone:
+            assert (await _job(db, job_id)).state == "DONE"
+
     async def test_lanes_do_not_share_capacity(self, db, runner, settings):
         webhooks = await _enqueue(db, "system.noop", n=3, lane="webhooks")
         default = await _enqueue(db, "system.noop", n=3)
