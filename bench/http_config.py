@@ -223,7 +223,7 @@ def start_platpay(
         )
     target = Target(name, proc, port, log, database_url=database_url, workers=workers)
     try:
-        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=60, proc=proc)
+        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=180, proc=proc)
         if credentials is not None:
             target.credentials = credentials
             return target

@@ -9,14 +9,17 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes, 13 round trips: the token lookup (autocommit, before the transaction), then BEGIN; the advisory
-lock on the key (PostgreSQL) and the idempotency key lookup in one statement; one joined read of the internal account, the external
-account and the owner; INSERT transaction; the conditional balance UPDATE … RETURNING (the overdraft check,
-its result feeds the BALANCE_UPDATED event); INSERT journal entry; INSERT 2 postings; INSERT event
-OUTGOING_PAYMENT.PENDING; INSERT the settlement job; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (each event
-INSERT returns its tenant's webhook endpoint through a subquery); INSERT idempotency key (with the sealed
-~1.4 KB response); COMMIT. No webhook endpoint is configured (with one, each event adds a delivery row and a
-delivery job to both sides).
+sizes, 8 round trips: the token lookup (autocommit, before the transaction), then BEGIN; the advisory
+lock on the key (PostgreSQL) and the idempotency key lookup in one statement; one joined read of the internal
+account, the external account and the owner; the conditional balance UPDATE … RETURNING (the overdraft check,
+its result feeds the BALANCE_UPDATED event) carrying the transaction's INSERT; the event
+OUTGOING_PAYMENT.PENDING's INSERT (it returns its tenant's webhook endpoint through a subquery) carrying the
+journal entry's and its 2 postings' INSERTs; the idempotency key's INSERT (with the sealed ~1.4 KB response)
+carrying the settlement job's and the event INTERNAL_ACCOUNT.BALANCE_UPDATED's INSERTs; COMMIT. ("Carrying":
+platpay defers INSERTs whose result nobody reads and sends them as data-modifying CTEs of its next statement,
+`WITH w0 AS (INSERT …), w1 AS (INSERT …) <statement>`: db/lean.py's write buffer.) No webhook endpoint is
+configured (with one, the first event's delivery row and delivery job, and the second event's, ride along
+the same way on both sides).
 
 Setup, all on 127.0.0.1 in a temporary directory: a fresh database `platpay_bench_money_<random>` (dropped
 afterwards) and a fresh SQLite file; one `platpay serve` process each, embedded job runner OFF (the
@@ -335,30 +338,34 @@ def pgbench_script(*, hot: bool, direction: bool = True) -> str:
         "coalesce(b.platform_customer_id, '') AS platform_customer_id, "
         f"(SELECT row(p.*)::text FROM ({PARTIES_SELECT}) p) AS parties "
         r"FROM bench_accounts b WHERE b.n = :n \gset",
-        f"INSERT INTO transactions ({columns}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
+        # platpay defers the INSERTs nobody reads the result of (db/lean.py's write buffer) and sends them as
+        # data-modifying CTEs of its next statement: the transaction's row with the balance's UPDATE, the
+        # journal entry and its postings with the first event's INSERT, the job and the second event with
+        # the idempotency key's INSERT.
+        f"WITH w0 AS (INSERT INTO transactions ({columns}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
         "'PENDING', NULLIF(:customer_id::text, ''), NULLIF(:platform_customer_id::text, ''), "
         "jsonb_build_object('sourceType', 'ACCOUNT', 'accountId', :internal_id::text, 'currency', 'USD'), "
         "jsonb_build_object('destinationType', 'ACCOUNT', 'accountId', :external_id::text, 'currency', 'USD', "
         "'paymentRail', 'ACH'), :internal_id, :external_id, :amount, 'USD', :amount, 'USD', 0, NULL, 'ACH', NULL, "
         "'SUCCESS', NULL, NULL, NULL, NULL, '{}'::jsonb, NULL, NULL, now(), now()"
-        + (", 'DEBIT');" if direction else ");"),
-        "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
+        + (", 'DEBIT')) " if direction else ")) ")
+        + "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
         "WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
         "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0)) RETURNING available, held;",
-        "INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
-        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'TRANSFER_OUT_HOLD', {tx}, NULL, now());",
-        "INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
-        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now()), "
-        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now());",
+        "WITH w0 AS (INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'TRANSFER_OUT_HOLD', {tx}, NULL, now())), "
+        "w1 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now())), "
+        "w2 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now())) "
         "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
         f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now()) "
         f"{EVENT_RETURNING.format(tenant=':tenant')};",
-        f"INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
+        f"WITH w0 AS (INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
         f"jsonb_build_object('transactionId', {tx}, 'step', 'process'), 'QUEUED', now(), 0, 25, NULL, NULL, NULL, "
-        "NULL, now(), now(), NULL);",
-        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now()) "
-        f"{EVENT_RETURNING.format(tenant=':tenant')};",
+        "NULL, now(), now(), NULL)), "
+        "w1 AS (INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now())) "
         "INSERT INTO idempotency_keys (tenant_id, key, fingerprint, response_status, response_body, created_at, "
         "expires_at) VALUES (:tenant, 'pgbench-' || :r, md5(:r::text) || md5(:lock::text), 201, :sealed_response, "
         "now(), now() + interval '48 hours');",

@@ -2,7 +2,9 @@
 complete EMAIL_OTP logins per second end to end on one server process, on SQLite and PostgreSQL.
 
 A benchmark, not a test: it prints figures and never fails on them. Targets: verifying a stamp
-adds <= 1 ms of server CPU; >= 100 complete EMAIL_OTP logins/s on one process on PostgreSQL.
+adds <= 1 ms of server CPU; >= 200 complete EMAIL_OTP logins/s on one process on PostgreSQL (issue 33; it
+was >= 100). The bench's clients share the machine: at ~5 ms of their CPU per login, 200 logins/s on 2 vCPUs
+needs the server at <= ~4 ms per login with PostgreSQL's share beside it — read the server CPU per login.
 
 What runs, per database (a fresh SQLite file; a fresh PostgreSQL database platpay_bench_wallet_<random>,
 dropped afterwards), all on 127.0.0.1:

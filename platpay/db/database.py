@@ -46,7 +46,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from platpay.db import hosts, sqlite_inline
+from platpay.db import hosts, lean, sqlite_inline
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -429,6 +429,7 @@ class Database:
                                 with contextlib.suppress(Exception):
                                     await transaction.rollback()
                             raise
+                        await lean.flush(lean_tx)  # its deferred writes (db/lean.py), then COMMIT
                         await transaction.commit()
                     break
                 except _BeginLost:

@@ -35,16 +35,20 @@ request (`Database.fetch_first`). Every other repository uses the ORM (or Core t
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import bindparam, event, exc, select
+from sqlalchemy import Engine, bindparam, event, exc, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detached
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, Executable
+from sqlalchemy.sql.util import find_tables
+from sqlalchemy.util import await_only
 
 from platpay.db.faults import connection_lost, refuses_writes
 from platpay.db.sqlite_inline import InlineConnection
@@ -58,12 +62,30 @@ class Lean:
     `dialects`: the statement to run instead on the dialects it names, for one spelled differently there
     (`platpay.db.portable`)."""
 
-    __slots__ = ("_dialects", "_plans", "statement")
+    __slots__ = ("_dialects", "_plans", "_tables", "statement")
 
     def __init__(self, statement: Executable, *, dialects: Mapping[str, Executable] | None = None) -> None:
         self.statement = statement
         self._dialects = dict(dialects or {})
         self._plans: dict[str, Plan] = {}
+        self._tables: frozenset[str] | None = None
+
+    def tables(self) -> frozenset[str]:
+        """The names of the tables the statement reads or writes (PostgreSQL's write buffer: a statement
+        that touches none of the tables with deferred writes carries them, see `defer`)."""
+        if self._tables is None:
+            self._tables = frozenset(
+                table.name
+                for table in find_tables(
+                    cast(ClauseElement, self.statement),
+                    include_crud=True,
+                    include_joins=True,
+                    include_aliases=True,
+                    check_columns=True,
+                )
+                if table is not None  # (a column of no table: count(*))
+            )
+        return self._tables
 
     def plan(self, dialect: Dialect) -> Plan:
         """(SQL, per-parameter (name, default, bind processor), per-result-column processors)."""
@@ -109,6 +131,9 @@ _DRIVER = "platpay_lean_driver"  # session.info: the driver of the session's cur
 def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
     if transaction.parent is None:  # the root transaction ended: its connection goes back to the pool
         session.info.pop(_DRIVER, None)
+        pending: _Pending | None = session.info.pop(_PENDING, None)
+        if pending is not None:  # (sent at COMMIT, dropped at a rollback; emptied here whatever happened, so
+            pending.clear()  # the connection's info, which holds it too, never sends it later)
 
 
 Driver = tuple[Any, Any, Dialect, AsyncConnection]
@@ -193,6 +218,12 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
     known = await _driver(session)
     _, driver, dialect, _ = known
     sql, args, results = lean.args(dialect, params)
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is not None and pending.parts:  # PostgreSQL's deferred writes go first (see `defer`)
+        if pending.tables.isdisjoint(lean.tables()) and not sql.startswith("WITH RECURSIVE"):
+            sql, args = pending.take(sql, args)  # carried by this statement
+        else:
+            await _send(pending)
     try:
         if dialect.name == "postgresql":
             found = await driver.fetch(sql, *args)  # a prepared statement cached by asyncpg
@@ -219,6 +250,7 @@ async def execute_many(session: LeanSession, lean: Lean, params: list[dict[str, 
         return
     known = await _driver(session)
     _, driver, dialect, _ = known
+    await flush(session)
     batches = [lean.args(dialect, p) for p in params]
     sql = batches[0][0]
     try:
@@ -228,6 +260,154 @@ async def execute_many(session: LeanSession, lean: Lean, params: list[dict[str, 
             await driver.executemany(sql, [args for _, args, _ in batches])
     except Exception as error:
         raise await _failed(known, sql, [a for _, a, _ in batches], error) from error
+
+
+# PostgreSQL's write buffer: a transaction's INSERTs whose results nobody reads (a journal entry and its
+# postings, an event, a job, a transaction's row, ...) are deferred by their repositories (`defer`) and sent
+# together, as data-modifying CTEs (`WITH w0 AS (INSERT ...), w1 AS (INSERT ...) <statement>`), with the
+# next lean statement that touches none of their tables (a balance's UPDATE, the idempotency key's INSERT),
+# else on their own just before it, before any statement SQLAlchemy sends on the connection (an ORM flush or
+# query), before a SAVEPOINT and before COMMIT; a rollback drops them. So a money movement's writes cost one
+# round trip, not one each, and run in statement order as before. SQLite runs them at once (in process).
+# A deferred write's error (a constraint) surfaces from the statement that sends it.
+
+_PENDING = "platpay_lean_pending"  # session.info, and the SQLAlchemy connection's info: the _Pending
+_PARAMETER = re.compile(r"\$(\d+)")
+
+
+@functools.lru_cache(maxsize=512)
+def _renumber(sql: str, offset: int) -> str:
+    """`sql` with its parameters $1, $2, ... numbered from offset + 1 (a few shapes per process: cached)."""
+    if not offset:
+        return sql
+    return _PARAMETER.sub(lambda match: f"${int(match.group(1)) + offset}", sql)
+
+
+@functools.lru_cache(maxsize=512)
+def _combined(parts: tuple[str, ...], main: str | None, offset: int) -> str:
+    """The deferred writes `parts` as CTEs of `main` (its parameters numbered after theirs: `offset`), or
+    alone (None); cached, as the few combinations a process sends are."""
+    if main is None and len(parts) == 1:
+        return parts[0]
+    ctes = ", ".join(f"w{n} AS ({part})" for n, part in enumerate(parts))
+    if main is None:
+        return f"WITH {ctes} SELECT 1"
+    main = _renumber(main, offset)
+    if main[:5].upper() == "WITH ":
+        return f"WITH {ctes}, {main[5:]}"
+    return f"WITH {ctes} {main}"
+
+
+class _Pending:
+    """The writes a PostgreSQL transaction deferred, in order, with their parameters numbered as one
+    statement's."""
+
+    __slots__ = ("args", "known", "parts", "tables")
+
+    def __init__(self, known: Driver) -> None:
+        self.known = known
+        self.parts: list[str] = []
+        self.args: list[Any] = []
+        self.tables: set[str] = set()
+
+    def add(self, sql: str, args: list[Any], tables: frozenset[str]) -> None:
+        self.parts.append(_renumber(sql, len(self.args)))
+        self.args.extend(args)
+        self.tables |= tables
+
+    def clear(self) -> None:
+        self.parts, self.args, self.tables = [], [], set()
+
+    def take(self, sql: str | None, args: Sequence[Any]) -> tuple[str, list[Any]]:
+        """The deferred writes followed by `sql` (None: the writes alone) as one statement; emptied."""
+        parts, every = self.parts, self.args
+        self.clear()
+        combined = _combined(tuple(parts), sql, len(every))
+        every.extend(args)
+        return combined, every
+
+
+async def _send(pending: _Pending) -> None:
+    sql, args = pending.take(None, ())
+    _, driver, _, _ = pending.known
+    try:
+        await driver.execute(sql, *args)
+    except Exception as error:
+        raise await _failed(pending.known, sql, args, error) from error
+
+
+async def defer(session: LeanSession, lean: Lean, params: dict[str, Any]) -> None:
+    """Run a DML `lean` (no RETURNING) whose result nobody reads in the session's transaction: on PostgreSQL
+    deferred to the transaction's write buffer (above), on SQLite at once."""
+    known = await _driver(session)
+    _, _, dialect, connection = known
+    if dialect.name != "postgresql":
+        await rows(session, lean, params)
+        return
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is None:
+        pending = session.info[_PENDING] = _Pending(known)
+        if connection is not None:  # an ORM session: what SQLAlchemy sends on it sends these first
+            cast(Any, connection.sync_connection).info[_PENDING] = pending
+    sql, args, _ = lean.args(dialect, params)
+    pending.add(sql, args, lean.tables())
+
+
+async def defer_many(session: LeanSession, lean: Lean, params: list[dict[str, Any]]) -> None:
+    """`defer` once per parameter set (one round trip on PostgreSQL, one driver call on SQLite)."""
+    known = await _driver(session)
+    if known[2].name != "postgresql":
+        await execute_many(session, lean, params)
+        return
+    for one in params:
+        await defer(session, lean, one)
+
+
+async def flush(session: LeanSession) -> None:
+    """Send the transaction's deferred writes now (a LeanTransaction's commit does, before COMMIT)."""
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is not None and pending.parts:
+        await _send(pending)
+
+
+def _pending_of(conn: Any) -> _Pending | None:
+    pending: _Pending | None = conn.info.get(_PENDING) if conn.dialect.name == "postgresql" else None
+    return pending
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _send_before_statement(
+    conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, many: Any
+) -> None:
+    pending = _pending_of(conn)
+    if pending is not None and pending.parts:  # an ORM statement after deferred writes: they go first
+        await_only(_send(pending))
+
+
+@event.listens_for(Engine, "savepoint")
+def _send_before_savepoint(conn: Any, name: Any) -> None:
+    pending = _pending_of(conn)
+    if pending is not None and pending.parts:  # a rollback to the savepoint must keep what came before
+        await_only(_send(pending))
+
+
+@event.listens_for(Engine, "rollback_savepoint")
+def _drop_after_savepoint(conn: Any, name: Any, context: Any) -> None:
+    pending = _pending_of(conn)
+    if pending is not None:  # what was deferred since the savepoint (earlier writes were sent at it)
+        pending.clear()
+
+
+@event.listens_for(Engine, "commit")
+def _send_before_commit(conn: Any) -> None:
+    pending = conn.info.pop(_PENDING, None)
+    if pending is not None and pending.parts:
+        await_only(_send(pending))
+
+
+@event.listens_for(Engine, "rollback")
+def _drop_at_rollback(conn: Any) -> None:
+    conn.info.pop(_PENDING, None)
 
 
 # ORM instances, leanly: for the repositories whose rows are read and written on every money movement
@@ -269,7 +449,7 @@ async def add(session: LeanSession, insert: Lean, cls: type[Any], values: Mappin
         if value is None:
             value = default
         params[name] = state[key] = value  # every attribute set (an unset one would be expired on attach)
-    await rows(session, insert, params)
+    await defer(session, insert, params)
     row = sa_inspect(cls).class_manager.new_instance()
     row.__dict__.update(state)
     _attach(session, row)

@@ -3,8 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Select, bindparam, case, func, select, update
+from sqlalchemy import Select, bindparam, case, event, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.db import lean
 from platpay.db.lean import Lean
@@ -34,19 +35,34 @@ _INSERT_EVENT = Lean(
     )
 )
 _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
+_INSERT_EVENT_ONLY = Lean(EventRow.__table__.insert())
+# session.info: tenant -> its webhook endpoint as the transaction's first event INSERT for it returned it
+_ENDPOINTS_READ = "platpay_events_endpoints"
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_endpoints(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_ENDPOINTS_READ, None)
 
 
 async def insert_event(session: LeanSession, values: dict[str, Any]) -> str | None:
-    """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of this
-    statement (None when it has none)."""
-    [(endpoint,)] = await lean.rows(
-        session, _INSERT_EVENT, {**values, "endpoint_tenant_id": values["tenant_id"]}
-    )
+    """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of the
+    transaction's first event INSERT for that tenant (None when it has none): that one returns it, a later
+    one is deferred (PostgreSQL: sent with the transaction's next statement, db/lean.py's write buffer), so
+    every event of one transaction goes to the same endpoint."""
+    tenant_id = values["tenant_id"]
+    known: dict[str, str | None] | None = session.info.get(_ENDPOINTS_READ)
+    if known is not None and tenant_id in known:
+        await lean.defer(session, _INSERT_EVENT_ONLY, values)
+        return known[tenant_id]
+    [(endpoint,)] = await lean.rows(session, _INSERT_EVENT, {**values, "endpoint_tenant_id": tenant_id})
+    session.info.setdefault(_ENDPOINTS_READ, {})[tenant_id] = endpoint
     return endpoint
 
 
 async def insert_delivery(session: LeanSession, values: dict[str, Any]) -> None:
-    await lean.rows(session, _INSERT_DELIVERY, values)
+    await lean.defer(session, _INSERT_DELIVERY, values)  # PostgreSQL: with the next statement (db/lean.py)
 
 
 async def get_delivery(

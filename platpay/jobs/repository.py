@@ -46,7 +46,7 @@ _INSERT_UNLESS_DEDUPED = lean_insert_ignore(JobRow.__table__)
 async def insert(session: LeanSession, values: dict[str, Any]) -> bool:
     """Insert a job; with a dedupe_key an existing job with that key wins. True if inserted."""
     if values.get("dedupe_key") is None:
-        await lean.rows(session, _INSERT, values)
+        await lean.defer(session, _INSERT, values)  # PostgreSQL: with the next statement (db/lean.py)
         return True
     return bool(await lean.rows(session, _INSERT_UNLESS_DEDUPED, values))
 

@@ -8,6 +8,10 @@ once any count passes its maximum; `record` does the counting in a transaction t
 commits) for it. One upsert for all the limits (INSERT … ON CONFLICT DO UPDATE … RETURNING, on SQLite
 and PostgreSQL alike; a lean statement, db/lean.py: wallet logins count on every call); the job runner's
 housekeeping deletes ended windows (`purge`).
+
+A repository whose statement also reads what a limit's key is made of (a wallet's credential and its
+account) counts in that same statement on PostgreSQL: `counting` builds the upsert as a data-modifying CTE
+over the rows it reads, `window_of` gives each limit's window, and `refusal` judges the counts it returned.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import BigInteger, Integer, String, bindparam, delete
+from sqlalchemy import BigInteger, Integer, String, bindparam, delete, literal, select, union_all
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
@@ -27,6 +31,7 @@ from platpay.db import lean
 from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import RateLimited
 
 if TYPE_CHECKING:
@@ -87,32 +92,63 @@ def _upsert(count: int) -> Lean:
     return found
 
 
-async def record(session: AsyncSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
-    """Count one attempt against every limit, in one statement of the caller's transaction — which must
-    commit whatever the request then does (a transaction of its own: an attempt that fails still counts);
-    the 429 to raise once it has committed, when a limit is exceeded (else None)."""
-    if not limits:
-        return None
-    epoch = now.timestamp()
-    params: dict[str, Any] = {}
-    ends = {}
-    for index, limit in enumerate(limits):
-        start = int(epoch // limit.window_seconds) * limit.window_seconds
-        params[f"key_{index}"] = limit.key
-        params[f"window_start_{index}"] = start
-        params[f"window_end_{index}"] = start + limit.window_seconds
-        ends[limit.key] = start + limit.window_seconds
-    counts = dict(await lean.rows(session, _upsert(len(limits)), params))
+def window_of(limit: Limit, now: datetime) -> tuple[int, int]:
+    """(start, end) in epoch seconds of the window of `limit` that `now` falls in."""
+    start = int(now.timestamp() // limit.window_seconds) * limit.window_seconds
+    return start, start + limit.window_seconds
+
+
+def counting(source: Any, keys: Sequence[tuple[Any, Any, Any]]) -> Any:
+    """PostgreSQL: the upsert counting one attempt against each (key, window start, window end) of `keys`
+    (SQL expressions over the columns of `source`, a CTE), as a data-modifying CTE `counted` returning
+    (key, count); one count per row of `source` — none when `source` finds no row."""
+    rows = [
+        select(
+            key.label("key"), start.label("window_start"), end.label("window_end"), literal(1)
+        ).select_from(source)
+        for key, start, end in keys
+    ]
+    upsert = (
+        postgresql.insert(_COUNTERS)
+        .from_select(["key", "window_start", "window_end", "count"], union_all(*rows))
+        .on_conflict_do_update(
+            index_elements=[_COUNTERS.c.key, _COUNTERS.c.window_start],
+            set_={"count": _COUNTERS.c.count + 1},
+        )
+        .returning(_COUNTERS.c.key, _COUNTERS.c.count)
+    )
+    return upsert.cte("counted")
+
+
+def refusal(limits: Sequence[Limit], counts: dict[str, int], now: datetime) -> RateLimited | None:
+    """The 429 for the counts an upsert returned (by key), when one passes its limit's maximum (else None)."""
     exceeded = [limit for limit in limits if counts.get(limit.key, 0) > limit.maximum]
     if not exceeded:
         return None
-    limit = max(exceeded, key=lambda item: ends[item.key])
-    retry_after = max(1, math.ceil(ends[limit.key] - epoch))
+    epoch = now.timestamp()
+    limit = max(exceeded, key=lambda item: window_of(item, now)[1])
+    retry_after = max(1, math.ceil(window_of(limit, now)[1] - epoch))
     return RateLimited(
         f"too many {limit.what}: at most {limit.maximum} per {limit.window_seconds} s; retry after {retry_after} s",
         headers={"Retry-After": str(retry_after)},
         details={"limit": limit.maximum, "windowSeconds": limit.window_seconds, "retryAfter": retry_after},
     )
+
+
+async def record(session: LeanSession, *, limits: Sequence[Limit], now: datetime) -> RateLimited | None:
+    """Count one attempt against every limit, in one statement of the caller's transaction — which must
+    commit whatever the request then does (a transaction of its own: an attempt that fails still counts);
+    the 429 to raise once it has committed, when a limit is exceeded (else None)."""
+    if not limits:
+        return None
+    params: dict[str, Any] = {}
+    for index, limit in enumerate(limits):
+        start, end = window_of(limit, now)
+        params[f"key_{index}"] = limit.key
+        params[f"window_start_{index}"] = start
+        params[f"window_end_{index}"] = end
+    counts = dict(await lean.rows(session, _upsert(len(limits)), params))
+    return refusal(limits, counts, now)
 
 
 async def hit(db: Database, *, limits: Sequence[Limit], now: datetime) -> None:

@@ -130,8 +130,9 @@ async def account_id_by_code(session: AsyncSession, *, tenant_id: str, code: str
 
 
 async def insert_entry(session: LeanSession, entry: dict[str, Any], postings: list[dict[str, Any]]) -> None:
-    await lean.rows(session, _INSERT_ENTRY, entry)
-    await lean.execute_many(session, _INSERT_POSTING, postings)
+    """Deferred (PostgreSQL: sent with the transaction's next statement, db/lean.py's write buffer)."""
+    await lean.defer(session, _INSERT_ENTRY, entry)
+    await lean.defer_many(session, _INSERT_POSTING, postings)
 
 
 async def entries_for(session: AsyncSession, *, tenant_id: str, reference: str) -> list[JournalEntryRow]:
@@ -230,7 +231,7 @@ _INSERT_HOLD = Lean(LedgerHoldRow.__table__.insert())
 
 
 async def insert_hold(session: LeanSession, row: dict[str, Any]) -> None:
-    await lean.rows(session, _INSERT_HOLD, row)
+    await lean.defer(session, _INSERT_HOLD, row)
 
 
 async def get_hold(session: AsyncSession, *, tenant_id: str, reference: str) -> LedgerHoldRow | None:

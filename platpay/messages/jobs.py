@@ -8,6 +8,7 @@ from datetime import datetime
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.unit_of_work import LeanFirst, LeanSession
 from platpay.jobs.registry import Lane, Pruner, handler, lane, pruning
 from platpay.jobs.runner import JobContext
 from platpay.kit import clock
@@ -50,19 +51,28 @@ async def send_message(ctx: JobContext) -> None:
         error, permanent, kind = _describe(rejected), True, type(rejected).__name__
     except Exception as failure:  # any other failure is temporary: tried again after a backoff
         error, kind = _describe(failure), type(failure).__name__
-    if error is not None:  # the log names the failure's type only: SMTP replies may quote the recipient
+    # its tenant's clock, read when the job was claimed (this lane itself runs on real time)
+    now = ctx.clock.now() if ctx.clock is not None else clock.real_now()
+    if error is None:
+        # Sent, the common case (an OTP email per wallet login): one conditional UPDATE with the job's finish,
+        # lean statements only, so the job's runner may run it without an ORM session.
+        async def sent(session: LeanSession) -> service.Attempt | None:
+            return await service.record_sent(session, message_id=message_id, now=now)
+
+        attempt = await ctx.run(LeanFirst(lean=sent, careful=sent))
+    else:
         log.warning("message.send_failed", message_id=message_id, permanent=permanent, error=kind)
-    async with ctx.transaction() as session:
-        attempt = await service.record_attempt(
-            session,
-            message_id=message_id,
-            error=error,
-            permanent=permanent,
-            settings=ctx.settings,
-            # its tenant's clock, read when the job was claimed (this lane itself runs on real time)
-            now=ctx.clock.now() if ctx.clock is not None else clock.real_now(),
-        )
-        if attempt is not None and attempt.retry_at is not None:
-            ctx.retry_at(attempt.retry_at, reason="send failed; retried")
+        # (the log names the failure's type only: SMTP replies may quote the recipient)
+        async with ctx.transaction() as session:
+            attempt = await service.record_attempt(
+                session,
+                message_id=message_id,
+                error=error,
+                permanent=permanent,
+                settings=ctx.settings,
+                now=now,
+            )
+            if attempt is not None and attempt.retry_at is not None:
+                ctx.retry_at(attempt.retry_at, reason="send failed; retried")
     if attempt is not None:  # counted once recorded
         MESSAGE_ATTEMPTS.labels(attempt.channel, attempt.category, attempt.outcome).inc()

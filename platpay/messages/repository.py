@@ -12,6 +12,7 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import batch_of, get_scoped
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.ids import first_at
 from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
@@ -57,7 +58,7 @@ _RECORD_SENT = Lean(
 )
 
 
-async def insert(session: AsyncSession, values: dict[str, Any]) -> None:
+async def insert(session: LeanSession, values: dict[str, Any]) -> None:
     """Insert a message row (every column given: a lean INSERT applies no Python-side default)."""
     await lean.rows(session, _INSERT, values)
 
@@ -82,7 +83,7 @@ async def get_for_update(session: AsyncSession, *, message_id: str) -> MessageRo
 
 
 async def record_sent(
-    session: AsyncSession, *, message_id: str, status: str, now: datetime
+    session: LeanSession, *, message_id: str, status: str, now: datetime
 ) -> tuple[str, str, int] | None:
     """A QUEUED message's successful attempt, in one statement: (channel, category, attempts), or None when
     it was no longer QUEUED."""

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -80,7 +81,7 @@ def _check_common(*, text: str, category: str, **texts: str | None) -> None:
 
 
 async def send_email(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     to: str,
@@ -136,7 +137,7 @@ def _sealer() -> Sealer:
 
 
 async def _queue(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     channel: Channel,
@@ -237,22 +238,7 @@ async def record_attempt(
     """Record one send attempt (`error` None: it was sent) at `now` on the message's tenant's clock (None:
     read the tenant's clock here); None when the message was no longer QUEUED."""
     if error is None and now is not None:
-        # Sent, the common case: QUEUED -> SENT in one conditional UPDATE (no read first).
-        status = MESSAGE.move(MessageStatus.QUEUED, MessageStatus.SENT, subject=message_id)
-        sent = await repository.record_sent(session, message_id=message_id, status=status, now=now)
-        if sent is None:
-            return None
-        channel, category, attempts = sent
-        log.info(
-            "message.attempt",
-            message_id=message_id,
-            channel=channel,
-            category=category,
-            attempt=attempts,
-            status=status,
-            retry_at=None,
-        )
-        return Attempt(channel, category, status, None)
+        return await record_sent(session, message_id=message_id, now=now)
     row = await repository.get_for_update(session, message_id=message_id)
     if row is None or row.status != MessageStatus.QUEUED:
         return None
@@ -284,6 +270,26 @@ async def record_attempt(
         retry_at=retry_at.isoformat() if retry_at else None,
     )
     return Attempt(row.channel, row.category, MessageStatus(row.status), retry_at)
+
+
+async def record_sent(session: LeanSession, *, message_id: str, now: datetime) -> Attempt | None:
+    """A successful send at `now` (its tenant's clock), the common case: QUEUED -> SENT in one conditional
+    UPDATE, no read first (lean statements only); None when the message was no longer QUEUED."""
+    status = MESSAGE.move(MessageStatus.QUEUED, MessageStatus.SENT, subject=message_id)
+    sent = await repository.record_sent(session, message_id=message_id, status=status, now=now)
+    if sent is None:
+        return None
+    channel, category, attempts = sent
+    log.info(
+        "message.attempt",
+        message_id=message_id,
+        channel=channel,
+        category=category,
+        attempt=attempts,
+        status=status,
+        retry_at=None,
+    )
+    return Attempt(channel, category, status, None)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,12 @@ way to a session); one that fails — a wrong OTP, a bad token, a bad assertion,
 transaction of its own once its work has rolled back, so that failing attempts add up. An attempt over a
 limit is refused before any work and not counted again. Counting reads the credential (404 for an unknown
 one) with its row locked until the attempt's transaction ends: attempts at one credential run one after the
-other on PostgreSQL, and the work finds the credential in its session without reading it again."""
+other on PostgreSQL, and the work takes it from the attempt (`credential`) without reading it again.
+
+The work's transaction is an ORM session (`transaction()`) or, for work whose every statement is lean (an
+EMAIL_OTP challenge and verify: the target is >= 200 logins/s on one process), `lean_transaction()`
+(`Database.lean_transaction()`: no ORM session on PostgreSQL); the counting is lean in either, and a failed
+attempt is counted in a lean transaction."""
 
 from __future__ import annotations
 
@@ -19,12 +24,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import ApiError, RateLimited
 from platpay.kit import clock, rate_limits
 from platpay.tenants.context import TenantContext
 from platpay.wallets import credentials
+from platpay.wallets.models import CredentialRow
 
 T = TypeVar("T")
+S = TypeVar("S", bound=LeanSession)
 
 
 class Attempt:
@@ -39,33 +47,63 @@ class Attempt:
         )
         self.window = settings.wallet_limit_window_seconds
         self.counted = False
+        self._credential: CredentialRow | None = None
 
-    async def _record(self, session: AsyncSession) -> RateLimited | None:
-        credential = await credentials.live_credential(
-            session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
-        )
-        account_id = credential.account_id
+    @property
+    def credential(self) -> CredentialRow:
+        """The live credential, read with its row locked when this attempt was counted (in the open
+        transaction: an instance of an ORM session, a snapshot in a lean transaction)."""
+        if self._credential is None:
+            raise RuntimeError("the attempt's credential is read when its transaction begins")
+        return self._credential
+
+    def _limits(self, account_id: str) -> list[rate_limits.Limit]:
         what = f"{self.kind} attempts for this"
-        return await rate_limits.record(
+        return [
+            rate_limits.Limit(
+                f"wallets.{self.kind}:{self.credential_id}",
+                self.per_credential,
+                self.window,
+                f"{what} credential",
+            ),
+            rate_limits.Limit(
+                f"wallets.{self.kind}:{account_id}", self.per_wallet, self.window, f"{what} wallet"
+            ),
+        ]
+
+    async def _record(self, session: LeanSession) -> RateLimited | None:
+        now = clock.now(self.tenant)
+        if isinstance(session, AsyncSession):
+            # An ORM session (SQLite's lean transaction is one too): the credential as an instance of it (work
+            # may change it), counted with the limits' own upsert.
+            credential = await credentials.live_credential(
+                session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
+            )
+            self._credential = credential
+            return await rate_limits.record(session, limits=self._limits(credential.account_id), now=now)
+        # A lean transaction (PostgreSQL): read, locked and counted in one statement.
+        per_credential, per_wallet = self._limits("")
+        found = await credentials.counted_credential(
             session,
-            limits=[
-                rate_limits.Limit(
-                    f"wallets.{self.kind}:{self.credential_id}",
-                    self.per_credential,
-                    self.window,
-                    f"{what} credential",
-                ),
-                rate_limits.Limit(
-                    f"wallets.{self.kind}:{account_id}", self.per_wallet, self.window, f"{what} wallet"
-                ),
-            ],
-            now=clock.now(self.tenant),
+            tenant=self.tenant,
+            credential_id=self.credential_id,
+            credential_limit=(per_credential.key, *rate_limits.window_of(per_credential, now)),
+            account_limit=(per_wallet.key, *rate_limits.window_of(per_wallet, now)),
         )
+        self._credential, counts = found
+        return rate_limits.refusal(self._limits(self._credential.account_id), counts, now)
+
+    def transaction(self) -> contextlib.AbstractAsyncContextManager[AsyncSession]:
+        """The attempt's work, counted in its own transaction (429 before any work when over a limit)."""
+        return self._counted(self.db.transaction())
+
+    def lean_transaction(self) -> contextlib.AbstractAsyncContextManager[LeanSession]:
+        """`transaction()` for work whose every statement is lean: `Database.lean_transaction()`."""
+        return self._counted(self.db.lean_transaction())
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
-        """The attempt's work, counted in its own transaction (429 before any work when over a limit)."""
-        async with self.db.transaction() as session:
+    async def _counted(self, unit: contextlib.AbstractAsyncContextManager[S]) -> AsyncIterator[S]:
+        async with unit as session:
             refusal = await self._record(session)
             if refusal is not None:
                 raise refusal
@@ -79,6 +117,6 @@ class Attempt:
         except ApiError as error:
             if error.status < 500 and not isinstance(error, RateLimited) and not self.counted:
                 with contextlib.suppress(ApiError):  # an unknown credential has nothing to count
-                    async with self.db.transaction() as session:
+                    async with self.db.lean_transaction() as session:
                         await self._record(session)
             raise

@@ -9,6 +9,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.ids import new_id
 from platpay.wallets import repository
 from platpay.wallets.models import AuditRow
@@ -39,7 +40,7 @@ def entry(
     }
 
 
-async def write(session: AsyncSession, entries: list[dict[str, Any]]) -> None:
+async def write(session: LeanSession, entries: list[dict[str, Any]]) -> None:
     if entries:
         await repository.insert_audit(session, entries)
     for item in entries:
@@ -52,7 +53,7 @@ async def write(session: AsyncSession, entries: list[dict[str, Any]]) -> None:
         )
 
 
-async def record(session: AsyncSession, **fields: Any) -> None:
+async def record(session: LeanSession, **fields: Any) -> None:
     """One entry (the fields of `entry`)."""
     await write(session, [entry(**fields)])
 

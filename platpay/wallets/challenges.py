@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.customers import service as customers_service
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.ids import new_id
@@ -18,26 +19,26 @@ from platpay.wallets import otp, passkeys, repository
 from platpay.wallets.credentials import (
     PASSKEY_LOGIN,
     PASSKEY_REGISTRATION,
-    live_credential,
     render,
     wallet_account,
 )
 from platpay.wallets.mail import send_otp
+from platpay.wallets.models import CredentialRow
 from platpay.wallets.schemas import AuthMethodResponse, PasskeyAuthChallenge, PasskeyRegistrationChallenge
 from platpay.wallets.signed.retry import activity_payload, canonical
 
 
 async def reissue_challenge(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
-    credential_id: str,
+    credential: CredentialRow,
     client_public_key: str | None,
     settings: Settings,
 ) -> AuthMethodResponse | PasskeyAuthChallenge:
-    """POST /auth/credentials/{id}/challenge: a new OTP (EMAIL_OTP) or a passkey login challenge."""
+    """POST /auth/credentials/{id}/challenge for the live `credential` (read in this transaction): a new OTP
+    (EMAIL_OTP) or a passkey login challenge. Lean statements only."""
     now = clock.now(tenant)
-    credential = await live_credential(session, tenant=tenant, credential_id=credential_id)
     if credential.type == "OAUTH":
         raise invalid_field(
             "type",

@@ -18,6 +18,7 @@ from platpay.accounts.state import InternalAccountStatus, InternalAccountType
 from platpay.config import Settings
 from platpay.customers import service as customers_service
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.ids import is_id
@@ -91,7 +92,7 @@ async def list_credentials(
 
 
 async def live_credential(
-    session: AsyncSession, *, tenant: TenantContext, credential_id: str, for_update: bool = False
+    session: LeanSession, *, tenant: TenantContext, credential_id: str, for_update: bool = False
 ) -> CredentialRow:
     row = (
         await repository.get_credential(
@@ -103,6 +104,32 @@ async def live_credential(
     if row is None:
         raise CredentialNotFound(credential_id)
     return row
+
+
+async def counted_credential(
+    session: LeanSession,
+    *,
+    tenant: TenantContext,
+    credential_id: str,
+    credential_limit: tuple[str, int, int],
+    account_limit: tuple[str, int, int],
+) -> tuple[CredentialRow, dict[str, int]]:
+    """`live_credential(for_update=True)` with an attempt counted in the same statement (PostgreSQL, a lean
+    transaction: repository.counted_credential); 404 for an unknown or revoked one (nothing counted)."""
+    found = (
+        await repository.counted_credential(
+            session,
+            tenant_id=tenant.id,
+            credential_id=credential_id,
+            credential_limit=credential_limit,
+            account_limit=account_limit,
+        )
+        if is_id(credential_id, "AuthMethod")
+        else None
+    )
+    if found is None:
+        raise CredentialNotFound(credential_id)
+    return found
 
 
 # Registering

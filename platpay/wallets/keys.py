@@ -15,8 +15,8 @@ from functools import cache
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric import ec
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
 from platpay.kit.crypto import p256
 from platpay.kit.crypto.sealing import Sealer, load_master_key, master_key_source, process_sealer
@@ -41,7 +41,7 @@ def _opened(sealed: str, tenant_id: str) -> ec.EllipticCurvePrivateKey:
 _ENCLAVE_KEYS: dict[str, ec.EllipticCurvePrivateKey] = {}
 
 
-async def enclave_key(session: AsyncSession, *, tenant: TenantContext) -> ec.EllipticCurvePrivateKey:
+async def enclave_key(session: LeanSession, *, tenant: TenantContext) -> ec.EllipticCurvePrivateKey:
     """The tenant's enclave key, created (race-safely: insert-or-ignore, then read) on first use."""
     known = _ENCLAVE_KEYS.get(tenant.id)
     if known is not None:

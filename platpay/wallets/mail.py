@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
 from platpay.messages import service as messages_service
 from platpay.tenants.context import TenantContext
@@ -63,7 +62,7 @@ def compose(tenant: TenantContext, *, code: str, expires_in_seconds: int) -> Otp
     )
 
 
-async def send_otp(session: AsyncSession, *, tenant: TenantContext, to: str, issued: OtpIssuance) -> str:
+async def send_otp(session: LeanSession, *, tenant: TenantContext, to: str, issued: OtpIssuance) -> str:
     """Queue the OTP email through the messages domain, in the caller's transaction (its job sends it once
     that commits; sandbox tenants can read it in GET /sandbox/mailbox). The message's id."""
     expires_in = max(1, int((issued.expires_at - clock.now(tenant)).total_seconds()))

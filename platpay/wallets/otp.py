@@ -20,8 +20,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit.crypto import bundles, hpke, p256
 from platpay.kit.ids import new_id
@@ -59,7 +59,7 @@ def draw_code(tenant: TenantContext) -> str:
 
 
 async def issue(
-    session: AsyncSession, *, tenant: TenantContext, credential: CredentialRow, now: datetime
+    session: LeanSession, *, tenant: TenantContext, credential: CredentialRow, now: datetime
 ) -> Issued:
     otp_id = new_id("Otp")
     code = draw_code(tenant)
@@ -88,7 +88,7 @@ async def issue(
 
 
 async def check_attempt(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     credential: CredentialRow,

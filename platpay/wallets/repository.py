@@ -1,8 +1,11 @@
 """All SQL on the wallets domain's tables, always tenant-scoped.
 
-The statements of an EMAIL_OTP login (the target: >= 100 logins/s on one process, bench/wallet_auth.py) are lean (db/lean.py): the
-credential and its wallet read on every challenge and verify, the OTP issued, read and used, the signed-retry
-challenge stored and taken, the session and its audit row inserted. The rest go through the ORM.
+The statements of an EMAIL_OTP login (the target: >= 200 logins/s on one process, bench/wallet_auth.py) are
+lean (db/lean.py), so that a login runs in `Database.lean_transaction()` (no ORM session on PostgreSQL): the
+credential read on every challenge and verify (its row locked), an UNVERIFIED one made VERIFIED, the OTP
+issued, used and read in one statement, the tenant's enclave key, the signed-retry challenge stored, taken
+(and read, to say why not), the signing session looked up, the session and its audit row inserted. The rest
+go through the ORM.
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, update
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
 from platpay.db import lean, portable
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
+from platpay.db.unit_of_work import LeanSession
+from platpay.kit import rate_limits
 from platpay.wallets.models import (
     AuditRow,
     ChallengeRow,
@@ -83,13 +90,124 @@ def _live_credentials(tenant_id: str) -> Any:
 
 
 async def get_credential(
-    session: AsyncSession, *, tenant_id: str, credential_id: str, for_update: bool = False
+    session: LeanSession, *, tenant_id: str, credential_id: str, for_update: bool = False
 ) -> CredentialRow | None:
-    """The live credential, as a persistent instance of `session` (changes to it flush with the unit of work)."""
+    """The live credential: in an ORM session a persistent instance (changes to it flush with the unit of
+    work), in a lean transaction a read-only snapshot."""
     row: CredentialRow | None = await lean.get(
         session, CredentialRow, for_update=for_update, id=credential_id, tenant_id=tenant_id, revoked_at=None
     )
     return row
+
+
+_CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
+
+
+def _counted_credential() -> Any:
+    credential = (
+        select(*_CREDENTIAL_COLUMNS)
+        .where(
+            CredentialRow.id == bindparam("credential_id"),
+            CredentialRow.tenant_id == bindparam("tenant_id"),
+            CredentialRow.revoked_at.is_(None),
+        )
+        .with_for_update()
+        .cte("credential")
+    )
+    start, end = BigInteger(), BigInteger()
+    counted = rate_limits.counting(
+        credential,
+        [
+            (
+                bindparam("credential_key", type_=String()),
+                bindparam("credential_window_start", type_=start),
+                bindparam("credential_window_end", type_=end),
+            ),
+            (
+                bindparam("account_key_prefix", type_=String()) + credential.c.account_id,
+                bindparam("account_window_start", type_=start),
+                bindparam("account_window_end", type_=end),
+            ),
+        ],
+    )
+    return select(
+        *credential.c,
+        select(counted.c.count).where(counted.c.key == bindparam("credential_key")).scalar_subquery(),
+        select(counted.c.count).where(counted.c.key != bindparam("credential_key")).scalar_subquery(),
+    )
+
+
+# PostgreSQL only (a data-modifying CTE): what a LeanTransaction counts a wallet attempt with.
+_COUNTED_CREDENTIAL = Lean(_counted_credential())
+
+
+async def counted_credential(
+    session: LeanSession,
+    *,
+    tenant_id: str,
+    credential_id: str,
+    credential_limit: tuple[str, int, int],
+    account_limit: tuple[str, int, int],
+) -> tuple[CredentialRow, dict[str, int]] | None:
+    """PostgreSQL, one statement: the live credential, its row locked until the transaction ends, and one
+    attempt counted against the limit (key, window start, window end) `credential_limit` and the one whose
+    key is `account_limit`'s followed by the credential's account id; (a read-only snapshot of the
+    credential, the counts by key), or None when there is no such credential (nothing is counted)."""
+    prefix, account_start, account_end = account_limit
+    row = await lean.first(
+        session,
+        _COUNTED_CREDENTIAL,
+        {
+            "tenant_id": tenant_id,
+            "credential_id": credential_id,
+            "credential_key": credential_limit[0],
+            "credential_window_start": credential_limit[1],
+            "credential_window_end": credential_limit[2],
+            "account_key_prefix": prefix,
+            "account_window_start": account_start,
+            "account_window_end": account_end,
+        },
+    )
+    if row is None:
+        return None
+    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:-2])
+    counts = {credential_limit[0]: row[-2], prefix + credential.account_id: row[-1]}
+    return credential, counts
+
+
+_MARK_VERIFIED = Lean(
+    update(CredentialRow)
+    .where(
+        CredentialRow.tenant_id == bindparam("tenant_id"),
+        CredentialRow.id == bindparam("credential_id"),
+        CredentialRow.status == bindparam("unverified"),
+    )
+    .values(
+        status=bindparam("verified", type_=CredentialRow.status.type),
+        verified_at=bindparam("now", type_=CredentialRow.verified_at.type),
+        updated_at=bindparam("now", type_=CredentialRow.updated_at.type),
+    )
+)
+
+
+async def mark_verified(
+    session: LeanSession, *, credential: CredentialRow, status: str, now: datetime
+) -> None:
+    """An UNVERIFIED credential's first successful verify (`status`: VERIFIED), in one conditional UPDATE;
+    `credential` (an instance or a snapshot) shows the new values without the unit of work writing them again."""
+    await lean.rows(
+        session,
+        _MARK_VERIFIED,
+        {
+            "tenant_id": credential.tenant_id,
+            "credential_id": credential.id,
+            "unverified": CredentialStatus.UNVERIFIED.value,
+            "verified": status,
+            "now": now,
+        },
+    )
+    for name, value in (("status", status), ("verified_at", now), ("updated_at", now)):
+        set_committed_value(credential, name, value)
 
 
 async def credentials_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[CredentialRow]:
@@ -137,7 +255,7 @@ _INSERT_SESSION = Lean(SessionRow.__table__.insert())
 _SESSION_KEYS = lean.columns_of(SessionRow)[1]
 
 
-async def insert_session(session: AsyncSession, values: dict[str, Any]) -> SessionRow:
+async def insert_session(session: LeanSession, values: dict[str, Any]) -> SessionRow:
     """Insert a session (every column given); the row as a read-only snapshot (a session row is never
     changed but by `revoke_session`'s UPDATE)."""
     await lean.rows(session, _INSERT_SESSION, values)
@@ -179,8 +297,50 @@ async def active_sessions_of(
     return [(row[0], row[1]) for row in (await session.execute(stmt)).all()]
 
 
+def _signing_session(account_ids: Any, excluded: Any) -> Any:
+    return (
+        select(*_SESSION_COLUMNS)
+        .join(CredentialRow, CredentialRow.id == SessionRow.credential_id)
+        .where(
+            SessionRow.tenant_id == bindparam("tenant_id"),
+            SessionRow.public_key == bindparam("public_key"),
+            account_ids,
+            excluded,
+            SessionRow.revoked_at.is_(None),
+            SessionRow.expires_at > bindparam("now", type_=SessionRow.expires_at.type),
+            CredentialRow.revoked_at.is_(None),
+        )
+        .order_by(SessionRow.id.desc())
+        .limit(1)
+    )
+
+
+def _json_list(name: str) -> Any:
+    return select(func.json_each(bindparam(name, type_=JSON)).table_valued("value").c.value)
+
+
+_SESSION_COLUMNS = lean.columns_of(SessionRow)[0]
+# The lists bound whole (PostgreSQL arrays, SQLite JSON arrays): one statement whatever their lengths.
+_SIGNING_SESSION = Lean(
+    _signing_session(
+        SessionRow.account_id.in_(_json_list("account_ids")),
+        SessionRow.credential_id.not_in(_json_list("excluded_credential_ids")),
+    ),
+    dialects={
+        "postgresql": _signing_session(
+            SessionRow.account_id
+            == any_(bindparam("account_ids", type_=postgresql.ARRAY(SessionRow.account_id.type))),
+            SessionRow.credential_id
+            != all_(
+                bindparam("excluded_credential_ids", type_=postgresql.ARRAY(SessionRow.credential_id.type))
+            ),
+        )
+    },
+)
+
+
 async def signing_session(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     public_key: str,
@@ -189,24 +349,22 @@ async def signing_session(
     now: datetime,
 ) -> SessionRow | None:
     """An active session with API key `public_key` on one of `account_ids`, of a live credential not in
-    `excluded_credential_ids` (the newest, if the same key was issued twice)."""
-    stmt = (
-        select(SessionRow)
-        .join(CredentialRow, CredentialRow.id == SessionRow.credential_id)
-        .where(
-            SessionRow.tenant_id == tenant_id,
-            SessionRow.public_key == public_key,
-            SessionRow.account_id.in_(list(account_ids)),
-            SessionRow.revoked_at.is_(None),
-            SessionRow.expires_at > now,
-            CredentialRow.revoked_at.is_(None),
-        )
-        .order_by(SessionRow.id.desc())
-        .limit(1)
+    `excluded_credential_ids` (the newest, if the same key was issued twice); a read-only snapshot."""
+    row = await lean.first(
+        session,
+        _SIGNING_SESSION,
+        {
+            "tenant_id": tenant_id,
+            "public_key": public_key,
+            "account_ids": list(account_ids),
+            "excluded_credential_ids": list(excluded_credential_ids),
+            "now": now,
+        },
     )
-    if excluded_credential_ids:
-        stmt = stmt.where(SessionRow.credential_id.not_in(list(excluded_credential_ids)))
-    return await session.scalar(stmt)
+    if row is None:
+        return None
+    found: SessionRow = lean.snapshot(SessionRow, _SESSION_KEYS, row)
+    return found
 
 
 async def revoke_session(session: AsyncSession, *, tenant_id: str, session_id: str, now: datetime) -> bool:
@@ -257,16 +415,17 @@ _TAKE_CHALLENGE = Lean(
 )
 
 
-async def insert_challenge(session: AsyncSession, row: dict[str, Any]) -> None:
+async def insert_challenge(session: LeanSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_CHALLENGE, row)
 
 
-async def get_challenge(session: AsyncSession, *, tenant_id: str, request_id: str) -> ChallengeRow | None:
-    return await get_scoped(session, ChallengeRow, id=request_id, tenant_id=tenant_id)
+async def get_challenge(session: LeanSession, *, tenant_id: str, request_id: str) -> ChallengeRow | None:
+    found: ChallengeRow | None = await lean.get(session, ChallengeRow, id=request_id, tenant_id=tenant_id)
+    return found
 
 
 async def take_challenge(
-    session: AsyncSession, *, tenant_id: str, request_id: str, now: datetime
+    session: LeanSession, *, tenant_id: str, request_id: str, now: datetime
 ) -> ChallengeRow | None:
     """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
     `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
@@ -336,12 +495,12 @@ _TAKE_OTP = Lean(
 )
 
 
-async def insert_otp(session: AsyncSession, row: dict[str, Any]) -> None:
+async def insert_otp(session: LeanSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_OTP, row)
 
 
 async def take_otp(
-    session: AsyncSession, *, tenant_id: str, credential_id: str, now: datetime
+    session: LeanSession, *, tenant_id: str, credential_id: str, now: datetime
 ) -> OtpRow | None:
     """Use the credential's newest OTP issuance if it is pending (not used, not expired) and return it, in
     one statement (None otherwise: only the newest counts). A transaction that then refuses the attempt
@@ -369,12 +528,17 @@ async def purge_otps(session: AsyncSession, *, before: datetime) -> int:
 # Enclave keys
 
 
-async def get_enclave_key(session: AsyncSession, *, tenant_id: str) -> EnclaveKeyRow | None:
-    return await session.scalar(select(EnclaveKeyRow).where(EnclaveKeyRow.tenant_id == tenant_id))
+_INSERT_ENCLAVE_KEY = portable.lean_insert_ignore(EnclaveKeyRow.__table__)
 
 
-async def insert_enclave_key(session: AsyncSession, row: dict[str, Any]) -> None:
-    await session.execute(portable.insert_ignore(session, EnclaveKeyRow.__table__, row))
+async def get_enclave_key(session: LeanSession, *, tenant_id: str) -> EnclaveKeyRow | None:
+    found: EnclaveKeyRow | None = await lean.get(session, EnclaveKeyRow, tenant_id=tenant_id)
+    return found
+
+
+async def insert_enclave_key(session: LeanSession, row: dict[str, Any]) -> None:
+    """Insert the tenant's enclave key unless one exists (a concurrent first use won)."""
+    await lean.rows(session, _INSERT_ENCLAVE_KEY, row)
 
 
 # Audit
@@ -383,7 +547,7 @@ async def insert_enclave_key(session: AsyncSession, row: dict[str, Any]) -> None
 _INSERT_AUDIT = Lean(AuditRow.__table__.insert())
 
 
-async def insert_audit(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+async def insert_audit(session: LeanSession, rows: list[dict[str, Any]]) -> None:
     await lean.execute_many(session, _INSERT_AUDIT, rows)
 
 

@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.crypto import bundles, p256
@@ -48,7 +49,7 @@ def render(row: SessionRow, credential: CredentialRow, *, encrypted_key: str | N
 
 
 async def _insert(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     credential: CredentialRow,
@@ -73,12 +74,12 @@ async def _insert(
         },
     )
     if credential.status != CredentialStatus.VERIFIED:
-        credential.status = CREDENTIAL.move(
-            credential.status, CredentialStatus.VERIFIED, subject=credential.id
+        await repository.mark_verified(
+            session,
+            credential=credential,
+            status=CREDENTIAL.move(credential.status, CredentialStatus.VERIFIED, subject=credential.id),
+            now=now,
         )
-        credential.verified_at = now
-        credential.updated_at = now
-        await session.flush()
     await audit.record(
         session,
         tenant_id=tenant.id,
@@ -93,7 +94,7 @@ async def _insert(
 
 
 async def issue_for_key(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     credential: CredentialRow,

@@ -10,6 +10,10 @@
   challenge (consumed) -> a session sealed to the clientPublicKey bound on the challenge call.
 
 Every attempt counts against the credential's and the wallet's limits (attempts.py; 429 past them).
+
+An EMAIL_OTP challenge and both legs of its verify run lean statements only, in the attempt's
+`lean_transaction()` (no ORM session on PostgreSQL: the target is >= 200 logins/s on one process,
+bench/wallet_auth.py); OAUTH and PASSKEY run in its ORM `transaction()`.
 """
 
 from __future__ import annotations
@@ -18,17 +22,17 @@ from datetime import timedelta
 
 from fastapi import Response
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.kit import clock
 from platpay.kit.crypto import p256
 from platpay.kit.ids import is_id
 from platpay.kit.wallet_signature import WalletSignature
 from platpay.tenants.context import TenantContext
-from platpay.wallets import challenges, credentials, keys, oidc, otp, passkeys, repository, sessions
+from platpay.wallets import challenges, keys, oidc, otp, passkeys, repository, sessions
 from platpay.wallets.attempts import Attempt
 from platpay.wallets.credentials import PASSKEY_LOGIN
 from platpay.wallets.errors import RequestIdMissing, VerificationFailed
@@ -97,11 +101,11 @@ async def challenge(
     attempt = Attempt(db, tenant=tenant, credential_id=credential_id, kind="challenge", settings=settings)
 
     async def work() -> AuthMethodResponse | PasskeyAuthChallenge:
-        async with attempt.transaction() as session:
+        async with attempt.lean_transaction() as session:
             return await challenges.reissue_challenge(
                 session,
                 tenant=tenant,
-                credential_id=credential_id,
+                credential=attempt.credential,
                 client_public_key=client_public_key,
                 settings=settings,
             )
@@ -118,11 +122,8 @@ async def _verify_email_otp(
     signature: WalletSignature,
     settings: Settings,
 ) -> Response:
-    loaded: list[CredentialRow] = []
-
-    async def prepare(session: AsyncSession, first: bool) -> SignedIntent:
-        credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
-        loaded.append(credential)
+    async def prepare(session: LeanSession, first: bool) -> SignedIntent:
+        credential = attempt.credential  # read, its row locked, as the attempt was counted
         _same_type(credential, proof)
         intent = SignedIntent(
             operation=VERIFY_EMAIL_OTP,
@@ -157,12 +158,12 @@ async def _verify_email_otp(
             response_extra=intent.response_extra,
         )
 
-    async def then(session: AsyncSession, signed: Signed | None) -> AuthSession:
+    async def then(session: LeanSession, signed: Signed | None) -> AuthSession:
         assert signed is not None
         return await sessions.issue_for_key(
             session,
             tenant=tenant,
-            credential=loaded[-1],  # read by prepare in this transaction
+            credential=attempt.credential,
             public_key=p256.public_key_from_hex(signed.public_key),
             settings=settings,
         )
@@ -174,7 +175,7 @@ async def _verify_email_otp(
         prepare=prepare,
         then=then,
         status=200,
-        transaction=attempt.transaction,
+        transaction=attempt.lean_transaction,
         settings=settings,
     )
 
@@ -187,7 +188,7 @@ async def _verify_oauth(
     if not tenant.is_sandbox:
         await oidc.verify_signature(token, settings=settings)  # network: before the transaction
     async with attempt.transaction() as session:
-        credential = await credentials.live_credential(session, tenant=tenant, credential_id=credential_id)
+        credential = attempt.credential  # read, its row locked, as the attempt was counted
         _same_type(credential, proof)
         if not (
             oidc.same_issuer(credential.oidc_issuer or "", token.issuer)
@@ -217,9 +218,7 @@ async def _verify_passkey(
         raise RequestIdMissing("a passkey verify carries the challenge's requestId in the Request-Id header")
     async with attempt.transaction() as session:
         now = clock.now(tenant)
-        credential = await credentials.live_credential(
-            session, tenant=tenant, credential_id=credential_id, for_update=True
-        )
+        credential = attempt.credential  # read, its row locked, as the attempt was counted
         _same_type(credential, proof)
         challenge = (
             await repository.get_challenge(session, tenant_id=tenant.id, request_id=request_id)

@@ -33,14 +33,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from fastapi import Response
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.db.database import Database
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
 from platpay.kit.crypto import stamps
@@ -149,7 +149,7 @@ def activity_payload(
 
 
 async def begin(
-    session: AsyncSession, *, tenant: TenantContext, intent: SignedIntent, settings: Settings
+    session: LeanSession, *, tenant: TenantContext, intent: SignedIntent, settings: Settings
 ) -> SignedRequestChallenge:
     """Store the pending challenge of `intent`; its 202 body."""
     now = clock.now(tenant)
@@ -191,7 +191,7 @@ def _not_pending(request_id: str, why: str) -> WalletSignatureInvalid:
 
 
 async def complete(
-    session: AsyncSession, *, tenant: TenantContext, intent: SignedIntent, signature: WalletSignature
+    session: LeanSession, *, tenant: TenantContext, intent: SignedIntent, signature: WalletSignature
 ) -> Signed:
     """Verify and consume the retry of `intent` (see the module); the signer, or the specific 401."""
     if signature.signature is None:
@@ -237,7 +237,7 @@ async def complete(
     )
 
 
-async def _why_not_pending(session: AsyncSession, *, tenant: TenantContext, request_id: str, now: Any) -> str:
+async def _why_not_pending(session: LeanSession, *, tenant: TenantContext, request_id: str, now: Any) -> str:
     existing = (
         await repository.get_challenge(session, tenant_id=tenant.id, request_id=request_id)
         if is_id(request_id, "Request")
@@ -251,7 +251,7 @@ async def _why_not_pending(session: AsyncSession, *, tenant: TenantContext, requ
 
 
 async def _allowed_signer(
-    session: AsyncSession, *, tenant: TenantContext, stamp: stamps.Stamp, signers: Signers, now: Any
+    session: LeanSession, *, tenant: TenantContext, stamp: stamps.Stamp, signers: Signers, now: Any
 ) -> Signed:
     if signers.public_key is not None:
         if stamp.public_key_hex != signers.public_key:
@@ -278,7 +278,7 @@ async def _allowed_signer(
 
 
 async def verify_stamp(
-    session: AsyncSession, *, tenant: TenantContext, payload: str, header: str | None, signers: Signers
+    session: LeanSession, *, tenant: TenantContext, payload: str, header: str | None, signers: Signers
 ) -> Signed:
     """A stamp over `payload` with no challenge step (quote execution): the same checks as `complete`
     but for the Request-Id and the bound fields."""
@@ -296,8 +296,9 @@ async def verify_stamp(
     return signer
 
 
-Prepare = Callable[[AsyncSession, bool], Awaitable[SignedIntent]]
-Then = Callable[[AsyncSession, Signed | None], Awaitable[ApiModel | None]]
+S = TypeVar("S", bound=LeanSession)
+Prepare = Callable[[S, bool], Awaitable[SignedIntent]]
+Then = Callable[[S, Signed | None], Awaitable[ApiModel | None]]
 
 
 async def execute(
@@ -305,18 +306,20 @@ async def execute(
     *,
     tenant: TenantContext,
     signature: WalletSignature,
-    prepare: Prepare,
-    then: Then,
+    prepare: Prepare[S],
+    then: Then[S],
     settings: Settings,
     status: int = 200,
-    transaction: Callable[[], AbstractAsyncContextManager[AsyncSession]] | None = None,
+    transaction: Callable[[], AbstractAsyncContextManager[S]] | None = None,
 ) -> Response:
     """One signed operation's request, in one transaction: the 202 challenge when `signature` is absent,
     else the verified retry and the operation (`status`, or 204 when `then` returns None). An intent that
     needs no signature runs at once. `transaction` opens the unit of work instead of `db.transaction` (an
-    attempt that counts itself in it)."""
+    attempt that counts itself in it; its lean transaction when `prepare` and `then` run lean statements
+    only); `prepare` and `then` take what it yields."""
     first = signature.absent
-    async with (transaction or db.transaction)() as session:
+    unit = transaction or cast("Callable[[], AbstractAsyncContextManager[S]]", db.transaction)
+    async with unit() as session:
         intent = await prepare(session, first)
         if not intent.signature_required:
             result = await then(session, None)
