@@ -779,7 +779,7 @@ PHASES = [
 
 
 OUTSIDE = "outside a request phase: event loop, GC, other"
-SQL_LAYER = "SQLAlchemy + asyncpg executing statements (phase not visible: greenlet stacks)"
+SQL_LAYER = "SQLAlchemy + asyncpg / aiosqlite executing statements (phase not visible: greenlet stacks)"
 
 
 def profile_server(
@@ -860,7 +860,7 @@ def profile_server(
             # py-spy cannot follow a greenlet's stack back to the coroutine that started it: SQLAlchemy's
             # synchronous half of every statement (compiling, executing, loading rows, flushing the unit of
             # work) runs in a greenlet, so those samples show no platpay frame.
-            if any("sqlalchemy/" in frame or "asyncpg/" in frame for frame in frames):
+            if any(part in frame for frame in frames for part in ("sqlalchemy/", "asyncpg/", "aiosqlite/")):
                 label = SQL_LAYER
             leaf = re.sub(r"\(/\S*/(site-packages|python3\.11)/", "(", frames[-1])
             unphased[leaf] = unphased.get(leaf, 0) + int(count)
@@ -1028,6 +1028,8 @@ def run_sqlite(
                         measure_wrk(wrk, target, connections, args, senders=senders, workdir=workdir)
                     )
                     _progress(row, round_no)
+        if args.profile > 0:
+            profile_server(target, wrk, args, pairs[:-1], workdir)
         verify(f"sqlite+aiosqlite:///{path}")
     finally:
         stop(target.proc)
@@ -1181,7 +1183,7 @@ def main() -> None:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="PostgreSQL: afterwards sample the server with py-spy for this long and split its CPU by phase",
+        help="afterwards sample the server with py-spy for this long and split its CPU by phase",
     )
     parser.add_argument(
         "--variant",

@@ -6,7 +6,10 @@ standby when PLATPAY_DATABASE_READ_URL names one and it is fresh enough (platpay
 `lean_transaction()` is the unit of work of an operation whose every statement is lean (platpay.db.lean).
 On SQLite a write transaction starts with BEGIN IMMEDIATE (so a read never has to be upgraded to a write
 lock, which SQLite refuses under contention) and in-process writers queue on an asyncio lock instead of
-spinning in SQLite's busy handler; `busy_timeout` still covers other processes (the CLI, a worker).
+spinning in SQLite's busy handler; `busy_timeout` still covers other processes (the CLI, a worker), waited
+out on the connection's thread, never on the event loop. A write transaction's BEGIN IMMEDIATE, lean
+statements and COMMIT run inline on the event loop's thread while the connection holds the write lock, and
+WAL checkpoints on a thread of their own (platpay.db.sqlite_inline).
 
 Faults (platpay.db.faults): every wait on the database is bounded by `timeout` (connecting, a pooled
 connection, SQLite's busy wait and write queue), a connection a fault touched never goes back to a pool,
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import sqlite3
@@ -42,7 +46,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from platpay.db import hosts, lean
+from platpay.db import hosts, lean, sqlite_inline
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -121,16 +125,27 @@ def build_engine(
     null_pool: bool = False,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     policy: ConnectionPolicy | None = None,
+    checkpointer: sqlite_inline.Checkpointer | None = None,
 ) -> AsyncEngine:
     """The engine; `timeout` bounds connecting, waiting for a pooled connection and SQLite's busy wait;
-    on PostgreSQL, `policy` (default: only `timeout`) bounds the rest (platpay.db.connect)."""
+    on PostgreSQL, `policy` (default: only `timeout`) bounds the rest (platpay.db.connect). SQLite: with a
+    `checkpointer` (a server's: `Database`), its connections leave WAL checkpoints to it instead of running
+    SQLite's automatic one in their COMMIT (platpay.db.sqlite_inline)."""
     if url.startswith("sqlite"):
         path = _sqlite_path(url)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, connect_args={"timeout": timeout})
-        _discard_refusing(engine)
         busy_ms = max(1, int(timeout * 1000))
+        # Connections that run a write transaction's statements on the event loop's thread while they hold
+        # SQLite's write lock, and everything else on aiosqlite's thread (platpay.db.sqlite_inline).
+        engine = create_async_engine(
+            url,
+            connect_args={
+                "timeout": timeout,
+                "async_creator_fn": functools.partial(sqlite_inline.connect, busy_timeout_ms=busy_ms),
+            },
+        )
+        _discard_refusing(engine)
 
         @event.listens_for(engine.sync_engine, "checkout")
         def _reopen_writable(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
@@ -146,6 +161,15 @@ def build_engine(
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
+            journal = cursor.fetchone()
+            driver = dbapi_connection.driver_connection
+            if isinstance(driver, sqlite_inline.InlineConnection):
+                # A file that cannot be in WAL mode (read-only when opened, a network filesystem) keeps
+                # every statement on the thread: a rollback journal's COMMIT waits for readers.
+                driver.wal = journal is not None and str(journal[0]).lower() == "wal"
+                if driver.wal and checkpointer is not None:
+                    cursor.execute("PRAGMA wal_autocheckpoint=0")
+                    driver.checkpointer = checkpointer
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
@@ -153,8 +177,16 @@ def build_engine(
 
         @event.listens_for(engine.sync_engine, "begin")
         def _on_begin(conn: Any) -> None:
-            write = conn.get_execution_options().get(WRITE_OPTION)
+            write = bool(conn.get_execution_options().get(WRITE_OPTION))
+            driver = conn.connection.driver_connection
+            inline = isinstance(driver, sqlite_inline.InlineConnection)
+            # Inline when it cannot wait (a deferred BEGIN; BEGIN IMMEDIATE with the write lock free), else
+            # on the connection's thread, waiting up to the busy timeout there: never on the event loop.
+            if inline and driver.try_begin(immediate=write):
+                return
             conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+            if inline and write:
+                driver.began_write()
 
         return engine
 
@@ -229,8 +261,17 @@ class Database:
         self.timeout = timeout = self.policy.timeout
         # A starting command shares its own (platpay.db.startup): one event per outage, whatever failed.
         self.outage = outage or OutageLog()
+        # SQLite file databases: WAL checkpoints on a thread of their own, off the event loop.
+        parsed = make_url(url)
+        sqlite_file = _sqlite_path(url) if url.startswith("sqlite") and not parsed.query else None
+        self._checkpointer = sqlite_inline.Checkpointer(str(sqlite_file)) if sqlite_file else None
         self.engine = build_engine(
-            url, pool_size=pool_size, null_pool=null_pool, timeout=timeout, policy=self.policy
+            url,
+            pool_size=pool_size,
+            null_pool=null_pool,
+            timeout=timeout,
+            policy=self.policy,
+            checkpointer=self._checkpointer,
         )
         self.dialect = self.engine.dialect.name
         self.is_sqlite = self.dialect == "sqlite"
@@ -250,8 +291,7 @@ class Database:
         self._pg_pools: dict[asyncio.AbstractEventLoop, LeanPool] = {}
         self._pg_transaction_pools: dict[asyncio.AbstractEventLoop, LeanPool] = {}
         # SQLite file databases: lean reads run inline on a read-only connection per thread.
-        parsed = make_url(url)
-        self._inline_path = _sqlite_path(url) if self.is_sqlite and not parsed.query else None
+        self._inline_path = sqlite_file
         self._inline_readers: dict[int, sqlite3.Connection] = {}
         # PostgreSQL with PLATPAY_DATABASE_READ_URL: the reads endpoints choose may go to a standby.
         self.replica: ReplicaRouter | None = None
@@ -601,3 +641,5 @@ class Database:
         if self.replica is not None:
             await self.replica.close()
         await self.engine.dispose()
+        if self._checkpointer is not None:
+            await asyncio.to_thread(self._checkpointer.stop)

@@ -6,7 +6,8 @@ types' own SQLAlchemy processors (JSON, aware UTC timestamps), so values go in a
 through the ORM; rows are plain tuples in the order of the statement's columns.
 
 `rows`, `first` and `execute_many` run one inside the caller's session transaction, on its connection's
-driver (asyncpg, aiosqlite): same connection, same transaction and savepoints as the ORM statements around
+driver (asyncpg, aiosqlite — inline on the event loop's thread while the connection holds SQLite's write lock,
+platpay.db.sqlite_inline): same connection, same transaction and savepoints as the ORM statements around
 it, without the session's per-statement machinery (ORM execution context, compiled-cache lookup, result
 objects), which costs several times the driver call itself on the money paths. Driver errors are raised
 as SQLAlchemy's (`IntegrityError`, `OperationalError`, ...), as `session.execute` would raise them; one
@@ -50,6 +51,7 @@ from sqlalchemy.sql.util import find_tables
 from sqlalchemy.util import await_only
 
 from platpay.db.faults import connection_lost, refuses_writes
+from platpay.db.sqlite_inline import InlineConnection
 from platpay.db.unit_of_work import LeanSession
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
@@ -225,6 +227,8 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
     try:
         if dialect.name == "postgresql":
             found = await driver.fetch(sql, *args)  # a prepared statement cached by asyncpg
+        elif isinstance(driver, InlineConnection) and driver.holds_write_lock():
+            found = driver.fetchall_now(sql, args)  # inline: it waits for no lock (platpay.db.sqlite_inline)
         else:
             found = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
     except Exception as error:
@@ -250,7 +254,10 @@ async def execute_many(session: LeanSession, lean: Lean, params: list[dict[str, 
     batches = [lean.args(dialect, p) for p in params]
     sql = batches[0][0]
     try:
-        await driver.executemany(sql, [args for _, args, _ in batches])
+        if isinstance(driver, InlineConnection) and driver.holds_write_lock():
+            driver.executemany_now(sql, [args for _, args, _ in batches])
+        else:
+            await driver.executemany(sql, [args for _, args, _ in batches])
     except Exception as error:
         raise await _failed(known, sql, [a for _, a, _ in batches], error) from error
 
