@@ -382,7 +382,12 @@ async def flush(session: LeanSession) -> None:
 
 
 def _pending_of(conn: Any) -> _Pending | None:
-    pending: _Pending | None = conn.info.get(_PENDING) if conn.dialect.name == "postgresql" else None
+    # An invalidated connection (lost, or it refused a write) has no info to read (SQLAlchemy raises
+    # PendingRollbackError) and nothing to send: its DBAPI connection is discarded, and the pool clears
+    # the info when it connects again.
+    if conn.dialect.name != "postgresql" or conn.invalidated:
+        return None
+    pending: _Pending | None = conn.info.get(_PENDING)
     return pending
 
 
@@ -411,14 +416,17 @@ def _drop_after_savepoint(conn: Any, name: Any, context: Any) -> None:
 
 @event.listens_for(Engine, "commit")
 def _send_before_commit(conn: Any) -> None:
-    pending = conn.info.pop(_PENDING, None)
+    pending = _pending_of(conn)
+    if pending is not None:
+        conn.info.pop(_PENDING, None)
     if pending is not None and pending.parts:
         await_only(_send(pending))
 
 
 @event.listens_for(Engine, "rollback")
 def _drop_at_rollback(conn: Any) -> None:
-    conn.info.pop(_PENDING, None)
+    if _pending_of(conn) is not None:
+        conn.info.pop(_PENDING, None)
 
 
 # ORM instances, leanly: for the repositories whose rows are read and written on every money movement
