@@ -5,16 +5,10 @@ tests/cards/test_lean_session_typing.py does for a card authorization."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from types import FrameType
-from typing import Any
-
 import pytest
 
-from platpay.db.lean import LeanTransaction
 from platpay.kit.crypto import bundles, p256, stamps
-from tests.cards.test_lean_session_typing import PLATPAY, _annotation
+from tests.support.lean_typing import lean_receivers, misdeclared
 from tests.support.wallets import Wallet, wallet_account
 
 pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
@@ -30,19 +24,8 @@ def backend(request, pg_database):
 async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth, runner) -> None:
     wallet = Wallet(client, auth, await wallet_account(client, auth))
     credential_id = (await wallet.email_otp_credential())["id"]
-    received: set[tuple[str, int, str, str]] = set()
-
-    def profile(frame: FrameType, event: str, _: Any) -> None:
-        code = frame.f_code
-        if event != "call" or not code.co_filename.startswith(PLATPAY):
-            return
-        for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
-            if isinstance(frame.f_locals.get(name), LeanTransaction):
-                received.add((code.co_filename, code.co_firstlineno, code.co_name, name))
-
     tek = p256.generate_private_key()
-    sys.setprofile(profile)
-    try:
+    with lean_receivers() as received:
         challenge = await client.post(f"/auth/credentials/{credential_id}/challenge", auth=auth, json={})
         body = {
             "type": "EMAIL_OTP",
@@ -64,16 +47,10 @@ async def test_every_function_given_a_lean_transaction_declares_a_lean_session(c
         )
         wrong = await client.post(f"/auth/credentials/{credential_id}/verify", auth=auth, json=body)
         await runner.run_until_idle()  # the OTP email's send job
-    finally:
-        sys.setprofile(None)
     assert (challenge.status_code, first.status_code, retry.status_code) == (200, 202, 200), retry.text
     assert wrong.status_code == 401  # the OTP was used: a refused attempt, counted in a lean transaction
     assert received, "the login never ran in a LeanTransaction"
     names = {name for _, _, name, _ in received}
     assert {"reissue_challenge", "check_attempt", "issue_for_key", "record_sent"} <= names, names
-    misdeclared = sorted(
-        f"{Path(filename).relative_to(PLATPAY)}:{line} {name}({parameter}: {annotation or '?'})"
-        for filename, line, name, parameter in received
-        if "LeanSession" not in (annotation := _annotation(filename, line, parameter)) and parameter != "self"
-    )
-    assert not misdeclared, "given a LeanTransaction, declared otherwise:\n" + "\n".join(misdeclared)
+    undeclared = misdeclared(received)
+    assert not undeclared, "given a LeanTransaction, declared otherwise:\n" + "\n".join(undeclared)
