@@ -45,8 +45,20 @@ def batch_of(id_column: Any, *where: ColumnElement[bool], order_by: Any, limit: 
     """The ids of at most `limit` rows matching `where`, first by `order_by`, for `DELETE … WHERE id IN (…)`
     or `UPDATE … WHERE id IN (…)` (PostgreSQL's DELETE and UPDATE take no LIMIT): a retention batch. Locked
     FOR UPDATE SKIP LOCKED on PostgreSQL, so runners pruning at once take different rows and never wait for
-    each other or for a row a request holds (SQLite has one writer anyway)."""
+    each other or for a row a request holds (SQLite has one writer anyway).
+
+    The batch is a CTE, selected from: PostgreSQL runs a CTE with FOR UPDATE once, whereas a plain
+    `IN (subquery)` may be run again for each row of the outer scan (a nested-loop semi-join), and each run
+    skips the rows the statement has already deleted (locked by itself) and takes the next `limit`, so one
+    batch could delete far more than `limit` (seen: 21 jobs in a pass of 2 batches of 4)."""
     stmt = select(id_column)
     for condition in where:
         stmt = stmt.where(condition)
-    return stmt.order_by(order_by).limit(limit).with_for_update(skip_locked=True)
+    batch = stmt.order_by(order_by).limit(limit).with_for_update(skip_locked=True).cte("batch")
+    return select(batch.c[0])
+
+
+async def batch_done(session: Any, statement: Any, id_column: Any) -> int:
+    """Run the DELETE or UPDATE of a `batch_of` batch; how many rows it touched, counted from RETURNING (the
+    batch's WITH comes first, and Python's sqlite3 reports no rowcount for a statement beginning with WITH)."""
+    return len((await session.execute(statement.returning(id_column))).all())

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, case, event, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
-from platpay.db.rows import batch_of, get_scoped
+from platpay.db.rows import batch_done, batch_of, get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
@@ -24,7 +24,7 @@ from platpay.kit.ids import first_at
 from platpay.tenants import service as tenants_service
 
 if TYPE_CHECKING:
-    from sqlalchemy import CursorResult
+    pass
 
 # Lean inserts (the only way these two tables are written): events and their deliveries are written on every
 # money movement. An event's INSERT returns its tenant's webhook endpoint (the tenants domain's subquery), so
@@ -412,7 +412,5 @@ async def prune_attempts(session: AsyncSession, *, before: datetime, limit: int)
         order_by=WebhookAttemptRow.id,
         limit=limit,
     )
-    result = await session.execute(
-        WebhookAttemptRow.__table__.delete().where(WebhookAttemptRow.id.in_(batch))
-    )
-    return cast("CursorResult[Any]", result).rowcount or 0
+    statement = WebhookAttemptRow.__table__.delete().where(WebhookAttemptRow.id.in_(batch))
+    return await batch_done(session, statement, WebhookAttemptRow.id)

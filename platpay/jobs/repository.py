@@ -25,7 +25,7 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.portable import lean_insert_ignore
-from platpay.db.rows import batch_of
+from platpay.db.rows import batch_done, batch_of
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
 from platpay.jobs import registry
@@ -494,8 +494,7 @@ async def prune_finished(session: AsyncSession, *, state: JobState, before: date
         order_by=JobRow.finished_at,
         limit=limit,
     )
-    result = await session.execute(JobRow.__table__.delete().where(JobRow.id.in_(batch)))
-    return cast("CursorResult[Any]", result).rowcount or 0
+    return await batch_done(session, JobRow.__table__.delete().where(JobRow.id.in_(batch)), JobRow.id)
 
 
 # Jobs following their tenant's clock (jobs.service.follow_clock, clocks.service).

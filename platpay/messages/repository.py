@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, bindparam, case, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,14 +11,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
-from platpay.db.rows import batch_of, get_scoped
+from platpay.db.rows import batch_done, batch_of, get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit.ids import first_at
 from platpay.messages.models import MessageRow
 from platpay.messages.state import MessageStatus
 
 if TYPE_CHECKING:
-    from sqlalchemy import CursorResult
+    pass
 
 ID_PREFIX = "Message"
 
@@ -148,7 +148,5 @@ async def prune_bodies(session: AsyncSession, *, before: datetime, limit: int) -
         order_by=MessageRow.id,
         limit=limit,
     )
-    result = await session.execute(
-        MessageRow.__table__.update().where(MessageRow.id.in_(batch)).values(content=None)
-    )
-    return cast("CursorResult[Any]", result).rowcount or 0
+    statement = MessageRow.__table__.update().where(MessageRow.id.in_(batch)).values(content=None)
+    return await batch_done(session, statement, MessageRow.id)
