@@ -36,7 +36,7 @@ from sqlalchemy.engine import make_url
 from platpay.config import get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
-from platpay.db.faults import DISK_FULL, READ_ONLY, OutageLog, unavailable_reason
+from platpay.db.faults import DISK_FULL, READ_ONLY, DatabaseUnavailable, OutageLog, unavailable_reason
 from platpay.jobs import service as jobs_service
 from platpay.jobs.models import JobRow
 from platpay.jobs.runner import JobRunner
@@ -223,6 +223,21 @@ class TestPostgresReadOnly:
 async def _job_states(db: Database, ids: list[str]) -> set[str]:
     async with db.read() as session:
         return set((await session.scalars(select(JobRow.state).where(JobRow.id.in_(ids)))).all())
+
+
+async def _connected(db: Database, timeout: float = 30.0) -> None:
+    """Set-up only: wait until a freshly started private cluster takes connections within the Database's
+    short bound (2 s, which the faults below need); a loaded CI machine once took longer for the first one."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            async with db.read() as session:
+                await session.execute(select(1))
+            return
+        except DatabaseUnavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 async def _wait_for_states(db: Database, ids: list[str], expected: set[str], timeout: float = 10.0) -> None:
@@ -494,6 +509,7 @@ class TestPostgresDiskFull:
         )
         apps = _Apps(settings, Database(cluster.url("platpay"), pool_size=5, timeout=2.0))
         try:
+            await _connected(apps.database)
             auth = (await create_platform(apps.database, settings))["sandbox"]
             person = await customer(apps.api, auth)
             account = await internal_account(apps.api, auth, person["id"])
