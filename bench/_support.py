@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import secrets
 import signal
@@ -266,3 +267,21 @@ def machine_summary() -> str:
                 model = line.split(":", 1)[1].strip()
                 break
     return f"{cpus} CPU(s) {model}".strip() + f", Python {sys.version.split()[0]}"
+
+
+def platform_credentials(
+    env: dict[str, str], *, cwd: Path | None = None, name: str = "Bench", migrate: bool = False
+) -> tuple[str, str]:
+    """A new platform through the CLI (`platpay migrate` first when asked) on the database `env` names: its
+    sandbox (client id, client secret)."""
+    if migrate:
+        subprocess.run([str(BIN / "platpay"), "migrate"], env=env, cwd=cwd, check=True, capture_output=True)
+    created = subprocess.run(
+        [str(BIN / "platpay"), "platform", "create", "--name", name, "--json"],
+        env=env,
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+    sandbox = json.loads(created.stdout)["sandbox"]
+    return sandbox["clientId"], sandbox["clientSecret"]

@@ -19,7 +19,6 @@ warm-up, with wrk (one thread, 64 connections). Server CPU counts the server's w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -37,6 +36,7 @@ from _support import (
     child_setup,
     free_port,
     machine_summary,
+    platform_credentials,
     stop,
     tree_cpu_seconds,
     wait_http,
@@ -118,18 +118,7 @@ def main() -> None:
     running: list[http_config.Target] = []
     try:
         env = bench_env(PLATPAY_DATABASE_URL=database_url, PLATPAY_VAR_DIR=str(workdir / "var"))
-        subprocess.run(
-            [str(BIN / "platpay"), "migrate"], env=env, cwd=workdir, check=True, capture_output=True
-        )
-        created = subprocess.run(
-            [str(BIN / "platpay"), "platform", "create", "--name", "Bench", "--json"],
-            env=env,
-            cwd=workdir,
-            check=True,
-            capture_output=True,
-        )
-        sandbox = json.loads(created.stdout)["sandbox"]
-        credentials = (sandbox["clientId"], sandbox["clientSecret"])
+        credentials = platform_credentials(env, cwd=workdir, migrate=True)
         lua = workdir / "auth.lua"
         http_config.write_lua(lua, credentials)
         # The bare app's document: what platpay answers (fetched once from platpay under uvicorn).

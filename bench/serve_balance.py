@@ -37,11 +37,19 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import BIN, bench_env, child_setup, free_port, machine_summary, stop, wait_http
+from _support import (
+    BIN,
+    bench_env,
+    child_setup,
+    free_port,
+    machine_summary,
+    platform_credentials,
+    stop,
+    wait_http,
+)
 
 BASE_PATH = "/2025-10-13"
 WORKERS = 2
@@ -223,18 +231,8 @@ def main() -> None:
         env = bench_env(
             PLATPAY_DATABASE_URL=f"sqlite+aiosqlite:///{template}", PLATPAY_VAR_DIR=str(workdir / "var")
         )
-        subprocess.run(
-            [str(BIN / "platpay"), "migrate"], env=env, cwd=workdir, check=True, capture_output=True
-        )
-        created = subprocess.run(
-            [str(BIN / "platpay"), "platform", "create", "--name", "Bench", "--json"],
-            env=env,
-            cwd=workdir,
-            check=True,
-            capture_output=True,
-        )
-        sandbox: dict[str, Any] = json.loads(created.stdout)["sandbox"]
-        token = base64.b64encode(f"{sandbox['clientId']}:{sandbox['clientSecret']}".encode()).decode()
+        client_id, client_secret = platform_credentials(env, cwd=workdir, migrate=True)
+        token = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
         for name in ("uvicorn", "uvicorn-nodelay", "platpay"):
             shutil.copy(template, workdir / f"{name}.db")
         for name, nodelay in (("uvicorn", False), ("uvicorn-nodelay", True)):

@@ -48,6 +48,7 @@ from _support import (
     machine_summary,
     pg_database,
     pg_reachable,
+    platform_credentials,
     stop,
     wait_http,
 )
@@ -117,15 +118,7 @@ class Hanging:
 
 
 def platform(env: dict[str, str], name: str) -> tuple[str, str]:
-    out = subprocess.run(
-        [str(BIN / "platpay"), "platform", "create", "--name", name, "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    sandbox = json.loads(out)["sandbox"]
-    return sandbox["clientId"], sandbox["clientSecret"]
+    return platform_credentials(env, name=name)
 
 
 def open_account(api: httpx.Client, webhook_url: str, serial: int) -> tuple[str, str]:
