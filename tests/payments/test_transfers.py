@@ -95,7 +95,9 @@ class TestTransferOut:
         assert await balances(client, auth, funded["customer"]["id"]) == (6_000, 6_000)
         final = (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()
         assert final["status"] == "COMPLETED" and final["settledAt"]
-        types = [r.json["type"] for r in receiver.received if r.json["type"].startswith("OUTGOING_PAYMENT")]
+        # delivery is unordered (docs/webhooks.md): the envelope ids (time-ordered) give the order of the events
+        sent = [r.json for r in receiver.received if r.json["type"].startswith("OUTGOING_PAYMENT")]
+        types = [envelope["type"] for envelope in sorted(sent, key=lambda envelope: envelope["id"])]
         assert types == [
             "OUTGOING_PAYMENT.PENDING",
             "OUTGOING_PAYMENT.PROCESSING",
