@@ -41,7 +41,9 @@ def _database_url(backend: str, workdir: Path, admin_url: str) -> Iterator[str]:
             yield url
 
 
-async def _measure(url: str, client_id: str, secret: str, *, requests: int, rounds: int, profile: int) -> None:
+async def _measure(
+    url: str, client_id: str, secret: str, *, requests: int, rounds: int, profile: int
+) -> None:
     os.environ["PLATPAY_DATABASE_URL"] = url
     from platpay.app import create_app
     from platpay.config import get_settings
@@ -85,7 +87,11 @@ async def _measure(url: str, client_id: str, secret: str, *, requests: int, roun
     lifespan_sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     await lifespan_messages.put({"type": "lifespan.startup"})
     lifespan_task = asyncio.create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, lifespan_messages.get, lifespan_sent.put)
+        app(
+            {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+            lifespan_messages.get,
+            lifespan_sent.put,
+        )
     )
     await lifespan_sent.get()
     try:
@@ -105,7 +111,11 @@ async def _measure(url: str, client_id: str, secret: str, *, requests: int, roun
             cpu = time.process_time() - started
             assert set(statuses) == {200}, set(statuses)
             label = " (profiled)" if profiler is not None else ""
-            print(f"  round {number + 1}: {cpu / requests * 1e6:7.1f} µs CPU per request{label}", file=sys.stderr, flush=True)
+            print(
+                f"  round {number + 1}: {cpu / requests * 1e6:7.1f} µs CPU per request{label}",
+                file=sys.stderr,
+                flush=True,
+            )
             if profiler is not None:
                 stats = pstats.Stats(profiler, stream=sys.stderr)
                 stats.sort_stats("tottime").print_stats(profile)
@@ -116,12 +126,16 @@ async def _measure(url: str, client_id: str, secret: str, *, requests: int, roun
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backends", default="sqlite,postgres")
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--profile", type=int, default=0, help="profile the last round: print the top N")
-    parser.add_argument("--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN))
+    parser.add_argument(
+        "--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN)
+    )
     args = parser.parse_args()
     with contextlib.suppress(ImportError):
         import uvloop  # what `platpay serve` runs on
@@ -133,9 +147,10 @@ def main() -> None:
         if unreachable is not None:
             print(f"postgres: skipped ({unreachable})")
             continue
-        with tempfile.TemporaryDirectory(prefix="pp-config-") as tmp, _database_url(
-            backend, Path(tmp), args.pg_admin_url
-        ) as url:
+        with (
+            tempfile.TemporaryDirectory(prefix="pp-config-") as tmp,
+            _database_url(backend, Path(tmp), args.pg_admin_url) as url,
+        ):
             env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=str(Path(tmp) / "var"))
             client_id, secret = platform_credentials(env, cwd=Path(tmp), migrate=True)
             os.environ["PLATPAY_VAR_DIR"] = str(Path(tmp) / "var")
@@ -145,7 +160,12 @@ def main() -> None:
             try:
                 asyncio.run(
                     _measure(
-                        url, client_id, secret, requests=args.requests, rounds=args.rounds, profile=args.profile
+                        url,
+                        client_id,
+                        secret,
+                        requests=args.requests,
+                        rounds=args.rounds,
+                        profile=args.profile,
                     ),
                 )
             finally:

@@ -108,8 +108,8 @@ class ApiRoute(APIRoute):
         auth = dependant.dependencies[0]
         if auth.name is None or auth.dependencies or not _takes_nothing(auth, request=True):
             return None
-        if not inspect.iscoroutinefunction(getattr(auth.call, "__call__", None)) and not (
-            inspect.iscoroutinefunction(auth.call)
+        if not (
+            inspect.iscoroutinefunction(auth.call) or inspect.iscoroutinefunction(type(auth.call).__call__)
         ):
             return None
         try:
@@ -119,6 +119,8 @@ class ApiRoute(APIRoute):
         if not (isinstance(returns, type) and issubclass(returns, Response)):
             return None
         endpoint, call, name, request_name = dependant.call, auth.call, auth.name, auth.request_param_name
+        if endpoint is None or call is None:
+            return None
         full, overrides = self.app, self.dependency_overrides_provider
 
         async def handler(request: Request) -> Response:
