@@ -253,7 +253,6 @@ _USAGE_WRITE = Lean(
         monthly_spend=bindparam("new_monthly_spend"),
         updated_at=bindparam("new_updated_at"),
     )
-    .returning(AgentUsageRow.agent_id)
 )
 
 
@@ -302,8 +301,9 @@ async def agent_with_usage(
 
 
 async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
-    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction)."""
-    await lean.rows(
+    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction): a
+    deferred write (db/lean.py), sent with the transaction's next statement."""
+    await lean.defer(
         session,
         _USAGE_WRITE,
         {
