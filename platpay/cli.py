@@ -249,6 +249,8 @@ def serve(
             lambda: asyncio.run(_bootstrap_if_empty(settings, outage=wait.outage)),
         )
     _print_banner(settings, credentials)
+    from platpay import serving
+
     # Our access log is the middleware's; uvicorn's own lines (startup, errors) render as JSON too.
     common: dict[str, Any] = {
         "host": settings.host,
@@ -257,6 +259,7 @@ def serve(
         "log_config": uvicorn_log_config(settings.log_level, json_output=settings.log_json),
         "log_level": level_number(settings.log_level),
         "loop": settings.chosen_event_loop(),
+        "http": serving.OneSendPerTurnProtocol,  # a response's head and body in one send
     }
     if workers > 1:
         # Children rebuild settings from the environment; carry the CLI overrides there.
@@ -266,8 +269,6 @@ def serve(
         os.environ["PLATPAY_RUN_EMBEDDED_WORKER"] = "true" if settings.run_embedded_worker else "false"
         # Not uvicorn's own supervisor: its processes share one listening socket and split keep-alive
         # connections unevenly; ours hands each connection to the process with the fewest (docs/operations.md).
-        from platpay import serving
-
         # A process gets this long to answer the supervisor's health check before it is replaced: starting
         # one (imports, the app's startup) can take tens of seconds on a loaded machine, and uvicorn's 5 s
         # default then kills and restarts processes in a loop that never serves.

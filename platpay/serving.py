@@ -21,12 +21,79 @@ import logging
 import select
 import socket
 import threading
-from typing import Any
+from typing import Any, cast
 
 from uvicorn import Config, Server
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.supervisors import multiprocess
 
 logger = logging.getLogger("uvicorn.error")
+
+
+class OneSendPerTurn:
+    """A connection's transport whose writes within one turn of the event loop leave as one send: uvicorn
+    writes a response's head and its body separately (two system calls, two TCP segments for the client to
+    read); joined, they cost one. The bytes are the same, in the same order, at most one turn later (a
+    stream's later chunks go out as they come: each turn's writes are sent at its end). Everything else is
+    the transport's own."""
+
+    __slots__ = ("_chunks", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._chunks: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._chunks:
+            self._loop.call_soon(self.send_now)
+        self._chunks.append(bytes(data))
+
+    def writelines(self, list_of_data: Any) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def send_now(self) -> None:
+        """Send what was written and is waiting for the turn's end."""
+        chunks, self._chunks = self._chunks, []
+        if chunks and not self._transport.is_closing():
+            self._transport.write(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(len(chunk) for chunk in self._chunks)
+
+    def close(self) -> None:
+        self.send_now()  # what was written goes before the close, as the transport's own buffer does
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self.send_now()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._chunks = []
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class OneSendPerTurnProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP/1.1 protocol (httptools) on a `OneSendPerTurn` transport: `Config(http=...)` (a class at
+    module level: `--workers` hands the config to its processes by pickling it)."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self._joined = OneSendPerTurn(transport, asyncio.get_running_loop())
+        super().connection_made(cast(asyncio.Transport, self._joined))
+
+    def eof_received(self) -> None:
+        # The client half-closed: asyncio's transport closes itself when this returns, so what this turn
+        # wrote (an answer to the last request) is sent first.
+        self._joined.send_now()
+        super().eof_received()
+
 
 # Seconds a hand-off may wait for a process whose queue of connections to take is full (a hung process):
 # past it the connection goes to another process.
