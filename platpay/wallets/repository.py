@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, update
+from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, true, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -103,7 +103,7 @@ async def get_credential(
 _CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
 
 
-def _counted_credential() -> Any:
+def _counted_credential(*, taking_challenge: bool = False) -> Any:
     credential = (
         select(*_CREDENTIAL_COLUMNS)
         .where(
@@ -130,15 +130,33 @@ def _counted_credential() -> Any:
             ),
         ],
     )
-    return select(
-        *credential.c,
+    counts = (
         select(counted.c.count).where(counted.c.key == bindparam("credential_key")).scalar_subquery(),
         select(counted.c.count).where(counted.c.key != bindparam("credential_key")).scalar_subquery(),
     )
+    if not taking_challenge:
+        return select(*credential.c, *counts)
+    # A signed retry's challenge consumed as `_TAKE_CHALLENGE` does, once the credential is locked (the
+    # UPDATE reads the credential's CTE): the same lock order as counting and then taking it apart. A
+    # concurrent consumer of the challenge makes this UPDATE wait for it and then re-check the row (found
+    # consumed: nothing taken), as `_TAKE_CHALLENGE` alone would.
+    taken = (
+        update(ChallengeRow)
+        .where(
+            ChallengeRow.tenant_id == bindparam("tenant_id"),
+            ChallengeRow.id == bindparam("request_id"),
+            ChallengeRow.consumed_at.is_(None),
+            ChallengeRow.expires_at > bindparam("now", type_=ChallengeRow.expires_at.type),
+            select(credential.c.id).exists(),
+        )
+        .values(consumed_at=bindparam("now", type_=ChallengeRow.consumed_at.type))
+        .returning(*_CHALLENGE_COLUMNS)
+        .cte("taken")
+    )
+    return select(*credential.c, *counts, *taken.c).select_from(credential).outerjoin(taken, true())
 
 
-# PostgreSQL only (a data-modifying CTE): what a LeanTransaction counts a wallet attempt with.
-_COUNTED_CREDENTIAL = Lean(_counted_credential())
+_TAKEN_CHALLENGE = "platpay_wallets_taken_challenge"  # session.info: (request_id, row or None), see below
 
 
 async def counted_credential(
@@ -148,30 +166,44 @@ async def counted_credential(
     credential_id: str,
     credential_limit: tuple[str, int, int],
     account_limit: tuple[str, int, int],
+    retry_request_id: str | None = None,
+    now: datetime | None = None,
 ) -> tuple[CredentialRow, dict[str, int]] | None:
     """PostgreSQL, one statement: the live credential, its row locked until the transaction ends, and one
     attempt counted against the limit (key, window start, window end) `credential_limit` and the one whose
     key is `account_limit`'s followed by the credential's account id; (a read-only snapshot of the
-    credential, the counts by key), or None when there is no such credential (nothing is counted)."""
+    credential, the counts by key), or None when there is no such credential (nothing is counted).
+
+    `retry_request_id` (with `now`): the same statement also consumes that pending signed-retry challenge
+    (`take_challenge`'s UPDATE), and `take_challenge` in this transaction answers what it took without
+    another statement. The transaction's rollback (a 429 past the limits, any refusal) gives it back."""
     prefix, account_start, account_end = account_limit
-    row = await lean.first(
-        session,
-        _COUNTED_CREDENTIAL,
-        {
-            "tenant_id": tenant_id,
-            "credential_id": credential_id,
-            "credential_key": credential_limit[0],
-            "credential_window_start": credential_limit[1],
-            "credential_window_end": credential_limit[2],
-            "account_key_prefix": prefix,
-            "account_window_start": account_start,
-            "account_window_end": account_end,
-        },
-    )
+    params = {
+        "tenant_id": tenant_id,
+        "credential_id": credential_id,
+        "credential_key": credential_limit[0],
+        "credential_window_start": credential_limit[1],
+        "credential_window_end": credential_limit[2],
+        "account_key_prefix": prefix,
+        "account_window_start": account_start,
+        "account_window_end": account_end,
+    }
+    if retry_request_id is None:
+        row = await lean.first(session, _COUNTED_CREDENTIAL, params)
+    else:
+        params |= {"request_id": retry_request_id, "now": now}
+        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING, params)
     if row is None:
         return None
-    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:-2])
-    counts = {credential_limit[0]: row[-2], prefix + credential.account_id: row[-1]}
+    width = len(_CREDENTIAL_KEYS)
+    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:width])
+    counts = {credential_limit[0]: row[width], prefix + credential.account_id: row[width + 1]}
+    if retry_request_id is not None:
+        challenge = row[width + 2 :]
+        session.info[_TAKEN_CHALLENGE] = (
+            retry_request_id,
+            None if challenge[0] is None else lean.snapshot(ChallengeRow, _CHALLENGE_KEYS, challenge),
+        )
     return credential, counts
 
 
@@ -256,9 +288,10 @@ _SESSION_KEYS = lean.columns_of(SessionRow)[1]
 
 
 async def insert_session(session: LeanSession, values: dict[str, Any]) -> SessionRow:
-    """Insert a session (every column given); the row as a read-only snapshot (a session row is never
+    """Insert a session (every column given; deferred: PostgreSQL's write buffer sends it with the
+    transaction's next statement, db/lean.py); the row as a read-only snapshot (a session row is never
     changed but by `revoke_session`'s UPDATE)."""
-    await lean.rows(session, _INSERT_SESSION, values)
+    await lean.defer(session, _INSERT_SESSION, values)
     row: SessionRow = lean.snapshot(SessionRow, _SESSION_KEYS, [values[key] for key in _SESSION_KEYS])
     return row
 
@@ -415,6 +448,13 @@ _TAKE_CHALLENGE = Lean(
 )
 
 
+# PostgreSQL only (data-modifying CTEs): what a LeanTransaction counts a wallet attempt with
+# (`counted_credential`), and the same consuming a signed retry's challenge too (an EMAIL_OTP verify's second
+# leg: one round trip less).
+_COUNTED_CREDENTIAL = Lean(_counted_credential())
+_COUNTED_CREDENTIAL_TAKING = Lean(_counted_credential(taking_challenge=True))
+
+
 async def insert_challenge(session: LeanSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_CHALLENGE, row)
 
@@ -430,6 +470,10 @@ async def take_challenge(
     """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
     `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
     PostgreSQL a concurrent consumer waits for this transaction and then finds the challenge used."""
+    taken = session.info.pop(_TAKEN_CHALLENGE, None)
+    if taken is not None and taken[0] == request_id:  # consumed with the attempt's count (counted_credential)
+        found: ChallengeRow | None = taken[1]
+        return found
     row = await lean.first(
         session, _TAKE_CHALLENGE, {"tenant_id": tenant_id, "request_id": request_id, "now": now}
     )
@@ -496,7 +540,9 @@ _TAKE_OTP = Lean(
 
 
 async def insert_otp(session: LeanSession, row: dict[str, Any]) -> None:
-    await lean.rows(session, _INSERT_OTP, row)
+    """Deferred (db/lean.py): on PostgreSQL it goes with the challenge's OTP email and its job, in one
+    statement."""
+    await lean.defer(session, _INSERT_OTP, row)
 
 
 async def take_otp(
@@ -548,7 +594,8 @@ _INSERT_AUDIT = Lean(AuditRow.__table__.insert())
 
 
 async def insert_audit(session: LeanSession, rows: list[dict[str, Any]]) -> None:
-    await lean.execute_many(session, _INSERT_AUDIT, rows)
+    """Deferred (db/lean.py): nothing reads an audit row in the transaction that writes it."""
+    await lean.defer_many(session, _INSERT_AUDIT, rows)
 
 
 async def audit_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[AuditRow]:

@@ -122,6 +122,9 @@ async def _verify_email_otp(
     signature: WalletSignature,
     settings: Settings,
 ) -> Response:
+    if not signature.absent:
+        attempt.retry_request_id = signature.request_id  # consumed with the count (attempts.py)
+
     async def prepare(session: LeanSession, first: bool) -> SignedIntent:
         credential = attempt.credential  # read, its row locked, as the attempt was counted
         _same_type(credential, proof)
