@@ -48,8 +48,11 @@ class Attempt:
         self.window = settings.wallet_limit_window_seconds
         self.counted = False
         self._credential: CredentialRow | None = None
-        # A signed retry's Request-Id (an EMAIL_OTP verify's second leg): on PostgreSQL its challenge is
-        # consumed by the counting statement (repository.counted_credential), as signed_retry.complete would.
+        # What an EMAIL_OTP verify's work takes first, taken on PostgreSQL by the counting statement
+        # (repository.counted_credential) and handed to the work's own take: the credential's OTP (the
+        # first leg, otp.check_attempt) or the signed retry's challenge by its Request-Id (the second leg,
+        # signed_retry.complete).
+        self.takes_otp = False
         self.retry_request_id: str | None = None
 
     @property
@@ -93,6 +96,7 @@ class Attempt:
             credential_limit=(per_credential.key, *rate_limits.window_of(per_credential, now)),
             account_limit=(per_wallet.key, *rate_limits.window_of(per_wallet, now)),
             retry_request_id=self.retry_request_id if work else None,
+            take_otp=self.takes_otp and work,
             now=now,
         )
         self._credential, counts = found

@@ -103,7 +103,7 @@ async def get_credential(
 _CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
 
 
-def _counted_credential(*, taking_challenge: bool = False) -> Any:
+def _counted_credential(*, taking: str | None = None) -> Any:
     credential = (
         select(*_CREDENTIAL_COLUMNS)
         .where(
@@ -134,29 +134,57 @@ def _counted_credential(*, taking_challenge: bool = False) -> Any:
         select(counted.c.count).where(counted.c.key == bindparam("credential_key")).scalar_subquery(),
         select(counted.c.count).where(counted.c.key != bindparam("credential_key")).scalar_subquery(),
     )
-    if not taking_challenge:
+    if taking is None:
         return select(*credential.c, *counts)
-    # A signed retry's challenge consumed as `_TAKE_CHALLENGE` does, once the credential is locked (the
-    # UPDATE reads the credential's CTE): the same lock order as counting and then taking it apart. A
-    # concurrent consumer of the challenge makes this UPDATE wait for it and then re-check the row (found
-    # consumed: nothing taken), as `_TAKE_CHALLENGE` alone would.
-    taken = (
-        update(ChallengeRow)
-        .where(
-            ChallengeRow.tenant_id == bindparam("tenant_id"),
-            ChallengeRow.id == bindparam("request_id"),
-            ChallengeRow.consumed_at.is_(None),
-            ChallengeRow.expires_at > bindparam("now", type_=ChallengeRow.expires_at.type),
-            select(credential.c.id).exists(),
+    # What the attempt's work takes first, in the same statement once the credential is locked (the UPDATE
+    # reads the credential's CTE: the same lock order as counting and then taking it apart). A concurrent
+    # taker of the same row makes this UPDATE wait for it and then re-check the row (found used: nothing
+    # taken), as the statement alone would.
+    if taking == "challenge":  # `_TAKE_CHALLENGE`
+        taken = (
+            update(ChallengeRow)
+            .where(
+                ChallengeRow.tenant_id == bindparam("tenant_id"),
+                ChallengeRow.id == bindparam("request_id"),
+                ChallengeRow.consumed_at.is_(None),
+                ChallengeRow.expires_at > bindparam("now", type_=ChallengeRow.expires_at.type),
+                select(credential.c.id).exists(),
+            )
+            .values(consumed_at=bindparam("now", type_=ChallengeRow.consumed_at.type))
+            .returning(*_CHALLENGE_COLUMNS)
+            .cte("taken")
         )
-        .values(consumed_at=bindparam("now", type_=ChallengeRow.consumed_at.type))
-        .returning(*_CHALLENGE_COLUMNS)
-        .cte("taken")
-    )
+    else:  # "otp": `_TAKE_OTP`. Its snapshot is the statement's, taken before it waited for the lock: an
+        # issuance committed meanwhile is not seen, but it marked this older one used (`insert_otp`), which
+        # the UPDATE's re-check of the row then finds.
+        newest = (
+            select(OtpRow.id)
+            .where(
+                OtpRow.tenant_id == bindparam("tenant_id"),
+                OtpRow.credential_id == select(credential.c.id).scalar_subquery(),
+            )
+            .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        taken = (
+            update(OtpRow)
+            .where(
+                OtpRow.id == newest,
+                OtpRow.used_at.is_(None),
+                OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
+            )
+            .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+            .returning(*_OTP_COLUMNS)
+            .cte("taken")
+        )
     return select(*credential.c, *counts, *taken.c).select_from(credential).outerjoin(taken, true())
 
 
-_TAKEN_CHALLENGE = "platpay_wallets_taken_challenge"  # session.info: (request_id, row or None), see below
+# session.info: what `counted_credential` took for the attempt's work, (request_id or credential_id, the
+# row or None), which `take_challenge` / `take_otp` then answer without a statement of their own
+_TAKEN_CHALLENGE = "platpay_wallets_taken_challenge"
+_TAKEN_OTP = "platpay_wallets_taken_otp"
 
 
 async def counted_credential(
@@ -167,6 +195,7 @@ async def counted_credential(
     credential_limit: tuple[str, int, int],
     account_limit: tuple[str, int, int],
     retry_request_id: str | None = None,
+    take_otp: bool = False,
     now: datetime | None = None,
 ) -> tuple[CredentialRow, dict[str, int]] | None:
     """PostgreSQL, one statement: the live credential, its row locked until the transaction ends, and one
@@ -176,7 +205,8 @@ async def counted_credential(
 
     `retry_request_id` (with `now`): the same statement also consumes that pending signed-retry challenge
     (`take_challenge`'s UPDATE), and `take_challenge` in this transaction answers what it took without
-    another statement. The transaction's rollback (a 429 past the limits, any refusal) gives it back."""
+    another statement; `take_otp`: likewise the credential's pending OTP (`take_otp`). The transaction's
+    rollback (a 429 past the limits, any refusal) gives it back."""
     prefix, account_start, account_end = account_limit
     params = {
         "tenant_id": tenant_id,
@@ -188,21 +218,28 @@ async def counted_credential(
         "account_window_start": account_start,
         "account_window_end": account_end,
     }
-    if retry_request_id is None:
-        row = await lean.first(session, _COUNTED_CREDENTIAL, params)
-    else:
+    if retry_request_id is not None:
         params |= {"request_id": retry_request_id, "now": now}
-        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING, params)
+        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING_CHALLENGE, params)
+    elif take_otp:
+        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING_OTP, params | {"now": now})
+    else:
+        row = await lean.first(session, _COUNTED_CREDENTIAL, params)
     if row is None:
         return None
     width = len(_CREDENTIAL_KEYS)
     credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:width])
     counts = {credential_limit[0]: row[width], prefix + credential.account_id: row[width + 1]}
+    taken = row[width + 2 :]
     if retry_request_id is not None:
-        challenge = row[width + 2 :]
         session.info[_TAKEN_CHALLENGE] = (
             retry_request_id,
-            None if challenge[0] is None else lean.snapshot(ChallengeRow, _CHALLENGE_KEYS, challenge),
+            None if taken[0] is None else lean.snapshot(ChallengeRow, _CHALLENGE_KEYS, taken),
+        )
+    elif take_otp:
+        session.info[_TAKEN_OTP] = (
+            credential_id,
+            None if taken[0] is None else lean.snapshot(OtpRow, _OTP_KEYS, taken),
         )
     return credential, counts
 
@@ -448,13 +485,6 @@ _TAKE_CHALLENGE = Lean(
 )
 
 
-# PostgreSQL only (data-modifying CTEs): what a LeanTransaction counts a wallet attempt with
-# (`counted_credential`), and the same consuming a signed retry's challenge too (an EMAIL_OTP verify's second
-# leg: one round trip less).
-_COUNTED_CREDENTIAL = Lean(_counted_credential())
-_COUNTED_CREDENTIAL_TAKING = Lean(_counted_credential(taking_challenge=True))
-
-
 async def insert_challenge(session: LeanSession, row: dict[str, Any]) -> None:
     await lean.rows(session, _INSERT_CHALLENGE, row)
 
@@ -539,9 +569,34 @@ _TAKE_OTP = Lean(
 )
 
 
+# PostgreSQL only (data-modifying CTEs): what a LeanTransaction counts a wallet attempt with
+# (`counted_credential`), and the same taking what an EMAIL_OTP verify's leg takes first: the OTP (first leg),
+# the signed retry's challenge (second leg); one round trip less each.
+_COUNTED_CREDENTIAL = Lean(_counted_credential())
+_COUNTED_CREDENTIAL_TAKING_CHALLENGE = Lean(_counted_credential(taking="challenge"))
+_COUNTED_CREDENTIAL_TAKING_OTP = Lean(_counted_credential(taking="otp"))
+
+_RETIRE_PENDING_OTPS = Lean(
+    update(OtpRow)
+    .where(
+        OtpRow.tenant_id == bindparam("tenant_id"),
+        OtpRow.credential_id == bindparam("credential_id"),
+        OtpRow.used_at.is_(None),
+    )
+    .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+)
+
+
 async def insert_otp(session: LeanSession, row: dict[str, Any]) -> None:
-    """Deferred (db/lean.py): on PostgreSQL it goes with the challenge's OTP email and its job, in one
-    statement."""
+    """A credential's new OTP issuance, which supersedes its pending ones: they are marked used first (only
+    the newest counts: `take_otp` takes the newest, and a verify whose statement did not see this one yet
+    finds the older one used once this commits). Both deferred (db/lean.py): on PostgreSQL they go with the
+    challenge's OTP email and its job, in one statement."""
+    await lean.defer(
+        session,
+        _RETIRE_PENDING_OTPS,
+        {"tenant_id": row["tenant_id"], "credential_id": row["credential_id"], "now": row["created_at"]},
+    )
     await lean.defer(session, _INSERT_OTP, row)
 
 
@@ -551,6 +606,10 @@ async def take_otp(
     """Use the credential's newest OTP issuance if it is pending (not used, not expired) and return it, in
     one statement (None otherwise: only the newest counts). A transaction that then refuses the attempt
     rolls the use back; on PostgreSQL a concurrent taker waits for this transaction, then finds it used."""
+    taken = session.info.pop(_TAKEN_OTP, None)
+    if taken is not None and taken[0] == credential_id:  # taken with the attempt's count (counted_credential)
+        found: OtpRow | None = taken[1]
+        return found
     row = await lean.first(
         session, _TAKE_OTP, {"tenant_id": tenant_id, "credential_id": credential_id, "now": now}
     )

@@ -1,7 +1,8 @@
-"""An EMAIL_OTP verify's second leg (the retry stamped by the TEK): on PostgreSQL its signed-retry challenge is
-consumed by the statement that locks the credential and counts the attempt (wallets.repository
-.counted_credential), so every refusal after it must give the challenge back, and racing retries must still
-get one session between them."""
+"""An EMAIL_OTP verify's two legs: on PostgreSQL the OTP (first leg) and the signed-retry challenge (the retry
+stamped by the TEK) are taken by the statement that locks the credential and counts the attempt
+(wallets.repository.counted_credential), so every refusal after it must give them back, racing retries must
+still get one session between them, and a verify that waited for a new challenge's lock must not take the
+code that challenge superseded."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from sqlalchemy import text
 
 from platpay.kit import clock
 from platpay.kit.crypto import bundles
+from platpay.tenants import service as tenants_service
+from platpay.wallets import otp, repository
 from tests.support.wallets import Wallet, new_key, public_hex, signed_headers, wallet_account
 
 
@@ -114,3 +117,77 @@ class TestTheRetry:
             r.text for r in responses
         ]
         assert await _sessions_of(db, credential_id) == 1
+
+
+class TestTheFirstLeg:
+    async def test_refused_attempts_leave_the_otp_to_the_right_one(self, client, auth) -> None:
+        wallet = Wallet(client, auth, await wallet_account(client, auth))
+        credential_id = (await wallet.email_otp_credential())["id"]
+        challenge = await client.post(f"/auth/credentials/{credential_id}/challenge", auth=auth)
+        target = challenge.json()["otpEncryptionTargetBundle"]
+        path = f"/auth/credentials/{credential_id}/verify"
+
+        def sealed(code: str) -> dict[str, Any]:
+            attempt = bundles.seal_otp_attempt(target, otp_code=code, public_key_hex=public_hex(new_key()))
+            return {"type": "EMAIL_OTP", "encryptedOtpBundle": attempt}
+
+        wrong = await client.post(path, auth=auth, json=sealed("999999"))
+        malformed = await client.post(path, auth=auth, json={"type": "EMAIL_OTP", "encryptedOtpBundle": "{}"})
+        assert (wrong.status_code, malformed.status_code) == (401, 400), (wrong.text, malformed.text)
+        right = await client.post(path, auth=auth, json=sealed("000000"))
+        assert right.status_code == 202, right.text
+        used = await client.post(path, auth=auth, json=sealed("000000"))
+        assert used.status_code == 401 and "no OTP is pending" in used.json()["message"]
+
+    async def test_a_verify_that_waited_for_a_new_challenge_cannot_use_the_code_it_superseded(
+        self, backend, client, auth, db
+    ) -> None:
+        """The verify's statement reads with the snapshot it began with, before it waited for the credential's
+        lock: the newer OTP is not in it, so the older one must be found used."""
+        if backend != "postgresql":
+            pytest.skip("row locks: PostgreSQL (SQLite serializes writers)")
+        wallet = Wallet(client, auth, await wallet_account(client, auth))
+        credential_id = (await wallet.email_otp_credential())["id"]
+        old = await client.post(f"/auth/credentials/{credential_id}/challenge", auth=auth)
+        body = {
+            "type": "EMAIL_OTP",
+            "encryptedOtpBundle": bundles.seal_otp_attempt(
+                old.json()["otpEncryptionTargetBundle"],
+                otp_code="000000",
+                public_key_hex=public_hex(new_key()),
+            ),
+        }
+        async with db.transaction() as session:
+            tenant_id = (
+                await session.execute(
+                    text("SELECT tenant_id FROM auth_credentials WHERE id = :c"), {"c": credential_id}
+                )
+            ).scalar_one()
+            tenant = await tenants_service.load(session, tenant_id=tenant_id)
+        async with db.lean_transaction() as held:  # a challenge in progress: the credential locked
+            credential = await repository.get_credential(
+                held, tenant_id=tenant.id, credential_id=credential_id, for_update=True
+            )
+            assert credential is not None
+            verify = asyncio.create_task(
+                client.post(f"/auth/credentials/{credential_id}/verify", auth=auth, json=body)
+            )
+            for _ in range(200):  # until the verify's statement waits for the lock
+                async with db.read() as session:
+                    waiting = (
+                        await session.execute(
+                            text(
+                                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND wait_event_type = 'Lock'"
+                            )
+                        )
+                    ).scalar_one()
+                if waiting:
+                    break
+                await asyncio.sleep(0.05)
+            assert waiting and not verify.done()
+            await otp.issue(held, tenant=tenant, credential=credential, now=clock.now(tenant))
+        response = await verify
+        assert response.status_code == 401 and "no OTP is pending" in response.json()["message"], (
+            response.text
+        )
