@@ -3,8 +3,9 @@ complete EMAIL_OTP logins per second end to end on one server process, on SQLite
 
 A benchmark, not a test: it prints figures and never fails on them. Targets: verifying a stamp
 adds <= 1 ms of server CPU; >= 200 complete EMAIL_OTP logins/s on one process on PostgreSQL (issue 33; it
-was >= 100). The bench's clients share the machine: at ~5 ms of their CPU per login, 200 logins/s on 2 vCPUs
-needs the server at <= ~4 ms per login with PostgreSQL's share beside it — read the server CPU per login.
+was >= 100). The bench's clients share the machine (~0.9 ms of their CPU per login on raw kept-alive
+HTTP/1.1 connections; httpx took ~4.5 ms, which left the server about one core of the two) — read the
+server CPU per login.
 
 What runs, per database (a fresh SQLite file; a fresh PostgreSQL database platpay_bench_wallet_<random>,
 dropped afterwards), all on 127.0.0.1:
@@ -21,7 +22,9 @@ dropped afterwards), all on 127.0.0.1:
 2. End to end: one `platpay serve` process (embedded job runner on), `--wallets` customers (each with
    its EMBEDDED_WALLET), then `--logins` complete EMAIL_OTP logins by `--concurrency` concurrent clients:
    POST …/challenge (target bundle), seal {otp_code: 000000, public_key: a fresh TEK} with HPKE, POST
-   …/verify (202, the verificationToken), stamp it with the TEK, POST …/verify again (200, the session).
+   …/verify (202, the verificationToken), stamp it with the TEK, POST …/verify again (200, the session);
+   each client on one kept-alive HTTP/1.1 connection of its own (`_Connection`, warmed up before the clock
+   starts).
    Figures: logins/s (wall clock), p50/p99 of one login, server process CPU ms per login — counted until
    the OTP emails' send jobs still queued when the last login answers have run (their CPU is part of the
    logins'; the split is printed) —, PostgreSQL backend CPU ms per login, the client's own CPU (it shares
