@@ -59,8 +59,9 @@ _RECORD_SENT = Lean(
 
 
 async def insert(session: LeanSession, values: dict[str, Any]) -> None:
-    """Insert a message row (every column given: a lean INSERT applies no Python-side default)."""
-    await lean.rows(session, _INSERT, values)
+    """Insert a message row (every column given: a lean INSERT applies no Python-side default); deferred
+    (db/lean.py: on PostgreSQL it goes with the transaction's next statement, its send job's INSERT with it)."""
+    await lean.defer(session, _INSERT, values)
 
 
 def _row_of(values: Any) -> MessageRow:

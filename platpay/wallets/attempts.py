@@ -48,6 +48,12 @@ class Attempt:
         self.window = settings.wallet_limit_window_seconds
         self.counted = False
         self._credential: CredentialRow | None = None
+        # What an EMAIL_OTP verify's work takes first, taken on PostgreSQL by the counting statement
+        # (repository.counted_credential) and handed to the work's own take: the credential's OTP (the
+        # first leg, otp.check_attempt) or the signed retry's challenge by its Request-Id (the second leg,
+        # signed_retry.complete).
+        self.takes_otp = False
+        self.retry_request_id: str | None = None
 
     @property
     def credential(self) -> CredentialRow:
@@ -71,7 +77,7 @@ class Attempt:
             ),
         ]
 
-    async def _record(self, session: LeanSession) -> RateLimited | None:
+    async def _record(self, session: LeanSession, *, work: bool = False) -> RateLimited | None:
         now = clock.now(self.tenant)
         if isinstance(session, AsyncSession):
             # An ORM session (SQLite's lean transaction is one too): the credential as an instance of it (work
@@ -89,6 +95,9 @@ class Attempt:
             credential_id=self.credential_id,
             credential_limit=(per_credential.key, *rate_limits.window_of(per_credential, now)),
             account_limit=(per_wallet.key, *rate_limits.window_of(per_wallet, now)),
+            retry_request_id=self.retry_request_id if work else None,
+            take_otp=self.takes_otp and work,
+            now=now,
         )
         self._credential, counts = found
         return rate_limits.refusal(self._limits(self._credential.account_id), counts, now)
@@ -104,7 +113,7 @@ class Attempt:
     @contextlib.asynccontextmanager
     async def _counted(self, unit: contextlib.AbstractAsyncContextManager[S]) -> AsyncIterator[S]:
         async with unit as session:
-            refusal = await self._record(session)
+            refusal = await self._record(session, work=True)
             if refusal is not None:
                 raise refusal
             yield session

@@ -8,6 +8,8 @@ a session of another credential.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from fastapi import Response
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -113,9 +115,14 @@ async def counted_credential(
     credential_id: str,
     credential_limit: tuple[str, int, int],
     account_limit: tuple[str, int, int],
+    retry_request_id: str | None,
+    take_otp: bool,
+    now: datetime,
 ) -> tuple[CredentialRow, dict[str, int]]:
     """`live_credential(for_update=True)` with an attempt counted in the same statement (PostgreSQL, a lean
-    transaction: repository.counted_credential); 404 for an unknown or revoked one (nothing counted)."""
+    transaction: repository.counted_credential); 404 for an unknown or revoked one (nothing counted).
+    `retry_request_id`: that signed-retry challenge is consumed in the same statement too; `take_otp`: the
+    credential's pending OTP is used up in it too (repository.take_otp answers it then)."""
     found = (
         await repository.counted_credential(
             session,
@@ -123,6 +130,9 @@ async def counted_credential(
             credential_id=credential_id,
             credential_limit=credential_limit,
             account_limit=account_limit,
+            retry_request_id=retry_request_id if is_id(retry_request_id or "", "Request") else None,
+            take_otp=take_otp,
+            now=now,
         )
         if is_id(credential_id, "AuthMethod")
         else None

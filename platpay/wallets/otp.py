@@ -3,7 +3,8 @@
 An issuance (POST /auth/credentials/{id}/challenge, or adding an EMAIL_OTP back) draws a code (sandbox
 tenants: always 000000), stores only its keyed digest (keys.otp_digest), creates a fresh P-256 target key
 (sealed at rest) and answers the target bundle; the code goes out by email. Only the newest issuance of a
-credential counts, once, until it expires (embeddedWalletConfig.expirationSeconds, default 300 s). The
+credential counts, once, until it expires (embeddedWalletConfig.expirationSeconds, default 300 s): an
+issuance marks the credential's pending ones used (repository.insert_otp). The
 client seals {otp_code, public_key} to the target; the server opens it, compares the code in constant time
 and, on success, answers a verificationToken bound to the client's key (the TEK) for it to stamp.
 """

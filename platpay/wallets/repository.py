@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, update
+from sqlalchemy import JSON, BigInteger, String, all_, any_, bindparam, func, select, true, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
@@ -103,7 +103,7 @@ async def get_credential(
 _CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
 
 
-def _counted_credential() -> Any:
+def _counted_credential(*, taking: str | None = None) -> Any:
     credential = (
         select(*_CREDENTIAL_COLUMNS)
         .where(
@@ -130,15 +130,61 @@ def _counted_credential() -> Any:
             ),
         ],
     )
-    return select(
-        *credential.c,
+    counts = (
         select(counted.c.count).where(counted.c.key == bindparam("credential_key")).scalar_subquery(),
         select(counted.c.count).where(counted.c.key != bindparam("credential_key")).scalar_subquery(),
     )
+    if taking is None:
+        return select(*credential.c, *counts)
+    # What the attempt's work takes first, in the same statement once the credential is locked (the UPDATE
+    # reads the credential's CTE: the same lock order as counting and then taking it apart). A concurrent
+    # taker of the same row makes this UPDATE wait for it and then re-check the row (found used: nothing
+    # taken), as the statement alone would.
+    if taking == "challenge":  # `_TAKE_CHALLENGE`
+        taken = (
+            update(ChallengeRow)
+            .where(
+                ChallengeRow.tenant_id == bindparam("tenant_id"),
+                ChallengeRow.id == bindparam("request_id"),
+                ChallengeRow.consumed_at.is_(None),
+                ChallengeRow.expires_at > bindparam("now", type_=ChallengeRow.expires_at.type),
+                select(credential.c.id).exists(),
+            )
+            .values(consumed_at=bindparam("now", type_=ChallengeRow.consumed_at.type))
+            .returning(*_CHALLENGE_COLUMNS)
+            .cte("taken")
+        )
+    else:  # "otp": `_TAKE_OTP`. Its snapshot is the statement's, taken before it waited for the lock: an
+        # issuance committed meanwhile is not seen, but it marked this older one used (`insert_otp`), which
+        # the UPDATE's re-check of the row then finds.
+        newest = (
+            select(OtpRow.id)
+            .where(
+                OtpRow.tenant_id == bindparam("tenant_id"),
+                OtpRow.credential_id == select(credential.c.id).scalar_subquery(),
+            )
+            .order_by(OtpRow.created_at.desc(), OtpRow.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        taken = (
+            update(OtpRow)
+            .where(
+                OtpRow.id == newest,
+                OtpRow.used_at.is_(None),
+                OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
+            )
+            .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+            .returning(*_OTP_COLUMNS)
+            .cte("taken")
+        )
+    return select(*credential.c, *counts, *taken.c).select_from(credential).outerjoin(taken, true())
 
 
-# PostgreSQL only (a data-modifying CTE): what a LeanTransaction counts a wallet attempt with.
-_COUNTED_CREDENTIAL = Lean(_counted_credential())
+# session.info: what `counted_credential` took for the attempt's work, (request_id or credential_id, the
+# row or None), which `take_challenge` / `take_otp` then answer without a statement of their own
+_TAKEN_CHALLENGE = "platpay_wallets_taken_challenge"
+_TAKEN_OTP = "platpay_wallets_taken_otp"
 
 
 async def counted_credential(
@@ -148,30 +194,53 @@ async def counted_credential(
     credential_id: str,
     credential_limit: tuple[str, int, int],
     account_limit: tuple[str, int, int],
+    retry_request_id: str | None = None,
+    take_otp: bool = False,
+    now: datetime | None = None,
 ) -> tuple[CredentialRow, dict[str, int]] | None:
     """PostgreSQL, one statement: the live credential, its row locked until the transaction ends, and one
     attempt counted against the limit (key, window start, window end) `credential_limit` and the one whose
     key is `account_limit`'s followed by the credential's account id; (a read-only snapshot of the
-    credential, the counts by key), or None when there is no such credential (nothing is counted)."""
+    credential, the counts by key), or None when there is no such credential (nothing is counted).
+
+    `retry_request_id` (with `now`): the same statement also consumes that pending signed-retry challenge
+    (`take_challenge`'s UPDATE), and `take_challenge` in this transaction answers what it took without
+    another statement; `take_otp`: likewise the credential's pending OTP (`take_otp`). The transaction's
+    rollback (a 429 past the limits, any refusal) gives it back."""
     prefix, account_start, account_end = account_limit
-    row = await lean.first(
-        session,
-        _COUNTED_CREDENTIAL,
-        {
-            "tenant_id": tenant_id,
-            "credential_id": credential_id,
-            "credential_key": credential_limit[0],
-            "credential_window_start": credential_limit[1],
-            "credential_window_end": credential_limit[2],
-            "account_key_prefix": prefix,
-            "account_window_start": account_start,
-            "account_window_end": account_end,
-        },
-    )
+    params = {
+        "tenant_id": tenant_id,
+        "credential_id": credential_id,
+        "credential_key": credential_limit[0],
+        "credential_window_start": credential_limit[1],
+        "credential_window_end": credential_limit[2],
+        "account_key_prefix": prefix,
+        "account_window_start": account_start,
+        "account_window_end": account_end,
+    }
+    if retry_request_id is not None:
+        params |= {"request_id": retry_request_id, "now": now}
+        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING_CHALLENGE, params)
+    elif take_otp:
+        row = await lean.first(session, _COUNTED_CREDENTIAL_TAKING_OTP, params | {"now": now})
+    else:
+        row = await lean.first(session, _COUNTED_CREDENTIAL, params)
     if row is None:
         return None
-    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:-2])
-    counts = {credential_limit[0]: row[-2], prefix + credential.account_id: row[-1]}
+    width = len(_CREDENTIAL_KEYS)
+    credential: CredentialRow = lean.snapshot(CredentialRow, _CREDENTIAL_KEYS, row[:width])
+    counts = {credential_limit[0]: row[width], prefix + credential.account_id: row[width + 1]}
+    taken = row[width + 2 :]
+    if retry_request_id is not None:
+        session.info[_TAKEN_CHALLENGE] = (
+            retry_request_id,
+            None if taken[0] is None else lean.snapshot(ChallengeRow, _CHALLENGE_KEYS, taken),
+        )
+    elif take_otp:
+        session.info[_TAKEN_OTP] = (
+            credential_id,
+            None if taken[0] is None else lean.snapshot(OtpRow, _OTP_KEYS, taken),
+        )
     return credential, counts
 
 
@@ -256,9 +325,10 @@ _SESSION_KEYS = lean.columns_of(SessionRow)[1]
 
 
 async def insert_session(session: LeanSession, values: dict[str, Any]) -> SessionRow:
-    """Insert a session (every column given); the row as a read-only snapshot (a session row is never
+    """Insert a session (every column given; deferred: PostgreSQL's write buffer sends it with the
+    transaction's next statement, db/lean.py); the row as a read-only snapshot (a session row is never
     changed but by `revoke_session`'s UPDATE)."""
-    await lean.rows(session, _INSERT_SESSION, values)
+    await lean.defer(session, _INSERT_SESSION, values)
     row: SessionRow = lean.snapshot(SessionRow, _SESSION_KEYS, [values[key] for key in _SESSION_KEYS])
     return row
 
@@ -430,6 +500,10 @@ async def take_challenge(
     """Consume a pending challenge and return it, in one statement (None when it is unknown, used or expired:
     `get_challenge` says which). A transaction that then refuses the retry rolls the consumption back; on
     PostgreSQL a concurrent consumer waits for this transaction and then finds the challenge used."""
+    taken = session.info.pop(_TAKEN_CHALLENGE, None)
+    if taken is not None and taken[0] == request_id:  # consumed with the attempt's count (counted_credential)
+        found: ChallengeRow | None = taken[1]
+        return found
     row = await lean.first(
         session, _TAKE_CHALLENGE, {"tenant_id": tenant_id, "request_id": request_id, "now": now}
     )
@@ -495,8 +569,35 @@ _TAKE_OTP = Lean(
 )
 
 
+# PostgreSQL only (data-modifying CTEs): what a LeanTransaction counts a wallet attempt with
+# (`counted_credential`), and the same taking what an EMAIL_OTP verify's leg takes first: the OTP (first leg),
+# the signed retry's challenge (second leg); one round trip less each.
+_COUNTED_CREDENTIAL = Lean(_counted_credential())
+_COUNTED_CREDENTIAL_TAKING_CHALLENGE = Lean(_counted_credential(taking="challenge"))
+_COUNTED_CREDENTIAL_TAKING_OTP = Lean(_counted_credential(taking="otp"))
+
+_RETIRE_PENDING_OTPS = Lean(
+    update(OtpRow)
+    .where(
+        OtpRow.tenant_id == bindparam("tenant_id"),
+        OtpRow.credential_id == bindparam("credential_id"),
+        OtpRow.used_at.is_(None),
+    )
+    .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+)
+
+
 async def insert_otp(session: LeanSession, row: dict[str, Any]) -> None:
-    await lean.rows(session, _INSERT_OTP, row)
+    """A credential's new OTP issuance, which supersedes its pending ones: they are marked used first (only
+    the newest counts: `take_otp` takes the newest, and a verify whose statement did not see this one yet
+    finds the older one used once this commits). Both deferred (db/lean.py): on PostgreSQL they go with the
+    challenge's OTP email and its job, in one statement."""
+    await lean.defer(
+        session,
+        _RETIRE_PENDING_OTPS,
+        {"tenant_id": row["tenant_id"], "credential_id": row["credential_id"], "now": row["created_at"]},
+    )
+    await lean.defer(session, _INSERT_OTP, row)
 
 
 async def take_otp(
@@ -505,6 +606,10 @@ async def take_otp(
     """Use the credential's newest OTP issuance if it is pending (not used, not expired) and return it, in
     one statement (None otherwise: only the newest counts). A transaction that then refuses the attempt
     rolls the use back; on PostgreSQL a concurrent taker waits for this transaction, then finds it used."""
+    taken = session.info.pop(_TAKEN_OTP, None)
+    if taken is not None and taken[0] == credential_id:  # taken with the attempt's count (counted_credential)
+        found: OtpRow | None = taken[1]
+        return found
     row = await lean.first(
         session, _TAKE_OTP, {"tenant_id": tenant_id, "credential_id": credential_id, "now": now}
     )
@@ -548,7 +653,8 @@ _INSERT_AUDIT = Lean(AuditRow.__table__.insert())
 
 
 async def insert_audit(session: LeanSession, rows: list[dict[str, Any]]) -> None:
-    await lean.execute_many(session, _INSERT_AUDIT, rows)
+    """Deferred (db/lean.py): nothing reads an audit row in the transaction that writes it."""
+    await lean.defer_many(session, _INSERT_AUDIT, rows)
 
 
 async def audit_of(session: AsyncSession, *, tenant_id: str, account_id: str) -> list[AuditRow]:

@@ -122,6 +122,11 @@ async def _verify_email_otp(
     signature: WalletSignature,
     settings: Settings,
 ) -> Response:
+    if signature.absent:
+        attempt.takes_otp = True  # used up with the count (attempts.py), as otp.check_attempt does
+    else:
+        attempt.retry_request_id = signature.request_id  # consumed with the count, as complete() does
+
     async def prepare(session: LeanSession, first: bool) -> SignedIntent:
         credential = attempt.credential  # read, its row locked, as the attempt was counted
         _same_type(credential, proof)
