@@ -157,6 +157,9 @@ class Deployment:
         self.postgres = name == "postgres"
         # a small pool per process: PostgreSQL's max_connections is shared with other people's work
         self.extra = {"PLATPAY_LOG_LEVEL": "WARNING", "PLATPAY_DB_POOL_SIZE": str(args.pool_size)}
+        for setting in args.env:  # --env PLATPAY_WEBHOOK_BATCH_SIZE=64
+            setting_name, _, value = setting.partition("=")
+            self.extra[setting_name] = value
         self.workers: list[subprocess.Popen[Any]] = []
         self.delivering = False
         self.target = start_platpay(
@@ -423,6 +426,13 @@ def main() -> None:
     parser.add_argument("--quiet-threshold", type=float, default=0.3)
     parser.add_argument("--pool-size", type=int, default=8, help="PLATPAY_DB_POOL_SIZE of every process")
     parser.add_argument("--pg-admin-url", default=DEFAULT_PG_ADMIN)
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="PLATPAY_SETTING=VALUE",
+        help="a setting for every platpay process (repeatable): --env PLATPAY_WEBHOOK_BATCH_SIZE=64",
+    )
     args = parser.parse_args()
     wrk = ensure_wrk()
     print(f"webhook_throughput: {machine_summary()}; code from {__import__('platpay').__file__}", flush=True)

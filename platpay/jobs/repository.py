@@ -84,12 +84,22 @@ async def bury_exhausted(session: AsyncSession, *, now: datetime) -> int:
 
 _NOW = bindparam("now", type_=UtcDateTime())
 # Lean: a lane's claim runs whenever a commit queues a job there (an OTP email per wallet login challenge).
-_DUE_OF_LANE = Lean(
+# Two locking reads, each one range of an index read in its order, instead of one with an OR of both: that
+# one had PostgreSQL bitmap-scan and sort the lane's whole due backlog on every claim (thousands of
+# settlement steps while a backlog waits) to return a few ids.
+_EXPIRED_OF_LANE = Lean(  # crashed workers' jobs first: they were due before anything queued since
     select(JobRow.id)
-    .where(JobRow.lane == bindparam("lane"), _claimable(_NOW))
+    .where(JobRow.lane == bindparam("lane"), JobRow.state == RUNNING, JobRow.lease_until < _NOW)
     .order_by(JobRow.run_at)
     .limit(bindparam("limit", type_=Integer()))
     .with_for_update(skip_locked=True)  # PostgreSQL; SQLite has a single writer anyway
+)
+_QUEUED_OF_LANE = Lean(
+    select(JobRow.id)
+    .where(JobRow.lane == bindparam("lane"), JobRow.state == QUEUED, JobRow.run_at <= _NOW)
+    .order_by(JobRow.run_at)
+    .limit(bindparam("limit", type_=Integer()))
+    .with_for_update(skip_locked=True)
 )
 
 
@@ -109,13 +119,16 @@ async def anything_claimable(db: Database, *, lane: str, now: datetime) -> bool:
 async def claim(
     session: AsyncSession, *, lane: str, now: datetime, lease_until: datetime, token: str, limit: int
 ) -> list[JobRow]:
-    """The lane's `limit` oldest due jobs (or crashed ones whose lease expired), leased to `token`."""
+    """The lane's `limit` oldest due jobs, leased to `token`: crashed ones whose lease expired first, then
+    queued ones due by `now`, oldest first."""
     # Lock the ids first, then update exactly those. As one `UPDATE … WHERE id IN (SELECT … LIMIT n FOR
     # UPDATE SKIP LOCKED)` PostgreSQL may plan a nested-loop semi join that rescans the locking subquery
     # per outer row, claiming the whole queue instead of `limit` jobs.
-    ids = [
-        row[0] for row in await lean.rows(session, _DUE_OF_LANE, {"lane": lane, "now": now, "limit": limit})
-    ]
+    params = {"lane": lane, "now": now, "limit": limit}
+    ids = [row[0] for row in await lean.rows(session, _EXPIRED_OF_LANE, params)]
+    if len(ids) < limit:
+        params["limit"] = limit - len(ids)
+        ids += [row[0] for row in await lean.rows(session, _QUEUED_OF_LANE, params)]
     return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
 
 
@@ -175,18 +188,25 @@ async def claim_keyed(
     holds `lock_lane(lane)`, taken before reading `now` and `held`. The jobs in chain order (by token)."""
     held = held or {}
     key = func.coalesce(JobRow.concurrency_key, JobRow.id)
-    # Every running job of the lane (a few hundred at most): those under a live lease are in flight (a key's
-    # chains: its distinct lease tokens), those whose lease expired belong to a worker that died and may be
-    # taken again.
+    # The lane's running jobs: under a live lease they are in flight (a key's chains: its distinct lease
+    # tokens, one row each here however long the chain), those whose lease expired belong to a worker that
+    # died and may be taken again (a row each).
     tokens: dict[str, set[str | None]] = {}
     candidates: list[tuple[int, datetime, str, str]] = []  # (rank within its key, run_at, id, key)
+    live = and_(JobRow.lease_until.is_not(None), JobRow.lease_until >= now)
     running = await session.execute(
-        select(JobRow.id, key, JobRow.run_at, JobRow.lease_until, JobRow.lease_token).where(
-            JobRow.lane == lane, JobRow.state == RUNNING
+        select(
+            live.label("live"),
+            key,
+            JobRow.lease_token,
+            case((live, None), else_=JobRow.id),
+            case((live, None), else_=JobRow.run_at),
         )
+        .where(JobRow.lane == lane, JobRow.state == RUNNING)
+        .distinct()
     )
-    for job_id, job_key, run_at, leased_until, lease_token in running.all():
-        if leased_until is not None and leased_until >= now:
+    for is_live, job_key, lease_token, job_id, run_at in running.all():
+        if is_live:
             tokens.setdefault(job_key, set()).add(lease_token)
         elif job_key not in held or held[job_key] == job_id:
             candidates.append((1, run_at, job_id, job_key))
@@ -199,7 +219,10 @@ async def claim_keyed(
             JobRow.concurrency_key.is_(None),
             JobRow.run_at <= now,
         )
-        .order_by(JobRow.run_at)
+        # (the same order as run_at's alone, all keys being NULL) the order of the (lane, state,
+        # concurrency_key, run_at) index: a range of it, never a walk of the lane's whole backlog through
+        # (lane, state, run_at) filtering on the key, which PostgreSQL chose (thousands of rows per claim)
+        .order_by(JobRow.concurrency_key, JobRow.run_at)
         .limit(limit)
     )
     candidates += [(1, run_at, job_id, job_id) for run_at, job_id in keyless.all()]

@@ -111,6 +111,23 @@ class TestRunner:
         assert await _effect_count(db) == 1  # the late attempt's effect was rolled back
         assert (await _job(db, job_id)).attempts == 2
 
+    async def test_a_crashed_workers_job_is_claimed_before_jobs_queued_since_and_no_more_than_asked(
+        self, db, settings, effects
+    ):
+        """A lane's claim takes jobs whose lease expired first (they were due before anything queued
+        since), then the oldest queued ones, `limit` in all."""
+        (crashed_job,) = await _enqueue(db, "test.effect")
+        crashed = JobRunner(db, settings, name="crashed")
+        assert [job["id"] for job, _ in await crashed.claim(1)] == [crashed_job]
+        clock.advance(timedelta(seconds=1))
+        queued = await _enqueue(db, "test.effect", n=3)
+        clock.advance(timedelta(seconds=settings.job_lease_seconds + 1))
+        survivor = JobRunner(db, settings, name="survivor")
+        claimed = [job["id"] for job, _ in await survivor.claim(2)]
+        assert claimed[0] == crashed_job and len(claimed) == 2 and claimed[1] in queued
+        assert len(await survivor.claim(10)) == 2  # the two left; nothing claimed twice
+        assert await survivor.claim(10) == []
+
     async def test_failing_handler_backs_off_then_dies_after_max_attempts(self, db, runner, effects):
         (job_id,) = await _enqueue(db, "test.fail", max_attempts=3)
         for attempt in range(1, 4):
