@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 
 REPLAY_HEADER = "Idempotent-Replayed"
+_UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 SEAL_PURPOSE = "idempotent-response"
 
 IdempotencyKey = Annotated[
@@ -169,8 +170,8 @@ async def execute(
     on_refusal: OnRefusal | None = None,
 ) -> Response:
     """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). A `LeanFirst`
-    (db/unit_of_work.py): its lean attempt first (without a key in `db.lean_transaction()`; with one in the
-    transaction that claims the key), raced, its careful one. `on_refusal`: see the module docstring."""
+    (db/unit_of_work.py): its lean attempt first in `db.lean_transaction()` (with a key, the one that claims and
+    stores it), raced, its careful one. `on_refusal`: see the module docstring."""
     if not isinstance(operation, LeanFirst):
         return await _execute(
             db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation,
@@ -200,7 +201,7 @@ async def _execute(
     settings: Settings,
 ) -> Response:
     """`execute` of one attempt; `lean`: the operation is a LeanOperation (it runs only lean statements), so
-    without a key it runs in `db.lean_transaction()`."""
+    it runs in `db.lean_transaction()` (with a key, beside the key's lean claim and store)."""
     if key is None:
         try:
             async with db.lean_transaction() if lean else db.transaction() as session:
@@ -220,6 +221,7 @@ async def _execute(
                 key=key,
                 fingerprint=request_fingerprint,
                 operation=operation,
+                lean=lean,
                 on_refusal=on_refusal,
                 settings=settings,
             )
@@ -241,17 +243,20 @@ async def _execute_once(
     key: str,
     fingerprint: str,
     operation: Operation,
+    lean: bool,
     on_refusal: OnRefusal | None,
     settings: Settings,
 ) -> Response:
+    """One pass of a keyed request: claim the key, run, store, in one transaction (a lean one for a
+    LeanOperation: the claim and the store are lean statements too)."""
     try:
-        async with db.transaction() as session:
+        async with db.lean_transaction() if lean else db.transaction() as session:
             stored = await _claim(
                 session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
             )
             if stored is not None:
                 return stored
-            status, body = await operation(session)
+            status, body = await operation(session)  # type: ignore[arg-type]  # lean: a LeanOperation
             rendered = render(body)
             await _store(
                 session,
@@ -304,7 +309,7 @@ def _is_answer(error: ApiError) -> bool:
 
 
 async def _claim(
-    session: AsyncSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
+    session: LeanSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
 ) -> Response | None:
     """Own `key` for this transaction: None when it has no live stored response (run the operation),
     else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
@@ -344,7 +349,7 @@ async def _claim(
 
 
 async def _store(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     key: str,
@@ -368,10 +373,16 @@ async def _store(
                 "expires_at": now + timedelta(hours=settings.idempotency_retention_hours),
             },
         )
-    except IntegrityError as error:
+    except Exception as error:
         # The key's primary key: a duplicate stored it meanwhile. (On PostgreSQL this statement also sends
         # the operation's deferred writes, db/lean.py: a constraint of theirs is their error, not this.)
-        cause = getattr(error.orig, "__cause__", None)
+        # An ORM session raises SQLAlchemy's IntegrityError; a LeanTransaction the driver's own error.
+        if isinstance(error, IntegrityError):
+            cause = getattr(error.orig, "__cause__", None)
+        elif getattr(error, "sqlstate", None) == _UNIQUE_VIOLATION:
+            cause = error
+        else:
+            raise
         if getattr(cause, "table_name", None) not in (None, _KEYS.name):
             raise
         raise _StoredMeanwhile from error
