@@ -119,6 +119,14 @@ class IdempotencyKeyReused(InvalidInput):
     reason = "IDEMPOTENCY_KEY_REUSED"
 
 
+class _Replay(Exception):
+    """The key has a live stored answer: `response` replays it (see _claim)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("replay")
+        self.response = response
+
+
 class _StoredMeanwhile(Exception):
     """The key's row appeared between this request's claim and its store (see _claim)."""
 
@@ -251,11 +259,9 @@ async def _execute_once(
     LeanOperation: the claim and the store are lean statements too)."""
     try:
         async with db.lean_transaction() if lean else db.transaction() as session:
-            stored = await _claim(
+            await _claim(
                 session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
             )
-            if stored is not None:
-                return stored
             status, body = await operation(session)  # type: ignore[arg-type]  # lean: a LeanOperation
             rendered = render(body)
             await _store(
@@ -268,6 +274,8 @@ async def _execute_once(
                 settings=settings,
             )
         return _response(status, rendered, replayed=False)
+    except _Replay as replay:  # the key's stored answer (its transaction rolled back: nothing was written)
+        return replay.response
     except ApiError as error:
         if not _is_answer(error):
             raise
@@ -277,24 +285,25 @@ async def _execute_once(
     # unless a duplicate got the key in between and stored its answer, which is then the key's answer —
     # with whatever `on_refusal` writes beside it (a failed store rolls that back too).
     write = on_refusal(refusal) if on_refusal is not None else None
-    async with db.transaction() as session:
-        stored = await _claim(
-            session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
-        )
-        if stored is not None:
-            return stored
-        if write is not None:
-            await write(session)
-        rendered = render(refusal.body())
-        await _store(
-            session,
-            tenant_id=tenant_id,
-            key=key,
-            fingerprint=fingerprint,
-            status=refusal.status,
-            body=rendered,
-            settings=settings,
-        )
+    try:
+        async with db.transaction() as session:
+            await _claim(
+                session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+            )
+            if write is not None:
+                await write(session)
+            rendered = render(refusal.body())
+            await _store(
+                session,
+                tenant_id=tenant_id,
+                key=key,
+                fingerprint=fingerprint,
+                status=refusal.status,
+                body=rendered,
+                settings=settings,
+            )
+    except _Replay as replay:
+        return replay.response
     return _response(refusal.status, rendered, replayed=False)
 
 
@@ -310,28 +319,53 @@ def _is_answer(error: ApiError) -> bool:
 
 async def _claim(
     session: LeanSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
-) -> Response | None:
-    """Own `key` for this transaction: None when it has no live stored response (run the operation),
-    else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
-    used for another request."""
+) -> None:
+    """Own `key` for this transaction, or raise: `_Replay` with the stored response when the key has a live
+    one, IdempotencyKeyInUse when a duplicate is in flight (PostgreSQL), IdempotencyKeyReused when the key
+    was used for another request. In a lean transaction on PostgreSQL the lookup goes with the operation's
+    first read (`lean.ahead`: one round trip fewer), so these come out of that read."""
+
+    async def check(found: tuple[Any, ...] | None) -> None:
+        replay = await _stored_answer(
+            session, db, found, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+        )
+        if replay is not None:
+            raise _Replay(replay)
+
     if db.dialect == "postgresql":
         # The transaction-scoped lock (released by the COMMIT that stores the key, or by a rollback) and
-        # the stored answer in one round trip. The statement reads the keys as of its start, so a duplicate
+        # the stored answer in one statement. The statement reads the keys as of its start, so a duplicate
         # that committed between that and taking the lock goes unseen: this request then runs and fails to
         # store the key (unique violation), rolls back, and replays the duplicate's answer instead.
-        got_lock, *stored = await lean.first(  # type: ignore[misc]
-            session,
-            _LOCK_AND_STORED,
-            {"lock_id": _lock_id(tenant_id, key), "tenant_id": tenant_id, "key": key},
-        )
+        params = {"lock_id": _lock_id(tenant_id, key), "tenant_id": tenant_id, "key": key}
+        await lean.ahead(session, _LOCK_AND_STORED, params, check)
+    else:  # SQLite: one writer at a time, so the lookup alone decides
+        await check(await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key}))
+
+
+async def _stored_answer(
+    session: LeanSession,
+    db: Database,
+    found: tuple[Any, ...] | None,
+    *,
+    tenant_id: str,
+    key: str,
+    fingerprint: str,
+    settings: Settings,
+) -> Response | None:
+    """What the claim's row says: None when the key has no live stored response (run the operation), else
+    the replay of the stored one; raises when a duplicate holds the key's lock or the key was used for
+    another request."""
+    if db.dialect == "postgresql":
+        got_lock, *stored = found or (False,)
         if not got_lock:
             raise IdempotencyKeyInUse(
                 f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
                 headers={"Retry-After": "1"},
                 details={"idempotencyKey": key},
             )
-    else:  # SQLite: one writer at a time, so the lookup alone decides
-        stored = list(await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key}) or ())
+    else:
+        stored = list(found or ())
     if not stored or stored[0] is None:
         return None
     stored_fingerprint, response_status, response_body, expires_at = stored
