@@ -1,7 +1,7 @@
 """POST /agents/me/transfer-out (bearer auth + policy evaluation + usage update) next to the platform's own
 POST /transfer-out, in the same run, against the same `platpay serve` process on PostgreSQL.
 
-Requirement measured: agent transfer-outs per second and p50/p99 at 8 connections, target >= 0.8
+Requirement measured: agent transfer-outs per second and p50/p99 at 8 connections, target >= 0.9
 of the platform endpoint's rate (policy enforcement must not be the bottleneck). A benchmark, not a test: it
 prints figures and never fails on them.
 
@@ -187,7 +187,9 @@ def main() -> None:
                     f"{statistics.median(r['p99'] for r in runs):8.2f} {sum(r['errors'] for r in runs):8d} "
                     f"{cpu[name]:18.0f}"
                 )
-            print(f"agent / platform rate: {medians['agent'] / medians['platform']:.2f} (target >= 0.8)")
+            print(
+                f"agent / platform rate: {medians['agent'] / medians['platform']:.2f} (target >= 0.9, issue 33)"
+            )
             print(f"platform / agent server CPU per request: {cpu['platform'] / cpu['agent']:.2f}")
             verify(url)
         finally:

@@ -4,10 +4,11 @@ find their tenant through the row they match)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Select, bindparam, func, insert, select, update
+from sqlalchemy import Select, bindparam, event, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.agents.models import (
     AgentActionRow,
@@ -252,25 +253,57 @@ _USAGE_WRITE = Lean(
         monthly_spend=bindparam("new_monthly_spend"),
         updated_at=bindparam("new_updated_at"),
     )
-    .returning(AgentUsageRow.agent_id)
 )
+
+
+# The same read with the agent's audit chain head, locked after the usage row (`FOR UPDATE OF` locks in its
+# order; every path that takes both takes the usage row first): the money request's audit record then needs
+# no read of its own (`lock_audit_head` takes the head from here, once). An agent without a chain yet is read
+# by the statement above.
+_AGENT_WITH_USAGE_AND_HEAD = Lean(
+    select(*_AGENT_COLUMNS, *_USAGE_COLUMNS, AgentAuditHeadRow.sequence, AgentAuditHeadRow.hash)
+    .join_from(AgentRow, AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
+    .join(AgentAuditHeadRow, AgentAuditHeadRow.agent_id == AgentRow.id)
+    .where(
+        AgentRow.id == bindparam("agent_id"),
+        AgentRow.tenant_id == bindparam("tenant_id"),
+        AgentRow.deleted_at.is_(None),
+    )
+    .with_for_update(of=(AgentUsageRow, AgentAuditHeadRow))
+)
+_LOCKED_HEADS = "platpay_agent_audit_heads"  # session.info: {agent id: (sequence, hash)} locked, not yet used
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_locked_heads(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(_LOCKED_HEADS, None)
 
 
 async def agent_with_usage(
     session: AsyncSession, *, tenant_id: str, agent_id: str
 ) -> tuple[AgentRow, AgentUsageRow] | None:
     """The live agent and its usage row (read-only snapshots: `write_usage` saves the usage), the usage row
-    locked (PostgreSQL `FOR UPDATE OF agent_usage`; SQLite has one writer), or None."""
-    row = await lean.first(session, _AGENT_WITH_USAGE, {"agent_id": agent_id, "tenant_id": tenant_id})
-    if row is None:
-        return None
+    locked (PostgreSQL `FOR UPDATE OF agent_usage`; SQLite has one writer), or None. The agent's audit chain
+    head is locked by the same statement and kept for the transaction's next `lock_audit_head`."""
+    params = {"agent_id": agent_id, "tenant_id": tenant_id}
+    n = len(_AGENT_KEYS) + len(_USAGE_KEYS)
+    row = await lean.first(session, _AGENT_WITH_USAGE_AND_HEAD, params)
+    if row is not None:
+        session.info.setdefault(_LOCKED_HEADS, {})[agent_id] = (row[n], row[n + 1])
+        row = row[:n]
+    else:
+        row = await lean.first(session, _AGENT_WITH_USAGE, params)
+        if row is None:
+            return None
     n = len(_AGENT_KEYS)
     return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
 
 
 async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
-    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction)."""
-    await lean.rows(
+    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction): a
+    deferred write (db/lean.py), sent with the transaction's next statement."""
+    await lean.defer(
         session,
         _USAGE_WRITE,
         {
@@ -301,37 +334,17 @@ _AUDIT_HEAD_INSERT = Lean(
         hash=bindparam("new_hash"),
     )
 )
-_AUDIT_HEAD_MOVE = Lean(
+_AUDIT_HEAD_SET = (  # the head moved from the sequence this transaction locked
     update(AgentAuditHeadRow)
     .where(
         AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
         AgentAuditHeadRow.sequence == bindparam("old_sequence"),
     )
     .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
-    .returning(AgentAuditHeadRow.agent_id)
 )
+_AUDIT_HEAD_MOVE = Lean(_AUDIT_HEAD_SET.returning(AgentAuditHeadRow.agent_id))  # SQLite: checked at once
+_AUDIT_HEAD_DEFERRED = Lean(_AUDIT_HEAD_SET)  # PostgreSQL: a deferred write
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
-# PostgreSQL: the head's move and the record's INSERT in one statement (one round trip); the record is
-# inserted only if the head moved (as it must: it is locked by this transaction).
-_AUDIT_MOVED = (
-    update(AgentAuditHeadRow)
-    .where(
-        AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
-        AgentAuditHeadRow.sequence == bindparam("old_sequence"),
-    )
-    .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
-    .returning(AgentAuditHeadRow.agent_id)
-    .cte("moved")
-)
-_AUDIT_TABLE = AgentAuditRow.__table__
-_AUDIT_MOVE_AND_INSERT = Lean(
-    insert(_AUDIT_TABLE)
-    .from_select(
-        [c.name for c in _AUDIT_TABLE.columns],
-        select(*(bindparam(c.name, type_=c.type) for c in _AUDIT_TABLE.columns)).select_from(_AUDIT_MOVED),
-    )
-    .returning(_AUDIT_TABLE.c.id)
-)
 
 
 def audit_snapshot(values: dict[str, Any]) -> AgentAuditRow:
@@ -342,6 +355,9 @@ def audit_snapshot(values: dict[str, Any]) -> AgentAuditRow:
 
 async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int, str] | None:
     """The agent's audit chain head (sequence, hash), locked until the transaction ends; None: no chain yet."""
+    locked = session.info.get(_LOCKED_HEADS)
+    if locked and agent_id in locked:  # locked by `agent_with_usage` in this transaction and not moved since
+        return cast("tuple[int, str]", locked.pop(agent_id))
     row = await lean.first(session, _AUDIT_HEAD, {"agent_id": agent_id})
     return None if row is None else (row[0], row[1])
 
@@ -350,7 +366,7 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     """Insert the audit record (`record` by column name) and move the agent's chain head to it (the head read
     by `lock_audit_head`, in this transaction: `head_sequence` None creates it). A first record racing
     another fails on the head's primary key, as the ORM's INSERT would. On PostgreSQL a moved head and its
-    record are one statement."""
+    record ride with the transaction's next statement."""
     head = {
         "agent_id": record["agent_id"],
         "tenant_id": record["tenant_id"],
@@ -362,8 +378,11 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     if head_sequence is None:
         await lean.rows(session, _AUDIT_HEAD_INSERT, head)
     elif session.bind is not None and session.bind.dialect.name == "postgresql":
-        if not await lean.rows(session, _AUDIT_MOVE_AND_INSERT, {**record, **head}):
-            raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
+        # Both wait in the write buffer (db/lean.py) for the transaction's next statement. The head is locked
+        # by this transaction, so its move matches; were it not, the record's (agent_id, sequence) would
+        # already be taken and the INSERT would fail (a unique constraint), never a gap in the chain.
+        await lean.defer(session, _AUDIT_HEAD_DEFERRED, head)
+        await lean.defer(session, _AUDIT_INSERT, record)
         return
     elif not await lean.rows(session, _AUDIT_HEAD_MOVE, head):
         raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")

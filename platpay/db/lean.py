@@ -136,6 +136,15 @@ def _forget_driver(session: Session, transaction: SessionTransaction) -> None:
             pending.clear()  # the connection's info, which holds it too, never sends it later)
 
 
+@event.listens_for(Session, "after_transaction_create")
+def _savepoint_at_once(session: Session, transaction: SessionTransaction) -> None:
+    """A nested transaction's SAVEPOINT is sent when `begin_nested()` is called, not with SQLAlchemy's next
+    own statement: a lean statement goes straight to the driver, and one sent in between would otherwise
+    precede the SAVEPOINT and survive a rollback to it. (Runs inside the session's greenlet.)"""
+    if transaction.nested and _DRIVER in session.info:  # lean statements ran on this transaction
+        session.connection()
+
+
 Driver = tuple[Any, Any, Dialect, AsyncConnection]
 
 

@@ -94,3 +94,27 @@ async def test_a_bulk_write_goes_in_statements_of_bounded_size(db, settings):
         await lean.defer_many(session, _INSERT_EVENT, [new_event(tenant_id) for _ in range(6000)])
         await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
     assert await count_events(db) == 6001
+
+
+async def test_a_lean_write_inside_a_savepoint_rolls_back_with_it(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.transaction() as session:
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+        with pytest.raises(RuntimeError):
+            async with session.begin_nested():
+                await lean.execute_many(session, _INSERT_EVENT, [new_event(tenant_id)])
+                raise RuntimeError("roll back to the savepoint")
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 2
+
+
+async def test_a_first_lean_write_inside_a_savepoint_rolls_back_with_it(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.transaction() as session:
+        await session.execute(text("SELECT 1"))  # the transaction has begun, with no lean statement yet
+        with pytest.raises(RuntimeError):
+            async with session.begin_nested():
+                await lean.execute_many(session, _INSERT_EVENT, [new_event(tenant_id)])
+                raise RuntimeError("roll back to the savepoint")
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1

@@ -1,0 +1,148 @@
+"""Round trips to PostgreSQL per request on the money path (issue 33): each statement a request sends costs a
+network round trip and driver CPU in the API process, so their number is a budget that a change must not
+grow unnoticed.
+
+Counted by the server itself: a private cluster logs every statement it executes (`log_statement=all`),
+and the lines a request adds to the log are its round trips (BEGIN and COMMIT included; the deferred writes
+of db/lean.py ride in a later statement, so they add none). A statement new to a connection also costs a
+Parse that is not logged: each operation runs twice first, and the pools are small, so what is counted is
+the steady state.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from platpay.config import get_settings
+from platpay.db import migrate
+from platpay.db.database import Database
+from platpay.jobs.runner import JobRunner
+from tests.db.test_database_faults import _Apps
+from tests.e2e.pg_cluster import PrivateCluster, new_cluster
+from tests.factories import create_platform, customer, external_account, fund, internal_account
+from tests.support import agents, cards
+from tests.support.ledger import assert_ledger_verifies
+
+pytestmark = pytest.mark.e2e
+
+DATABASE = "platpay"
+# The budget of each request (statements from the first to the answer, the credential's read included).
+BUDGET = {
+    "GET /config": 1,
+    "POST /transfer-out": 8,
+    "POST /agents/me/transfer-out": 9,
+    "POST /sandbox/cards/{id}/simulate/authorization": 9,
+}
+
+
+@pytest.fixture(scope="module")
+def logging_cluster() -> Iterator[PrivateCluster]:
+    """A private cluster logging every statement, with a migrated database `platpay`."""
+    cluster = new_cluster()
+    try:
+        cluster.start(log_statement="all", log_line_prefix="%d:")
+        cluster.create_database(DATABASE)
+        migrate.upgrade(cluster.url(DATABASE))
+        yield cluster
+    finally:
+        cluster.destroy()
+
+
+class _Counter:
+    def __init__(self, log: Path) -> None:
+        self.log = log
+
+    async def round_trips(self, request: Any) -> tuple[httpx.Response, list[str]]:
+        """The response to `request()` and the statements the server executed for it."""
+        start = self.log.stat().st_size
+        response = await request()
+        with self.log.open(errors="replace") as text:
+            text.seek(start)
+            added = text.read().splitlines()
+        marks = (f"{DATABASE}:LOG:  statement: ", f"{DATABASE}:LOG:  execute ")
+        return response, [line.split("LOG:  ", 1)[1][:160] for line in added if line.startswith(marks)]
+
+
+@pytest.fixture
+async def apps(logging_cluster: PrivateCluster, tmp_path: Path) -> AsyncIterator[tuple[_Apps, Any]]:
+    url = logging_cluster.url(DATABASE)
+    settings = get_settings().model_copy(
+        update={"database_url": url, "var_dir": tmp_path / "var", "run_embedded_worker": False}
+    )
+    setup = Database(url, pool_size=2)
+    try:
+        auth = (await create_platform(setup, settings))["sandbox"]
+    finally:
+        await setup.dispose()
+    served = _Apps(settings, Database(url, pool_size=2))
+    try:
+        yield served, auth
+        await assert_ledger_verifies(served.database)
+    finally:
+        await served.close()
+
+
+async def _measured(counter: _Counter, name: str, request: Any, status: int) -> list[str]:
+    for _ in range(2):  # every statement prepared on the pools' connections
+        warm = await request()
+        assert warm.status_code == status, warm.text
+    response, statements = await counter.round_trips(request)
+    assert response.status_code == status, response.text
+    assert len(statements) <= BUDGET[name], f"{name}: {len(statements)} round trips:\n" + "\n".join(
+        statements
+    )
+    return statements
+
+
+async def test_money_requests_stay_within_their_round_trips(
+    apps: tuple[_Apps, Any], logging_cluster: PrivateCluster, tmp_path: Path
+) -> None:
+    served, auth = apps
+    api = served.api
+    counter = _Counter(logging_cluster.log)
+    person = await customer(api, auth)
+    account = await internal_account(api, auth, person["id"])
+    await fund(api, auth, account["id"], 10_000_000)
+    bank = await external_account(api, auth, person["id"])
+
+    await _measured(counter, "GET /config", lambda: api.get("/config", auth=auth), 200)
+
+    def transfer() -> Any:
+        body = {
+            "source": {"accountId": account["id"]},
+            "destination": {"accountId": bank["id"]},
+            "amount": 100,
+        }
+        return api.post(
+            "/transfer-out", auth=auth, json=body, headers={"Idempotency-Key": secrets.token_hex(8)}
+        )
+
+    statements = await _measured(counter, "POST /transfer-out", transfer, 201)
+    assert statements[1] == "statement: BEGIN;" and statements[-1] == "statement: COMMIT;", statements
+
+    agent = await agents.connect(api, auth, person["id"], approvalThresholds=None)
+    await _measured(
+        counter,
+        "POST /agents/me/transfer-out",
+        lambda: agents.transfer_out(
+            api, agent["headers"], account["id"], bank["id"], 100, secrets.token_hex(8)
+        ),
+        201,
+    )
+
+    holder = await cards.approved_cardholder(api, auth)
+    source = await cards.funded_account(api, auth, holder["id"], 1_000_000)
+    runner = JobRunner(served.database, served.app.state.settings, name="round-trips", listen=False)
+    card = await cards.active_card(api, auth, runner, holder["id"], [source["id"]])
+    await _measured(
+        counter,
+        "POST /sandbox/cards/{id}/simulate/authorization",
+        lambda: cards.simulate(api, auth, card["id"], "authorization", cards.opening_body(500)),
+        202,
+    )
