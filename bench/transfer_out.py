@@ -9,9 +9,10 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes, 8 round trips: the token lookup (autocommit, before the transaction), then BEGIN; the advisory
-lock on the key (PostgreSQL) and the idempotency key lookup in one statement; one joined read of the internal
-account, the external account and the owner; the conditional balance UPDATE … RETURNING (the overdraft check,
+sizes, 7 round trips on PostgreSQL (8 before the key's lookup rode with the read): the token lookup
+(autocommit, before the transaction), then BEGIN; one statement of the advisory lock on the key with the
+idempotency key lookup, carrying the joined read of the internal account, the external account and the owner
+(db/lean.py's `ahead`; on SQLite the lookup and the read are two statements); the conditional balance UPDATE … RETURNING (the overdraft check,
 its result feeds the BALANCE_UPDATED event) carrying the transaction's INSERT; the event
 OUTGOING_PAYMENT.PENDING's INSERT (it returns its tenant's webhook endpoint through a subquery) carrying the
 journal entry's and its 2 postings' INSERTs; the idempotency key's INSERT (with the sealed ~1.4 KB response)
@@ -329,15 +330,17 @@ def pgbench_script(*, hot: bool, direction: bool = True) -> str:
         "JOIN platforms ON platforms.id = tenants.platform_id "
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
         "BEGIN;",
-        "SELECT pg_try_advisory_xact_lock(:lock::bigint), k.fingerprint, k.response_status, k.response_body, "
-        "k.expires_at FROM (SELECT 1 AS one) AS s LEFT OUTER JOIN idempotency_keys k "
-        "ON k.tenant_id = :tenant AND k.key = 'pgbench-' || :r;",
-        # platpay reads the internal account, the external account and the owner in one joined SELECT;
-        # the bench map (n -> ids) rides along in the same query.
+        # platpay reads the internal account, the external account and the owner in one joined SELECT,
+        # which carries the idempotency key's advisory lock and lookup (db/lean.py's `ahead`: the key's
+        # row, then the read's rows, in one statement); the bench map (n -> ids) rides along in the read.
+        "SELECT * FROM (SELECT pg_try_advisory_xact_lock(:lock::bigint) AS locked, k.fingerprint, "
+        "k.response_status, k.response_body, k.expires_at FROM (SELECT 1 AS one) AS s "
+        "LEFT OUTER JOIN idempotency_keys k ON k.tenant_id = :tenant AND k.key = 'pgbench-' || :r) AS ahead "
+        "LEFT OUTER JOIN LATERAL (SELECT true AS ahead_main, main.* FROM ("
         "SELECT b.internal_id, b.external_id, coalesce(b.customer_id, '') AS customer_id, "
         "coalesce(b.platform_customer_id, '') AS platform_customer_id, "
         f"(SELECT row(p.*)::text FROM ({PARTIES_SELECT}) p) AS parties "
-        r"FROM bench_accounts b WHERE b.n = :n \gset",
+        r"FROM bench_accounts b WHERE b.n = :n) AS main) AS main ON true \gset",
         # platpay defers the INSERTs nobody reads the result of (db/lean.py's write buffer) and sends them as
         # data-modifying CTEs of its next statement: the transaction's row with the balance's UPDATE, the
         # journal entry and its postings with the first event's INSERT, the job and the second event with

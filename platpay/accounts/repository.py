@@ -121,7 +121,7 @@ _PAIR = _pair_statement()
 
 
 async def internal_with_external(
-    session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
+    session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow | None, ExternalAccountRow | None, Any]:
     """An internal account, a live external account of the tenant and the internal account's owner (as
     `customers_service.owner_from` reads it) in one round trip: the transfer path's lookup. Each is None

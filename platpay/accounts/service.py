@@ -370,7 +370,7 @@ async def read_internal(session: LeanSession, *, tenant_id: str, account_id: str
 
 
 async def get_internal_with_external(
-    session: AsyncSession, *, tenant_id: str, internal_id: str, external_id: str
+    session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow, ExternalAccountRow | None, Any]:
     """A transfer's two accounts and the internal account's owner in one read: the internal account (404
     when missing), the tenant's live external account if there is one with that id, and the owner as the

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Engine, bindparam, event, exc, select
@@ -227,6 +227,12 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
     known = await _driver(session)
     _, driver, dialect, _ = known
     sql, args, results = lean.args(dialect, params)
+    waiting: _Ahead | None = session.info.pop(_AHEAD, None)
+    if waiting is not None:  # a read sent ahead of this statement (see `ahead`)
+        deferred: _Pending | None = session.info.get(_PENDING)
+        if _carries_ahead(sql) and (deferred is None or not deferred.parts):
+            return await _with_ahead(session, known, waiting, sql, args, results)
+        await waiting.check(await first(session, waiting.lean, waiting.params))
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None and pending.parts:  # PostgreSQL's deferred writes go first (see `defer`)
         if pending.tables.isdisjoint(lean.tables()) and not sql.startswith("WITH RECURSIVE"):
@@ -384,10 +390,88 @@ async def defer_many(session: LeanSession, lean: Lean, params: list[dict[str, An
 
 
 async def flush(session: LeanSession) -> None:
-    """Send the transaction's deferred writes now (a LeanTransaction's commit does, before COMMIT)."""
+    """Send the transaction's deferred writes now (a LeanTransaction's commit does, before COMMIT), and a read
+    still waiting to go ahead of the next statement (`ahead`) before them."""
+    waiting: _Ahead | None = session.info.pop(_AHEAD, None)
+    if waiting is not None:
+        await waiting.check(await first(session, waiting.lean, waiting.params))
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None and pending.parts:
         await _send(pending)
+
+
+# A read sent ahead: a LeanTransaction's first read whose answer decides whether the operation goes on (the
+# Idempotency-Key's lock and stored answer, kit/idempotency.py) rides with the transaction's next statement
+# when that is a plain SELECT (the operation's first read: a transfer's accounts), as one statement:
+# `SELECT * FROM (<ahead>) AS ahead LEFT JOIN LATERAL (SELECT true, main.* FROM (<next>) AS main) ON true`.
+# Its check runs on its row before the next statement's rows are returned, and may raise (the operation then
+# stops at that statement, its transaction rolled back): one round trip fewer, the same outcome. Anything
+# else comes first: a statement that is not a plain SELECT, deferred writes, a flush and COMMIT send it alone.
+
+_AHEAD = "platpay_lean_ahead"  # LeanTransaction.info: the _Ahead waiting for the next statement
+_LOCKING = re.compile(r"\bFOR\s+(UPDATE|NO KEY UPDATE|SHARE|KEY SHARE)\b", re.IGNORECASE)
+
+
+class _Ahead:
+    __slots__ = ("check", "lean", "params")
+
+    def __init__(
+        self, lean: Lean, params: dict[str, Any], check: Callable[[tuple[Any, ...] | None], Awaitable[None]]
+    ) -> None:
+        self.lean, self.params, self.check = lean, params, check
+
+
+async def ahead(
+    session: LeanSession,
+    lean: Lean,
+    params: dict[str, Any],
+    check: Callable[[tuple[Any, ...] | None], Awaitable[None]],
+) -> None:
+    """Run the SELECT `lean` (at most one row) in the session's transaction and hand its row (None: no row) to
+    `check`, which may raise. In a PostgreSQL LeanTransaction it goes with the transaction's next statement
+    (above): `check` then runs inside that statement's call, and what it raises comes out of it. Elsewhere
+    (an ORM session, SQLite), or with a read already waiting, now."""
+    known = await _driver(session)
+    if known[3] is not None or known[2].name != "postgresql" or _AHEAD in session.info:
+        await check(await first(session, lean, params))
+        return
+    session.info[_AHEAD] = _Ahead(lean, params, check)
+
+
+@functools.lru_cache(maxsize=64)
+def _carries_ahead(sql: str) -> bool:
+    """Whether a statement can carry a read ahead of it: a plain SELECT without row locks (a locking read in a
+    lateral subquery of an outer join is refused, and a data-modifying one must run as written)."""
+    return sql[:7].upper() == "SELECT " and not _LOCKING.search(sql)
+
+
+@functools.lru_cache(maxsize=64)
+def _ahead_sql(first_sql: str, main: str, offset: int) -> str:
+    # Both are compiled statements (Lean), their values bound as parameters: no value is spliced in here.
+    outer = "SELECT * FROM ({}) AS ahead LEFT OUTER JOIN LATERAL (SELECT true AS ahead_main, main.* FROM ({}) AS main) AS main ON true"
+    return outer.format(first_sql, _renumber(main, offset))
+
+
+async def _with_ahead(
+    session: LeanSession,
+    known: Driver,
+    waiting: _Ahead,
+    sql: str,
+    args: list[Any],
+    results: tuple[Any, ...],
+) -> list[tuple[Any, ...]]:
+    """Run the read `waiting` and the SELECT `sql` as one statement; `waiting.check` its row, then `sql`'s rows."""
+    _, driver, dialect, _ = known
+    first_sql, first_args, first_results = waiting.lean.args(dialect, waiting.params)
+    combined = _ahead_sql(first_sql, sql, len(first_args))
+    every = [*first_args, *args]
+    try:
+        found = await driver.fetch(combined, *every)
+    except Exception as error:
+        raise await _failed(known, combined, every, error) from error
+    width = len(first_results)
+    await waiting.check(convert(tuple(found[0])[:width], first_results) if found else None)
+    return [convert(tuple(row)[width + 1 :], results) for row in found if row[width] is not None]
 
 
 def _pending_of(conn: Any) -> _Pending | None:

@@ -8,8 +8,8 @@ says which transaction it can run in.
 
 `LeanFirst`: an operation with a fast attempt and a careful one, for a path that decides on a snapshot and
 takes its hot row's lock last (a card authorization). Its runner (the idempotent runner, `JobContext.run`)
-runs `lean` in a lean transaction (the idempotent runner, with an Idempotency-Key: in the ordinary
-transaction that claims the key); when that raises `Raced` (the snapshot was overtaken by a concurrent
+runs `lean` in a lean transaction (the idempotent runner, with an Idempotency-Key: the lean transaction
+that claims and stores the key); when that raises `Raced` (the snapshot was overtaken by a concurrent
 transaction: its writes must not commit) the transaction is rolled back and `careful` runs in an ordinary
 one. Which attempt runs is the runner's business, so no service signature carries a statement order or a
 "lean" flag.

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 
 REPLAY_HEADER = "Idempotent-Replayed"
+_UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 SEAL_PURPOSE = "idempotent-response"
 
 IdempotencyKey = Annotated[
@@ -118,6 +119,14 @@ class IdempotencyKeyReused(InvalidInput):
     reason = "IDEMPOTENCY_KEY_REUSED"
 
 
+class _Replay(Exception):
+    """The key has a live stored answer: `response` replays it (see _claim)."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__("replay")
+        self.response = response
+
+
 class _StoredMeanwhile(Exception):
     """The key's row appeared between this request's claim and its store (see _claim)."""
 
@@ -169,8 +178,8 @@ async def execute(
     on_refusal: OnRefusal | None = None,
 ) -> Response:
     """Run `operation(session) -> (status, json_body)` at most once per (tenant, key). A `LeanFirst`
-    (db/unit_of_work.py): its lean attempt first (without a key in `db.lean_transaction()`; with one in the
-    transaction that claims the key), raced, its careful one. `on_refusal`: see the module docstring."""
+    (db/unit_of_work.py): its lean attempt first in `db.lean_transaction()` (with a key, the one that claims and
+    stores it), raced, its careful one. `on_refusal`: see the module docstring."""
     if not isinstance(operation, LeanFirst):
         return await _execute(
             db, tenant_id=tenant_id, key=key, request_fingerprint=request_fingerprint, operation=operation,
@@ -200,7 +209,7 @@ async def _execute(
     settings: Settings,
 ) -> Response:
     """`execute` of one attempt; `lean`: the operation is a LeanOperation (it runs only lean statements), so
-    without a key it runs in `db.lean_transaction()`."""
+    it runs in `db.lean_transaction()` (with a key, beside the key's lean claim and store)."""
     if key is None:
         try:
             async with db.lean_transaction() if lean else db.transaction() as session:
@@ -220,6 +229,7 @@ async def _execute(
                 key=key,
                 fingerprint=request_fingerprint,
                 operation=operation,
+                lean=lean,
                 on_refusal=on_refusal,
                 settings=settings,
             )
@@ -241,17 +251,18 @@ async def _execute_once(
     key: str,
     fingerprint: str,
     operation: Operation,
+    lean: bool,
     on_refusal: OnRefusal | None,
     settings: Settings,
 ) -> Response:
+    """One pass of a keyed request: claim the key, run, store, in one transaction (a lean one for a
+    LeanOperation: the claim and the store are lean statements too)."""
     try:
-        async with db.transaction() as session:
-            stored = await _claim(
+        async with db.lean_transaction() if lean else db.transaction() as session:
+            await _claim(
                 session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
             )
-            if stored is not None:
-                return stored
-            status, body = await operation(session)
+            status, body = await operation(session)  # type: ignore[arg-type]  # lean: a LeanOperation
             rendered = render(body)
             await _store(
                 session,
@@ -263,6 +274,8 @@ async def _execute_once(
                 settings=settings,
             )
         return _response(status, rendered, replayed=False)
+    except _Replay as replay:  # the key's stored answer (its transaction rolled back: nothing was written)
+        return replay.response
     except ApiError as error:
         if not _is_answer(error):
             raise
@@ -272,24 +285,25 @@ async def _execute_once(
     # unless a duplicate got the key in between and stored its answer, which is then the key's answer —
     # with whatever `on_refusal` writes beside it (a failed store rolls that back too).
     write = on_refusal(refusal) if on_refusal is not None else None
-    async with db.transaction() as session:
-        stored = await _claim(
-            session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
-        )
-        if stored is not None:
-            return stored
-        if write is not None:
-            await write(session)
-        rendered = render(refusal.body())
-        await _store(
-            session,
-            tenant_id=tenant_id,
-            key=key,
-            fingerprint=fingerprint,
-            status=refusal.status,
-            body=rendered,
-            settings=settings,
-        )
+    try:
+        async with db.transaction() as session:
+            await _claim(
+                session, db, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+            )
+            if write is not None:
+                await write(session)
+            rendered = render(refusal.body())
+            await _store(
+                session,
+                tenant_id=tenant_id,
+                key=key,
+                fingerprint=fingerprint,
+                status=refusal.status,
+                body=rendered,
+                settings=settings,
+            )
+    except _Replay as replay:
+        return replay.response
     return _response(refusal.status, rendered, replayed=False)
 
 
@@ -304,29 +318,54 @@ def _is_answer(error: ApiError) -> bool:
 
 
 async def _claim(
-    session: AsyncSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
-) -> Response | None:
-    """Own `key` for this transaction: None when it has no live stored response (run the operation),
-    else the replay of the stored one. Raises when a duplicate is in flight (PostgreSQL) or the key was
-    used for another request."""
+    session: LeanSession, db: Database, *, tenant_id: str, key: str, fingerprint: str, settings: Settings
+) -> None:
+    """Own `key` for this transaction, or raise: `_Replay` with the stored response when the key has a live
+    one, IdempotencyKeyInUse when a duplicate is in flight (PostgreSQL), IdempotencyKeyReused when the key
+    was used for another request. In a lean transaction on PostgreSQL the lookup goes with the operation's
+    first read (`lean.ahead`: one round trip fewer), so these come out of that read."""
+
+    async def check(found: tuple[Any, ...] | None) -> None:
+        replay = await _stored_answer(
+            session, db, found, tenant_id=tenant_id, key=key, fingerprint=fingerprint, settings=settings
+        )
+        if replay is not None:
+            raise _Replay(replay)
+
     if db.dialect == "postgresql":
         # The transaction-scoped lock (released by the COMMIT that stores the key, or by a rollback) and
-        # the stored answer in one round trip. The statement reads the keys as of its start, so a duplicate
+        # the stored answer in one statement. The statement reads the keys as of its start, so a duplicate
         # that committed between that and taking the lock goes unseen: this request then runs and fails to
         # store the key (unique violation), rolls back, and replays the duplicate's answer instead.
-        got_lock, *stored = await lean.first(  # type: ignore[misc]
-            session,
-            _LOCK_AND_STORED,
-            {"lock_id": _lock_id(tenant_id, key), "tenant_id": tenant_id, "key": key},
-        )
+        params = {"lock_id": _lock_id(tenant_id, key), "tenant_id": tenant_id, "key": key}
+        await lean.ahead(session, _LOCK_AND_STORED, params, check)
+    else:  # SQLite: one writer at a time, so the lookup alone decides
+        await check(await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key}))
+
+
+async def _stored_answer(
+    session: LeanSession,
+    db: Database,
+    found: tuple[Any, ...] | None,
+    *,
+    tenant_id: str,
+    key: str,
+    fingerprint: str,
+    settings: Settings,
+) -> Response | None:
+    """What the claim's row says: None when the key has no live stored response (run the operation), else
+    the replay of the stored one; raises when a duplicate holds the key's lock or the key was used for
+    another request."""
+    if db.dialect == "postgresql":
+        got_lock, *stored = found or (False,)
         if not got_lock:
             raise IdempotencyKeyInUse(
                 f"a request with Idempotency-Key {key!r} is still in progress; retry shortly",
                 headers={"Retry-After": "1"},
                 details={"idempotencyKey": key},
             )
-    else:  # SQLite: one writer at a time, so the lookup alone decides
-        stored = list(await lean.first(session, _STORED, {"tenant_id": tenant_id, "key": key}) or ())
+    else:
+        stored = list(found or ())
     if not stored or stored[0] is None:
         return None
     stored_fingerprint, response_status, response_body, expires_at = stored
@@ -344,7 +383,7 @@ async def _claim(
 
 
 async def _store(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     key: str,
@@ -368,10 +407,16 @@ async def _store(
                 "expires_at": now + timedelta(hours=settings.idempotency_retention_hours),
             },
         )
-    except IntegrityError as error:
+    except Exception as error:
         # The key's primary key: a duplicate stored it meanwhile. (On PostgreSQL this statement also sends
         # the operation's deferred writes, db/lean.py: a constraint of theirs is their error, not this.)
-        cause = getattr(error.orig, "__cause__", None)
+        # An ORM session raises SQLAlchemy's IntegrityError; a LeanTransaction the driver's own error.
+        if isinstance(error, IntegrityError):
+            cause = getattr(error.orig, "__cause__", None)
+        elif getattr(error, "sqlstate", None) == _UNIQUE_VIOLATION:
+            cause = error
+        else:
+            raise
         if getattr(cause, "table_name", None) not in (None, _KEYS.name):
             raise
         raise _StoredMeanwhile from error

@@ -52,8 +52,7 @@ async def transfer_out(
     settings = request.app.state.settings
     return await idem.run(
         body,
-        lambda s: transfers.transfer_out(
-            s,
+        transfers.transfer_out_operation(
             tenant=principal.tenant,
             source_account_id=body.source.account_id,
             destination_account_id=body.destination.account_id,

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
 from platpay.payments.state import AWAITING, TransactionKind, TransactionStatus
@@ -97,7 +98,7 @@ async def created_at_of(session: AsyncSession, *, tenant_id: str, transaction_id
 _INSERT = Lean(TransactionRow.__table__.insert())
 
 
-async def insert(session: AsyncSession, values: dict[str, Any]) -> TransactionRow:
+async def insert(session: LeanSession, values: dict[str, Any]) -> TransactionRow:
     """Insert a new transaction leanly (the only way transactions are inserted; `values` by attribute name)
     and return its row, persistent in the session: later changes to it flush as UPDATEs."""
     return await lean.add(session, _INSERT, TransactionRow, values)

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.events import service as events_service
 from platpay.kit import clock
@@ -106,7 +107,7 @@ def event_family(row: TransactionRow) -> str:
 
 
 async def create_transaction(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     type: str,
@@ -196,10 +197,11 @@ async def create_transaction(
 
 
 async def emit_status(
-    session: AsyncSession, row: TransactionRow, *, platform_id: str, event: str | None = None
+    session: LeanSession, row: TransactionRow, *, platform_id: str, event: str | None = None
 ) -> Transaction:
     """Emit `<FAMILY>.<STATUS>` (or `<FAMILY>.<event>`) with the transaction as GET returns it."""
-    await session.flush()
+    if isinstance(session, AsyncSession):  # a lean transaction's rows are never changed after their INSERT
+        await session.flush()
     transaction = to_schema(row, platform_id=platform_id)
     await events_service.emit(
         session,

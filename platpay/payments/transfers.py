@@ -19,6 +19,7 @@ from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -44,7 +45,7 @@ CANCELLED = "CANCELLED"  # failureDetails.code of a cancelled transfer
 
 
 async def _accounts(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     internal_id: str,
@@ -125,7 +126,7 @@ class _AccountRef(TypedDict):
 
 
 async def _create_transfer(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     outgoing: bool,
@@ -211,7 +212,7 @@ class TransferPlan:
 
 
 async def plan_transfer_out(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     source_account_id: str,
@@ -393,8 +394,47 @@ async def load_planned(
     )
 
 
+class LeanTransferGivesWay(Raced):
+    """A transfer-out whose sandbox account fails at once changes its transaction row after inserting it
+    (FAILED, the hold released), which only an ORM session saves: its lean attempt gives way (rolled back,
+    nothing sent yet but its deferred writes) to the careful one (`transfer_out_operation`)."""
+
+
+def transfer_out_operation(
+    *,
+    tenant: TenantContext,
+    source_account_id: str,
+    destination_account_id: str,
+    payment_rail: str | None = None,
+    amount: int | None = None,
+    description: str | None = None,
+    settings: Settings,
+    remittance_information: str | None = None,
+    purpose_of_payment: str | None = None,
+) -> LeanFirst[Transaction]:
+    """POST /transfer-out (`transfer_out`) as the operation its caller runs in its unit of work: a
+    `LeanFirst` (db/unit_of_work.py) whose two attempts are the same service; the lean one (every statement
+    of a transfer-out is lean) gives way to the careful one for a sandbox account that fails at once."""
+
+    async def run(session: LeanSession) -> Transaction:
+        return await transfer_out(
+            session,
+            tenant=tenant,
+            source_account_id=source_account_id,
+            destination_account_id=destination_account_id,
+            payment_rail=payment_rail,
+            amount=amount,
+            description=description,
+            settings=settings,
+            remittance_information=remittance_information,
+            purpose_of_payment=purpose_of_payment,
+        )
+
+    return LeanFirst(lean=run, careful=run)
+
+
 async def transfer_out(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     source_account_id: str,
@@ -428,6 +468,8 @@ async def transfer_out(
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     latest = plan.hold
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
+        if not isinstance(session, AsyncSession):
+            raise LeanTransferGivesWay(f"transfer {row.id} fails at once ({row.outcome})")
         latest = await _release(session, row)
         transaction = await payments_service.move(
             session,

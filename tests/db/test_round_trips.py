@@ -35,7 +35,7 @@ DATABASE = "platpay"
 # The budget of each request (statements from the first to the answer, the credential's read included).
 BUDGET = {
     "GET /config": 1,
-    "POST /transfer-out": 8,
+    "POST /transfer-out": 7,  # the Idempotency-Key's lookup rides with the accounts read (db/lean.py ahead)
     "POST /agents/me/transfer-out": 9,
     "POST /sandbox/cards/{id}/simulate/authorization": 9,
 }

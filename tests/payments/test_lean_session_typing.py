@@ -1,0 +1,40 @@
+"""A keyed POST /transfer-out's lean attempt runs in a `LeanTransaction` (no ORM session, PostgreSQL), the
+Idempotency-Key claimed and stored in it: every function it is passed to says so, declaring a `LeanSession`
+(db/unit_of_work.py), never an `AsyncSession` it is not. Read from the calls themselves."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import customer, external_account, fund, internal_account
+from tests.support.lean_typing import lean_receivers, misdeclared
+
+pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+
+
+@pytest.fixture
+def backend(request, pg_database):
+    if pg_database is None:
+        pytest.skip("a LeanTransaction exists on PostgreSQL only: set PLATPAY_TEST_DATABASE_URL")
+    return request.param
+
+
+async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth) -> None:
+    person = await customer(client, auth)
+    account = await internal_account(client, auth, person["id"])
+    await fund(client, auth, account["id"], 10_000)
+    bank = await external_account(client, auth, person["id"])
+    body = {"source": {"accountId": account["id"]}, "destination": {"accountId": bank["id"]}, "amount": 600}
+    with lean_receivers() as received:
+        sent = await client.post("/transfer-out", auth=auth, json=body, headers={"Idempotency-Key": "lean-1"})
+        replayed = await client.post(
+            "/transfer-out", auth=auth, json=body, headers={"Idempotency-Key": "lean-1"}
+        )
+        refused = await client.post(
+            "/transfer-out", auth=auth, json={**body, "amount": 50_000}, headers={"Idempotency-Key": "lean-2"}
+        )
+    assert (sent.status_code, replayed.status_code) == (201, 201), (sent.text, replayed.text)
+    assert replayed.json() == sent.json() and refused.status_code == 400, refused.text
+    assert received, "the transfer-out never ran in a LeanTransaction"
+    wrong = misdeclared(received)
+    assert not wrong, "given a LeanTransaction, declared otherwise:\n" + "\n".join(wrong)
