@@ -35,6 +35,7 @@ from platpay.agents.models import AgentActionRow, AgentRow, AgentUsageRow
 from platpay.agents.schemas import AgentAction, AgentTransferDetails
 from platpay.agents.state import ACTION, ActionStatus, ActionType
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanSession, orm_session
 from platpay.errors import ApiError
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -58,7 +59,7 @@ HOLD, RELEASE = "AGENT_ACTION_HOLD", "AGENT_ACTION_RELEASE"
 
 
 async def to_schema(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     row: AgentActionRow,
@@ -66,12 +67,14 @@ async def to_schema(
 ) -> AgentAction:
     """The action as the API shows it (`transaction`: its transaction as just rendered, if the caller has it)."""
     quote = (
-        await quotes_service.get_quote(session, tenant=tenant, quote_id=row.quote_id)
+        await quotes_service.get_quote(orm_session(session), tenant=tenant, quote_id=row.quote_id)
         if row.quote_id is not None
         else None
     )
     transaction = transaction or (
-        await payments_service.get_transaction(session, tenant=tenant, transaction_id=row.transaction_id)
+        await payments_service.get_transaction(
+            orm_session(session), tenant=tenant, transaction_id=row.transaction_id
+        )
         if row.transaction_id is not None and row.started
         else None
     )
@@ -95,7 +98,7 @@ async def to_schema(
 
 
 async def _emit(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     row: AgentActionRow,
@@ -105,7 +108,8 @@ async def _emit(
     """AGENT_ACTION.<status> with the action as GET returns it, in the caller's transaction. An action
     approved at once (`announce` false) is announced by its transaction's own webhook (which names the
     agent): every change of an action's status fires, and its creation when it needs approval."""
-    await session.flush()
+    if isinstance(session, AsyncSession):  # (a lean transaction's action is written once, by its INSERT)
+        await session.flush()
     await _audit(session, row)
     action = await to_schema(session, tenant=tenant, row=row, transaction=transaction)
     if not announce:
@@ -116,7 +120,7 @@ async def _emit(
     return action
 
 
-async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
+async def _audit(session: LeanSession, row: AgentActionRow) -> None:
     """The action's change in the agent's audit trail (agents/audit/service.py), in this transaction."""
     failure = row.failure or {}
     if row.status == ActionStatus.PENDING_APPROVAL or (
@@ -151,7 +155,7 @@ async def _audit(session: AsyncSession, row: AgentActionRow) -> None:
 
 
 async def _store_usage(
-    session: AsyncSession, row: AgentUsageRow, usage: policies.Usage, now: datetime
+    session: LeanSession, row: AgentUsageRow, usage: policies.Usage, now: datetime
 ) -> None:
     """Set the (locked) usage row to `usage` and save it."""
     row.day, row.daily_spend, row.daily_count = usage.day, usage.daily_spend, usage.daily_count
@@ -193,7 +197,7 @@ def refuse(decision: policies.Decision) -> PolicyForbids:
 
 
 async def _record(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     agent: AgentRow,
@@ -257,7 +261,7 @@ async def _record(
 
 
 async def transfer(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     principal_tenant: TenantContext,
     agent_id: str,

@@ -19,6 +19,7 @@ from platpay.agents.models import AgentRow, AgentUsageRow
 from platpay.agents.policy import NEEDS
 from platpay.agents.state import ActionType
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import invalid_field
 from platpay.payments import transfers
 from platpay.payments.quotes import service as quotes_service
@@ -26,7 +27,7 @@ from platpay.tenants.context import TenantContext
 
 
 async def lock(
-    session: AsyncSession, *, tenant: TenantContext, agent_id: str
+    session: LeanSession, *, tenant: TenantContext, agent_id: str
 ) -> tuple[AgentRow, AgentUsageRow]:
     """The agent and its usage row, the usage row locked (the agent's requests serialize on it)."""
     found = await repository.agent_with_usage(session, tenant_id=tenant.id, agent_id=agent_id)
@@ -71,7 +72,7 @@ class PlannedTransfer:
 
 
 async def plan_transfer(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     agent_id: str,

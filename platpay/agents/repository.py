@@ -23,6 +23,7 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
+from platpay.db.unit_of_work import LeanSession
 from platpay.tenants import service as tenants_service
 
 # Bearer authentication runs on every agent request: one read of the live agent holding the token, with
@@ -222,7 +223,7 @@ async def pending_action_ids(session: AsyncSession, *, tenant_id: str, agent_id:
 _ACTION_INSERT = Lean(AgentActionRow.__table__.insert())
 
 
-async def insert_action(session: AsyncSession, values: dict[str, Any]) -> AgentActionRow:
+async def insert_action(session: LeanSession, values: dict[str, Any]) -> AgentActionRow:
     """Insert a new action leanly (every agent money request writes one) and return its row, attached to the
     session: later changes flush as UPDATEs."""
     return await lean.add(session, _ACTION_INSERT, AgentActionRow, values)
@@ -281,7 +282,7 @@ def _forget_locked_heads(session: Session, transaction: SessionTransaction) -> N
 
 
 async def agent_with_usage(
-    session: AsyncSession, *, tenant_id: str, agent_id: str
+    session: LeanSession, *, tenant_id: str, agent_id: str
 ) -> tuple[AgentRow, AgentUsageRow] | None:
     """The live agent and its usage row (read-only snapshots: `write_usage` saves the usage), the usage row
     locked (PostgreSQL `FOR UPDATE OF agent_usage`; SQLite has one writer), or None. The agent's audit chain
@@ -300,7 +301,7 @@ async def agent_with_usage(
     return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
 
 
-async def write_usage(session: AsyncSession, usage: AgentUsageRow) -> None:
+async def write_usage(session: LeanSession, usage: AgentUsageRow) -> None:
     """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction): a
     deferred write (db/lean.py), sent with the transaction's next statement."""
     await lean.defer(
@@ -334,7 +335,7 @@ _AUDIT_HEAD_INSERT = Lean(
         hash=bindparam("new_hash"),
     )
 )
-_AUDIT_HEAD_SET = (  # the head moved from the sequence this transaction locked
+_AUDIT_HEAD_SET = Lean(  # the head moved from the sequence this transaction locked
     update(AgentAuditHeadRow)
     .where(
         AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
@@ -342,8 +343,6 @@ _AUDIT_HEAD_SET = (  # the head moved from the sequence this transaction locked
     )
     .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
 )
-_AUDIT_HEAD_MOVE = Lean(_AUDIT_HEAD_SET.returning(AgentAuditHeadRow.agent_id))  # SQLite: checked at once
-_AUDIT_HEAD_DEFERRED = Lean(_AUDIT_HEAD_SET)  # PostgreSQL: a deferred write
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
 
 
@@ -353,7 +352,7 @@ def audit_snapshot(values: dict[str, Any]) -> AgentAuditRow:
     return lean.snapshot(AgentAuditRow, tuple(values), tuple(values.values()))
 
 
-async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int, str] | None:
+async def lock_audit_head(session: LeanSession, *, agent_id: str) -> tuple[int, str] | None:
     """The agent's audit chain head (sequence, hash), locked until the transaction ends; None: no chain yet."""
     locked = session.info.get(_LOCKED_HEADS)
     if locked and agent_id in locked:  # locked by `agent_with_usage` in this transaction and not moved since
@@ -362,11 +361,10 @@ async def lock_audit_head(session: AsyncSession, *, agent_id: str) -> tuple[int,
     return None if row is None else (row[0], row[1])
 
 
-async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_sequence: int | None) -> None:
+async def append_audit(session: LeanSession, *, record: dict[str, Any], head_sequence: int | None) -> None:
     """Insert the audit record (`record` by column name) and move the agent's chain head to it (the head read
     by `lock_audit_head`, in this transaction: `head_sequence` None creates it). A first record racing
-    another fails on the head's primary key, as the ORM's INSERT would. On PostgreSQL a moved head and its
-    record ride with the transaction's next statement."""
+    another fails on the head's primary key, as the ORM's INSERT would."""
     head = {
         "agent_id": record["agent_id"],
         "tenant_id": record["tenant_id"],
@@ -377,16 +375,14 @@ async def append_audit(session: AsyncSession, *, record: dict[str, Any], head_se
     }
     if head_sequence is None:
         await lean.rows(session, _AUDIT_HEAD_INSERT, head)
-    elif session.bind is not None and session.bind.dialect.name == "postgresql":
-        # Both wait in the write buffer (db/lean.py) for the transaction's next statement. The head is locked
-        # by this transaction, so its move matches; were it not, the record's (agent_id, sequence) would
-        # already be taken and the INSERT would fail (a unique constraint), never a gap in the chain.
-        await lean.defer(session, _AUDIT_HEAD_DEFERRED, head)
         await lean.defer(session, _AUDIT_INSERT, record)
         return
-    elif not await lean.rows(session, _AUDIT_HEAD_MOVE, head):
-        raise AssertionError(f"the audit chain head of {record['agent_id']} moved while locked")
-    await lean.rows(session, _AUDIT_INSERT, record)
+    # Both are deferred writes (db/lean.py: on PostgreSQL they ride with the transaction's next statement;
+    # SQLite runs them at once). The head is locked by this transaction, so its move matches; were it not,
+    # the record's (agent_id, sequence) would already be taken and its INSERT would fail (a unique
+    # constraint): never a gap in the chain.
+    await lean.defer(session, _AUDIT_HEAD_SET, head)
+    await lean.defer(session, _AUDIT_INSERT, record)
 
 
 # The console's reads: a fixed number of statements whatever the number of rows.

@@ -47,3 +47,11 @@ class LeanFirst(Generic[T]):
 
     lean: Callable[[LeanSession], Awaitable[T]]
     careful: Callable[[AsyncSession], Awaitable[T]]
+
+
+def orm_session(session: LeanSession) -> AsyncSession:
+    """`session` where a step needs the ORM (a read through models): a LeanTransaction is refused loudly, never
+    passed on as what it is not."""
+    if not isinstance(session, AsyncSession):
+        raise TypeError("this step needs an ORM session; it was given a lean transaction")
+    return session

@@ -134,7 +134,7 @@ class _StoredMeanwhile(Exception):
 Operation = Callable[[AsyncSession], Awaitable[tuple[int, Any]]]
 LeanOperation = Callable[[LeanSession], Awaitable[tuple[int, Any]]]  # one whose every statement is lean
 # Given an operation's refusal: what to write beside it (in the session given), or None for nothing.
-OnRefusal = Callable[[ApiError], Callable[[AsyncSession], Awaitable[None]] | None]
+OnRefusal = Callable[[ApiError], Callable[[LeanSession], Awaitable[None]] | None]
 
 
 def fingerprint(method: str, path: str, body: Any, *, caller: str | None = None) -> str:

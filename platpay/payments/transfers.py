@@ -283,7 +283,7 @@ async def plan_transfer_out(
 
 
 async def plan_transfer_in(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant: TenantContext,
     source_account_id: str,
@@ -332,14 +332,18 @@ async def plan_transfer_in(
     return TransferPlan(row=row, internal=internal, hold=None)
 
 
-async def start_transfer(session: AsyncSession, *, tenant: TenantContext, row: TransactionRow) -> Transaction:
+async def start_transfer(session: LeanSession, *, tenant: TenantContext, row: TransactionRow) -> Transaction:
     """Send a planned transfer: its first webhook (`<FAMILY>.PENDING`), then the rail's first step (or, for
-    a sandbox account that fails at once, FAILED with a transfer-out's hold released). A planned transfer
-    cancelled meanwhile (POST /transactions/{id}/cancel) stays as it is."""
+    a sandbox account that fails at once, FAILED with a transfer-out's hold released: in a lean transaction
+    that gives way, `LeanTransferGivesWay`). A planned transfer cancelled meanwhile (POST
+    /transactions/{id}/cancel) stays as it is."""
     if row.status != TransactionStatus.PENDING:
         return payments_service.to_schema(row, platform_id=tenant.platform_id)
+    if row.outcome in outcomes.IMMEDIATE_FAILURES and not isinstance(session, AsyncSession):
+        raise LeanTransferGivesWay(f"transfer {row.id} fails at once ({row.outcome})")
     transaction = await payments_service.emit_status(session, row, platform_id=tenant.platform_id)
     if row.outcome in outcomes.IMMEDIATE_FAILURES:
+        assert isinstance(session, AsyncSession)
         if row.kind == TransactionKind.TRANSFER_OUT:
             released = await _release(session, row)
             await accounts_service.emit_balance_update(

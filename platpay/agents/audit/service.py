@@ -49,6 +49,7 @@ from platpay.agents.errors import PolicyForbids
 from platpay.agents.models import AgentAuditHeadRow, AgentAuditRow
 from platpay.auth.principal import Principal
 from platpay.auth.principals import on_authenticated
+from platpay.db.unit_of_work import LeanSession
 from platpay.errors import ApiError
 from platpay.kit import clock
 from platpay.kit.crypto import chain
@@ -120,7 +121,7 @@ def chain_key() -> bytes:
 
 
 async def record(
-    session: AsyncSession,
+    session: LeanSession,
     *,
     tenant_id: str,
     agent_id: str,
@@ -165,7 +166,7 @@ def record_refusals(
     transaction of its own (the request's rolled back with everything else). Any other refusal writes
     nothing. `request`: the body (serialized only if refused)."""
 
-    def on_refusal(refusal: ApiError) -> Callable[[AsyncSession], Awaitable[None]] | None:
+    def on_refusal(refusal: ApiError) -> Callable[[LeanSession], Awaitable[None]] | None:
         if not isinstance(refusal, PolicyForbids):
             return None
         asked = (
@@ -174,7 +175,7 @@ def record_refusals(
             else dict(request)
         )
 
-        async def write(session: AsyncSession) -> None:
+        async def write(session: LeanSession) -> None:
             await record(session, tenant_id=principal.tenant.id, agent_id=principal.id, kind="MONEY_REFUSED",
                          now=clock.now(principal.tenant),
                          data={"type": operation, "request": asked, "decision": refusal.details})  # fmt: skip
