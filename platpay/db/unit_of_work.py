@@ -48,6 +48,16 @@ class LeanFirst(Generic[T]):
     lean: Callable[[LeanSession], Awaitable[T]]
     careful: Callable[[AsyncSession], Awaitable[T]]
 
+    @classmethod
+    def same(cls, service: Callable[..., Awaitable[T]], /, **arguments: Any) -> LeanFirst[T]:
+        """`service(session, **arguments)` as both attempts: a service whose statements are all lean and
+        that raises `Raced` where it needs the ORM (a transfer to a sandbox account that fails at once)."""
+
+        async def attempt(session: LeanSession) -> T:
+            return await service(session, **arguments)
+
+        return cls(lean=attempt, careful=attempt)
+
 
 def orm_session(session: LeanSession) -> AsyncSession:
     """`session` where a step needs the ORM (a read through models): a LeanTransaction is refused loudly, never

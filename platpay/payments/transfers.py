@@ -19,7 +19,7 @@ from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
-from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
+from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
@@ -401,40 +401,7 @@ async def load_planned(
 class LeanTransferGivesWay(Raced):
     """A transfer-out whose sandbox account fails at once changes its transaction row after inserting it
     (FAILED, the hold released), which only an ORM session saves: its lean attempt gives way (rolled back,
-    nothing sent yet but its deferred writes) to the careful one (`transfer_out_operation`)."""
-
-
-def transfer_out_operation(
-    *,
-    tenant: TenantContext,
-    source_account_id: str,
-    destination_account_id: str,
-    payment_rail: str | None = None,
-    amount: int | None = None,
-    description: str | None = None,
-    settings: Settings,
-    remittance_information: str | None = None,
-    purpose_of_payment: str | None = None,
-) -> LeanFirst[Transaction]:
-    """POST /transfer-out (`transfer_out`) as the operation its caller runs in its unit of work: a
-    `LeanFirst` (db/unit_of_work.py) whose two attempts are the same service; the lean one (every statement
-    of a transfer-out is lean) gives way to the careful one for a sandbox account that fails at once."""
-
-    async def run(session: LeanSession) -> Transaction:
-        return await transfer_out(
-            session,
-            tenant=tenant,
-            source_account_id=source_account_id,
-            destination_account_id=destination_account_id,
-            payment_rail=payment_rail,
-            amount=amount,
-            description=description,
-            settings=settings,
-            remittance_information=remittance_information,
-            purpose_of_payment=purpose_of_payment,
-        )
-
-    return LeanFirst(lean=run, careful=run)
+    nothing sent yet but its deferred writes) to the careful one (`LeanFirst.same`: the same service for both attempts)."""
 
 
 async def transfer_out(

@@ -4,19 +4,10 @@ Read from the calls themselves: a profiler records each platpay function that re
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.cards import active_card, approved_cardholder, funded_account, opening_body, simulate
-from tests.support.lean_typing import lean_receivers, misdeclared
+from tests.support.lean_typing import ON_POSTGRESQL, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
 
-pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
-
-
-@pytest.fixture
-def backend(request, pg_database):
-    if pg_database is None:
-        pytest.skip("a LeanTransaction exists on PostgreSQL only: set PLATPAY_TEST_DATABASE_URL")
-    return request.param
+pytestmark = ON_POSTGRESQL
 
 
 async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth, runner) -> None:

@@ -4,19 +4,10 @@ Idempotency-Key claimed and stored in it: every function it is passed to says so
 
 from __future__ import annotations
 
-import pytest
-
 from tests.factories import customer, external_account, fund, internal_account
-from tests.support.lean_typing import lean_receivers, misdeclared
+from tests.support.lean_typing import ON_POSTGRESQL, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
 
-pytestmark = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
-
-
-@pytest.fixture
-def backend(request, pg_database):
-    if pg_database is None:
-        pytest.skip("a LeanTransaction exists on PostgreSQL only: set PLATPAY_TEST_DATABASE_URL")
-    return request.param
+pytestmark = ON_POSTGRESQL
 
 
 async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth) -> None:

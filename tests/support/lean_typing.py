@@ -13,7 +13,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
+
 from platpay.db.lean import LeanTransaction
+
+# A lean path's typing test runs on PostgreSQL only (a LeanTransaction exists there): `pytestmark = ON_POSTGRESQL`
+# and `from tests.support.lean_typing import backend` in its module.
+ON_POSTGRESQL = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+
+
+@pytest.fixture
+def backend(request: Any, pg_database: Any) -> str:
+    if pg_database is None:
+        pytest.skip("a LeanTransaction exists on PostgreSQL only: set PLATPAY_TEST_DATABASE_URL")
+    return str(request.param)
+
 
 PLATPAY = str(Path(__file__).resolve().parents[2] / "platpay")
 

@@ -35,7 +35,7 @@ from platpay.agents.schemas import (
 )
 from platpay.auth.principal import Principal, PrincipalKind
 from platpay.auth.principals import authenticate, get_db, resolver
-from platpay.db.unit_of_work import LeanFirst, LeanSession
+from platpay.db.unit_of_work import LeanFirst
 from platpay.errors import invalid_field
 from platpay.kit.idempotency import Idempotency, Idempotent
 from platpay.kit.pagination import PageParams, page_params, sorted_page_params
@@ -287,29 +287,25 @@ async def _transfer(
     refusal, keyed or not: agents/audit/service.py `record_refusals`), the policy deciding in `operations.transfer`."""
     settings = request.app.state.settings
     kind = "TRANSFER_OUT" if outgoing else "TRANSFER_IN"
-
-    async def run(session: LeanSession) -> AgentAction:
-        return await operations.transfer(
-            session,
-            principal_tenant=principal.tenant,
-            agent_id=principal.id,
-            outgoing=outgoing,
-            internal_account_id=internal_account_id,
-            external_account_id=external_account_id,
-            payment_rail=payment_rail,
-            amount=body.amount,
-            description=body.description,
-            settings=settings,
-            remittance_information=getattr(body, "remittance_information", None),
-            purpose_of_payment=getattr(body, "purpose_of_payment", None),
-        )
-
     async with _queue(principal.id):
         # Lean first (every statement of it is lean), as the platform's transfer-out: a sandbox account that
         # fails at once gives way to the careful attempt in an ORM session (payments/transfers.py).
         return await idem.run(
             body,
-            LeanFirst(lean=run, careful=run),
+            LeanFirst.same(
+                operations.transfer,
+                principal_tenant=principal.tenant,
+                agent_id=principal.id,
+                outgoing=outgoing,
+                internal_account_id=internal_account_id,
+                external_account_id=external_account_id,
+                payment_rail=payment_rail,
+                amount=body.amount,
+                description=body.description,
+                settings=settings,
+                remittance_information=getattr(body, "remittance_information", None),
+                purpose_of_payment=getattr(body, "purpose_of_payment", None),
+            ),
             status=201,
             on_refusal=audit.record_refusals(principal, kind, body),
         )
