@@ -103,6 +103,20 @@ async def get_credential(
 _CREDENTIAL_COLUMNS, _CREDENTIAL_KEYS = lean.columns_of(CredentialRow)
 
 
+def _take_otp(newest: Any) -> Any:
+    """The OTP whose id `newest` selects marked used, if it is unused and unexpired at :now; it is returned."""
+    return (
+        update(OtpRow)
+        .where(
+            OtpRow.id == newest,
+            OtpRow.used_at.is_(None),
+            OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
+        )
+        .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
+        .returning(*_OTP_COLUMNS)
+    )
+
+
 def _counted_credential(*, taking: str | None = None) -> Any:
     credential = (
         select(*_CREDENTIAL_COLUMNS)
@@ -167,17 +181,7 @@ def _counted_credential(*, taking: str | None = None) -> Any:
             .limit(1)
             .scalar_subquery()
         )
-        taken = (
-            update(OtpRow)
-            .where(
-                OtpRow.id == newest,
-                OtpRow.used_at.is_(None),
-                OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
-            )
-            .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
-            .returning(*_OTP_COLUMNS)
-            .cte("taken")
-        )
+        taken = _take_otp(newest).cte("taken")
     return select(*credential.c, *counts, *taken.c).select_from(credential).outerjoin(taken, true())
 
 
@@ -557,16 +561,7 @@ _NEWEST_OTP_ID = (
     .limit(1)
     .scalar_subquery()
 )
-_TAKE_OTP = Lean(
-    update(OtpRow)
-    .where(
-        OtpRow.id == _NEWEST_OTP_ID,
-        OtpRow.used_at.is_(None),
-        OtpRow.expires_at > bindparam("now", type_=OtpRow.expires_at.type),
-    )
-    .values(used_at=bindparam("now", type_=OtpRow.used_at.type))
-    .returning(*_OTP_COLUMNS)
-)
+_TAKE_OTP = Lean(_take_otp(_NEWEST_OTP_ID))
 
 
 # PostgreSQL only (data-modifying CTEs): what a LeanTransaction counts a wallet attempt with
