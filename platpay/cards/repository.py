@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from sqlalchemy import Select, bindparam, delete, exists, insert, select, update
+from sqlalchemy import (
+    Select,
+    String,
+    and_,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.accounts import service as accounts_service
 from platpay.cards.models import (
     CardFundingSourceRow,
     CardRefundRow,
@@ -21,6 +35,7 @@ from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
+from platpay.ledger import service as ledger_service
 
 if TYPE_CHECKING:
     from sqlalchemy import CursorResult
@@ -69,6 +84,101 @@ _AUTHORIZING = Lean(
     .order_by(_SOURCES.c.position)
     .with_for_update(of=_CARDS)
 )
+
+
+# The fast path's one read, without a lock (an AUTHORIZATION's lean attempt, `ledger.BalanceOrder.LAST`): the
+# card with each source's internal account and balance (the accounts domain's and the ledger's columns,
+# appended), decided on at once. What it decided on — the card's state, its limit and its sources — is
+# expected unchanged when the attempt's writes are sent (`_CARD_UNCHANGED`, in the same statement: a
+# PostgreSQL lean transaction, db/lean.py), so a freeze or a change of sources committed meanwhile sends it to
+# the careful attempt, which reads the card under its lock. (On SQLite the attempt's transaction holds the
+# write lock from its BEGIN IMMEDIATE: nothing changes under it.)
+_AUTHORIZING_AT_ONCE = Lean(
+    ledger_service.with_balance(
+        accounts_service.with_internal(
+            select(
+                _CARDS.c.id,
+                _CARDS.c.state,
+                _CARDS.c.currency,
+                _CARDS.c.max_spend_per_transaction,
+                _SOURCES.c.account_id,
+                _CARDS.c.cardholder_id,
+                customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
+            )
+            .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
+            .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+            .order_by(_SOURCES.c.position),
+            account_id=_SOURCES.c.account_id,
+            tenant_id=_CARDS.c.tenant_id,
+        ),
+        account_id=_SOURCES.c.account_id,
+    )
+)
+_SOURCE_LIST = (
+    select(
+        func.coalesce(
+            func.string_agg(
+                _SOURCES.c.account_id, aggregate_order_by(literal_column("','"), _SOURCES.c.position)
+            ),
+            "",
+        )
+    )
+    .where(_SOURCES.c.card_id == _CARDS.c.id)
+    .scalar_subquery()
+)
+_CARD_UNCHANGED = Lean(
+    select(
+        and_(
+            _CARDS.c.state == bindparam("state"),
+            _CARDS.c.max_spend_per_transaction.is_not_distinct_from(bindparam("max_spend")),
+            bindparam("sources", type_=String) == _SOURCE_LIST,
+        )
+    ).where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+)
+_BASE_WIDTH = 7
+
+
+class SourceRead(NamedTuple):
+    """A funding source as an authorization's one read found it: its internal account and its balance
+    (None: no such account, or no balance)."""
+
+    account: Any
+    balance: Any
+
+
+async def card_at_once(
+    session: LeanSession, *, tenant_id: str, card_id: str
+) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None], list[SourceRead]] | None:
+    """`card_for_authorization` without the lock, with each source's internal account and balance read in the
+    same statement (`_AUTHORIZING_AT_ONCE`); None when the tenant has no such card. On PostgreSQL the card as
+    read is expected unchanged by the statement that sends the transaction's writes."""
+    found = await lean.rows(session, _AUTHORIZING_AT_ONCE, {"card_id": card_id, "tenant_id": tenant_id})
+    if not found:
+        return None
+    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id = found[0][:_BASE_WIDTH]
+    source_ids = [row[4] for row in found if row[4] is not None]
+    width = accounts_service.INTERNAL_WIDTH
+    sources = [
+        SourceRead(
+            accounts_service.internal_from(row[_BASE_WIDTH : _BASE_WIDTH + width]),
+            ledger_service.balance_from(row[_BASE_WIDTH + width :]),
+        )
+        for row in found
+        if row[4] is not None
+    ]
+    if lean.defers_checks(session):
+        await lean.expect(
+            session,
+            _CARD_UNCHANGED,
+            {
+                "card_id": card_id,
+                "tenant_id": tenant_id,
+                "state": state,
+                "max_spend": max_spend,
+                "sources": ",".join(source_ids),
+            },
+        )
+    return (card_id_, state, currency, max_spend), source_ids, (cardholder_id, platform_customer_id), sources
 
 
 async def card_for_authorization(

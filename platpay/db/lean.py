@@ -554,7 +554,7 @@ async def flush(session: LeanSession) -> None:
         await _send(pending)
 
 
-async def finish(session: LeanTransaction) -> None:
+async def finish(session: LeanSession) -> None:
     """Commit a LeanTransaction (`Database.lean_transaction`): a read still waiting goes, then its deferred
     writes and COMMIT; or, when BEGIN was never sent, its deferred writes as one statement, its own
     transaction (see LeanTransaction)."""
@@ -572,7 +572,7 @@ async def finish(session: LeanTransaction) -> None:
     await session.info[_TRANSACTION].commit()
 
 
-async def abort(session: LeanTransaction) -> None:
+async def abort(session: LeanSession) -> None:
     """Roll a LeanTransaction back: its deferred writes are dropped, and ROLLBACK sent if BEGIN was."""
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None:
@@ -582,7 +582,7 @@ async def abort(session: LeanTransaction) -> None:
         await transaction.rollback()
 
 
-def driver_of(session: LeanTransaction) -> Any:
+def driver_of(session: LeanSession) -> Any:
     """The driver connection a LeanTransaction runs on now."""
     return session.info[_DRIVER][1]
 

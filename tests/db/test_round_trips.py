@@ -39,7 +39,9 @@ BUDGET = {
     # as one statement, which is its own transaction (no BEGIN, no COMMIT: db/lean.py LeanTransaction)
     "POST /transfer-out": 3,
     "POST /agents/me/transfer-out": 9,
-    "POST /sandbox/cards/{id}/simulate/authorization": 9,
+    # the credential; the card with its sources' accounts and balances (no lock); every write as one
+    # statement, the card expected unchanged in it (db/lean.py; cards/repository.py card_at_once)
+    "POST /sandbox/cards/{id}/simulate/authorization": 3,
 }
 
 
@@ -157,9 +159,12 @@ async def test_money_requests_stay_within_their_round_trips(
     source = await cards.funded_account(api, auth, holder["id"], 1_000_000)
     runner = JobRunner(served.database, served.app.state.settings, name="round-trips", listen=False)
     card = await cards.active_card(api, auth, runner, holder["id"], [source["id"]])
-    await _measured(
+    statements = await _measured(
         counter,
         "POST /sandbox/cards/{id}/simulate/authorization",
         lambda: cards.simulate(api, auth, card["id"], "authorization", cards.opening_body(500)),
         202,
     )
+    assert "FOR UPDATE" not in statements[1] and "ledger_accounts" in statements[1], statements[1]
+    for table in ("card_transactions", "ledger_accounts", "ledger_holds", "events", "platpay_expect("):
+        assert table in statements[2], (table, statements[2])
