@@ -7,18 +7,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from sqlalchemy import (
     Select,
-    String,
-    and_,
     bindparam,
     delete,
     exists,
-    func,
     insert,
-    literal_column,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.accounts import service as accounts_service
@@ -88,11 +83,14 @@ _AUTHORIZING = Lean(
 
 # The fast path's one read, without a lock (an AUTHORIZATION's lean attempt, `ledger.BalanceOrder.LAST`): the
 # card with each source's internal account and balance (the accounts domain's and the ledger's columns,
-# appended), decided on at once. What it decided on — the card's state, its limit and its sources — is
-# expected unchanged when the attempt's writes are sent (`_CARD_UNCHANGED`, in the same statement: a
-# PostgreSQL lean transaction, db/lean.py), so a freeze or a change of sources committed meanwhile sends it to
-# the careful attempt, which reads the card under its lock. (On SQLite the attempt's transaction holds the
-# write lock from its BEGIN IMMEDIATE: nothing changes under it.)
+# appended), decided on at once. The card's version (bumped by every change an authorization decides on:
+# its state, its limit, its sources) is expected unchanged by the statement that sends the attempt's writes,
+# which locks the card FOR SHARE to read it (`_CARD_UNCHANGED`, a PostgreSQL lean transaction: db/lean.py):
+# a change committed meanwhile sends the authorization to the careful attempt, which decides again under the
+# card's lock; a change waiting to commit waits for it (it then sees the authorization, as a close must). The
+# card's lock is taken there before the balance's (the expectations go in the order they were made), the
+# order every other path takes them in. (On SQLite the attempt's transaction holds the write lock from its
+# BEGIN IMMEDIATE: nothing changes under it.)
 _AUTHORIZING_AT_ONCE = Lean(
     ledger_service.with_balance(
         accounts_service.with_internal(
@@ -104,6 +102,7 @@ _AUTHORIZING_AT_ONCE = Lean(
                 _SOURCES.c.account_id,
                 _CARDS.c.cardholder_id,
                 customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
+                _CARDS.c.version,
             )
             .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
             .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
@@ -114,28 +113,12 @@ _AUTHORIZING_AT_ONCE = Lean(
         account_id=_SOURCES.c.account_id,
     )
 )
-_SOURCE_LIST = (
-    select(
-        func.coalesce(
-            func.string_agg(
-                _SOURCES.c.account_id, aggregate_order_by(literal_column("','"), _SOURCES.c.position)
-            ),
-            "",
-        )
-    )
-    .where(_SOURCES.c.card_id == _CARDS.c.id)
-    .scalar_subquery()
-)
 _CARD_UNCHANGED = Lean(
-    select(
-        and_(
-            _CARDS.c.state == bindparam("state"),
-            _CARDS.c.max_spend_per_transaction.is_not_distinct_from(bindparam("max_spend")),
-            bindparam("sources", type_=String) == _SOURCE_LIST,
-        )
-    ).where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+    select(_CARDS.c.version == bindparam("version"))
+    .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+    .with_for_update(read=True)
 )
-_BASE_WIDTH = 7
+_BASE_WIDTH = 8
 
 
 class SourceRead(NamedTuple):
@@ -155,7 +138,9 @@ async def card_at_once(
     found = await lean.rows(session, _AUTHORIZING_AT_ONCE, {"card_id": card_id, "tenant_id": tenant_id})
     if not found:
         return None
-    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id = found[0][:_BASE_WIDTH]
+    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id, version = found[0][
+        :_BASE_WIDTH
+    ]
     source_ids = [row[4] for row in found if row[4] is not None]
     width = accounts_service.INTERNAL_WIDTH
     sources = [
@@ -168,15 +153,7 @@ async def card_at_once(
     ]
     if lean.defers_checks(session):
         await lean.expect(
-            session,
-            _CARD_UNCHANGED,
-            {
-                "card_id": card_id,
-                "tenant_id": tenant_id,
-                "state": state,
-                "max_spend": max_spend,
-                "sources": ",".join(source_ids),
-            },
+            session, _CARD_UNCHANGED, {"card_id": card_id, "tenant_id": tenant_id, "version": version}
         )
     return (card_id_, state, currency, max_spend), source_ids, (cardholder_id, platform_customer_id), sources
 
@@ -214,7 +191,14 @@ async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, li
     return found
 
 
+def changed_for_authorizations(card: CardRow) -> None:
+    """Record a change an authorization decides on (the card's state, limit or funding sources): its version
+    moves, so an authorization decided on the card as it was fails its expectation (`card_at_once`)."""
+    card.version = (card.version or 0) + 1
+
+
 async def replace_sources(session: AsyncSession, *, card: CardRow, account_ids: list[str]) -> None:
+    changed_for_authorizations(card)
     await session.execute(delete(CardFundingSourceRow).where(CardFundingSourceRow.card_id == card.id))
     if account_ids:
         await session.execute(
