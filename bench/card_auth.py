@@ -67,7 +67,7 @@ from _support import (
     wait_until_quiet,
 )
 from http_config import basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
-from transfer_out import AUTH_COLUMNS, EVENT_RETURNING, PERSON, Rate, _pg_id, run_pgbench, verify
+from transfer_out import AUTH_COLUMNS, PERSON, Rate, _pg_id, run_pgbench, verify
 
 BASE_PATH = "/2025-10-13"
 FUND = 100_000_000_000
@@ -259,7 +259,6 @@ def _card_transaction_values(tx: str) -> dict[str, str]:
 def pgbench_script(scenario: str, columns: frozenset[str]) -> str:
     tx = _pg_id("CardTransaction")
     inserted = {column: value for column, value in _card_transaction_values(tx).items() if column in columns}
-    returning = EVENT_RETURNING.format(tenant=":tenant")
     lines = [
         "-- one simulated card authorization, statement for statement (bench/card_auth.py)",
         r"\set n random(1, :ncards)",

@@ -155,6 +155,7 @@ async def apply_deferred(
             "now": now,
         },
         row=account_id,
+        last=True,  # the balance row: locked after what the operation decided by (a card, an agent's usage)
     )
 
 

@@ -38,7 +38,9 @@ BUDGET = {
     # the credential; the Idempotency-Key's lookup with the accounts read (db/lean.py `ahead`); every write
     # as one statement, which is its own transaction (no BEGIN, no COMMIT: db/lean.py LeanTransaction)
     "POST /transfer-out": 3,
-    "POST /agents/me/transfer-out": 9,
+    # the agent's token; the key's claim with the agent, its usage and audit head (no lock); the accounts;
+    # every write as one statement, the usage and the head moved only from where they were read
+    "POST /agents/me/transfer-out": 4,
     # the credential; the card with its sources' accounts and balances (no lock); every write as one
     # statement, the card expected unchanged in it (db/lean.py; cards/repository.py card_at_once)
     "POST /sandbox/cards/{id}/simulate/authorization": 3,
@@ -146,7 +148,7 @@ async def test_money_requests_stay_within_their_round_trips(
     assert "INSERT INTO idempotency_keys" in written and "platpay_expect(" in written, written
 
     agent = await agents.connect(api, auth, person["id"], approvalThresholds=None)
-    await _measured(
+    statements = await _measured(
         counter,
         "POST /agents/me/transfer-out",
         lambda: agents.transfer_out(
@@ -154,6 +156,9 @@ async def test_money_requests_stay_within_their_round_trips(
         ),
         201,
     )
+    assert not any("FOR UPDATE" in statement for statement in statements), statements
+    for table in ("UPDATE agent_usage", "UPDATE agent_audit_heads", "ledger_accounts", "platpay_expect("):
+        assert table in statements[-1], (table, statements[-1])
 
     holder = await cards.approved_cardholder(api, auth)
     source = await cards.funded_account(api, auth, holder["id"], 1_000_000)
