@@ -383,7 +383,7 @@ _AUDIT_HEAD_INSERT = Lean(
         hash=bindparam("new_hash"),
     )
 )
-_AUDIT_HEAD_SET = Lean(  # the head moved from the sequence this transaction locked
+_HEAD_MOVE = (  # the head moved from the sequence this transaction locked (or read)
     update(AgentAuditHeadRow)
     .where(
         AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
@@ -391,7 +391,8 @@ _AUDIT_HEAD_SET = Lean(  # the head moved from the sequence this transaction loc
     )
     .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
 )
-_AUDIT_HEAD_MOVE = Lean(_AUDIT_HEAD_SET.statement.returning(AgentAuditHeadRow.agent_id))  # (that it matched)
+_AUDIT_HEAD_SET = Lean(_HEAD_MOVE)
+_AUDIT_HEAD_MOVE = Lean(_HEAD_MOVE.returning(AgentAuditHeadRow.agent_id))  # (its RETURNING: that it matched)
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
 
 
