@@ -33,7 +33,6 @@ from platpay.accounts.state import (
 )
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
-from platpay.db import lean
 from platpay.db.unit_of_work import LeanSession
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -292,9 +291,7 @@ async def emit_balance_update(
     transaction's deferred writes are sent: ledger.PendingBalance) goes into the event from them: None."""
     if isinstance(balance, PendingBalance):
         [rendered] = _render([account], {account.id: Balance(0, 0)})  # placeholders, filled in SQL
-        filled = lean.Filled(
-            balance.returned, ((_BALANCE_PATH, balance.available), (_TOTAL_PATH, balance.total))
-        )
+        filled = balance.filled(available=_BALANCE_PATH, total=_TOTAL_PATH)
         await events_service.emit(
             session, tenant_id=account.tenant_id, type=BALANCE_UPDATED, resource=rendered, filled=filled
         )

@@ -74,6 +74,7 @@ def _forget_endpoints(session: Session, transaction: SessionTransaction) -> None
         session.info.pop(_ENDPOINTS_READ, None)
 
 
+Filled = lean.Filled  # what a deferred event takes from an earlier deferred write (db/lean.py)
 _UNKNOWN: Any = object()
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
-from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.unit_of_work import LeanSession
 from platpay.events import breaker, repository, signing, types
@@ -55,7 +54,7 @@ async def emit(
     tenant_id: str,
     type: str,
     resource: ApiModel | dict[str, Any],
-    filled: lean.Filled | None = None,
+    filled: repository.Filled | None = None,
 ) -> str:
     """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint;
     the event's id. `filled`: values of the resource's JSON that a deferred write of the transaction returns

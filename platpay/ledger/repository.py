@@ -49,9 +49,20 @@ _APPLY = Lean(
 )
 # What a deferred _APPLY returns (db/lean.py, `defer_returning`), for a deferred write of the same statement
 # to read: the balance after the change.
+Returned = lean.Returned
 _AFTER = lean.Returned.stand_in(_APPLY)
 AVAILABLE_AFTER = _AFTER.c.available
 TOTAL_AFTER = _AFTER.c.available + _AFTER.c.held
+
+
+def balance_filled(
+    returned: lean.Returned, *, available: tuple[str, ...], total: tuple[str, ...]
+) -> lean.Filled:
+    """What a deferred write storing the balance a deferred `apply_deferred` returns fills in: at the JSON
+    path `available` the available balance after it, at `total` the total (db/lean.py `Filled`)."""
+    return lean.Filled(returned, ((available, AVAILABLE_AFTER), (total, TOTAL_AFTER)))
+
+
 _INSERT_ENTRY = Lean(JournalEntryRow.__table__.insert())
 _INSERT_POSTING = Lean(PostingRow.__table__.insert())
 

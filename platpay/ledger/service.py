@@ -24,7 +24,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.sql.elements import ColumnElement
 
-from platpay.db import lean
 from platpay.db.database import COMMIT_HOOKS
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
@@ -214,18 +213,14 @@ class BalanceOrder(Enum):
 class PendingBalance:
     """An account's balance after a change deferred to the statement that sends the transaction's writes
     (`repository.apply_deferred`): Python never knows it, so a deferred write that stores it (the event
-    announcing it) takes it from what the change returns, as `available` and `total` (SQL over it, for
-    `lean.Filled`)."""
+    announcing it) takes it from what the change returns (`filled`)."""
 
-    returned: lean.Returned
+    returned: repository.Returned
 
-    @property
-    def available(self) -> Any:
-        return repository.AVAILABLE_AFTER
-
-    @property
-    def total(self) -> Any:
-        return repository.TOTAL_AFTER
+    def filled(self, *, available: tuple[str, ...], total: tuple[str, ...]) -> Any:
+        """For a deferred write storing this balance as JSON (events' `filled`): the available balance at the
+        path `available`, the total at `total`."""
+        return repository.balance_filled(self.returned, available=available, total=total)
 
 
 @dataclass
