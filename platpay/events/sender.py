@@ -63,6 +63,7 @@ class _Connection(asyncio.Protocol):
     _size: int = 0
     _received_any: bool = False
     _headers_done: bool = False
+    _framed: bool = False  # the answer says where its body ends (Content-Length, chunked)
     _keep_alive: bool = True
 
     # asyncio.Protocol
@@ -83,7 +84,7 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self._answer is None or self._answer.done():
             return
-        if self._headers_done:  # an answer delimited by the connection's end
+        if self._headers_done and not self._framed:  # an answer delimited by the connection's end
             self._answer.set_result(Answer(self._status, b"".join(self._chunks)))
         elif not self._received_any:
             self._answer.set_exception(ClosedBeforeAnswer("the endpoint closed the connection"))
@@ -91,18 +92,30 @@ class _Connection(asyncio.Protocol):
             self._answer.set_exception(InvalidAnswer("the connection closed in the middle of the answer"))
 
     # httptools callbacks
+    def on_header(self, name: bytes, _value: bytes) -> None:
+        if name.lower() in (b"content-length", b"transfer-encoding"):
+            self._framed = True
+
     def on_headers_complete(self) -> None:
         assert self._parser is not None
-        self._headers_done = True
         self._status = self._parser.get_status_code()
         self._keep_alive = self._parser.should_keep_alive()
+        self._headers_done = self._status >= 200  # (a 1xx is followed by the answer itself)
 
     def on_body(self, body: bytes) -> None:
-        if self._size < self.body_limit:
-            self._chunks.append(body[: self.body_limit - self._size])
-            self._size += len(self._chunks[-1])
+        if self._answer is None or self._answer.done():
+            return
+        kept = body[: self.body_limit - self._size]
+        self._chunks.append(kept)
+        self._size += len(kept)
+        if len(kept) < len(body):  # more than is kept: the answer as read so far, the rest not waited for
+            self._answer.set_result(Answer(self._status, b"".join(self._chunks)))
+            self._close()
 
     def on_message_complete(self) -> None:
+        if not self._headers_done:  # the end of a 1xx: the answer comes next
+            self._chunks, self._size, self._framed = [], 0, False
+            return
         if self._answer is not None and not self._answer.done():
             self._answer.set_result(Answer(self._status, b"".join(self._chunks)))
         if not self._keep_alive:

@@ -151,12 +151,33 @@ class TestAnswers:
         assert (await post(server.url)).status == 200  # on a new connection
         assert server.connections == 2
 
-    async def test_the_body_kept_is_cut_at_the_limit(self, serve):
-        server = await serve(lambda _request: asyncio.sleep(0, ok(b"x" * 10_000)))
+    async def test_a_body_past_the_limit_is_cut_and_the_rest_not_waited_for(self, serve):
+        async def endless(_request: bytes) -> bytes:
+            server.writers[-1].write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n" + b"x" * 10_000)
+            await asyncio.sleep(5)  # the other 99.99 MB never come
+            return b""
+
+        server = await serve(endless)
         result = await post(server.url, max_chars=100)
-        assert (result.status, result.body) == (200, "x" * 100)
-        assert (await post(server.url)).status == 200  # the rest was read: the connection is reusable
+        assert (result.status, result.body, result.error) == (200, "x" * 100, None)
         assert server.connections == 1
+
+    async def test_an_answer_cut_short_by_the_connections_end_is_a_failed_attempt(self, serve):
+        async def short(_request: bytes) -> bytes | None:
+            server.writers[-1].write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+            return None
+
+        server = await serve(short)
+        result = await post(server.url)
+        assert result.status is None
+        assert result.error == "InvalidAnswer: the connection closed in the middle of the answer"
+
+    async def test_an_interim_1xx_is_skipped_for_the_answer_after_it(self, serve):
+        server = await serve(
+            lambda _request: asyncio.sleep(0, b"HTTP/1.1 100 Continue\r\n\r\n" + ok(b"done"))
+        )
+        result = await post(server.url)
+        assert (result.status, result.body) == (200, "done")
 
     async def test_connection_close_is_honoured(self, serve):
         server = await serve(lambda _request: asyncio.sleep(0, ok(close=True)))
