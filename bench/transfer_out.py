@@ -9,18 +9,19 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes, 7 round trips on PostgreSQL (8 before the key's lookup rode with the read): the token lookup
-(autocommit, before the transaction), then BEGIN; one statement of the advisory lock on the key with the
-idempotency key lookup, carrying the joined read of the internal account, the external account and the owner
-(db/lean.py's `ahead`; on SQLite the lookup and the read are two statements); the conditional balance UPDATE … RETURNING (the overdraft check,
-its result feeds the BALANCE_UPDATED event) carrying the transaction's INSERT; the event
-OUTGOING_PAYMENT.PENDING's INSERT (it returns its tenant's webhook endpoint through a subquery) carrying the
-journal entry's and its 2 postings' INSERTs; the idempotency key's INSERT (with the sealed ~1.4 KB response)
-carrying the settlement job's and the event INTERNAL_ACCOUNT.BALANCE_UPDATED's INSERTs; COMMIT. ("Carrying":
-platpay defers INSERTs whose result nobody reads and sends them as data-modifying CTEs of its next statement,
-`WITH w0 AS (INSERT …), w1 AS (INSERT …) <statement>`: db/lean.py's write buffer.) No webhook endpoint is
-configured (with one, the first event's delivery row and delivery job, and the second event's, ride along
-the same way on both sides).
+sizes, 3 round trips on PostgreSQL (7 before its writes went as one statement, 8 before the key's lookup
+rode with the read), all in autocommit: the token lookup; one statement of the advisory lock on the key
+with the idempotency key lookup, carrying the joined read of the internal account, the external account
+and the owner (db/lean.py's `ahead`; on SQLite the lookup and the read are two statements); then every
+write as one statement of data-modifying CTEs, which is its own transaction (db/lean.py's LeanTransaction:
+no BEGIN or COMMIT): the transaction's INSERT, the conditional balance UPDATE … RETURNING (the overdraft
+check; the BALANCE_UPDATED event takes the balance it returns), the journal entry's and its 2 postings'
+INSERTs, the expectation that the tenant's webhook endpoint is the one the request's authentication read,
+the events OUTGOING_PAYMENT.PENDING and INTERNAL_ACCOUNT.BALANCE_UPDATED, the settlement job, and the
+idempotency key's INSERT (with the sealed ~1.4 KB response), ending in `platpay_expect(...)`, which fails
+the whole statement if the UPDATE found no row or the endpoint changed (migration 0027_expect). No webhook
+endpoint is configured (with one, each event's delivery row and delivery job ride along the same way on
+both sides).
 
 Setup, all on 127.0.0.1 in a temporary directory: a fresh database `platpay_bench_money_<random>` (dropped
 afterwards) and a fresh SQLite file; one `platpay serve` process each, embedded job runner OFF (the
@@ -329,10 +330,11 @@ def pgbench_script(*, hot: bool, direction: bool = True) -> str:
         f"SELECT {AUTH_COLUMNS} FROM api_tokens JOIN tenants ON tenants.id = api_tokens.tenant_id "
         "JOIN platforms ON platforms.id = tenants.platform_id "
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
-        "BEGIN;",
         # platpay reads the internal account, the external account and the owner in one joined SELECT,
         # which carries the idempotency key's advisory lock and lookup (db/lean.py's `ahead`: the key's
-        # row, then the read's rows, in one statement); the bench map (n -> ids) rides along in the read.
+        # row, then the read's rows, in one statement), in autocommit: no BEGIN (db/lean.py's
+        # LeanTransaction sends one only before a statement that writes or locks, and this one has none);
+        # the bench map (n -> ids) rides along in the read.
         "SELECT * FROM (SELECT pg_try_advisory_xact_lock(:lock::bigint) AS locked, k.fingerprint, "
         "k.response_status, k.response_body, k.expires_at FROM (SELECT 1 AS one) AS s "
         "LEFT OUTER JOIN idempotency_keys k ON k.tenant_id = :tenant AND k.key = 'pgbench-' || :r) AS ahead "
@@ -341,38 +343,43 @@ def pgbench_script(*, hot: bool, direction: bool = True) -> str:
         "coalesce(b.platform_customer_id, '') AS platform_customer_id, "
         f"(SELECT row(p.*)::text FROM ({PARTIES_SELECT}) p) AS parties "
         r"FROM bench_accounts b WHERE b.n = :n) AS main) AS main ON true \gset",
-        # platpay defers the INSERTs nobody reads the result of (db/lean.py's write buffer) and sends them as
-        # data-modifying CTEs of its next statement: the transaction's row with the balance's UPDATE, the
-        # journal entry and its postings with the first event's INSERT, the job and the second event with
-        # the idempotency key's INSERT.
+        # Every write is deferred (db/lean.py's write buffer) and sent as one statement of data-modifying
+        # CTEs, which is its own transaction: the transaction's row, the balance's conditional UPDATE (its
+        # RETURNING feeds the BALANCE_UPDATED event's balance, and must find its row), the journal entry and
+        # its postings, the expectation that the tenant's webhook endpoint is the one the request read (none
+        # here), the events, the settlement job and the idempotency key; platpay_expect fails the whole
+        # statement if a condition does not hold (migration 0027_expect).
         f"WITH w0 AS (INSERT INTO transactions ({columns}) VALUES ({tx}, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
         "'PENDING', NULLIF(:customer_id::text, ''), NULLIF(:platform_customer_id::text, ''), "
         "jsonb_build_object('sourceType', 'ACCOUNT', 'accountId', :internal_id::text, 'currency', 'USD'), "
         "jsonb_build_object('destinationType', 'ACCOUNT', 'accountId', :external_id::text, 'currency', 'USD', "
         "'paymentRail', 'ACH'), :internal_id, :external_id, :amount, 'USD', :amount, 'USD', 0, NULL, 'ACH', NULL, "
         "'SUCCESS', NULL, NULL, NULL, NULL, '{}'::jsonb, NULL, NULL, now(), now()"
-        + (", 'DEBIT')) " if direction else ")) ")
-        + "UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, updated_at = now() "
-        "WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
-        "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0)) RETURNING available, held;",
-        "WITH w0 AS (INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        + (", 'DEBIT')), " if direction else ")), ")
+        + "w1 AS (UPDATE ledger_accounts SET available = available - :amount, held = held + :amount, "
+        "updated_at = now() WHERE id = :internal_id AND tenant_id = :tenant AND currency = 'USD' "
+        "AND (allow_negative OR (available - :amount >= 0 AND held + :amount >= 0)) RETURNING available, held), "
+        "w2 AS (INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
         f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'TRANSFER_OUT_HOLD', {tx}, NULL, now())), "
-        "w1 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        "w3 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
         f"({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'AVAILABLE', -(:amount::bigint), now())), "
-        "w2 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
-        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now())) "
-        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now()) "
-        f"{EVENT_RETURNING.format(tenant=':tenant')};",
-        f"WITH w0 AS (INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
+        "w4 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) VALUES "
+        f"({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :internal_id, :tenant, 'USD', 'HELD', :amount, now())), "
+        "w5 AS (SELECT (SELECT tenants.webhook_endpoint FROM tenants WHERE tenants.id = :tenant) "
+        "IS NOT DISTINCT FROM NULL AS endpoint_unchanged), "
+        "w6 AS (INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 1)}, :tenant, 'OUTGOING_PAYMENT.PENDING', :event_payment::jsonb, now())), "
+        f"w7 AS (INSERT INTO jobs ({JOB_COLUMNS}) VALUES ({_pg_id('Task')}, 'payments.transfer_step', 'default', NULL, :tenant, "
         f"jsonb_build_object('transactionId', {tx}, 'step', 'process'), 'QUEUED', now(), 0, 25, NULL, NULL, NULL, "
         "NULL, now(), now(), NULL)), "
-        "w1 AS (INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now())) "
-        "INSERT INTO idempotency_keys (tenant_id, key, fingerprint, response_status, response_body, created_at, "
+        "w8 AS (INSERT INTO events (id, tenant_id, type, data, created_at) SELECT "
+        f"{_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', "
+        "jsonb_set(jsonb_set(:event_balance::jsonb, '{balance,amount}'::text[], to_jsonb(w1.available)), "
+        "'{totalBalance,amount}'::text[], to_jsonb(w1.available + w1.held)), now() FROM w1), "
+        "w9 AS (INSERT INTO idempotency_keys (tenant_id, key, fingerprint, response_status, response_body, created_at, "
         "expires_at) VALUES (:tenant, 'pgbench-' || :r, md5(:r::text) || md5(:lock::text), 201, :sealed_response, "
-        "now(), now() + interval '48 hours');",
-        "COMMIT;",
+        "now(), now() + interval '48 hours')) "
+        "SELECT platpay_expect((SELECT count(*) FROM w1) = 1 AND (SELECT endpoint_unchanged FROM w5));",
     ]
     return "\n".join(lines) + "\n"
 

@@ -28,6 +28,7 @@ from platpay.errors import ApiError, InvalidInput, PayloadTooLarge
 from platpay.kit import clock
 from platpay.logging import log_request
 from platpay.metrics import record_request
+from platpay.tenants import context as tenant_context
 
 REQUEST_ID_HEADER = b"x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -149,9 +150,11 @@ class EdgeMiddleware:
             else:
                 clock_token = clock.use(None)  # authentication sets the tenant's clock for this request
                 writer_token = replica.acting_for(None)  # and the tenant its writes are recorded for
+                tenant_token = tenant_context.act_for(None)  # and the tenant as it read it
                 try:
                     await self.app(scope, limited_receive, send_with_id)
                 finally:
+                    tenant_context.restore(tenant_token)
                     replica.restore(writer_token)
                     clock.restore(clock_token)
         finally:

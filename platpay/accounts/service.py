@@ -32,6 +32,7 @@ from platpay.accounts.state import (
 )
 from platpay.customers import hooks as customers_hooks
 from platpay.customers import service as customers_service
+from platpay.db import lean
 from platpay.db.unit_of_work import LeanSession
 from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
@@ -40,7 +41,7 @@ from platpay.kit.ids import new_id
 from platpay.kit.money import currency_amount
 from platpay.kit.pagination import PageParams, PageResult, paginate
 from platpay.ledger import service as ledger_service
-from platpay.ledger.service import Balance
+from platpay.ledger.service import Balance, PendingBalance
 
 BACKFILL_JOB = "accounts.backfill_currency"
 BACKFILL_PAGE = 500
@@ -278,11 +279,25 @@ async def emit_balance_updates(session: AsyncSession, *, tenant_id: str, account
         await events_service.emit(session, tenant_id=tenant_id, type=BALANCE_UPDATED, resource=account)
 
 
+# Where an INTERNAL_ACCOUNT.BALANCE_UPDATED's data holds the balance (InternalAccount's JSON)
+_BALANCE_PATH, _TOTAL_PATH = ("balance", "amount"), ("totalBalance", "amount")
+
+
 async def emit_balance_update(
-    session: LeanSession, *, account: InternalAccountRow, balance: Balance
-) -> InternalAccount:
+    session: LeanSession, *, account: InternalAccountRow, balance: Balance | PendingBalance
+) -> InternalAccount | None:
     """INTERNAL_ACCOUNT.BALANCE_UPDATED for `account`, whose balance is now `balance` (as the ledger entry that
-    moved it returned it); the account as GET returns it."""
+    moved it returned it); the account as GET returns it. A pending balance (known only when the
+    transaction's deferred writes are sent: ledger.PendingBalance) goes into the event from them: None."""
+    if isinstance(balance, PendingBalance):
+        [rendered] = _render([account], {account.id: Balance(0, 0)})  # placeholders, filled in SQL
+        filled = lean.Filled(
+            balance.returned, ((_BALANCE_PATH, balance.available), (_TOTAL_PATH, balance.total))
+        )
+        await events_service.emit(
+            session, tenant_id=account.tenant_id, type=BALANCE_UPDATED, resource=rendered, filled=filled
+        )
+        return None
     [rendered] = _render([account], {account.id: balance})
     await events_service.emit(session, tenant_id=account.tenant_id, type=BALANCE_UPDATED, resource=rendered)
     return rendered

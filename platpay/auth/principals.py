@@ -17,6 +17,7 @@ from platpay.db import replica
 from platpay.db.database import Database
 from platpay.errors import Forbidden, Unauthorized
 from platpay.kit import clock
+from platpay.tenants import context as tenant_context
 
 CHALLENGE = {"WWW-Authenticate": 'Basic realm="platpay"'}
 
@@ -123,6 +124,7 @@ async def act_as(request: Request, principal: Principal) -> None:
     state["tenant_id"] = principal.tenant.id  # whose idempotency keys (kit/idempotency.py)
     state["caller"] = principal.id  # idempotency keys are scoped to the calling credential
     clock.use(principal.tenant.clock)  # the request's business time (the edge middleware scopes it)
+    tenant_context.act_for(principal.tenant)  # what is known of its tenant (scoped there too)
     replica.acting_for(principal.tenant.id)  # whose reads stay on the primary after its writes (scoped too)
     for hook in _AUTHENTICATED:
         await hook(request.headers, principal)

@@ -229,10 +229,6 @@ def build_engine(
     return engine
 
 
-class _BeginLost(Exception):
-    """A lean transaction's connection was found dead at BEGIN: nothing ran on it, BEGIN again."""
-
-
 class _ReadOnlySession(Exception):
     """A write's pooled connection has a read-only session: nothing ran on it, take another."""
 
@@ -398,9 +394,10 @@ class Database:
         DatabaseUnavailable for an outage, the commit hooks after the commit), without the ORM session's
         machinery (~140 µs of CPU per transaction: bench/README.md).
 
-        PostgreSQL: BEGIN … COMMIT on a connection of a pool of its own (`LeanPool`, as large as the
-        engine's, per event loop), yielding a `LeanTransaction`; a connection found dead at BEGIN (nothing
-        was done on it) is replaced and BEGIN sent again, once. SQLite: `transaction()`'s session (lean
+        PostgreSQL: a `LeanTransaction` on a connection of a pool of its own (`LeanPool`, as large as the
+        engine's, per event loop): BEGIN … COMMIT, BEGIN sent with its first write (its writes deferred to
+        the end, one statement without BEGIN: db/lean.py); a connection found dead at its first statement
+        (nothing was done on it) is replaced and the statement sent again, once. SQLite: `transaction()`'s session (lean
         statements run on its driver there; writes are serialized by its lock either way)."""
         if self.is_sqlite:
             async with self.transaction() as session:
@@ -408,32 +405,19 @@ class Database:
             return
         pool = self._pg_transaction_pool()
         try:
-            for attempt in (1, 2):
+            async with pool.lease(reusable=_writes_on) as lease:
+                lean_tx = LeanTransaction(lease.connection, self.engine.dialect, lease)
                 try:
-                    async with pool.connection(reusable=_writes_on) as driver:
-                        transaction = driver.transaction()
-                        try:
-                            await transaction.start()
-                        except Exception as error:
-                            if attempt == 1 and connection_lost(error, driver) and not timed_out(error):
-                                raise _BeginLost from error  # the pool discards it: BEGIN on another
-                            raise
-                        lean_tx = LeanTransaction(driver, self.engine.dialect)
-                        try:
-                            yield lean_tx
-                        except BaseException as error:
-                            # A lost connection is discarded by the pool, its transaction with it; one that
-                            # stopped answering (a statement past the command timeout) would make ROLLBACK
-                            # wait as long again for the cancelled statement's end.
-                            if not connection_lost(error, driver):
-                                with contextlib.suppress(Exception):
-                                    await transaction.rollback()
-                            raise
-                        await lean.flush(lean_tx)  # its deferred writes (db/lean.py), then COMMIT
-                        await transaction.commit()
-                    break
-                except _BeginLost:
-                    continue
+                    yield lean_tx
+                    await lean.finish(lean_tx)  # its deferred writes (db/lean.py), COMMIT if BEGIN was sent
+                except BaseException as error:
+                    # A lost connection is discarded by the pool, its transaction with it; one that stopped
+                    # answering (a statement past the command timeout) would make ROLLBACK wait as long
+                    # again for the cancelled statement's end.
+                    if not connection_lost(error, lean.driver_of(lean_tx)):
+                        with contextlib.suppress(Exception):
+                            await lean.abort(lean_tx)
+                    raise
         except Exception as error:
             self._unavailable(error)
             raise

@@ -38,21 +38,22 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Engine, bindparam, event, exc, select
+from sqlalchemy import Engine, bindparam, column, event, exc, select, table
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction, make_transient_to_detached
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import ClauseElement, Executable
+from sqlalchemy.sql.expression import ClauseElement, Executable, TableClause
 from sqlalchemy.sql.util import find_tables
 from sqlalchemy.util import await_only
 
-from platpay.db.faults import connection_lost, refuses_writes
+from platpay.db.faults import connection_lost, refuses_writes, timed_out
 from platpay.db.sqlite_inline import InlineConnection
-from platpay.db.unit_of_work import LeanSession
+from platpay.db.unit_of_work import LeanSession, Raced
 
 Plan = tuple[str, tuple[tuple[str, Any, Any], ...], tuple[Any, ...]]
 
@@ -62,13 +63,23 @@ class Lean:
     `dialects`: the statement to run instead on the dialects it names, for one spelled differently there
     (`platpay.db.portable`)."""
 
-    __slots__ = ("_dialects", "_plans", "_tables", "statement")
+    __slots__ = ("_dialects", "_plans", "_tables", "outside_transaction", "statement")
 
-    def __init__(self, statement: Executable, *, dialects: Mapping[str, Executable] | None = None) -> None:
+    def __init__(
+        self,
+        statement: Executable,
+        *,
+        dialects: Mapping[str, Executable] | None = None,
+        outside_transaction: bool = False,
+    ) -> None:
+        """`outside_transaction`: a SELECT that takes a transaction-scoped advisory lock, which may still run
+        before a LeanTransaction's BEGIN (in autocommit: the lock then guards only the read itself; see
+        `LeanTransaction`). Any other SELECT without row locks may, and no other statement."""
         self.statement = statement
         self._dialects = dict(dialects or {})
         self._plans: dict[str, Plan] = {}
         self._tables: frozenset[str] | None = None
+        self.outside_transaction = outside_transaction
 
     def tables(self) -> frozenset[str]:
         """The names of the tables the statement reads or writes (PostgreSQL's write buffer: a statement
@@ -125,6 +136,9 @@ def convert(row: Any, results: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 _DRIVER = "platpay_lean_driver"  # session.info: the driver of the session's current transaction
+_UNBEGUN = "platpay_lean_unbegun"  # LeanTransaction.info: BEGIN not sent yet
+_FRESH = "platpay_lean_fresh"  # LeanTransaction.info: the connection's lease, until its first statement
+_TRANSACTION = "platpay_lean_transaction"  # LeanTransaction.info: the driver's transaction, once begun
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -152,12 +166,25 @@ class LeanTransaction:
     """A transaction on an asyncpg connection with no ORM session (`Database.lean_transaction()`): what the
     lean functions of this module need of a session — its `info`, which also carries what a transaction
     records for the commit hooks (jobs queued, ids read) — and nothing else. Driver errors come back as the
-    driver raised them (as from `Database.fetch_first`)."""
+    driver raised them (as from `Database.fetch_first`).
+
+    BEGIN is sent lazily (`lease`: the pool's lease of the connection, `platpay.db.lean_pool`): reads
+    without row locks run before it, in autocommit, each its own snapshot as in READ COMMITTED; the first
+    statement that writes or locks sends BEGIN first, and `finish` COMMITs. An operation whose writes are
+    all deferred (`defer`, `defer_returning`, `expect`) never needs BEGIN: `finish` sends its writes as one
+    statement, which is its own transaction — one round trip for every write, the row locks its UPDATEs take
+    held only while that statement runs. (An `outside_transaction` read's advisory lock guards only that
+    read then: an Idempotency-Key's duplicate is caught by the key's primary key instead, kit/idempotency.py.)
+    The first statement on the connection, a read or BEGIN, is sent once more on a new connection if the
+    pooled one is found lost (nothing was done on it)."""
 
     __slots__ = ("info",)
 
-    def __init__(self, driver: Any, dialect: Dialect) -> None:
+    def __init__(self, driver: Any, dialect: Dialect, lease: Any = None) -> None:
         self.info: dict[str, Any] = {_DRIVER: (None, driver, dialect, None)}
+        if lease is not None:
+            self.info[_UNBEGUN] = True
+            self.info[_FRESH] = lease
 
     def __getattr__(self, name: str) -> Any:
         raise TypeError(
@@ -234,14 +261,30 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
             return await _with_ahead(session, known, waiting, sql, args, results)
         await waiting.check(await first(session, waiting.lean, waiting.params))
     pending: _Pending | None = session.info.get(_PENDING)
-    if pending is not None and pending.parts:  # PostgreSQL's deferred writes go first (see `defer`)
-        if pending.tables.isdisjoint(lean.tables()) and not sql.startswith("WITH RECURSIVE"):
+    if pending is not None and not pending.parts:
+        pending = None
+    if (
+        pending is not None
+        and (pending.expects or _UNBEGUN in session.info)
+        and _plain_read(sql)
+        and pending.tables.isdisjoint(lean.tables())
+    ):
+        pending = None  # a read that needs none of them: they stay deferred (to one statement, at the end)
+    if _UNBEGUN in session.info and (pending is not None or not _outside(sql, lean)):
+        await _begin(session)  # a write or a lock (see LeanTransaction)
+        known = session.info[_DRIVER]
+    if pending is not None:  # PostgreSQL's deferred writes go first (see `defer`)
+        if (
+            not pending.expects
+            and pending.tables.isdisjoint(lean.tables())
+            and not sql.startswith("WITH RECURSIVE")
+        ):
             sql, args = pending.take(sql, args)  # carried by this statement
         else:
             await _send(pending)
     try:
         if dialect.name == "postgresql":
-            found = await driver.fetch(sql, *args)  # a prepared statement cached by asyncpg
+            found = await _fetch(session, known, sql, args)  # a prepared statement cached by asyncpg
         elif isinstance(driver, InlineConnection) and driver.holds_write_lock():
             found = driver.fetchall_now(sql, args)  # inline: it waits for no lock (platpay.db.sqlite_inline)
         else:
@@ -264,7 +307,8 @@ async def execute_many(session: LeanSession, lean: Lean, params: list[dict[str, 
         await rows(session, lean, params[0])
         return
     known = await _driver(session)
-    _, driver, dialect, _ = known
+    await _begin(session)
+    _, driver, dialect, _ = known = session.info[_DRIVER]
     await flush(session)
     batches = [lean.args(dialect, p) for p in params]
     sql = batches[0][0]
@@ -299,12 +343,15 @@ def _renumber(sql: str, offset: int) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _combined(parts: tuple[str, ...], main: str | None, offset: int) -> str:
+def _combined(parts: tuple[str, ...], main: str | None, offset: int, expects: tuple[str, ...] = ()) -> str:
     """The deferred writes `parts` as CTEs of `main` (its parameters numbered after theirs: `offset`), or
-    alone (None); cached, as the few combinations a process sends are."""
-    if main is None and len(parts) == 1:
+    alone (None), then checking `expects`; cached, as the few combinations a process sends are."""
+    if main is None and len(parts) == 1 and not expects:
         return parts[0]
     ctes = ", ".join(f"w{n} AS ({part})" for n, part in enumerate(parts))
+    if expects:
+        assert main is None
+        return f"WITH {ctes} SELECT platpay_expect({' AND '.join(expects)})"
     if main is None:
         return f"WITH {ctes} SELECT 1"
     main = _renumber(main, offset)
@@ -322,31 +369,44 @@ _MAX_DEFERRED_ARGS = 16_000
 
 class _Pending:
     """The writes a PostgreSQL transaction deferred, in order, with their parameters numbered as one
-    statement's."""
+    statement's; `expects`: the conditions they stand on (`defer_returning`, `expect`), checked by the
+    statement that sends them; `sent`: how many times it was emptied (a `Returned` names a CTE of one
+    batch)."""
 
-    __slots__ = ("args", "known", "parts", "tables")
+    __slots__ = ("args", "expects", "known", "parts", "rows", "sent", "tables")
 
     def __init__(self, known: Driver) -> None:
         self.known = known
         self.parts: list[str] = []
         self.args: list[Any] = []
         self.tables: set[str] = set()
+        self.expects: list[str] = []
+        self.rows: set[tuple[Lean, str]] = set()  # the rows a deferred conditional write changes
+        self.sent = 0
 
-    def add(self, sql: str, args: list[Any], tables: frozenset[str]) -> None:
+    def add(self, sql: str, args: list[Any], tables: frozenset[str]) -> str:
+        """Defer `sql`; the name of its CTE in the statement that will send it."""
         self.parts.append(_renumber(sql, len(self.args)))
         self.args.extend(args)
         self.tables |= tables
+        return f"w{len(self.parts) - 1}"
 
     def clear(self) -> None:
-        self.parts, self.args, self.tables = [], [], set()
+        self.parts, self.args, self.tables, self.expects, self.rows = [], [], set(), [], set()
+        self.sent += 1
 
     def take(self, sql: str | None, args: Sequence[Any]) -> tuple[str, list[Any]]:
-        """The deferred writes followed by `sql` (None: the writes alone) as one statement; emptied."""
-        parts, every = self.parts, self.args
+        """The deferred writes followed by `sql` (None: the writes alone, with their expectations) as one
+        statement; emptied. (A statement of the caller's never carries expectations: see `rows`.)"""
+        parts, every, expects = self.parts, self.args, self.expects
         self.clear()
-        combined = _combined(tuple(parts), sql, len(every))
+        combined = _combined(tuple(parts), sql, len(every), tuple(expects))
         every.extend(args)
         return combined, every
+
+
+# platpay_expect (migration 0027_expect) raises this SQLSTATE when a deferred write's condition fails
+_EXPECTATION_FAILED = "PP001"
 
 
 async def _send(pending: _Pending) -> None:
@@ -355,28 +415,121 @@ async def _send(pending: _Pending) -> None:
     try:
         await driver.execute(sql, *args)
     except Exception as error:
+        if getattr(error, "sqlstate", None) == _EXPECTATION_FAILED:
+            raise Raced("a deferred write found its rows changed (platpay_expect)") from error
         raise await _failed(pending.known, sql, args, error) from error
 
 
-async def defer(session: LeanSession, lean: Lean, params: dict[str, Any]) -> None:
+async def defer(
+    session: LeanSession, lean: Lean, params: dict[str, Any], *, reading: Returned | None = None
+) -> None:
     """Run a DML `lean` (no RETURNING) whose result nobody reads in the session's transaction: on PostgreSQL
-    deferred to the transaction's write buffer (above), on SQLite at once."""
+    deferred to the transaction's write buffer (above), on SQLite at once. `reading`: what an earlier
+    deferred write of this transaction returns (`defer_returning`), which `lean` selects from through
+    `Returned.stand_in` (PostgreSQL only)."""
     known = await _driver(session)
-    _, _, dialect, connection = known
+    _, _, dialect, _ = known
     if dialect.name != "postgresql":
+        assert reading is None, "a Returned exists only on PostgreSQL"
         await rows(session, lean, params)
         return
+    pending = await _buffer(session, known, lean, params)
+    sql, args, _ = lean.args(dialect, params)
+    if reading is not None:
+        if reading.pending is not pending or reading.batch != pending.sent:  # (sent since: a bulk write)
+            raise Raced("a deferred write's RETURNING was sent before the write reading it")
+        sql = sql.replace(_STAND_IN, reading.name)
+    pending.add(sql, args, lean.tables())
+
+
+async def _buffer(session: LeanSession, known: Driver, lean: Lean, params: dict[str, Any]) -> _Pending:
+    """The transaction's write buffer, with room for `lean`'s write (a full one is sent first)."""
+    _, _, dialect, connection = known
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is None:
         pending = session.info[_PENDING] = _Pending(known)
         if connection is not None:  # an ORM session: what SQLAlchemy sends on it sends these first
             cast(Any, connection.sync_connection).info[_PENDING] = pending
-    sql, args, _ = lean.args(dialect, params)
     if pending.parts and (
-        len(pending.parts) >= _MAX_DEFERRED or len(pending.args) + len(args) > _MAX_DEFERRED_ARGS
+        len(pending.parts) >= _MAX_DEFERRED
+        or len(pending.args) + len(lean.plan(dialect)[1]) > _MAX_DEFERRED_ARGS
     ):  # a bulk write (a backlog's events, hundreds of jobs): sent in statements of bounded size
+        await _begin(session)
         await _send(pending)
-    pending.add(sql, args, lean.tables())
+    return pending
+
+
+# What a deferred write returns, for a later deferred write of the same statement to read: the UPDATE of a
+# balance (the ledger) returns the balance after it, which the event announcing it carries. A statement
+# that reads it selects from `Returned.stand_in(...)`, a table of that name, renamed to the CTE's when
+# deferred; it must then return exactly one row, or the whole statement fails (`platpay_expect`) and the
+# operation runs again in an ORM session (`Raced`): an UPDATE that found no row to change (a balance
+# that cannot pay) is the careful attempt's to explain.
+_STAND_IN = "platpay_lean_returned"
+
+
+class Returned:
+    __slots__ = ("batch", "name", "pending")
+
+    def __init__(self, pending: _Pending, name: str) -> None:
+        self.pending, self.name, self.batch = pending, name, pending.sent
+
+    @staticmethod
+    def stand_in(lean: Lean) -> TableClause:
+        """A table with the columns `lean` returns, to select them from in a statement `defer`red with
+        `reading=` the Returned of `lean`."""
+        returned = cast(Any, lean.statement).exported_columns
+        return table(_STAND_IN, *(column(c.key, c.type) for c in returned))
+
+
+async def defer_returning(
+    session: LeanSession, lean: Lean, params: dict[str, Any], *, row: str
+) -> Returned | None:
+    """Defer a DML `lean` with RETURNING that must return exactly one row (an UPDATE that must find its
+    row, `row` naming it), in a PostgreSQL LeanTransaction: what it returns is for later deferred writes to
+    read (`defer`'s `reading`); if it returns no row, the statement that sends it fails and `Raced` is
+    raised. Elsewhere (SQLite, an ORM session, where each condition is checked as it comes), or when a
+    deferred write already changes `row` (one statement must not change a row twice): None, run it now."""
+    if not defers_checks(session):
+        return None
+    known = await _driver(session)
+    pending = await _buffer(session, known, lean, params)
+    key = (lean, row)
+    if key in pending.rows:
+        return None
+    sql, args, _ = lean.args(known[2], params)
+    name = pending.add(sql, args, lean.tables())
+    pending.rows.add(key)
+    pending.expects.append(f"(SELECT count(*) FROM {name}) = 1")  # noqa: S608  (a CTE name of ours: "w<n>")
+    return Returned(pending, name)
+
+
+def defers_checks(session: LeanSession) -> bool:
+    """Whether `session` can defer a conditional write (`defer_returning`, `expect`): a PostgreSQL
+    LeanTransaction."""
+    return isinstance(session, LeanTransaction)
+
+
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """JSON values a deferred INSERT takes from what an earlier deferred write returns: for each path into
+    the JSON it stores, SQL over `Returned.stand_in`'s columns (the ledger's balance after a change, in the
+    event announcing it)."""
+
+    returned: Returned
+    paths: tuple[tuple[tuple[str, ...], Any], ...]
+
+
+async def expect(session: LeanSession, lean: Lean, params: dict[str, Any]) -> None:
+    """A condition the transaction's deferred writes stand on, as a SELECT of one boolean (`lean`), checked
+    by the statement that sends them: false, NULL or no row fails it and `Raced` is raised. PostgreSQL
+    LeanTransaction only (see `defer_returning`)."""
+    known = await _driver(session)
+    assert known[3] is None and known[2].name == "postgresql", "expect: a PostgreSQL LeanTransaction only"
+    pending = await _buffer(session, known, lean, params)
+    sql, args, _ = lean.args(known[2], params)
+    name = pending.add(sql, args, frozenset())
+    pending.expects.append(f"(SELECT * FROM {name})")  # noqa: S608  (a CTE name of ours: "w<n>")
 
 
 async def defer_many(session: LeanSession, lean: Lean, params: list[dict[str, Any]]) -> None:
@@ -390,14 +543,101 @@ async def defer_many(session: LeanSession, lean: Lean, params: list[dict[str, An
 
 
 async def flush(session: LeanSession) -> None:
-    """Send the transaction's deferred writes now (a LeanTransaction's commit does, before COMMIT), and a read
-    still waiting to go ahead of the next statement (`ahead`) before them."""
+    """Send the transaction's deferred writes now, and a read still waiting to go ahead of the next
+    statement (`ahead`) before them."""
     waiting: _Ahead | None = session.info.pop(_AHEAD, None)
     if waiting is not None:
         await waiting.check(await first(session, waiting.lean, waiting.params))
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None and pending.parts:
+        await _begin(session)
         await _send(pending)
+
+
+async def finish(session: LeanTransaction) -> None:
+    """Commit a LeanTransaction (`Database.lean_transaction`): a read still waiting goes, then its deferred
+    writes and COMMIT; or, when BEGIN was never sent, its deferred writes as one statement, its own
+    transaction (see LeanTransaction)."""
+    if _UNBEGUN in session.info:
+        waiting: _Ahead | None = session.info.pop(_AHEAD, None)
+        if waiting is not None:
+            await waiting.check(await first(session, waiting.lean, waiting.params))
+    if _UNBEGUN in session.info:
+        pending: _Pending | None = session.info.get(_PENDING)
+        if pending is not None and pending.parts:
+            session.info.pop(_FRESH, None)  # a write: never sent twice
+            await _send(pending)
+        return
+    await flush(session)
+    await session.info[_TRANSACTION].commit()
+
+
+async def abort(session: LeanTransaction) -> None:
+    """Roll a LeanTransaction back: its deferred writes are dropped, and ROLLBACK sent if BEGIN was."""
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is not None:
+        pending.clear()
+    transaction = session.info.get(_TRANSACTION)
+    if transaction is not None:
+        await transaction.rollback()
+
+
+def driver_of(session: LeanTransaction) -> Any:
+    """The driver connection a LeanTransaction runs on now."""
+    return session.info[_DRIVER][1]
+
+
+async def _begin(session: LeanSession) -> None:
+    """Send a LeanTransaction's BEGIN if it was not sent yet (on a new connection if the pooled one is found
+    lost before anything ran on it)."""
+    if session.info.pop(_UNBEGUN, None) is None:
+        return
+    lease = session.info.pop(_FRESH, None)
+    driver = session.info[_DRIVER][1]
+    try:
+        transaction = driver.transaction()
+        await transaction.start()
+    except Exception as error:
+        if lease is None or not connection_lost(error, driver) or timed_out(error):
+            raise
+        transaction = (await _renewed(session, lease)).transaction()
+        await transaction.start()
+    session.info[_TRANSACTION] = transaction
+
+
+async def _renewed(session: LeanSession, lease: Any) -> Any:
+    """A new connection in place of the LeanTransaction's, found lost at its first statement."""
+    driver = await lease.renew()
+    # (a LeanTransaction has no SQLAlchemy connection)
+    known = cast(Driver, (None, driver, session.info[_DRIVER][2], None))
+    session.info[_DRIVER] = known
+    pending: _Pending | None = session.info.get(_PENDING)
+    if pending is not None:
+        pending.known = known
+    return driver
+
+
+async def _fetch(session: LeanSession, known: Driver, sql: str, args: Sequence[Any]) -> Any:
+    """`fetch` on PostgreSQL; a LeanTransaction's first statement (a read before BEGIN: see `_begin`) is
+    sent once more on a new connection if the pooled one is found lost."""
+    lease = session.info.pop(_FRESH, None)
+    driver = known[1]
+    try:
+        return await driver.fetch(sql, *args)
+    except Exception as error:
+        if lease is None or not connection_lost(error, driver) or timed_out(error):
+            raise
+    return await (await _renewed(session, lease)).fetch(sql, *args)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_read(sql: str) -> bool:
+    """A SELECT without row locks or advisory locks (what may run before a LeanTransaction's BEGIN)."""
+    return _carries_ahead(sql) and "advisory" not in sql.lower()
+
+
+def _outside(sql: str, lean: Lean) -> bool:
+    return _plain_read(sql) or (lean.outside_transaction and sql[:7].upper() == "SELECT ")
 
 
 # A read sent ahead: a LeanTransaction's first read whose answer decides whether the operation goes on (the
@@ -461,12 +701,15 @@ async def _with_ahead(
     results: tuple[Any, ...],
 ) -> list[tuple[Any, ...]]:
     """Run the read `waiting` and the SELECT `sql` as one statement; `waiting.check` its row, then `sql`'s rows."""
-    _, driver, dialect, _ = known
+    dialect = known[2]
     first_sql, first_args, first_results = waiting.lean.args(dialect, waiting.params)
+    if _UNBEGUN in session.info and not (_outside(first_sql, waiting.lean) and _plain_read(sql)):
+        await _begin(session)
+        known = session.info[_DRIVER]
     combined = _ahead_sql(first_sql, sql, len(first_args))
     every = [*first_args, *args]
     try:
-        found = await driver.fetch(combined, *every)
+        found = await _fetch(session, known, combined, every)
     except Exception as error:
         raise await _failed(known, combined, every, error) from error
     width = len(first_results)

@@ -59,20 +59,26 @@ class LeanPool:
     async def connection(self, *, reusable: Callable[[Any], bool] | None = None) -> AsyncIterator[Any]:
         """A connection; `reusable(connection)` False: an idle connection not to use (it is closed and a
         new one opened in its place; a new one is never refused)."""
-        connection = await self._acquire(reusable)
+        async with self.lease(reusable=reusable) as lease:
+            yield lease.connection
+
+    @contextlib.asynccontextmanager
+    async def lease(self, *, reusable: Callable[[Any], bool] | None = None) -> AsyncIterator[Lease]:
+        """`connection()`, held by a `Lease` whose connection can be renewed (`Lease.renew`)."""
+        lease = Lease(self, await self._acquire(reusable))
         try:
-            yield connection
+            yield lease
         except asyncpg.PostgresError as error:
-            if connection_lost(error, connection) or refuses_writes(error):
-                self._discard(connection)
+            if connection_lost(error, lease.connection) or refuses_writes(error):
+                self._discard(lease.connection)
             else:
-                self._release(connection)  # the server refused the statement; the connection is fine
+                self._release(lease.connection)  # the server refused the statement; the connection is fine
             raise
         except BaseException:
-            self._discard(connection)
+            self._discard(lease.connection)
             raise
         else:
-            self._release(connection)
+            self._release(lease.connection)
 
     async def _acquire(self, reusable: Callable[[Any], bool] | None = None) -> Any:
         if self._closed:
@@ -151,3 +157,36 @@ class LeanPool:
             if not waiter.done():
                 waiter.set_exception(RuntimeError("the lean pool is closed"))
         self._waiters.clear()
+
+
+class Lease:
+    """A connection taken from a `LeanPool` (`LeanPool.lease`). `renew()` replaces one found lost before
+    anything was done on it (a pooled connection whose server restarted since: its first statement failed)
+    with a new one in the same slot, which the lease then gives back."""
+
+    __slots__ = ("connection", "pool")
+
+    def __init__(self, pool: LeanPool, connection: Any) -> None:
+        self.pool, self.connection = pool, connection
+
+    async def renew(self) -> Any:
+        self.connection.terminate()
+        try:
+            self.connection = await self.pool._connect()
+        except BaseException:
+            self.connection = _Gone()  # given back as a closed one: its slot is freed then, once
+            raise
+        return self.connection
+
+
+class _Gone:
+    """A lease's connection after a failed renewal: closed, so giving it back frees its slot."""
+
+    def terminate(self) -> None:
+        pass
+
+    def is_closed(self) -> bool:
+        return True
+
+    def is_in_transaction(self) -> bool:
+        return False

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, bindparam, case, event, func, select, update
+from sqlalchemy import Select, bindparam, case, event, func, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
@@ -38,6 +38,34 @@ _INSERT_DELIVERY = Lean(WebhookDeliveryRow.__table__.insert())
 _INSERT_EVENT_ONLY = Lean(EventRow.__table__.insert())
 # session.info: tenant -> its webhook endpoint as the transaction's first event INSERT for it returned it
 _ENDPOINTS_READ = "platpay_events_endpoints"
+# A transaction whose conditions are checked with its deferred writes (db/lean.py: PostgreSQL's lean
+# transactions) defers its first event too: the endpoint it schedules deliveries to is the one the request's
+# authentication read (else read here), expected unchanged when the writes are sent.
+_ENDPOINT = Lean(select(tenants_service.webhook_endpoint_of(bindparam("tenant_id"))))
+_ENDPOINT_IS = Lean(
+    select(tenants_service.webhook_endpoint_of(bindparam("tenant_id")).is_not_distinct_from(bindparam("url")))
+)
+_EVENTS = EventRow.__table__
+_FILLED: dict[tuple[Any, ...], Lean] = {}
+
+
+def _filled_insert(filled: lean.Filled) -> Lean:
+    """An event's INSERT whose data takes the values `filled` names from what an earlier deferred write
+    returns (PostgreSQL: jsonb_set over the data as rendered, which holds placeholders there)."""
+    shape = tuple((path, id(value)) for path, value in filled.paths)
+    statement = _FILLED.get(shape)
+    if statement is None:
+        data: Any = bindparam("data", type_=_EVENTS.c.data.type)
+        for path, value in filled.paths:
+            # (the paths are the code's own constants, never input: spelled as a text[] literal)
+            data = func.jsonb_set(
+                data, literal_column(f"'{{{','.join(path)}}}'::text[]"), func.to_jsonb(value)
+            )
+        columns = [column.name for column in _EVENTS.columns]
+        values = [data if name == "data" else bindparam(name, type_=_EVENTS.c[name].type) for name in columns]
+        # (FROM the stand-in the values read: db/lean.py names it after the deferred write's CTE)
+        statement = _FILLED[shape] = Lean(_EVENTS.insert().from_select(columns, select(*values)))
+    return statement
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -46,19 +74,46 @@ def _forget_endpoints(session: Session, transaction: SessionTransaction) -> None
         session.info.pop(_ENDPOINTS_READ, None)
 
 
-async def insert_event(session: LeanSession, values: dict[str, Any]) -> str | None:
+_UNKNOWN: Any = object()
+
+
+async def insert_event(
+    session: LeanSession,
+    values: dict[str, Any],
+    *,
+    endpoint: str | None = _UNKNOWN,
+    filled: lean.Filled | None = None,
+) -> str | None:
     """Insert an event row (id, tenant_id, type, data, created_at); its tenant's webhook endpoint as of the
     transaction's first event INSERT for that tenant (None when it has none): that one returns it, a later
     one is deferred (PostgreSQL: sent with the transaction's next statement, db/lean.py's write buffer), so
-    every event of one transaction goes to the same endpoint."""
+    every event of one transaction goes to the same endpoint. Where a transaction checks its conditions with
+    its deferred writes (`lean.defers_checks`), the first is deferred too, to `endpoint` (as the request's
+    authentication read it; else read here), expected unchanged then. `filled`: values of the data that an
+    earlier deferred write returns (only there)."""
     tenant_id = values["tenant_id"]
     known: dict[str, str | None] | None = session.info.get(_ENDPOINTS_READ)
     if known is not None and tenant_id in known:
-        await lean.defer(session, _INSERT_EVENT_ONLY, values)
+        await _defer_event(session, values, filled)
         return known[tenant_id]
+    if lean.defers_checks(session):
+        if endpoint is _UNKNOWN:
+            endpoint = (await lean.first(session, _ENDPOINT, {"tenant_id": tenant_id}) or (None,))[0]
+        await lean.expect(session, _ENDPOINT_IS, {"tenant_id": tenant_id, "url": endpoint})
+        session.info.setdefault(_ENDPOINTS_READ, {})[tenant_id] = endpoint
+        await _defer_event(session, values, filled)
+        return endpoint
+    assert filled is None, "a filled event exists only where conditions are deferred"
     [(endpoint,)] = await lean.rows(session, _INSERT_EVENT, {**values, "endpoint_tenant_id": tenant_id})
     session.info.setdefault(_ENDPOINTS_READ, {})[tenant_id] = endpoint
     return endpoint
+
+
+async def _defer_event(session: LeanSession, values: dict[str, Any], filled: lean.Filled | None) -> None:
+    if filled is None:
+        await lean.defer(session, _INSERT_EVENT_ONLY, values)
+    else:
+        await lean.defer(session, _filled_insert(filled), values, reading=filled.returned)
 
 
 async def insert_delivery(session: LeanSession, values: dict[str, Any]) -> None:

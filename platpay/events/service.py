@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.unit_of_work import LeanSession
 from platpay.events import breaker, repository, signing, types
@@ -31,6 +32,7 @@ from platpay.kit.api_model import ApiModel
 from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
+from platpay.tenants import context as tenant_context
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
 
@@ -48,10 +50,16 @@ def _resource_id(data: dict[str, Any]) -> str | None:
 
 
 async def emit(
-    session: LeanSession, *, tenant_id: str, type: str, resource: ApiModel | dict[str, Any]
+    session: LeanSession,
+    *,
+    tenant_id: str,
+    type: str,
+    resource: ApiModel | dict[str, Any],
+    filled: lean.Filled | None = None,
 ) -> str:
     """Record an event in the caller's transaction and schedule its delivery to the tenant's endpoint;
-    the event's id."""
+    the event's id. `filled`: values of the resource's JSON that a deferred write of the transaction returns
+    (db/lean.py: the ledger's balance after a deferred change), in place of the placeholders rendered."""
     if not types.is_known(type):
         raise ValueError(f"unknown event type {type!r}: no domain declares it (platpay.domains.load)")
     now = clock.now()
@@ -64,7 +72,13 @@ async def emit(
         "resource_id": _resource_id(data),
         "created_at": now,
     }
-    url = await repository.insert_event(session, event)  # the tenant's endpoint, read by the same statement
+    acting = tenant_context.acting(tenant_id)  # the endpoint as the request's authentication read it
+    url = await repository.insert_event(  # the tenant's endpoint (read by the same statement, or known)
+        session,
+        event,
+        **({} if acting is None else {"endpoint": acting.webhook_endpoint}),
+        filled=filled,
+    )
     if url:
         await _schedule(session, event_id=event["id"], tenant_id=tenant_id, type=type, url=url, now=now)
     return event["id"]

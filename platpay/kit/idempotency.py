@@ -97,11 +97,14 @@ _KEYS = IdempotencyKeyRow.__table__
 _STORED_COLUMNS = (_KEYS.c.fingerprint, _KEYS.c.response_status, _KEYS.c.response_body, _KEYS.c.expires_at)
 _THIS_KEY = and_(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
 _STORED = Lean(select(*_STORED_COLUMNS).where(_THIS_KEY))
-# PostgreSQL: the advisory lock and the stored answer (if any) in one row.
+# PostgreSQL: the advisory lock and the stored answer (if any) in one row. It may run before a lean
+# transaction's BEGIN (db/lean.py): the lock then guards only this read, and the key's primary key catches a
+# duplicate that ran meanwhile (`_store`).
 _LOCK_AND_STORED = Lean(
     select(
         func.pg_try_advisory_xact_lock(bindparam("lock_id", type_=BigInteger)), *_STORED_COLUMNS
-    ).select_from(select(literal(1).label("one")).subquery().outerjoin(_KEYS, _THIS_KEY))
+    ).select_from(select(literal(1).label("one")).subquery().outerjoin(_KEYS, _THIS_KEY)),
+    outside_transaction=True,
 )
 _DELETE = Lean(
     delete(_KEYS).where(_KEYS.c.tenant_id == bindparam("tenant_id"), _KEYS.c.key == bindparam("key"))
@@ -280,6 +283,10 @@ async def _execute_once(
         if not _is_answer(error):
             raise
         refusal = error
+    except Exception as error:
+        if _key_taken(error):  # a duplicate stored it meanwhile: see _store
+            raise _StoredMeanwhile from error
+        raise
     # The operation refused the request (a 4xx: executed and deterministically refused). Its writes were
     # rolled back with its transaction; the refusal is stored under the key in a transaction of its own —
     # unless a duplicate got the key in between and stored its answer, which is then the key's answer —
@@ -304,6 +311,10 @@ async def _execute_once(
             )
     except _Replay as replay:
         return replay.response
+    except Exception as error:
+        if _key_taken(error):
+            raise _StoredMeanwhile from error
+        raise
     return _response(refusal.status, rendered, replayed=False)
 
 
@@ -393,33 +404,39 @@ async def _store(
     settings: Settings,
 ) -> None:
     now = clock.real_now()
-    try:
-        await lean.rows(
-            session,
-            _INSERT,
-            {
-                "tenant_id": tenant_id,
-                "key": key,
-                "fingerprint": fingerprint,
-                "response_status": status,
-                "response_body": _sealer(settings).seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
-                "created_at": now,
-                "expires_at": now + timedelta(hours=settings.idempotency_retention_hours),
-            },
-        )
-    except Exception as error:
-        # The key's primary key: a duplicate stored it meanwhile. (On PostgreSQL this statement also sends
-        # the operation's deferred writes, db/lean.py: a constraint of theirs is their error, not this.)
-        # An ORM session raises SQLAlchemy's IntegrityError; a LeanTransaction the driver's own error.
-        if isinstance(error, IntegrityError):
-            cause = getattr(error.orig, "__cause__", None)
-        elif getattr(error, "sqlstate", None) == _UNIQUE_VIOLATION:
-            cause = error
-        else:
-            raise
-        if getattr(cause, "table_name", None) not in (None, _KEYS.name):
-            raise
-        raise _StoredMeanwhile from error
+    # Deferred (PostgreSQL: sent with the operation's other deferred writes, db/lean.py), so its primary key
+    # refuses it when the transaction's writes are sent or it commits: a duplicate stored the key meanwhile
+    # (the claim's lock guards only its own read where a lean transaction has not begun). `_execute_once`
+    # tells that refusal (`_key_taken`) from any other and replays the duplicate's answer.
+    await lean.defer(
+        session,
+        _INSERT,
+        {
+            "tenant_id": tenant_id,
+            "key": key,
+            "fingerprint": fingerprint,
+            "response_status": status,
+            "response_body": _sealer(settings).seal(body, purpose=f"{SEAL_PURPOSE}:{tenant_id}:{key}"),
+            "created_at": now,
+            "expires_at": now + timedelta(hours=settings.idempotency_retention_hours),
+        },
+    )
+
+
+def _key_taken(error: BaseException) -> bool:
+    """Whether `error` is the key's primary key refusing this request's INSERT (`_store`): SQLAlchemy's
+    IntegrityError from an ORM session, the driver's own from a LeanTransaction; another constraint's
+    refusal (a deferred write's sent in the same statement) is not."""
+    cause: Any
+    if isinstance(error, IntegrityError):
+        cause = error.orig
+        cause = getattr(cause, "__cause__", None) or cause
+    else:
+        cause = error
+    if getattr(cause, "sqlstate", None) == _UNIQUE_VIOLATION:  # PostgreSQL: the constraint's table
+        return getattr(cause, "table_name", None) == _KEYS.name
+    # SQLite: its message names the columns, "UNIQUE constraint failed: idempotency_keys.tenant_id, ..."
+    return isinstance(error, IntegrityError) and f"constraint failed: {_KEYS.name}." in str(cause)
 
 
 async def purge_expired(session: AsyncSession, *, before: datetime) -> int:

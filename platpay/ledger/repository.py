@@ -46,6 +46,11 @@ _APPLY = Lean(
     )
     .returning(_ACCOUNTS.c.available, _ACCOUNTS.c.held)
 )
+# What a deferred _APPLY returns (db/lean.py, `defer_returning`), for a deferred write of the same statement
+# to read: the balance after the change.
+_AFTER = lean.Returned.stand_in(_APPLY)
+AVAILABLE_AFTER = _AFTER.c.available
+TOTAL_AFTER = _AFTER.c.available + _AFTER.c.held
 _INSERT_ENTRY = Lean(JournalEntryRow.__table__.insert())
 _INSERT_POSTING = Lean(PostingRow.__table__.insert())
 
@@ -110,6 +115,36 @@ async def apply(
             "d_held": d_held,
             "now": now,
         },
+    )
+
+
+async def apply_deferred(
+    session: LeanSession,
+    *,
+    tenant_id: str,
+    account_id: str,
+    currency: str,
+    d_available: int,
+    d_held: int,
+    now: datetime,
+) -> lean.Returned | None:
+    """`apply`, deferred to the statement that sends the transaction's writes (a PostgreSQL LeanTransaction:
+    db/lean.py): what it returns is for deferred writes to read (AVAILABLE_AFTER, TOTAL_AFTER), and if it
+    refuses, that statement fails (`Raced`: the operation runs again in an ORM session, which refuses at
+    once). None where it cannot be deferred (SQLite, an ORM session, the account's balance already changing
+    in that statement): `apply` it now."""
+    return await lean.defer_returning(
+        session,
+        _APPLY,
+        {
+            "account_id": account_id,
+            "tenant": tenant_id,
+            "ccy": currency,
+            "d_available": d_available,
+            "d_held": d_held,
+            "now": now,
+        },
+        row=account_id,
     )
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import Select, event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
 
+from platpay.db import lean
 from platpay.db.database import COMMIT_HOOKS
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit import clock
@@ -207,11 +208,30 @@ class BalanceOrder(Enum):
     LAST = "last"
 
 
+@dataclass(frozen=True, slots=True)
+class PendingBalance:
+    """An account's balance after a change deferred to the statement that sends the transaction's writes
+    (`repository.apply_deferred`): Python never knows it, so a deferred write that stores it (the event
+    announcing it) takes it from what the change returns, as `available` and `total` (SQL over it, for
+    `lean.Filled`)."""
+
+    returned: lean.Returned
+
+    @property
+    def available(self) -> Any:
+        return repository.AVAILABLE_AFTER
+
+    @property
+    def total(self) -> Any:
+        return repository.TOTAL_AFTER
+
+
 @dataclass
 class Entry:
     id: str
     legs: list[Leg] = field(default_factory=list)
-    balances: dict[str, Balance] = field(default_factory=dict)  # of the accounts it moved, after it
+    # of the accounts it moved, after it (pending: known when the transaction's writes are sent)
+    balances: dict[str, Balance | PendingBalance] = field(default_factory=dict)
 
 
 async def post(
@@ -245,17 +265,27 @@ async def post(
 
 async def _apply_legs(
     session: LeanSession, *, tenant_id: str, legs: list[Leg], now: datetime
-) -> dict[str, Balance]:
+) -> dict[str, Balance | PendingBalance]:
     """Move the balances the legs touch (one conditional UPDATE per account, in id order so concurrent
     entries lock in one order); InsufficientFunds at the first account that cannot pay."""
     deltas: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for leg in legs:
         delta = deltas[(leg.account_id, leg.currency)]
         delta[0 if leg.bucket == AVAILABLE else 1] += leg.amount
-    after: dict[str, Balance] = {}
-    for (account_id, currency), (d_available, d_held) in sorted(deltas.items()):
-        if d_available == 0 and d_held == 0:
-            continue  # e.g. a release and re-hold on one account within the entry
+    after: dict[str, Balance | PendingBalance] = {}
+    # An entry that moves one account's balance (a hold, a release) defers it where it can (PostgreSQL's lean
+    # transactions): it then costs no round trip of its own and locks the row only while the transaction's
+    # writes run. An entry moving several keeps taking their locks in id order, one statement each.
+    moving = [item for item in sorted(deltas.items()) if item[1] != [0, 0]]
+    for (account_id, currency), (d_available, d_held) in moving:
+        if len(moving) == 1:
+            returned = await repository.apply_deferred(
+                session, tenant_id=tenant_id, account_id=account_id, currency=currency,
+                d_available=d_available, d_held=d_held, now=now,
+            )  # fmt: skip
+            if returned is not None:
+                after[account_id] = PendingBalance(returned)
+                continue
         applied = await repository.apply(
             session,
             tenant_id=tenant_id,

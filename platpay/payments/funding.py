@@ -31,6 +31,8 @@ async def fund_internal_account(
             ledger.Leg(account.id, account.currency, amount),
         ],
     )
-    return await accounts_service.emit_balance_update(
+    rendered = await accounts_service.emit_balance_update(
         session, account=account, balance=entry.balances[account.id]
     )
+    assert rendered is not None  # (an ORM session: its balance changes are never deferred)
+    return rendered

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -51,3 +52,24 @@ class TenantContext:
     @property
     def currency_codes(self) -> list[str]:
         return [entry["currencyCode"] for entry in self.supported_currencies]
+
+
+# The tenant the current request acts for, as authentication read it (None outside an authenticated request):
+# what it knows about the tenant needs no statement of its own (an event's webhook endpoint: events/service.py).
+_acting: ContextVar[TenantContext | None] = ContextVar("platpay_acting_tenant", default=None)
+
+
+def act_for(tenant: TenantContext | None) -> Token[TenantContext | None]:
+    """Make `tenant` the one the current request acts for (authentication; the edge middleware scopes it)."""
+    return _acting.set(tenant)
+
+
+def restore(token: Token[TenantContext | None]) -> None:
+    _acting.reset(token)
+
+
+def acting(tenant_id: str) -> TenantContext | None:
+    """The tenant `tenant_id` as the current request's authentication read it, or None (not that tenant's
+    request, or none)."""
+    tenant = _acting.get()
+    return tenant if tenant is not None and tenant.id == tenant_id else None

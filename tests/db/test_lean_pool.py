@@ -229,3 +229,27 @@ async def test_database_lean_reads_survive_their_backend_being_killed(db, settin
     await asyncio.sleep(0.1)
     # The dead connection is never handed out: the very next read runs on a new one.
     assert await db.fetch_first(_TOKEN, {"client_id": client_id}) is not None
+
+
+async def test_a_lease_renews_its_connection_in_the_same_slot_and_gives_back_the_new_one() -> None:
+    async with _pool(1) as (pool, connect):
+        async with pool.lease() as lease:
+            first = lease.connection
+            renewed = await lease.renew()
+            assert renewed is lease.connection and renewed is not first and first.is_closed()
+            assert await renewed.fetchval("SELECT 1") == 1
+        async with pool.connection() as again:  # the one slot holds the renewed connection, idle
+            assert again is renewed
+        assert connect.opened == 2
+
+
+async def test_a_renewal_that_cannot_connect_frees_the_slot_once() -> None:
+    async with _pool(1) as (pool, connect):
+        with pytest.raises(OSError):
+            async with pool.lease() as lease:
+                connect.fail_next = True
+                await lease.renew()
+        async with pool.connection() as fresh:  # the slot is free again: a new connection opens in it
+            assert await fresh.fetchval("SELECT 1") == 1
+        assert connect.opened == 2
+        assert pool._opened == 1

@@ -6,16 +6,21 @@ an asyncpg connection (a `LeanTransaction`, no ORM session); on SQLite it is `tr
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
+from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import Float, bindparam, func, select, text
+from sqlalchemy import Float, bindparam, func, literal, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.faults import DatabaseUnavailable
-from platpay.db.lean import Lean, LeanTransaction
+from platpay.db.lean import Lean, LeanTransaction, Returned
+from platpay.db.unit_of_work import Raced
+from platpay.events import service as events_service
 from platpay.events.models import EventRow
+from platpay.tenants import context as tenant_context
 from tests.support.lean import count_events, first_tenant_id, new_event
 
 _INSERT_EVENT = Lean(EventRow.__table__.insert())
@@ -125,4 +130,123 @@ async def test_a_connection_lost_mid_transaction_is_an_outage_and_changes_nothin
     assert await count_events(db) == 0
     async with db.lean_transaction() as session:  # and the next one is served
         await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
+
+
+# BEGIN sent lazily, and the writes of a transaction that never needs it as one statement (db/lean.py:
+# LeanTransaction, `finish`), their conditions checked by it (`defer_returning`, `expect`, platpay_expect).
+
+_EVENTS = EventRow.__table__
+_NO_CONDITION = Lean(select(literal(False)))
+_TOUCH = Lean(
+    update(_EVENTS)
+    .where(_EVENTS.c.id == bindparam("event_id"))
+    .values(resource_id=bindparam("resource_id"))
+    .returning(_EVENTS.c.id, _EVENTS.c.resource_id)
+)
+_TOUCHED = Returned.stand_in(_TOUCH)
+_COPY = Lean(
+    _EVENTS.insert().from_select(
+        ["id", "tenant_id", "type", "data", "resource_id", "created_at"],
+        select(
+            bindparam("id", type_=_EVENTS.c.id.type),
+            bindparam("tenant_id", type_=_EVENTS.c.tenant_id.type),
+            bindparam("type", type_=_EVENTS.c.type.type),
+            bindparam("data", type_=_EVENTS.c.data.type),
+            _TOUCHED.c.resource_id,  # what the deferred UPDATE returned
+            bindparam("created_at", type_=_EVENTS.c.created_at.type),
+        ),
+    )
+)
+
+
+async def test_reads_go_before_begin_and_deferred_writes_commit_as_one_statement(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.lean_transaction() as session:
+        await lean.first(session, _BACKEND, {})
+        assert not lean.driver_of(session).is_in_transaction()  # a read: no BEGIN
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+        await lean.first(session, _BACKEND, {})  # a read of none of their tables: they stay deferred
+        assert not lean.driver_of(session).is_in_transaction()
+        assert await count_events(db) == 0
+    assert await count_events(db) == 2
+
+
+async def test_a_statement_that_writes_sends_begin_first(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    with pytest.raises(RuntimeError):
+        async with db.lean_transaction() as session:
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+            assert lean.driver_of(session).is_in_transaction()
+            raise RuntimeError("roll back")
+    assert await count_events(db) == 0
+
+
+async def test_a_failed_expectation_writes_nothing_and_is_raced(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    with pytest.raises(Raced):
+        async with db.lean_transaction() as session:
+            await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+            await lean.expect(session, _NO_CONDITION, {})
+            await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 0
+    async with db.lean_transaction() as session:  # its connection serves the next one
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
+
+
+async def test_a_deferred_update_that_finds_no_row_writes_nothing_and_is_raced(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    with pytest.raises(Raced):
+        async with db.lean_transaction() as session:
+            await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))
+            touched = await lean.defer_returning(
+                session, _TOUCH, {"event_id": "Event:none", "resource_id": "x"}, row="Event:none"
+            )
+            assert touched is not None
+            await lean.defer(session, _COPY, new_event(tenant_id), reading=touched)
+    assert await count_events(db) == 0
+
+
+async def test_a_deferred_write_reads_what_a_deferred_update_returned(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    original = new_event(tenant_id)
+    async with db.lean_transaction() as session:
+        await lean.rows(session, _INSERT_EVENT, original)
+    copy = new_event(tenant_id)
+    async with db.lean_transaction() as session:
+        params = {"event_id": original["id"], "resource_id": "touched"}
+        touched = await lean.defer_returning(session, _TOUCH, params, row=original["id"])
+        assert touched is not None
+        # the same row again in the same statement: not deferred (PostgreSQL would apply one of the two)
+        assert await lean.defer_returning(session, _TOUCH, params, row=original["id"]) is None
+        await lean.defer(session, _COPY, copy, reading=touched)
+        assert not lean.driver_of(session).is_in_transaction()
+    async with db.read() as session:
+        found = dict((await session.execute(text("SELECT id, resource_id FROM events"))).all())
+    assert found == {original["id"]: "touched", copy["id"]: "touched"}
+
+
+async def test_an_event_scheduled_to_an_endpoint_since_changed_is_raced(db, settings):
+    """The endpoint a request's authentication read is expected unchanged when its deferred event is sent."""
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)  # (its platform has no webhook endpoint)
+    stale: Any = SimpleNamespace(id=tenant_id, webhook_endpoint="https://hooks.example/old")
+    token = tenant_context.act_for(stale)
+    try:
+        with pytest.raises(Raced):
+            async with db.lean_transaction() as session:
+                await events_service.emit(session, tenant_id=tenant_id, type="TEST", resource={"id": "x"})
+    finally:
+        tenant_context.restore(token)
+    assert await count_events(db) == 0
+    async with db.lean_transaction() as session:  # read in the transaction instead: none
+        await events_service.emit(session, tenant_id=tenant_id, type="TEST", resource={"id": "x"})
+        assert not lean.driver_of(session).is_in_transaction()
     assert await count_events(db) == 1

@@ -6,7 +6,9 @@ faults of a real network and a real database restart happen on demand:
 - `blackhole = True`: connections are accepted and never answered (a firewall dropping packets);
 - `cut_all()`: every open connection is torn down at once (a restart, a failover, pg_terminate_backend);
 - `trap_commit(marker, forward=...)`: on the connection that has carried `marker` (say an idempotency key,
-  which travels as a statement parameter), the next COMMIT is either dropped unsent together with the
+  which travels as a statement parameter), the next commit point — a COMMIT, or outside BEGIN … COMMIT the
+  statement that carries `marker` again (a transaction of one statement: db/lean.py's LeanTransaction sends
+  a keyed transfer's every write, the key's with them, so) — is either dropped unsent together with the
   connection (it never committed), or delivered and the connection cut before its answer comes back (it
   committed, and the client cannot know);
 - `silence(marker)` / `silence_all()`: an open connection stops forwarding, in one direction or both, from
@@ -45,6 +47,7 @@ class _Link:
         self.client = client
         self.upstream: asyncio.StreamWriter | None = None
         self.seen_marker = False
+        self.in_transaction = False  # between a BEGIN it forwarded and the COMMIT or ROLLBACK ending it
         self.cut_on_reply: _Trap | None = None
         self.silent_up = False
         self.silent_down = False
@@ -162,15 +165,19 @@ class TcpProxy:
                 silence.count += 1
                 silence.fell.set()
             trap = self._trap
+            link.in_transaction = link.in_transaction or b"BEGIN" in chunk
             if trap is not None:
+                again = link.seen_marker and trap.marker in chunk and not link.in_transaction
                 link.seen_marker = link.seen_marker or trap.marker in chunk
-                if link.seen_marker and b"COMMIT" in chunk:
+                if (link.seen_marker and b"COMMIT" in chunk) or again:
                     self._trap = None
                     if not trap.forward:
                         trap.sprung.set()
                         link.cut()
                         return
                     link.cut_on_reply = trap
+            if b"COMMIT" in chunk or b"ROLLBACK" in chunk:
+                link.in_transaction = False
             link.upstream.write(chunk)
             await link.upstream.drain()
 
