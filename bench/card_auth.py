@@ -17,15 +17,15 @@ drained, divided by that time — what the ratio to pgbench compares. The script
 before that change (its 200 answer is accepted): run it with PYTHONPATH=<that tree> (bench/README.md).
 
 What one authorization executes (read from the SQL platpay emits), mirrored in the pgbench script with the
-same tables and payload sizes: the token lookup (autocommit); BEGIN; the card FOR UPDATE with its funding
-sources (one statement, with its cardholder's platformCustomerId, since card transactions carry it); the
-source's balance; its internal account; INSERT event CARD_TRANSACTION.AUTHORIZED carrying the card
-transaction's INSERT; then the hot row last: the conditional balance UPDATE … RETURNING carrying the INSERTs
-of the ledger hold, the journal entry and its 2 postings; INSERT event INTERNAL_ACCOUNT.BALANCE_UPDATED (the
-balance the UPDATE returned); COMMIT: 9 round trips (13 before the write buffer), the balance row locked for the last three. ("Carrying":
-platpay defers INSERTs whose result nobody reads and sends them as data-modifying CTEs of its next
-statement, db/lean.py's write buffer.) No Idempotency-Key (a network message carries its own identity), no
-webhook endpoint.
+same tables and payload sizes: the token lookup; the card with its funding sources, its cardholder's
+platformCustomerId and each source's internal account and balance (one statement, no lock); then every write
+as one statement, its own transaction (db/lean.py: no BEGIN or COMMIT): the card's version expected unchanged
+under a FOR SHARE lock, the card transaction's INSERT, the tenant's webhook endpoint expected unchanged, the
+event CARD_TRANSACTION.AUTHORIZED, the ledger hold, the journal entry and its 2 postings, the conditional
+balance UPDATE … RETURNING and the event INTERNAL_ACCOUNT.BALANCE_UPDATED with the balance it returned,
+ending in `platpay_expect(...)` (migration 0027_expect): 3 round trips (9 before, 13 before the write
+buffer), the balance row locked only while the last one runs. No Idempotency-Key (a network message carries
+its own identity), no webhook endpoint.
 
 Printed per run: pgbench's rate, the 202s' rate and latency, the applied rate and its ratio to pgbench,
 the server's CPU (the `serve` process tree) and its PostgreSQL backends' CPU per authorization, and the
@@ -67,7 +67,7 @@ from _support import (
     wait_until_quiet,
 )
 from http_config import basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
-from transfer_out import AUTH_COLUMNS, EVENT_RETURNING, PERSON, Rate, _pg_id, run_pgbench, verify
+from transfer_out import AUTH_COLUMNS, PERSON, Rate, _pg_id, run_pgbench, verify
 
 BASE_PATH = "/2025-10-13"
 FUND = 100_000_000_000
@@ -259,7 +259,6 @@ def _card_transaction_values(tx: str) -> dict[str, str]:
 def pgbench_script(scenario: str, columns: frozenset[str]) -> str:
     tx = _pg_id("CardTransaction")
     inserted = {column: value for column, value in _card_transaction_values(tx).items() if column in columns}
-    returning = EVENT_RETURNING.format(tenant=":tenant")
     lines = [
         "-- one simulated card authorization, statement for statement (bench/card_auth.py)",
         r"\set n random(1, :ncards)",
@@ -267,39 +266,48 @@ def pgbench_script(scenario: str, columns: frozenset[str]) -> str:
         f"SELECT {AUTH_COLUMNS} FROM api_tokens JOIN tenants ON tenants.id = api_tokens.tenant_id "
         "JOIN platforms ON platforms.id = tenants.platform_id "
         "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
-        "BEGIN;",
-        # platpay reads the card with its funding sources (a join) and its cardholder's platformCustomerId
+        # platpay reads the card with its funding sources (a join), its cardholder's platformCustomerId, and
+        # each source's internal account and balance (joined too), without a lock and outside a
+        # transaction (no BEGIN: db/lean.py's LeanTransaction)
         f"SELECT c.* , s.account_id AS source_account, b.account_id AS bench_account, "
-        "(SELECT platform_customer_id FROM customers WHERE id = c.cardholder_id) AS holder_pcid "
+        "(SELECT platform_customer_id FROM customers WHERE id = c.cardholder_id) AS holder_pcid, "
+        "row(ia.*)::text AS source_row, balance.available AS source_available, balance.held AS source_held "
         "FROM cards c JOIN bench_cards b ON b.card_id = c.id JOIN card_funding_sources s ON s.card_id = c.id "
-        f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant ORDER BY s.position "
-        "FOR UPDATE OF c \\gset",
-        "SELECT available, held FROM ledger_accounts WHERE id = :bench_account;",
-        "SELECT * FROM internal_accounts WHERE id = :bench_account AND tenant_id = :tenant;",
-        # platpay defers the INSERTs nobody reads the result of (db/lean.py's write buffer) and sends them as
-        # data-modifying CTEs of its next statement: the card transaction with the first event's INSERT, the
-        # hold, the journal entry and its postings with the balance's UPDATE; the second event (its tenant's
-        # endpoint known from the first) goes alone before COMMIT.
-        f"WITH w0 AS (INSERT INTO card_transactions ({', '.join(inserted)}) VALUES ({', '.join(inserted.values())})) "
-        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 1)}, :tenant, 'CARD_TRANSACTION.AUTHORIZED', :event_card::jsonb, now()) {returning};",
-        "WITH w0 AS (INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, "
+        "LEFT OUTER JOIN internal_accounts ia ON ia.id = s.account_id AND ia.tenant_id = c.tenant_id "
+        "LEFT OUTER JOIN ledger_accounts balance ON balance.id = s.account_id "
+        f"WHERE b.scenario = '{scenario}' AND b.n = :n AND c.tenant_id = :tenant ORDER BY s.position \\gset",
+        # then every write as one statement of data-modifying CTEs, its own transaction (db/lean.py's write
+        # buffer): the card's version expected unchanged under a FOR SHARE lock (taken before the balance's),
+        # the card transaction, the tenant's webhook endpoint expected unchanged, the first event, the hold,
+        # the journal entry and its postings, the balance's conditional UPDATE (the hot row: locked only
+        # while this statement runs) and the event announcing the balance it returns; platpay_expect fails it
+        # all if a condition does not hold (migration 0027_expect).
+        "WITH w0 AS (SELECT c.version = :version AS unchanged FROM cards c WHERE c.id = :id AND c.tenant_id = :tenant "
+        "FOR SHARE), "
+        f"w1 AS (INSERT INTO card_transactions ({', '.join(inserted)}) VALUES ({', '.join(inserted.values())})), "
+        "w2 AS (SELECT (SELECT tenants.webhook_endpoint FROM tenants WHERE tenants.id = :tenant) "
+        "IS NOT DISTINCT FROM NULL AS endpoint_unchanged), "
+        "w3 AS (INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
+        f"({_pg_id('Event', 1)}, :tenant, 'CARD_TRANSACTION.AUTHORIZED', :event_card::jsonb, now())), "
+        "w4 AS (INSERT INTO ledger_holds (id, tenant_id, account_id, currency, amount, remaining, status, "
         f"reference, created_at, updated_at) VALUES ({_pg_id('Hold')}, :tenant, :bench_account, 'USD', 1, 1, 'OPEN', "
         f"{tx}, now(), now())), "
-        "w1 AS (INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
+        "w5 AS (INSERT INTO journal_entries (id, tenant_id, kind, reference, reverses_id, created_at) "
         f"VALUES ({_pg_id('JournalEntry')}, :tenant, 'CARD_AUTHORIZATION_HOLD', {tx}, NULL, now())), "
-        "w2 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
+        "w6 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
         f"VALUES ({_pg_id('Posting', 1)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'AVAILABLE', -1, "
         "now())), "
-        "w3 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
-        f"VALUES ({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'HELD', 1, now())) "
-        # the hot row last: its lock is held from this UPDATE to COMMIT
-        "UPDATE ledger_accounts SET available = available - 1, held = held + 1, updated_at = now() "
+        "w7 AS (INSERT INTO postings (id, entry_id, account_id, tenant_id, currency, bucket, amount, created_at) "
+        f"VALUES ({_pg_id('Posting', 2)}, {_pg_id('JournalEntry')}, :bench_account, :tenant, 'USD', 'HELD', 1, now())), "
+        "w8 AS (UPDATE ledger_accounts SET available = available - 1, held = held + 1, updated_at = now() "
         "WHERE id = :bench_account AND tenant_id = :tenant AND currency = 'USD' "
-        "AND (allow_negative OR (available - 1 >= 0 AND held + 1 >= 0)) RETURNING available, held;",
-        "INSERT INTO events (id, tenant_id, type, data, created_at) VALUES "
-        f"({_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', :event_balance::jsonb, now());",
-        "COMMIT;",
+        "AND (allow_negative OR (available - 1 >= 0 AND held + 1 >= 0)) RETURNING available, held), "
+        "w9 AS (INSERT INTO events (id, tenant_id, type, data, created_at) SELECT "
+        f"{_pg_id('Event', 2)}, :tenant, 'INTERNAL_ACCOUNT.BALANCE_UPDATED', "
+        "jsonb_set(jsonb_set(:event_balance::jsonb, '{balance,amount}'::text[], to_jsonb(w8.available)), "
+        "'{totalBalance,amount}'::text[], to_jsonb(w8.available + w8.held)), now() FROM w8) "
+        "SELECT platpay_expect((SELECT unchanged FROM w0) AND (SELECT endpoint_unchanged FROM w2) "
+        "AND (SELECT count(*) FROM w8) = 1);",
     ]
     return "\n".join(lines) + "\n"
 

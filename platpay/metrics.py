@@ -72,8 +72,9 @@ class Metrics:
         )
         self.card_authorizations_raced = Counter(
             "platpay_card_authorizations_raced_total",
-            "card authorizations whose funding source was spent by a concurrent one between the decision "
-            "and the balance update (rolled back and decided again under the locks)",
+            "card authorizations whose fast path found what it decided on changed by a concurrent "
+            "transaction before its writes (the funding source spent, the card changed): rolled back and "
+            "decided again under the locks",
             registry=registry,
         )
         self.db_replica_reads = Counter(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, and_, bindparam, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from platpay.accounts.models import ExternalAccountRow, InternalAccountRow
 from platpay.customers import service as customers_service
@@ -87,6 +88,26 @@ async def read_internal(
     the identity map: a change to it is not saved)."""
     found = await lean.first(session, _INTERNAL, {"account_id": account_id, "tenant_id": tenant_id})
     return None if found is None else lean.snapshot(InternalAccountRow, _INTERNAL_KEYS, found)
+
+
+INTERNAL_WIDTH = len(_INTERNAL_COLUMNS)
+
+
+def with_internal(
+    stmt: Select[Any], *, account_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
+) -> Select[Any]:
+    """`stmt` (a Core SELECT) outer-joined to the internal account its column `account_id` names in the tenant
+    `tenant_id` names, with that account's columns appended as its last `INTERNAL_WIDTH` columns (all NULL
+    when there is none); `internal_from` reads them back."""
+    internal = InternalAccountRow.__table__
+    return stmt.add_columns(*_INTERNAL_COLUMNS).outerjoin(
+        internal, and_(internal.c.id == account_id, internal.c.tenant_id == tenant_id)
+    )
+
+
+def internal_from(values: Sequence[Any]) -> InternalAccountRow | None:
+    """The internal account `with_internal`'s columns hold, as a row for reading; None when there is none."""
+    return None if values[0] is None else lean.snapshot(InternalAccountRow, _INTERNAL_KEYS, values)
 
 
 def _pair_statement() -> Lean:

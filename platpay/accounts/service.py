@@ -10,12 +10,13 @@ payments, deposits), `customer_account_in(..., account_type=EMBEDDED_WALLET)` fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from platpay.accounts import hooks as accounts_hooks
 from platpay.accounts import instructions, repository
@@ -373,6 +374,23 @@ async def get_internal(
     if row is None:
         raise InternalAccountNotFound(account_id)
     return row
+
+
+def with_internal(
+    stmt: Select[Any], *, account_id: ColumnElement[Any], tenant_id: ColumnElement[Any]
+) -> Select[Any]:
+    """`stmt` with the internal account its column `account_id` names (in the tenant `tenant_id` names) read
+    in the same query, its columns appended last (`INTERNAL_WIDTH` of them), which `internal_from` turns
+    into the row: for a statement of another domain (a card authorization reads its sources with the card)."""
+    return repository.with_internal(stmt, account_id=account_id, tenant_id=tenant_id)
+
+
+def internal_from(values: Sequence[Any]) -> InternalAccountRow | None:
+    """The internal account `with_internal`'s columns hold (a row for reading); None when there is none."""
+    return repository.internal_from(values)
+
+
+INTERNAL_WIDTH = repository.INTERNAL_WIDTH
 
 
 async def read_internal(session: LeanSession, *, tenant_id: str, account_id: str) -> InternalAccountRow:

@@ -23,7 +23,7 @@ from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
-from platpay.db.unit_of_work import LeanSession
+from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.tenants import service as tenants_service
 
 # Bearer authentication runs on every agent request: one read of the live agent holding the token, with
@@ -233,7 +233,7 @@ async def insert_action(session: LeanSession, values: dict[str, Any]) -> AgentAc
 # the usage row locked, and ends with one write of the usage: lean statements, like the transfer path's.
 _AGENT_COLUMNS, _AGENT_KEYS = lean.columns_of(AgentRow)
 _USAGE_COLUMNS, _USAGE_KEYS = lean.columns_of(AgentUsageRow)
-_AGENT_WITH_USAGE = Lean(
+_AGENT_WITH_USAGE_SELECT = (
     select(*_AGENT_COLUMNS, *_USAGE_COLUMNS)
     .join_from(AgentRow, AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
     .where(
@@ -241,7 +241,28 @@ _AGENT_WITH_USAGE = Lean(
         AgentRow.tenant_id == bindparam("tenant_id"),
         AgentRow.deleted_at.is_(None),
     )
-    .with_for_update(of=AgentUsageRow)
+)
+_AGENT_WITH_USAGE = Lean(_AGENT_WITH_USAGE_SELECT.with_for_update(of=AgentUsageRow))
+_AGENT_WITH_USAGE_READ = Lean(_AGENT_WITH_USAGE_SELECT)  # unlocked: see _READ_USAGE
+_USAGE_WRITE_IF_AS_READ = Lean(  # (its RETURNING: that it found the row as read)
+    update(AgentUsageRow)
+    .where(
+        AgentUsageRow.agent_id == bindparam("usage_agent_id"),
+        AgentUsageRow.day.is_not_distinct_from(bindparam("read_day")),
+        AgentUsageRow.daily_spend == bindparam("read_daily_spend"),
+        AgentUsageRow.daily_count == bindparam("read_daily_count"),
+        AgentUsageRow.month.is_not_distinct_from(bindparam("read_month")),
+        AgentUsageRow.monthly_spend == bindparam("read_monthly_spend"),
+    )
+    .values(
+        day=bindparam("new_day"),
+        daily_spend=bindparam("new_daily_spend"),
+        daily_count=bindparam("new_daily_count"),
+        month=bindparam("new_month"),
+        monthly_spend=bindparam("new_monthly_spend"),
+        updated_at=bindparam("new_updated_at"),
+    )
+    .returning(AgentUsageRow.agent_id)
 )
 _USAGE_WRITE = Lean(
     update(AgentUsageRow)
@@ -261,7 +282,7 @@ _USAGE_WRITE = Lean(
 # order; every path that takes both takes the usage row first): the money request's audit record then needs
 # no read of its own (`lock_audit_head` takes the head from here, once). An agent without a chain yet is read
 # by the statement above.
-_AGENT_WITH_USAGE_AND_HEAD = Lean(
+_AGENT_WITH_USAGE_AND_HEAD_SELECT = (
     select(*_AGENT_COLUMNS, *_USAGE_COLUMNS, AgentAuditHeadRow.sequence, AgentAuditHeadRow.hash)
     .join_from(AgentRow, AgentUsageRow, AgentUsageRow.agent_id == AgentRow.id)
     .join(AgentAuditHeadRow, AgentAuditHeadRow.agent_id == AgentRow.id)
@@ -270,9 +291,17 @@ _AGENT_WITH_USAGE_AND_HEAD = Lean(
         AgentRow.tenant_id == bindparam("tenant_id"),
         AgentRow.deleted_at.is_(None),
     )
-    .with_for_update(of=(AgentUsageRow, AgentAuditHeadRow))
 )
+_AGENT_WITH_USAGE_AND_HEAD = Lean(
+    _AGENT_WITH_USAGE_AND_HEAD_SELECT.with_for_update(of=(AgentUsageRow, AgentAuditHeadRow))
+)
+_AGENT_WITH_USAGE_AND_HEAD_READ = Lean(_AGENT_WITH_USAGE_AND_HEAD_SELECT)  # unlocked: see _READ_USAGE
 _LOCKED_HEADS = "platpay_agent_audit_heads"  # session.info: {agent id: (sequence, hash)} locked, not yet used
+# Where a transaction checks its conditions with its deferred writes (a PostgreSQL lean transaction: db/lean.py),
+# the same reads take no lock: the usage row's and the head's writes are then conditional on the values read
+# (`write_usage`, `append_audit`: deferred, each must find its row as read), so a concurrent request of the
+# same agent that moved either sends this one to the careful attempt, which takes the locks.
+_READ_USAGE = "platpay_agent_usage_read"  # session.info: {agent id: the usage row's values as read, unlocked}
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -289,34 +318,53 @@ async def agent_with_usage(
     head is locked by the same statement and kept for the transaction's next `lock_audit_head`."""
     params = {"agent_id": agent_id, "tenant_id": tenant_id}
     n = len(_AGENT_KEYS) + len(_USAGE_KEYS)
-    row = await lean.first(session, _AGENT_WITH_USAGE_AND_HEAD, params)
+    unlocked = lean.defers_checks(session)
+    with_head = _AGENT_WITH_USAGE_AND_HEAD_READ if unlocked else _AGENT_WITH_USAGE_AND_HEAD
+    row = await lean.first(session, with_head, params)
     if row is not None:
         session.info.setdefault(_LOCKED_HEADS, {})[agent_id] = (row[n], row[n + 1])
         row = row[:n]
     else:
-        row = await lean.first(session, _AGENT_WITH_USAGE, params)
+        row = await lean.first(session, _AGENT_WITH_USAGE_READ if unlocked else _AGENT_WITH_USAGE, params)
         if row is None:
             return None
     n = len(_AGENT_KEYS)
-    return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
+    usage = lean.snapshot(AgentUsageRow, _USAGE_KEYS, row[n:])
+    if unlocked:
+        session.info.setdefault(_READ_USAGE, {})[agent_id] = _usage_values(usage)
+    return lean.snapshot(AgentRow, _AGENT_KEYS, row[:n]), usage
+
+
+def _usage_values(usage: AgentUsageRow) -> dict[str, Any]:
+    return {
+        "day": usage.day,
+        "daily_spend": usage.daily_spend,
+        "daily_count": usage.daily_count,
+        "month": usage.month,
+        "monthly_spend": usage.monthly_spend,
+    }
 
 
 async def write_usage(session: LeanSession, usage: AgentUsageRow) -> None:
     """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction): a
-    deferred write (db/lean.py), sent with the transaction's next statement."""
-    await lean.defer(
-        session,
-        _USAGE_WRITE,
-        {
-            "usage_agent_id": usage.agent_id,
-            "new_day": usage.day,
-            "new_daily_spend": usage.daily_spend,
-            "new_daily_count": usage.daily_count,
-            "new_month": usage.month,
-            "new_monthly_spend": usage.monthly_spend,
-            "new_updated_at": usage.updated_at,
-        },
-    )
+    deferred write (db/lean.py), sent with the transaction's next statement. Read without the lock (see
+    _READ_USAGE): the write must find the row as it was read, or the transaction is raced."""
+    params = {
+        "usage_agent_id": usage.agent_id,
+        "new_day": usage.day,
+        "new_daily_spend": usage.daily_spend,
+        "new_daily_count": usage.daily_count,
+        "new_month": usage.month,
+        "new_monthly_spend": usage.monthly_spend,
+        "new_updated_at": usage.updated_at,
+    }
+    read = session.info.get(_READ_USAGE, {}).pop(usage.agent_id, None)
+    if read is not None:
+        params |= {f"read_{name}": value for name, value in read.items()}
+        if await lean.defer_returning(session, _USAGE_WRITE_IF_AS_READ, params, row=usage.agent_id):
+            return
+        raise Raced("an agent's usage written twice in one transaction read without its lock")
+    await lean.defer(session, _USAGE_WRITE, params)
 
 
 # The audit trail's append (agents/audit/service.py `record`), on every money request of an agent: the chain head's
@@ -335,7 +383,7 @@ _AUDIT_HEAD_INSERT = Lean(
         hash=bindparam("new_hash"),
     )
 )
-_AUDIT_HEAD_SET = Lean(  # the head moved from the sequence this transaction locked
+_HEAD_MOVE = (  # the head moved from the sequence this transaction locked (or read)
     update(AgentAuditHeadRow)
     .where(
         AgentAuditHeadRow.agent_id == bindparam("head_agent_id"),
@@ -343,6 +391,8 @@ _AUDIT_HEAD_SET = Lean(  # the head moved from the sequence this transaction loc
     )
     .values(sequence=bindparam("new_sequence"), hash=bindparam("new_hash"))
 )
+_AUDIT_HEAD_SET = Lean(_HEAD_MOVE)
+_AUDIT_HEAD_MOVE = Lean(_HEAD_MOVE.returning(AgentAuditHeadRow.agent_id))  # (its RETURNING: that it matched)
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
 
 
@@ -380,8 +430,12 @@ async def append_audit(session: LeanSession, *, record: dict[str, Any], head_seq
     # Both are deferred writes (db/lean.py: on PostgreSQL they ride with the transaction's next statement;
     # SQLite runs them at once). The head is locked by this transaction, so its move matches; were it not,
     # the record's (agent_id, sequence) would already be taken and its INSERT would fail (a unique
-    # constraint): never a gap in the chain.
-    await lean.defer(session, _AUDIT_HEAD_SET, head)
+    # constraint): never a gap in the chain. Read without the lock (see _READ_USAGE), the move must find the
+    # head where it was read, or the transaction is raced.
+    if not await lean.defer_returning(session, _AUDIT_HEAD_MOVE, head, row=record["agent_id"]):
+        if lean.defers_checks(session):  # moved already in this statement: a second move would be lost
+            raise Raced("an agent's audit head moved twice in one transaction read without its lock")
+        await lean.defer(session, _AUDIT_HEAD_SET, head)
     await lean.defer(session, _AUDIT_INSERT, record)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.cards.state import CardRefundStatus, CardState, CardTransactionStatus
@@ -44,6 +44,9 @@ class CardRow(Base):
     max_spend_per_transaction: Mapped[int | None] = mapped_column(BigInteger)
     # threeDSecurePassword as given on create, sealed under the master key (service.THREE_DS_SEAL_PURPOSE)
     three_ds_password_sealed: Mapped[str | None] = mapped_column(Text)
+    # bumped by every change an authorization decides on (state, maxSpendPerTransaction, funding sources):
+    # an authorization decided on an unlocked read expects it unchanged when its writes go (repository)
+    version: Mapped[int] = mapped_column(BigInteger, default=0, server_default=text("0"))
     created_at: Mapped[datetime] = mapped_column(UtcDateTime())
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime())
 

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from sqlalchemy import Select, bindparam, delete, exists, insert, select, update
+from sqlalchemy import (
+    Select,
+    bindparam,
+    delete,
+    exists,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.accounts import service as accounts_service
 from platpay.cards.models import (
     CardFundingSourceRow,
     CardRefundRow,
@@ -21,6 +30,7 @@ from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession
 from platpay.kit.pagination import keyset_page
+from platpay.ledger import service as ledger_service
 
 if TYPE_CHECKING:
     from sqlalchemy import CursorResult
@@ -71,6 +81,83 @@ _AUTHORIZING = Lean(
 )
 
 
+# The fast path's one read, without a lock (an AUTHORIZATION's lean attempt, `ledger.BalanceOrder.LAST`): the
+# card with each source's internal account and balance (the accounts domain's and the ledger's columns,
+# appended), decided on at once. The card's version (bumped by every change an authorization decides on:
+# its state, its limit, its sources) is expected unchanged by the statement that sends the attempt's writes,
+# which locks the card FOR SHARE to read it (`_CARD_UNCHANGED`, a PostgreSQL lean transaction: db/lean.py):
+# a change committed meanwhile sends the authorization to the careful attempt, which decides again under the
+# card's lock; a change waiting to commit waits for it (it then sees the authorization, as a close must). The
+# card's lock is taken there before the balance's (the expectations go in the order they were made), the
+# order every other path takes them in. (On SQLite the attempt's transaction holds the write lock from its
+# BEGIN IMMEDIATE: nothing changes under it.)
+_AUTHORIZING_AT_ONCE = Lean(
+    ledger_service.with_balance(
+        accounts_service.with_internal(
+            select(
+                _CARDS.c.id,
+                _CARDS.c.state,
+                _CARDS.c.currency,
+                _CARDS.c.max_spend_per_transaction,
+                _SOURCES.c.account_id,
+                _CARDS.c.cardholder_id,
+                customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
+                _CARDS.c.version,
+            )
+            .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
+            .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+            .order_by(_SOURCES.c.position),
+            account_id=_SOURCES.c.account_id,
+            tenant_id=_CARDS.c.tenant_id,
+        ),
+        account_id=_SOURCES.c.account_id,
+    )
+)
+_CARD_UNCHANGED = Lean(
+    select(_CARDS.c.version == bindparam("version"))
+    .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
+    .with_for_update(read=True)
+)
+_BASE_WIDTH = 8
+
+
+class SourceRead(NamedTuple):
+    """A funding source as an authorization's one read found it: its internal account and its balance
+    (None: no such account, or no balance)."""
+
+    account: Any
+    balance: Any
+
+
+async def card_at_once(
+    session: LeanSession, *, tenant_id: str, card_id: str
+) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None], list[SourceRead]] | None:
+    """`card_for_authorization` without the lock, with each source's internal account and balance read in the
+    same statement (`_AUTHORIZING_AT_ONCE`); None when the tenant has no such card. On PostgreSQL the card as
+    read is expected unchanged by the statement that sends the transaction's writes."""
+    found = await lean.rows(session, _AUTHORIZING_AT_ONCE, {"card_id": card_id, "tenant_id": tenant_id})
+    if not found:
+        return None
+    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id, version = found[0][
+        :_BASE_WIDTH
+    ]
+    source_ids = [row[4] for row in found if row[4] is not None]
+    width = accounts_service.INTERNAL_WIDTH
+    sources = [
+        SourceRead(
+            accounts_service.internal_from(row[_BASE_WIDTH : _BASE_WIDTH + width]),
+            ledger_service.balance_from(row[_BASE_WIDTH + width :]),
+        )
+        for row in found
+        if row[4] is not None
+    ]
+    if lean.defers_checks(session):
+        await lean.expect(
+            session, _CARD_UNCHANGED, {"card_id": card_id, "tenant_id": tenant_id, "version": version}
+        )
+    return (card_id_, state, currency, max_spend), source_ids, (cardholder_id, platform_customer_id), sources
+
+
 async def card_for_authorization(
     session: LeanSession, *, tenant_id: str, card_id: str
 ) -> tuple[tuple[str, str, str, int | None], list[str], tuple[str, str | None]] | None:
@@ -104,7 +191,14 @@ async def sources_of(session: AsyncSession, card_ids: list[str]) -> dict[str, li
     return found
 
 
+def changed_for_authorizations(card: CardRow) -> None:
+    """Record a change an authorization decides on (the card's state, limit or funding sources): its version
+    moves, so an authorization decided on the card as it was fails its expectation (`card_at_once`)."""
+    card.version = (card.version or 0) + 1
+
+
 async def replace_sources(session: AsyncSession, *, card: CardRow, account_ids: list[str]) -> None:
+    changed_for_authorizations(card)
     await session.execute(delete(CardFundingSourceRow).where(CardFundingSourceRow.card_id == card.id))
     if account_ids:
         await session.execute(

@@ -241,6 +241,7 @@ async def _move(
     if reason is not None:
         card.state_reason = reason
     card.updated_at = clock.now()
+    repository.changed_for_authorizations(card)
 
 
 async def _emit(session: AsyncSession, card: CardRow, event: str, settings: Settings) -> Card:
@@ -393,6 +394,7 @@ async def update_card(
     if change.limit_changes(card):
         card.max_spend_per_transaction = change.max_spend_per_transaction
         card.updated_at = clock.now()
+        repository.changed_for_authorizations(card)
     if change.state is not None:
         target = CardState(change.state)
         if target == CardState.CLOSED:

@@ -265,7 +265,7 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
         pending = None
     if (
         pending is not None
-        and (pending.expects or _UNBEGUN in session.info)
+        and (pending.expects or pending.expects_last or _UNBEGUN in session.info)
         and _plain_read(sql)
         and pending.tables.isdisjoint(lean.tables())
     ):
@@ -276,6 +276,7 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
     if pending is not None:  # PostgreSQL's deferred writes go first (see `defer`)
         if (
             not pending.expects
+            and not pending.expects_last
             and pending.tables.isdisjoint(lean.tables())
             and not sql.startswith("WITH RECURSIVE")
         ):
@@ -373,7 +374,7 @@ class _Pending:
     statement that sends them; `sent`: how many times it was emptied (a `Returned` names a CTE of one
     batch)."""
 
-    __slots__ = ("args", "expects", "known", "parts", "rows", "sent", "tables")
+    __slots__ = ("args", "expects", "expects_last", "known", "parts", "rows", "sent", "tables")
 
     def __init__(self, known: Driver) -> None:
         self.known = known
@@ -381,6 +382,7 @@ class _Pending:
         self.args: list[Any] = []
         self.tables: set[str] = set()
         self.expects: list[str] = []
+        self.expects_last: list[str] = []  # checked after `expects` (see `defer_returning`)
         self.rows: set[tuple[Lean, str]] = set()  # the rows a deferred conditional write changes
         self.sent = 0
 
@@ -392,13 +394,14 @@ class _Pending:
         return f"w{len(self.parts) - 1}"
 
     def clear(self) -> None:
-        self.parts, self.args, self.tables, self.expects, self.rows = [], [], set(), [], set()
+        self.parts, self.args, self.tables, self.rows = [], [], set(), set()
+        self.expects, self.expects_last = [], []
         self.sent += 1
 
     def take(self, sql: str | None, args: Sequence[Any]) -> tuple[str, list[Any]]:
         """The deferred writes followed by `sql` (None: the writes alone, with their expectations) as one
         statement; emptied. (A statement of the caller's never carries expectations: see `rows`.)"""
-        parts, every, expects = self.parts, self.args, self.expects
+        parts, every, expects = self.parts, self.args, self.expects + self.expects_last
         self.clear()
         combined = _combined(tuple(parts), sql, len(every), tuple(expects))
         every.extend(args)
@@ -409,7 +412,13 @@ class _Pending:
 _EXPECTATION_FAILED = "PP001"
 
 
+# A statement of deferred writes with conditions that meets a concurrent transaction this way (a deadlock, or a
+# serialization failure) wrote nothing: the careful attempt runs, as for a failed condition.
+_CONCURRENT = frozenset({"40P01", "40001"})
+
+
 async def _send(pending: _Pending) -> None:
+    expected = bool(pending.expects or pending.expects_last)
     sql, args = pending.take(None, ())
     _, driver, _, _ = pending.known
     try:
@@ -417,6 +426,8 @@ async def _send(pending: _Pending) -> None:
     except Exception as error:
         if getattr(error, "sqlstate", None) == _EXPECTATION_FAILED:
             raise Raced("a deferred write found its rows changed (platpay_expect)") from error
+        if expected and getattr(error, "sqlstate", None) in _CONCURRENT:
+            raise Raced("deferred conditional writes met a concurrent transaction") from error
         raise await _failed(pending.known, sql, args, error) from error
 
 
@@ -483,13 +494,17 @@ class Returned:
 
 
 async def defer_returning(
-    session: LeanSession, lean: Lean, params: dict[str, Any], *, row: str
+    session: LeanSession, lean: Lean, params: dict[str, Any], *, row: str, last: bool = False
 ) -> Returned | None:
     """Defer a DML `lean` with RETURNING that must return exactly one row (an UPDATE that must find its
     row, `row` naming it), in a PostgreSQL LeanTransaction: what it returns is for later deferred writes to
     read (`defer`'s `reading`); if it returns no row, the statement that sends it fails and `Raced` is
     raised. Elsewhere (SQLite, an ORM session, where each condition is checked as it comes), or when a
-    deferred write already changes `row` (one statement must not change a row twice): None, run it now."""
+    deferred write already changes `row` (one statement must not change a row twice): None, run it now.
+
+    The statement checks its conditions, and so takes their rows' locks, in the order they were made, but
+    those made `last` after all others (a balance's row: every path locks it after the rows it decides by,
+    so no two transactions wait on each other)."""
     if not defers_checks(session):
         return None
     known = await _driver(session)
@@ -500,7 +515,8 @@ async def defer_returning(
     sql, args, _ = lean.args(known[2], params)
     name = pending.add(sql, args, lean.tables())
     pending.rows.add(key)
-    pending.expects.append(f"(SELECT count(*) FROM {name}) = 1")  # noqa: S608  (a CTE name of ours: "w<n>")
+    condition = f"(SELECT count(*) FROM {name}) = 1"  # noqa: S608  (a CTE name of ours: "w<n>")
+    (pending.expects_last if last else pending.expects).append(condition)
     return Returned(pending, name)
 
 
@@ -554,7 +570,7 @@ async def flush(session: LeanSession) -> None:
         await _send(pending)
 
 
-async def finish(session: LeanTransaction) -> None:
+async def finish(session: LeanSession) -> None:
     """Commit a LeanTransaction (`Database.lean_transaction`): a read still waiting goes, then its deferred
     writes and COMMIT; or, when BEGIN was never sent, its deferred writes as one statement, its own
     transaction (see LeanTransaction)."""
@@ -572,7 +588,7 @@ async def finish(session: LeanTransaction) -> None:
     await session.info[_TRANSACTION].commit()
 
 
-async def abort(session: LeanTransaction) -> None:
+async def abort(session: LeanSession) -> None:
     """Roll a LeanTransaction back: its deferred writes are dropped, and ROLLBACK sent if BEGIN was."""
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None:
@@ -582,7 +598,7 @@ async def abort(session: LeanTransaction) -> None:
         await transaction.rollback()
 
 
-def driver_of(session: LeanTransaction) -> Any:
+def driver_of(session: LeanSession) -> Any:
     """The driver connection a LeanTransaction runs on now."""
     return session.info[_DRIVER][1]
 

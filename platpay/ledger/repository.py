@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Select, and_, bindparam, case, delete, func, or_, select, update
 from sqlalchemy import false as sa_false
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.sql.elements import ColumnElement
 
 from platpay.db import lean
 from platpay.db.lean import Lean
@@ -65,6 +66,15 @@ async def create_account_committed(engine: Any, row: dict[str, Any]) -> None:
     async with engine.connect() as connection:
         await insert_ignore_many(connection, _ACCOUNTS, [row])
         await connection.commit()
+
+
+def with_balance(stmt: Select[Any], *, account_id: ColumnElement[Any]) -> Select[Any]:
+    """`stmt` (a Core SELECT) outer-joined to the ledger account its column `account_id` names, with that
+    account's (available, held) appended as its last two columns (NULL when there is none)."""
+    balance = _ACCOUNTS.alias("balance")
+    return stmt.add_columns(balance.c.available, balance.c.held).outerjoin(
+        balance, balance.c.id == account_id
+    )
 
 
 _BALANCE = Lean(
@@ -145,6 +155,7 @@ async def apply_deferred(
             "now": now,
         },
         row=account_id,
+        last=True,  # the balance row: locked after what the operation decided by (a card, an agent's usage)
     )
 
 

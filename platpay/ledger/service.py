@@ -13,6 +13,7 @@ Invariants, enforced here and checked again by `verify`:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
@@ -21,6 +22,7 @@ from typing import Any
 from sqlalchemy import Select, event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.sql.elements import ColumnElement
 
 from platpay.db import lean
 from platpay.db.database import COMMIT_HOOKS
@@ -261,6 +263,19 @@ async def post(
             now=now,
         )  # fmt: skip
     return Entry(id=entry_id, legs=legs, balances=after)
+
+
+def with_balance(stmt: Select[Any], *, account_id: ColumnElement[Any]) -> Select[Any]:
+    """`stmt` with the balance of the ledger account its column `account_id` names read in the same query,
+    as its last two columns, which `balance_from` turns into the Balance: for a statement of another domain
+    (a card authorization reads its sources' balances with the card)."""
+    return repository.with_balance(stmt, account_id=account_id)
+
+
+def balance_from(values: Sequence[Any]) -> Balance | None:
+    """The Balance `with_balance`'s two columns hold; None when there is no such account."""
+    available, held = values
+    return None if available is None else Balance(available, held)
 
 
 async def _apply_legs(

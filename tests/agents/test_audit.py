@@ -165,6 +165,11 @@ async def test_fifty_concurrent_money_requests_leave_one_chain(client, auth, db,
     records = await _records(client, auth, created["agent"]["id"])
     accepted = sum(r.status_code == 201 for r in answers)
     assert 0 < accepted < 50
+    # no usage update lost between racing requests (read without a lock where the lean path allows, their
+    # writes conditional on it): the usage is what was accepted, within the daily limit
+    spent = sum(1_000 + n for n, r in enumerate(answers) if r.status_code == 201)
+    usage = (await client.get(f"/agents/{created['agent']['id']}", auth=auth)).json()["usage"]
+    assert usage["dailySpend"] == spent <= 20_000 and usage["dailyTransactionCount"] == accepted, usage
     # created, code issued and redeemed, the token's first use; then one record per request: each accepted
     # one requested, each refused (the chain is keyed) refused.
     assert len(records) == 4 + 50

@@ -186,3 +186,41 @@ async def test_a_source_spent_between_decision_and_hold_is_decided_again(client,
     assert await balance(client, auth, setup["customer"]) == (0, 1_000)
     assert await open_holds(db, setup["account"]) == 1_000  # the competing hold only
     await assert_ledger_verifies(db)
+
+
+async def test_a_card_frozen_between_decision_and_writes_is_decided_again(client, auth, runner, db) -> None:
+    """The fast path reads the card without its lock and decides; its writes' statement locks the card to
+    check its version and waits for a freeze in progress; the freeze commits, the version moved: the
+    approval rolls back (nothing of it stays) and is decided again under the lock, here a decline."""
+    setup = await _card(client, auth, runner, 1_000)
+    raced_before = await _raced(client)
+    async with db.transaction() as session:  # a freeze in progress, the card locked as the service locks it
+        await session.execute(  # (what the service's freeze writes: cards/service.py `_move`)
+            text("UPDATE cards SET state = 'FROZEN', version = version + 1 WHERE id = :id"),
+            {"id": setup["card"]},
+        )
+        pending = asyncio.create_task(
+            simulate(client, auth, setup["card"], "authorization", opening_body(600))
+        )
+        for _ in range(200):  # until the authorization's writes wait on the card this transaction holds
+            async with db.read() as probe:
+                waiting = (
+                    await probe.execute(
+                        text(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                            "AND datname = current_database()"
+                        )
+                    )
+                ).scalar_one()
+            if waiting or pending.done():
+                break
+            await asyncio.sleep(0.02)
+        assert waiting, "the authorization never waited on the card"
+    accepted = await pending
+    assert accepted.status_code == 202, accepted.text
+    [declined] = await _transactions(client, auth, setup["card"])  # the rolled-back approval left no trace
+    assert (declined["status"], declined["declineReason"]) == ("DECLINED", "CARD_PAUSED")
+    assert await _raced(client) == raced_before + 1
+    assert await balance(client, auth, setup["customer"]) == (1_000, 1_000)
+    assert await open_holds(db, setup["account"]) == 0
+    await assert_ledger_verifies(db)

@@ -38,8 +38,12 @@ BUDGET = {
     # the credential; the Idempotency-Key's lookup with the accounts read (db/lean.py `ahead`); every write
     # as one statement, which is its own transaction (no BEGIN, no COMMIT: db/lean.py LeanTransaction)
     "POST /transfer-out": 3,
-    "POST /agents/me/transfer-out": 9,
-    "POST /sandbox/cards/{id}/simulate/authorization": 9,
+    # the agent's token; the key's claim with the agent, its usage and audit head (no lock); the accounts;
+    # every write as one statement, the usage and the head moved only from where they were read
+    "POST /agents/me/transfer-out": 4,
+    # the credential; the card with its sources' accounts and balances (no lock); every write as one
+    # statement, the card expected unchanged in it (db/lean.py; cards/repository.py card_at_once)
+    "POST /sandbox/cards/{id}/simulate/authorization": 3,
 }
 
 
@@ -144,7 +148,7 @@ async def test_money_requests_stay_within_their_round_trips(
     assert "INSERT INTO idempotency_keys" in written and "platpay_expect(" in written, written
 
     agent = await agents.connect(api, auth, person["id"], approvalThresholds=None)
-    await _measured(
+    statements = await _measured(
         counter,
         "POST /agents/me/transfer-out",
         lambda: agents.transfer_out(
@@ -152,14 +156,20 @@ async def test_money_requests_stay_within_their_round_trips(
         ),
         201,
     )
+    assert not any("FOR UPDATE" in statement for statement in statements), statements
+    for table in ("UPDATE agent_usage", "UPDATE agent_audit_heads", "ledger_accounts", "platpay_expect("):
+        assert table in statements[-1], (table, statements[-1])
 
     holder = await cards.approved_cardholder(api, auth)
     source = await cards.funded_account(api, auth, holder["id"], 1_000_000)
     runner = JobRunner(served.database, served.app.state.settings, name="round-trips", listen=False)
     card = await cards.active_card(api, auth, runner, holder["id"], [source["id"]])
-    await _measured(
+    statements = await _measured(
         counter,
         "POST /sandbox/cards/{id}/simulate/authorization",
         lambda: cards.simulate(api, auth, card["id"], "authorization", cards.opening_body(500)),
         202,
     )
+    assert "FOR UPDATE" not in statements[1] and "ledger_accounts" in statements[1], statements[1]
+    for table in ("card_transactions", "ledger_accounts", "ledger_holds", "events", "platpay_expect("):
+        assert table in statements[2], (table, statements[2])

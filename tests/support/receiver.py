@@ -52,6 +52,9 @@ class WebhookReceiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
+                if len(body) < length:  # its sender died mid-request (a killed worker): nothing was delivered
+                    self.close_connection = True
+                    return
                 if not receiver._released.is_set():
                     with receiver._lock:
                         receiver.hung += 1
