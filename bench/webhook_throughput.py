@@ -77,6 +77,8 @@ from transfer_out import BASE_PATH, seed, write_wrk_lua
 
 COUNTS = "SELECT count(*), count(*) FILTER (WHERE status = 'PENDING') FROM webhook_deliveries"
 COUNTS_SQLITE = "SELECT count(*), coalesce(sum(status = 'PENDING'), 0) FROM webhook_deliveries"
+# The settlement backlog: default-lane jobs (transfer steps) not finished yet, due or scheduled.
+UNSETTLED = "SELECT count(*) FROM jobs WHERE lane = 'default' AND state IN ('QUEUED', 'RUNNING')"
 
 
 class Counter:
@@ -91,15 +93,21 @@ class Counter:
         self.conn: Any = None
 
     def read(self) -> tuple[int, int]:
+        total, pending, _ = self.read_all()
+        return total, pending
+
+    def read_all(self) -> tuple[int, int, int]:
+        """(delivery rows, PENDING deliveries, unfinished default-lane jobs)."""
         with self.lock:
             if self.sqlite:
                 path = self.url.split("///", 1)[1]
                 conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
                 try:
                     total, pending = conn.execute(COUNTS_SQLITE).fetchone()
+                    (unsettled,) = conn.execute(UNSETTLED).fetchone()
                 finally:
                     conn.close()
-                return int(total), int(pending)
+                return int(total), int(pending), int(unsettled)
             import asyncpg
 
             if self.loop is None:
@@ -110,7 +118,8 @@ class Counter:
                         dsn = self.url.replace("postgresql+asyncpg://", "postgresql://")
                         self.conn = self.loop.run_until_complete(asyncpg.connect(dsn, timeout=10))
                     row = self.loop.run_until_complete(self.conn.fetchrow(COUNTS))
-                    return int(row[0]), int(row[1])
+                    unsettled = self.loop.run_until_complete(self.conn.fetchval(UNSETTLED))
+                    return int(row[0]), int(row[1]), int(unsettled)
                 except (OSError, asyncpg.PostgresError):
                     self.conn = None
                     if attempt == 29:
@@ -148,6 +157,12 @@ def wait_drained(counter: Counter, limit: float) -> None:
         time.sleep(1.0)
 
 
+def worker_lanes(args: argparse.Namespace) -> list[str]:
+    """The `--lanes` of each `platpay worker` process ("": every lane): `--workers` of `--worker-lanes`,
+    then `--webhook-workers` of `webhooks` only."""
+    return [args.worker_lanes] * args.workers + ["webhooks"] * args.webhook_workers
+
+
 class Deployment:
     """The server and its job runners; the runners switched off while a backlog is built (PostgreSQL: the
     `platpay worker` processes stopped; SQLite: `serve` restarted without its embedded runner)."""
@@ -181,11 +196,11 @@ class Deployment:
                 PLATPAY_VAR_DIR=str(self.workdir / self.name / "var"),
                 **self.extra,
             )
-            for index in range(self.args.workers):
+            for index, lanes in enumerate(worker_lanes(self.args)):
                 log = (self.workdir / self.name / f"worker{index}.log").open("ab")
                 self.workers.append(
                     subprocess.Popen(
-                        [str(BIN / "platpay"), "worker"],
+                        [str(BIN / "platpay"), "worker", *(["--lanes", lanes] if lanes else [])],
                         cwd=self.workdir / self.name,
                         env=env,
                         stdout=log,
@@ -202,6 +217,11 @@ class Deployment:
             {**self.extra, "PLATPAY_RUN_EMBEDDED_WORKER": "true" if on else "false"},
             credentials=self.target.credentials,
         )
+
+    @property
+    def webhook_worker_pids(self) -> list[int]:
+        """The `--webhook-workers` (`--lanes webhooks`) processes: they come last."""
+        return [process.pid for process in self.workers[len(self.workers) - self.args.webhook_workers :]]
 
     @property
     def runner_pids(self) -> list[int]:
@@ -252,9 +272,10 @@ def one_round(
         return sum(tree_cpu_seconds(pid) or 0.0 for pid in pids)
 
     serve_pid = deployment.target.proc.pid
-    created0, pending0 = counter.read()
+    created0, pending0, unsettled0 = counter.read_all()
     got0 = received(receiver_port)
     serve0, run0 = cpu([serve_pid]), cpu(deployment.runner_pids if postgres else [])
+    hooks0 = cpu(deployment.webhook_worker_pids if postgres else [])
     pg0 = pg_cpu_seconds() if postgres else None
     busy0 = system_busy_seconds()
     samples: list[tuple[float, int, int]] = [(0.0, got0, pending0)]  # (t, received, pending)
@@ -272,9 +293,10 @@ def one_round(
     loaded = time.monotonic() - started
     stop_sampling.set()
     sampler.join()
-    created1, pending1 = counter.read()
+    created1, pending1, unsettled1 = counter.read_all()
     got1 = received(receiver_port)
     serve1, run1 = cpu([serve_pid]), cpu(deployment.runner_pids if postgres else [])
+    hooks1 = cpu(deployment.webhook_worker_pids if postgres else [])
     pg1 = pg_cpu_seconds() if postgres else None
     busy1 = system_busy_seconds()
     # deliveries/s over the sampling intervals that ended with a backlog still waiting (never starved)
@@ -309,11 +331,18 @@ def one_round(
         "busy_share": busy_t / loaded,
         "ratio": capacity / (events / loaded) if capacity and events else None,
         "backlog_end": pending1,
+        "unsettled_start": unsettled0,
+        "unsettled_end": unsettled1,
+        "unsettled_trend_s": (unsettled1 - unsettled0) / loaded,
         "trend_s": slope([(t, float(p)) for t, _, p in samples]),
         "drain_s": (got2 - got1) / drained_in if drained_in > 0 and got2 > got1 else None,
         "drained_in": drained_in if pending == 0 else None,
         "left": pending,
         "runner_cpu_us": runner_cpu * 1e6 / deliveries if deliveries else None,
+        # the --webhook-workers alone (they deliver and do nothing else)
+        "webhook_worker_cpu_us": (hooks1 - hooks0) * 1e6 / deliveries
+        if deliveries and deployment.webhook_worker_pids
+        else None,
         "serve_cpu_us": (serve1 - serve0) * 1e6 / max(1, deliveries) if postgres else None,
         "pg_cpu_us": ((pg1 - pg0) * 1e6 / deliveries)
         if postgres and deliveries and pg0 is not None and pg1 is not None
@@ -331,13 +360,19 @@ def show(name: str, round_no: int, row: dict[str, Any]) -> None:
         f"events {row['events_s']:.0f}/s; deliveries {row['deliveries_s']:.0f}/s, "
         f"{f(row['capacity_s'], '.0f')}/s while a backlog waited ({row['busy_share']:.0%} of the load; "
         f"backlog {row['backlog_start']} at the start); ratio {f(row['ratio'], '.2f')}; backlog at the end "
-        f"{row['backlog_end']} (trend {row['trend_s']:+.1f}/s); then alone {f(row['drain_s'], '.0f')}/s, "
+        f"{row['backlog_end']} (trend {row['trend_s']:+.1f}/s); settlement jobs unfinished "
+        f"{row['unsettled_start']} -> {row['unsettled_end']} ({row['unsettled_trend_s']:+.1f}/s); then alone {f(row['drain_s'], '.0f')}/s, "
         f"emptied in {f(row['drained_in'], '.0f')} s (left {row['left']}); "
         f"runner CPU {f(row['runner_cpu_us'], '.0f')} us/delivery"
         + (
             f" (serve {f(row['serve_cpu_us'], '.0f')}, postgres {f(row['pg_cpu_us'], '.0f')})"
             if row["serve_cpu_us"] is not None
             else " (serve: transfers included)"
+        )
+        + (
+            f", of which the webhook workers {row['webhook_worker_cpu_us']:.0f}"
+            if row["webhook_worker_cpu_us"] is not None
+            else ""
         )
         + f"; other load {f(row['other_cores'], '.2f')} cores",
         flush=True,
@@ -400,7 +435,8 @@ def summary(name: str, rows: list[dict[str, Any]]) -> None:
     print(
         f"{name}: median [min-max] of {len(rows)}: events/s {spread('events_s', '.0f')}, "
         f"deliveries/s {spread('deliveries_s', '.0f')}, while backlogged {spread('capacity_s', '.0f')}, ratio {spread('ratio', '.2f')}, "
-        f"backlog trend {spread('trend_s', '+.0f')}/s, runner CPU/delivery {spread('runner_cpu_us', '.0f')} us, "
+        f"backlog trend {spread('trend_s', '+.0f')}/s, settlement backlog trend "
+        f"{spread('unsettled_trend_s', '+.0f')}/s, runner CPU/delivery {spread('runner_cpu_us', '.0f')} us, "
         f"other load {spread('other_cores', '.2f')} cores",
         flush=True,
     )
@@ -414,6 +450,17 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of money load per round")
     parser.add_argument("--connections", type=int, default=8, help="wrk connections sending transfers")
     parser.add_argument("--workers", type=int, default=2, help="`platpay worker` processes (PostgreSQL)")
+    parser.add_argument(
+        "--worker-lanes",
+        default="",
+        help="`--lanes` of those `--workers` processes (default: every lane), e.g. default,messages",
+    )
+    parser.add_argument(
+        "--webhook-workers",
+        type=int,
+        default=0,
+        help="more `platpay worker --lanes webhooks` processes beside `--workers` (PostgreSQL; default 0)",
+    )
     parser.add_argument("--customers", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument(
@@ -427,6 +474,9 @@ def main() -> None:
     parser.add_argument("--pool-size", type=int, default=8, help="PLATPAY_DB_POOL_SIZE of every process")
     parser.add_argument("--pg-admin-url", default=DEFAULT_PG_ADMIN)
     parser.add_argument(
+        "--pg-prefix", default="platpay_bench_hook", help="the PostgreSQL database's name: <prefix>_<random>"
+    )
+    parser.add_argument(
         "--env",
         action="append",
         default=[],
@@ -434,8 +484,16 @@ def main() -> None:
         help="a setting for every platpay process (repeatable): --env PLATPAY_WEBHOOK_BATCH_SIZE=64",
     )
     args = parser.parse_args()
+    if "postgres" in args.backends.split(",") and not worker_lanes(args):
+        parser.error("PostgreSQL needs at least one worker: --workers or --webhook-workers")
     wrk = ensure_wrk()
     print(f"webhook_throughput: {machine_summary()}; code from {__import__('platpay').__file__}", flush=True)
+    if "postgres" in args.backends.split(","):
+        print(
+            "postgres workers: "
+            + ", ".join(f"--lanes {lanes}" if lanes else "every lane" for lanes in worker_lanes(args)),
+            flush=True,
+        )
     results: dict[str, list[dict[str, Any]]] = {}
     workdir = Path(tempfile.mkdtemp(prefix="pp-bench-hook-"))
     try:
@@ -445,7 +503,7 @@ def main() -> None:
                 if reason:
                     print(f"postgres: skipped ({reason})")
                     continue
-                with pg_database(args.pg_admin_url, prefix="platpay_bench_hook") as url:
+                with pg_database(args.pg_admin_url, prefix=args.pg_prefix) as url:
                     results[name] = run_backend(name, url, args, wrk, workdir)
             elif name == "sqlite":
                 (workdir / "sqlite").mkdir(exist_ok=True)

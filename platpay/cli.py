@@ -345,15 +345,34 @@ def _run_on_chosen_loop(settings: Settings, coroutine: Coroutine[Any, Any, None]
 
 @app.command()
 def worker(
-    concurrency: Annotated[int | None, typer.Option(help="jobs run at once (at least 1)", min=1)] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(help="default-lane jobs run at once (at least 1)", min=1)
+    ] = None,
+    lanes: Annotated[
+        str | None,
+        typer.Option(
+            help="comma-separated lanes this worker claims, of: default (settlement steps, expiries, "
+            "imports and every other state-changing job), webhooks, messages. All of them if not given. "
+            "E.g. `--lanes webhooks` beside workers with `--lanes default,messages`: deliveries get "
+            "processes (CPU) of their own. Every lane needs a worker that claims it."
+        ),
+    ] = None,
 ) -> None:
     """Run the job runner (webhook delivery, settlement steps, imports, expiries) as its own process
     (once the database answers: it waits for one that is restarting)."""
     from platpay import domains, metrics
     from platpay.db.database import Database
+    from platpay.jobs import registry
     from platpay.jobs.runner import JobRunner
 
     settings = _settings(job_concurrency=concurrency)
+    lane_names: list[str] | None = None
+    if lanes is not None:  # checked before waiting for the database: a typo fails at once
+        domains.load_jobs(settings.job_plugins)
+        try:
+            lane_names = [lane.name for lane in registry.chosen_lanes(lanes.split(","))]
+        except registry.UnknownLane as error:
+            raise typer.BadParameter(str(error), param_hint="'--lanes'") from None
     _require_master_key(settings, "worker")
     wait = _startup_wait(settings)
     with _starting("worker", settings):
@@ -365,7 +384,7 @@ def worker(
 
     async def main() -> None:
         db = Database.from_settings(settings)
-        runner = JobRunner(db, settings, name=f"worker-{os.getpid()}")
+        runner = JobRunner(db, settings, name=f"worker-{os.getpid()}", lanes=lane_names)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, runner.stop)

@@ -332,10 +332,11 @@ class Settings(BaseSettings):
         default=8, ge=1, description="deliveries in flight to one endpoint at once, across every worker"
     )
     webhook_batch_size: int = Field(
-        default=16,
+        default=64,
         ge=1,
         description="deliveries to one endpoint a worker takes at once per in-flight slot: sent one after "
-        "the other over a kept-alive connection, each signed on its own, recorded in one transaction",
+        "the other over a kept-alive connection, each signed on its own, recorded in one transaction (a "
+        "worker that dies meanwhile leaves them to be sent again: at least once)",
     )
     webhook_failing_after: int = Field(
         default=5,

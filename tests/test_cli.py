@@ -134,6 +134,47 @@ class TestWorkerOptions:
         assert result.exit_code == 2, result.output
         assert "Invalid value for '--concurrency'" in plain(result.output)
 
+    def test_an_unknown_lane_is_refused_naming_the_lanes_there_are(self, served, tmp_path):
+        result = invoke("worker", "--lanes", "webhooks,webhook")
+        assert result.exit_code == 2, result.output
+        assert (
+            "Invalid value for '--lanes': unknown lane 'webhook'; the lanes are: default, messages, webhooks"
+            in plain(result.output)
+        )
+        assert not (tmp_path / "cli.db").exists()  # refused before touching the database
+
+    def test_no_lane_at_all_is_refused(self, served):
+        result = invoke("worker", "--lanes", " , ")
+        assert result.exit_code == 2, result.output
+        assert "Invalid value for '--lanes': no lane named" in plain(result.output)
+
+    @pytest.mark.parametrize(
+        ("flags", "claimed"),
+        [
+            ([], ["default", "webhooks", "messages"]),
+            (["--lanes", "webhooks"], ["webhooks"]),
+            (["--lanes", " messages , default "], ["default", "messages"]),
+        ],
+    )
+    def test_the_worker_claims_the_lanes_named_or_every_lane(self, served, monkeypatch, flags, claimed):
+        from platpay.jobs.runner import JobRunner
+
+        seen: list[list[str]] = []
+
+        async def record_lanes(runner: JobRunner) -> None:
+            seen.append([lane.name for lane in runner.lanes()])
+            raise ServerStarted
+
+        monkeypatch.setattr(JobRunner, "run_forever", record_lanes)
+        result = invoke("worker", *flags)
+        assert isinstance(result.exception, ServerStarted), result.output
+        assert sorted(seen[0]) == sorted(claimed)
+
+    def test_help_lists_the_lanes_option(self):
+        result = invoke("worker", "--help")
+        assert result.exit_code == 0
+        assert "--lanes" in result.output and "webhooks" in result.output
+
 
 class TestPlatformCreate:
     def test_regulated_and_unregulated_together_are_refused(self, served, tmp_path):

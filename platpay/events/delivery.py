@@ -21,13 +21,13 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
 from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookSandboxFaultsRow
+from platpay.events.sender import ConnectTimeout, InvalidAnswer, Sender
 from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs.registry import batch_handler, handler
 from platpay.jobs.runner import JobContext, RetryLater, finish_together
@@ -72,29 +72,24 @@ def on_reply(event_type: str) -> Callable[[ReplyHook], ReplyHook]:
     return register
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
+_senders: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Sender] = weakref.WeakKeyDictionary()
 
 
-def _client() -> httpx.AsyncClient:
+def _sender() -> Sender:
+    """The event loop's sender: its connections are kept alive per endpoint (never through a proxy, never
+    following a redirect)."""
     loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None:
-        client = httpx.AsyncClient(
-            follow_redirects=False,
-            trust_env=False,  # never route webhooks through an environment proxy
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),  # reused per endpoint
-        )
-        _clients[loop] = client
-    return client
+    sender = _senders.get(loop)
+    if sender is None:
+        sender = _senders[loop] = Sender()
+    return sender
 
 
 async def close_clients() -> None:
     loop = asyncio.get_running_loop()
-    client = _clients.pop(loop, None)
-    if client is not None:
-        await client.aclose()
+    sender = _senders.pop(loop, None)
+    if sender is not None:
+        await sender.close()
 
 
 def envelope(*, delivery_id: str, event_type: str, data: Any, at: datetime) -> bytes:
@@ -110,31 +105,21 @@ async def send(
 ) -> AttemptResult:
     started = clock.monotonic()
     try:
-        async with asyncio.timeout(timeout):  # the whole exchange; httpx bounds each phase on its own
-            async with _client().stream(
-                "POST",
+        async with asyncio.timeout(timeout):  # the whole exchange, connecting included
+            answer = await _sender().post(
                 url,
-                content=body,
-                headers=headers,
-                timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
-            ) as response:
-                chunks: list[bytes] = []
-                size = 0
-                async for chunk in response.aiter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size >= max_chars * 4:
-                        break
-                text = b"".join(chunks).decode("utf-8", errors="replace")[:max_chars]
-                latency = int((clock.monotonic() - started) * 1000)
-                return AttemptResult(response.status_code, text, latency, None)
-    except httpx.ConnectTimeout:
-        error = f"could not connect within {min(connect_timeout, timeout):g}s"
-    except (httpx.TimeoutException, TimeoutError):
+                body,
+                headers,
+                connect_timeout=min(connect_timeout, timeout),
+                body_limit=max_chars * 4,  # UTF-8: at most 4 bytes a character
+            )
+        text = answer.body.decode("utf-8", errors="replace")[:max_chars]
+        return AttemptResult(answer.status, text, int((clock.monotonic() - started) * 1000), None)
+    except ConnectTimeout as exc:
+        error = str(exc)
+    except TimeoutError:
         error = f"timed out after {timeout:g}s"
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
-    except OSError as exc:
+    except (OSError, InvalidAnswer, ValueError) as exc:
         error = f"{type(exc).__name__}: {exc}"[:500]
     return AttemptResult(None, None, int((clock.monotonic() - started) * 1000), error)
 

@@ -6,7 +6,7 @@ own, if their jobs must not compete with others for capacity) at import; discove
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,24 @@ def lane(definition: Lane) -> Lane:
 
 def lanes() -> tuple[Lane, ...]:
     return tuple(_LANES.values())
+
+
+class UnknownLane(ValueError):
+    """A lane named (a worker's `--lanes`) that no domain registered."""
+
+
+def chosen_lanes(names: Iterable[str]) -> tuple[Lane, ...]:
+    """The registered lanes named (in registration order); an unknown or missing name raises UnknownLane,
+    which says which lanes there are. A runner given a subset claims only those lanes' jobs."""
+    wanted = {name.strip() for name in names if name.strip()}
+    unknown = sorted(wanted - _LANES.keys())
+    known = ", ".join(sorted(_LANES))
+    if unknown:
+        listed = ", ".join(repr(name) for name in unknown)
+        raise UnknownLane(f"unknown lane{'s' if len(unknown) > 1 else ''} {listed}; the lanes are: {known}")
+    if not wanted:
+        raise UnknownLane(f"no lane named; the lanes are: {known}")
+    return tuple(definition for name, definition in _LANES.items() if name in wanted)
 
 
 # Housekeeping a domain needs done now and then (deleting expired rows), run by every runner's maintenance

@@ -19,7 +19,7 @@ import contextlib
 import random
 import traceback
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -177,12 +177,24 @@ async def finish_together(session: AsyncSession, contexts: list[JobContext]) -> 
 
 
 class JobRunner:
+    """Claims and runs the jobs of every lane, or with `lanes` (names, checked: `registry.UnknownLane`) of
+    those lanes only (`platpay worker --lanes webhooks`: a process that only delivers webhooks, beside
+    workers that run the rest). Every lane needs some runner that claims it, or its jobs wait."""
+
     def __init__(
-        self, db: Database, settings: Settings, *, name: str | None = None, listen: bool = True
+        self,
+        db: Database,
+        settings: Settings,
+        *,
+        name: str | None = None,
+        listen: bool = True,
+        lanes: Iterable[str] | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
         self.name = name or f"runner-{uuid.uuid4().hex[:8]}"
+        # None: every lane registered, read at each claim (a plugin's lane registered later included)
+        self._only = None if lanes is None else tuple(lane.name for lane in registry.chosen_lanes(lanes))
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._running: dict[str, set[asyncio.Task[None]]] = {}  # by lane
@@ -202,6 +214,8 @@ class JobRunner:
 
     def _on_commit(self, session: LeanSession) -> None:
         lanes = session.info.pop(ENQUEUED_FLAG, None)
+        if lanes and self._only is not None:
+            lanes = set(lanes).intersection(self._only)  # another runner claims the others
         if lanes:
             self._maybe_due.update(lanes)
             self._polled.difference_update(lanes)
@@ -217,6 +231,12 @@ class JobRunner:
 
     def _all_running(self) -> set[asyncio.Task[None]]:
         return set().union(*self._running.values())
+
+    def lanes(self) -> tuple[registry.Lane, ...]:
+        """The lanes this runner claims."""
+        if self._only is None:
+            return registry.lanes()
+        return tuple(lane for lane in registry.lanes() if lane.name in self._only)
 
     def wake(self) -> None:
         self._wake.set()
@@ -477,7 +497,7 @@ class JobRunner:
         """In every lane (or only those that may have due jobs), claim what fits in its free slots and
         start it; returns how many were started."""
         started = 0
-        for lane in registry.lanes():
+        for lane in self.lanes():
             if not every_lane and lane.name not in self._maybe_due:
                 continue
             running = self._running.setdefault(lane.name, set())
@@ -611,11 +631,11 @@ class JobRunner:
         return pruned
 
     async def run_forever(self) -> None:
-        log.info("jobs.runner_started", runner=self.name)
+        log.info("jobs.runner_started", runner=self.name, lanes=[lane.name for lane in self.lanes()])
         every_lane_at = 0.0  # when every lane is next claimed, due or not (jobs due by time, other processes)
         while not self._stopping.is_set():
             if clock.monotonic() >= every_lane_at:
-                names = {lane.name for lane in registry.lanes()}
+                names = {lane.name for lane in self.lanes()}
                 self._polled.update(names - self._maybe_due)
                 self._maybe_due.update(names)
                 every_lane_at = clock.monotonic() + self.settings.job_poll_seconds

@@ -298,3 +298,56 @@ class TestLanes:
         await runner.run_until_idle()
         for job_id in webhooks + default:
             assert (await _job(db, job_id)).state == "DONE"
+
+
+class TestRunnerOfSomeLanes:
+    """`JobRunner(lanes=...)` (`platpay worker --lanes`): a runner claims the jobs of its lanes only, and the
+    runners of the other lanes do the rest."""
+
+    async def test_it_runs_only_its_lanes_jobs_and_the_others_wait_for_their_runner(self, db, settings):
+        webhooks = await _enqueue(db, "system.noop", n=3, lane="webhooks", concurrency_key="K")
+        messages = await _enqueue(db, "system.noop", n=2, lane="messages")
+        default = await _enqueue(db, "system.noop", n=2)
+        delivering = JobRunner(db, settings, name="webhooks-only", listen=False, lanes=["webhooks"])
+        assert [lane.name for lane in delivering.lanes()] == ["webhooks"]
+        assert await delivering.run_until_idle() >= 1
+        for job_id in webhooks:
+            assert (await _job(db, job_id)).state == "DONE"
+        for job_id in messages + default:
+            assert (await _job(db, job_id)).state == "QUEUED"
+        rest = JobRunner(db, settings, name="the-rest", listen=False, lanes=["default", "messages"])
+        await rest.run_until_idle()
+        for job_id in messages + default:
+            assert (await _job(db, job_id)).state == "DONE"
+
+    async def test_running_for_ever_it_claims_new_jobs_of_its_lanes_only(self, db, settings):
+        delivering = JobRunner(db, settings, name="webhooks-only", lanes=["webhooks"])
+        task = asyncio.create_task(delivering.run_forever())
+        try:
+            [webhook] = await _enqueue(db, "system.noop", lane="webhooks", concurrency_key="K")
+            [settlement] = await _enqueue(db, "system.noop")
+            for _ in range(200):
+                if (await _job(db, webhook)).state == "DONE":
+                    break
+                await asyncio.sleep(0.02)
+            assert (await _job(db, webhook)).state == "DONE"
+            await asyncio.sleep(settings.job_poll_seconds * 4)  # several polls of every lane it claims
+            assert (await _job(db, settlement)).state == "QUEUED"
+        finally:
+            delivering.stop()
+            await task
+
+    @pytest.mark.parametrize(
+        ("names", "message"),
+        [
+            (["webhooks", "webhook"], "unknown lane 'webhook'; the lanes are: default, messages, webhooks"),
+            (["Default", "x"], "unknown lanes 'Default', 'x'; the lanes are: default, messages, webhooks"),
+            ([" "], "no lane named; the lanes are: default, messages, webhooks"),
+        ],
+    )
+    async def test_a_lane_that_does_not_exist_is_refused_naming_those_that_do(
+        self, db, settings, names, message
+    ):
+        with pytest.raises(registry.UnknownLane) as refused:
+            JobRunner(db, settings, listen=False, lanes=names)
+        assert str(refused.value) == message
