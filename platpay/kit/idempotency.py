@@ -5,8 +5,10 @@ an effect without its key or a key without its effect:
 
 1. On PostgreSQL take a transaction-scoped advisory lock on (tenant, key), in the same statement that
    reads the stored response; if another request holds the lock, that duplicate is in flight: 409
-   IDEMPOTENCY_KEY_IN_USE (retry later). On SQLite writers are already serialized, so a duplicate simply
-   waits and then finds the stored response.
+   IDEMPOTENCY_KEY_IN_USE (retry later). (In a lean transaction that has not begun, db/lean.py, the read
+   runs in autocommit and its lock guards only that read: a duplicate that runs meanwhile is caught by the
+   key's primary key in step 3.) On SQLite writers are already serialized, so a duplicate simply waits and
+   then finds the stored response.
 2. A stored response for the key: same request fingerprint (method, path, body, calling API token) ->
    replay the identical status and body; a different fingerprint -> 400 INVALID_INPUT with
    details.reason IDEMPOTENCY_KEY_REUSED (the reference's 400 codes have none of its own), nothing
