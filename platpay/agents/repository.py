@@ -244,27 +244,7 @@ _AGENT_WITH_USAGE_SELECT = (
 )
 _AGENT_WITH_USAGE = Lean(_AGENT_WITH_USAGE_SELECT.with_for_update(of=AgentUsageRow))
 _AGENT_WITH_USAGE_READ = Lean(_AGENT_WITH_USAGE_SELECT)  # unlocked: see _READ_USAGE
-_USAGE_WRITE_IF_AS_READ = Lean(  # (its RETURNING: that it found the row as read)
-    update(AgentUsageRow)
-    .where(
-        AgentUsageRow.agent_id == bindparam("usage_agent_id"),
-        AgentUsageRow.day.is_not_distinct_from(bindparam("read_day")),
-        AgentUsageRow.daily_spend == bindparam("read_daily_spend"),
-        AgentUsageRow.daily_count == bindparam("read_daily_count"),
-        AgentUsageRow.month.is_not_distinct_from(bindparam("read_month")),
-        AgentUsageRow.monthly_spend == bindparam("read_monthly_spend"),
-    )
-    .values(
-        day=bindparam("new_day"),
-        daily_spend=bindparam("new_daily_spend"),
-        daily_count=bindparam("new_daily_count"),
-        month=bindparam("new_month"),
-        monthly_spend=bindparam("new_monthly_spend"),
-        updated_at=bindparam("new_updated_at"),
-    )
-    .returning(AgentUsageRow.agent_id)
-)
-_USAGE_WRITE = Lean(
+_USAGE_SET = (
     update(AgentUsageRow)
     .where(AgentUsageRow.agent_id == bindparam("usage_agent_id"))
     .values(
@@ -275,6 +255,16 @@ _USAGE_WRITE = Lean(
         monthly_spend=bindparam("new_monthly_spend"),
         updated_at=bindparam("new_updated_at"),
     )
+)
+_USAGE_WRITE = Lean(_USAGE_SET)
+_USAGE_WRITE_IF_AS_READ = Lean(  # (its RETURNING: that it found the row as read)
+    _USAGE_SET.where(
+        AgentUsageRow.day.is_not_distinct_from(bindparam("read_day")),
+        AgentUsageRow.daily_spend == bindparam("read_daily_spend"),
+        AgentUsageRow.daily_count == bindparam("read_daily_count"),
+        AgentUsageRow.month.is_not_distinct_from(bindparam("read_month")),
+        AgentUsageRow.monthly_spend == bindparam("read_monthly_spend"),
+    ).returning(AgentUsageRow.agent_id)
 )
 
 

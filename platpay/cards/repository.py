@@ -61,10 +61,9 @@ async def get_card(
 
 
 _CARDS, _SOURCES = CardRow.__table__, CardFundingSourceRow.__table__
-# An authorization's one read (the fast path, bench/README.md "cards"): the card locked FOR UPDATE (only the
-# card: FOR UPDATE OF, the sources are read, not locked) with its funding sources in priority order, one row
-# per source (one row with a NULL source for a card without any).
-_AUTHORIZING = Lean(
+# An authorization's card with its funding sources in priority order, one row per source (one row with a NULL
+# source for a card without any), its cardholder's platformCustomerId and its version (see below).
+_CARD_WITH_SOURCES = (
     select(
         _CARDS.c.id,
         _CARDS.c.state,
@@ -73,12 +72,15 @@ _AUTHORIZING = Lean(
         _SOURCES.c.account_id,
         _CARDS.c.cardholder_id,
         customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
+        _CARDS.c.version,
     )
     .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
     .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
     .order_by(_SOURCES.c.position)
-    .with_for_update(of=_CARDS)
 )
+# The careful attempt's read (bench/README.md "cards"): the card locked FOR UPDATE (only the card: FOR UPDATE
+# OF, the sources are read, not locked).
+_AUTHORIZING = Lean(_CARD_WITH_SOURCES.with_for_update(of=_CARDS))
 
 
 # The fast path's one read, without a lock (an AUTHORIZATION's lean attempt, `ledger.BalanceOrder.LAST`): the
@@ -94,21 +96,7 @@ _AUTHORIZING = Lean(
 _AUTHORIZING_AT_ONCE = Lean(
     ledger_service.with_balance(
         accounts_service.with_internal(
-            select(
-                _CARDS.c.id,
-                _CARDS.c.state,
-                _CARDS.c.currency,
-                _CARDS.c.max_spend_per_transaction,
-                _SOURCES.c.account_id,
-                _CARDS.c.cardholder_id,
-                customers_service.platform_customer_id_of(_CARDS.c.cardholder_id),
-                _CARDS.c.version,
-            )
-            .select_from(_CARDS.outerjoin(_SOURCES, _SOURCES.c.card_id == _CARDS.c.id))
-            .where(_CARDS.c.id == bindparam("card_id"), _CARDS.c.tenant_id == bindparam("tenant_id"))
-            .order_by(_SOURCES.c.position),
-            account_id=_SOURCES.c.account_id,
-            tenant_id=_CARDS.c.tenant_id,
+            _CARD_WITH_SOURCES, account_id=_SOURCES.c.account_id, tenant_id=_CARDS.c.tenant_id
         ),
         account_id=_SOURCES.c.account_id,
     )
@@ -168,7 +156,7 @@ async def card_for_authorization(
     found = await lean.rows(session, _AUTHORIZING, {"card_id": card_id, "tenant_id": tenant_id})
     if not found:
         return None
-    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id = found[0]
+    card_id_, state, currency, max_spend, _, cardholder_id, platform_customer_id, _ = found[0]
     return (
         (card_id_, state, currency, max_spend),
         [row[4] for row in found if row[4] is not None],

@@ -125,18 +125,21 @@ async def apply(
 ) -> tuple[int, int] | None:
     """Move one account's buckets; its new (available, held), or None when refused (it would go
     negative, or there is no such account in that currency)."""
-    return await lean.first(
-        session,
-        _APPLY,
-        {
-            "account_id": account_id,
-            "tenant": tenant_id,
-            "ccy": currency,
-            "d_available": d_available,
-            "d_held": d_held,
-            "now": now,
-        },
-    )
+    params = _apply_params(tenant_id, account_id, currency, d_available, d_held, now)
+    return await lean.first(session, _APPLY, params)
+
+
+def _apply_params(
+    tenant_id: str, account_id: str, currency: str, d_available: int, d_held: int, now: datetime
+) -> dict[str, Any]:
+    return {
+        "account_id": account_id,
+        "tenant": tenant_id,
+        "ccy": currency,
+        "d_available": d_available,
+        "d_held": d_held,
+        "now": now,
+    }
 
 
 async def apply_deferred(
@@ -157,14 +160,7 @@ async def apply_deferred(
     return await lean.defer_returning(
         session,
         _APPLY,
-        {
-            "account_id": account_id,
-            "tenant": tenant_id,
-            "ccy": currency,
-            "d_available": d_available,
-            "d_held": d_held,
-            "now": now,
-        },
+        _apply_params(tenant_id, account_id, currency, d_available, d_held, now),
         row=account_id,
         last=True,  # the balance row: locked after what the operation decided by (a card, an agent's usage)
     )

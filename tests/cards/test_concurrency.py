@@ -137,6 +137,24 @@ async def test_a_clearing_racing_the_expiry_takes_the_hold_once(client, auth, ru
     await assert_ledger_verifies(db)
 
 
+async def _waits_on_a_lock(db, pending: asyncio.Task) -> bool:
+    """Whether a statement of the database waits on a lock before `pending` is done (polled for ~4 s)."""
+    for _ in range(200):
+        async with db.read() as probe:
+            waiting = (
+                await probe.execute(
+                    text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()"
+                    )
+                )
+            ).scalar_one()
+        if waiting or pending.done():
+            return bool(waiting)
+        await asyncio.sleep(0.02)
+    return False
+
+
 async def _raced(client) -> float:
     async with httpx.AsyncClient(transport=client._transport, base_url="http://testserver") as root:
         scraped = (await root.get("/metrics")).text
@@ -163,20 +181,8 @@ async def test_a_source_spent_between_decision_and_hold_is_decided_again(client,
         pending = asyncio.create_task(  # the authorization, decided in its request
             simulate(client, auth, setup["card"], "authorization", opening_body(600))
         )
-        for _ in range(200):  # until the authorization waits on the balance row this transaction holds
-            async with db.read() as probe:
-                waiting = (
-                    await probe.execute(
-                        text(
-                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                            "AND datname = current_database()"
-                        )
-                    )
-                ).scalar_one()
-            if waiting or pending.done():
-                break
-            await asyncio.sleep(0.02)
-        assert waiting, "the authorization never waited on the balance row"
+        # until the authorization waits on the balance row this transaction holds
+        assert await _waits_on_a_lock(db, pending), "the authorization never waited on the balance row"
     accepted = await pending
     assert accepted.status_code == 202, accepted.text
     [declined] = await _transactions(client, auth, setup["card"])  # the rolled-back approval left no trace
@@ -202,20 +208,8 @@ async def test_a_card_frozen_between_decision_and_writes_is_decided_again(client
         pending = asyncio.create_task(
             simulate(client, auth, setup["card"], "authorization", opening_body(600))
         )
-        for _ in range(200):  # until the authorization's writes wait on the card this transaction holds
-            async with db.read() as probe:
-                waiting = (
-                    await probe.execute(
-                        text(
-                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                            "AND datname = current_database()"
-                        )
-                    )
-                ).scalar_one()
-            if waiting or pending.done():
-                break
-            await asyncio.sleep(0.02)
-        assert waiting, "the authorization never waited on the card"
+        # until the authorization's writes wait on the card this transaction holds
+        assert await _waits_on_a_lock(db, pending), "the authorization never waited on the card"
     accepted = await pending
     assert accepted.status_code == 202, accepted.text
     [declined] = await _transactions(client, auth, setup["card"])  # the rolled-back approval left no trace
