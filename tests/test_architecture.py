@@ -211,7 +211,7 @@ LEAN_MODULES = {
     "accounts/repository.py",  # the transfer path's one read
     "payments/repository.py",
     "agents/repository.py",  # an agent's bearer token: one read per request, like auth's
-    "cards/repository.py",  # an authorization's card read (FOR UPDATE, with its sources) and its INSERT
+    "cards/repository.py",  # an authorization's card read (with its sources) and its INSERT
     "wallets/repository.py",  # an EMAIL_OTP login's statements (the target: >= 200 logins/s)
     "kit/rate_limits.py",  # the limits' one upsert (every wallet challenge and verify counts)
     "messages/repository.py",  # queueing and sending a message (an OTP email per login challenge)

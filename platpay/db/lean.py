@@ -27,10 +27,10 @@ inserts or reads are snapshots, never attached; an ORM call on it raises at once
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
 idempotency keys and payments' transactions; the transfer path's one read of its two accounts and their
-owner (accounts' repository, the owner's part built by customers'); a card authorization's card read and
-card transaction INSERT (cards' repository); an agent's money request's agent and usage, action
-and audit append (agents' repository); plus authentication's one read per
-request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
+owner (accounts' repository, the owner's part built by customers'); a card authorization's card read (with
+its sources' accounts and balances appended by their domains) and card transaction INSERT (cards'
+repository); an agent's money request's agent and usage, action and audit append (agents' repository); plus
+authentication's one read per request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
 """
 
 from __future__ import annotations
