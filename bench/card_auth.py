@@ -67,7 +67,7 @@ from _support import (
     wait_until_quiet,
 )
 from http_config import basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
-from transfer_out import AUTH_COLUMNS, PERSON, Rate, _pg_id, run_pgbench, verify
+from transfer_out import PERSON, Rate, _pg_id, run_pgbench, verify
 
 BASE_PATH = "/2025-10-13"
 FUND = 100_000_000_000
@@ -263,9 +263,8 @@ def pgbench_script(scenario: str, columns: frozenset[str]) -> str:
         "-- one simulated card authorization, statement for statement (bench/card_auth.py)",
         r"\set n random(1, :ncards)",
         r"\set r random(1, 4611686018427387903)",
-        f"SELECT {AUTH_COLUMNS} FROM api_tokens JOIN tenants ON tenants.id = api_tokens.tenant_id "
-        "JOIN platforms ON platforms.id = tenants.platform_id "
-        "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
+        # (no credential read: a platpay process on PostgreSQL keeps the credential it authenticated with while
+        # PostgreSQL notifies it of changes, platpay/db/watch.py, so a request of a known token sends none)
         # platpay reads the card with its funding sources (a join), its cardholder's platformCustomerId, and
         # each source's internal account and balance (joined too), without a lock and outside a
         # transaction (no BEGIN: db/lean.py's LeanTransaction)

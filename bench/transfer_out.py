@@ -327,9 +327,8 @@ def pgbench_script(*, hot: bool, direction: bool = True) -> str:
         r"\set amount random(1, 1000)",
         r"\set r random(1, 4611686018427387903)",
         r"\set lock random(-2305843009213693951, 2305843009213693951)",
-        f"SELECT {AUTH_COLUMNS} FROM api_tokens JOIN tenants ON tenants.id = api_tokens.tenant_id "
-        "JOIN platforms ON platforms.id = tenants.platform_id "
-        "WHERE api_tokens.client_id = :token_client AND api_tokens.deleted_at IS NULL;",
+        # (no credential read: a platpay process on PostgreSQL keeps the credential it authenticated with while
+        # PostgreSQL notifies it of changes, platpay/db/watch.py, so a request of a known token sends none)
         # platpay reads the internal account, the external account and the owner in one joined SELECT,
         # which carries the idempotency key's advisory lock and lookup (db/lean.py's `ahead`: the key's
         # row, then the read's rows, in one statement), in autocommit: no BEGIN (db/lean.py's
@@ -852,6 +851,8 @@ def profile_server(
     if not raw.exists() or not result.requests:
         print("  --profile: no samples")
         return
+    if args.profile_raw is not None:
+        shutil.copyfile(raw, args.profile_raw)
     totals: dict[str, int] = {}
     unphased: dict[str, int] = {}  # leaf frames of samples outside every phase
     samples = 0
@@ -1194,6 +1195,13 @@ def main() -> None:
         default=0.0,
         metavar="SECONDS",
         help="afterwards sample the server with py-spy for this long and split its CPU by phase",
+    )
+    parser.add_argument(
+        "--profile-raw",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --profile: also keep py-spy's raw stacks (collapsed, one per line) in FILE",
     )
     parser.add_argument(
         "--variant",

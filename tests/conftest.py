@@ -142,7 +142,8 @@ def settings(database_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def db(settings: Settings, backend: str) -> AsyncIterator[Database]:
-    database = Database(settings.database_url, pool_size=5)
+    # (credentials kept as a served process keeps them: platpay.db.watch)
+    database = Database(settings.database_url, pool_size=5, watch_max_age=settings.credential_cache_seconds)
     if backend == "postgresql":
         await _empty_all_tables(database)
     domains.start(settings)

@@ -201,6 +201,7 @@ LEAN_MODULES = {
     "db/lean.py",
     "db/database.py",  # authentication's one read per request (Database.fetch_first)
     "db/portable.py",  # lean spellings of portable statements, for the modules below
+    "db/watch.py",  # keyed lean reads kept while notified of changes (the credentials of auth and agents)
     "kit/idempotency.py",
     "jobs/repository.py",
     "auth/repository.py",

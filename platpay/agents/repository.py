@@ -24,12 +24,15 @@ from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
 from platpay.db.unit_of_work import LeanSession, Raced
+from platpay.db.watch import Watched
 from platpay.tenants import service as tenants_service
 
 # Bearer authentication runs on every agent request: one read of the live agent holding the token, with
-# its tenant's columns (tenants_service.join_context), never cached: a deleted agent (whose token hash is
-# cleared) stops authenticating at once in every process. It also reads whether the token was used before,
-# so that only a token's first request writes (its TOKEN_FIRST_USED record).
+# its tenant's columns (tenants_service.join_context), kept by the process while no change to an agent,
+# token, tenant, platform or clock was committed since (platpay.db.watch): a deleted agent (whose token hash
+# is cleared) stops authenticating at once in the process that deleted it, and in the others when
+# PostgreSQL's notification reaches them. It also reads whether the token was used before, so that only a
+# token's first request writes (its TOKEN_FIRST_USED record).
 TOKEN = Lean(
     tenants_service.join_context(
         select(AgentRow.id, AgentRow.customer_id, AgentRow.token_first_used_at), AgentRow.tenant_id
@@ -37,9 +40,12 @@ TOKEN = Lean(
 )
 
 
+_TOKENS = Watched(TOKEN, "platpay_credentials")
+
+
 async def by_token(db: Database, token_sha256: str) -> tuple[Any, ...] | None:
     """(agent id, customer id, token first used at, *the tenant's context columns), or None."""
-    return await db.fetch_first(TOKEN, {"token_sha256": token_sha256})
+    return await _TOKENS.first(db, {"token_sha256": token_sha256}, token_sha256)
 
 
 async def claim_first_use(

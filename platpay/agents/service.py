@@ -466,8 +466,9 @@ async def redeem(session: AsyncSession, *, code: str) -> AgentDeviceCodeRedeemRe
 
 
 async def authenticate_bearer(db: Database, *, token: str) -> Principal | None:
-    """The principal of an agent's access token, or None: one read per request (never cached). The token's
-    first request also records TOKEN_FIRST_USED (`_first_use`); the read says whether it is that request."""
+    """The principal of an agent's access token, or None: one read, or none while the process keeps the
+    row (repository.by_token). The token's first request also records TOKEN_FIRST_USED (`_first_use`); the
+    read says whether it is that request."""
     if not token.startswith(TOKEN_PREFIX) or len(token) > 128:
         return None
     digest = _sha256(token)

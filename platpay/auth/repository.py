@@ -10,6 +10,7 @@ from platpay.auth.models import ApiTokenRow
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.rows import get_scoped
+from platpay.db.watch import Watched
 from platpay.tenants import service as tenants_service
 
 if TYPE_CHECKING:
@@ -26,9 +27,15 @@ CREDENTIAL = Lean(
 )
 
 
+# Kept by each process while PostgreSQL notifies it of changes to the tables the row comes from.
+_CREDENTIALS = Watched(CREDENTIAL, "platpay_credentials")
+
+
 async def credential(db: Database, client_id: str) -> tuple[Any, ...] | None:
-    """The CREDENTIAL row for `client_id`, read without an ORM session (`Database.fetch_first`)."""
-    return await db.fetch_first(CREDENTIAL, {"client_id": client_id})
+    """The CREDENTIAL row for `client_id`, without an ORM session: kept in the process while no change to
+    a token, tenant, platform or sandbox clock was committed since it was read (platpay.db.watch),
+    else read (`Database.fetch_first`)."""
+    return await _CREDENTIALS.first(db, {"client_id": client_id}, client_id)
 
 
 async def credential_with_tenant(session: AsyncSession, client_id: str) -> tuple[Any, ...] | None:

@@ -133,8 +133,10 @@ async def authenticate(session: AsyncSession, *, client_id: str, client_secret: 
 
 
 async def authenticate_request(db: Database, *, client_id: str, client_secret: str) -> Principal | None:
-    """Check HTTP Basic credentials with one lean read (no ORM session): the per-request path. Nothing is
-    cached, so a deleted token stops authenticating at once in every process."""
+    """Check HTTP Basic credentials with one lean read (no ORM session), or none when this process keeps
+    the credential (repository.credential): the per-request path. A deleted token stops authenticating
+    at once in the process that deleted it, and in the others when PostgreSQL's notification reaches
+    them."""
     row = await repository.credential(db, client_id) if _usable(client_id) else None
     return _principal(row, client_secret)
 

@@ -62,6 +62,7 @@ from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
 from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanSession
+from platpay.db.watch import Listener
 from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
@@ -251,8 +252,12 @@ class Database:
         read_url: str | None = None,
         read_max_lag_seconds: float = 2.0,
         recent_writes: Path | None = None,
+        watch_max_age: float = 0.0,
     ) -> None:
         self.url = url
+        # PostgreSQL: how long a watched read's row may be kept (platpay.db.watch; 0: never).
+        self.watch_max_age = watch_max_age
+        self._listeners: dict[tuple[asyncio.AbstractEventLoop, str], Listener] = {}
         self.policy = policy or ConnectionPolicy(timeout=timeout)
         self.timeout = timeout = self.policy.timeout
         # A starting command shares its own (platpay.db.startup): one event per outage, whatever failed.
@@ -314,6 +319,7 @@ class Database:
             read_max_lag_seconds=settings.database_read_max_lag_seconds,
             # Every process of the machine (serve --workers, worker) shares who wrote when.
             recent_writes=Path(settings.var_dir) / "replica-writes.bin",
+            watch_max_age=settings.credential_cache_seconds,
             **options,
         )
 
@@ -558,6 +564,17 @@ class Database:
             return convert(row, results) if row is not None else None
         raise AssertionError("unreachable")
 
+    def listener(self, channel: str) -> Listener | None:
+        """This event loop's listener of `channel` (platpay.db.watch), started by the first call; None where
+        nothing is kept (SQLite, or a max age of 0)."""
+        if self.is_sqlite or self.watch_max_age <= 0:
+            return None
+        key = (asyncio.get_running_loop(), channel)
+        listener = self._listeners.get(key)
+        if listener is None:
+            listener = self._listeners[key] = Listener(channel, self._open_pg_connection)
+        return listener
+
     def _pg_transaction_pool(self) -> LeanPool:
         """This event loop's pool for lean transactions: as large as the engine's pool (a transaction holds
         its connection for all its statements), its connections set up as the lean reads' are."""
@@ -614,6 +631,10 @@ class Database:
         return connection
 
     async def dispose(self) -> None:
+        listeners, self._listeners = self._listeners, {}
+        for (loop, _channel), listener in listeners.items():
+            if loop is asyncio.get_running_loop():
+                await listener.stop()
         readers, self._inline_readers = self._inline_readers, {}
         for reader in readers.values():
             reader.close()

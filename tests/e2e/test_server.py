@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,6 +86,8 @@ class TestPostgresCluster:
         receiver: WebhookReceiver,
     ) -> None:
         env = pg_env(pg_database, master_key, tmp_path)
+        # Credentials may be kept as long as any step here takes: a revocation seen is a notification's doing.
+        env["PLATPAY_CREDENTIAL_CACHE_SECONDS"] = "600"
         created = create_platform(processes, env)  # migrates the empty database too
         sandbox, production = credentials(created, "sandbox"), credentials(created, "production")
         worker = processes.start("worker", [PLATPAY, "worker"], env=env)
@@ -97,12 +100,16 @@ class TestPostgresCluster:
         # The server processes run no job runner: the worker process delivers the TEST event.
         check_webhooks(base_url, sandbox, production, receiver)
 
-        # Revocation reaches every server process: auth reads the token row on every request.
+        # Revocation reaches every server process: each keeps the credential it read (both have answered with
+        # it), and drops it when PostgreSQL's notification of the delete arrives, milliseconds after it.
         with api_client(base_url, sandbox) as client:
             token = client.post("/tokens", json={"name": "short-lived", "permissions": ["VIEW"]}).json()
             short_lived = (token["clientId"], token["clientSecret"])
             assert fresh_connection_statuses(base_url, short_lived, 10) == [200] * 10
             assert client.delete(f"/tokens/{token['id']}").status_code == 204
+        deadline = time.monotonic() + 5
+        while fresh_connection_statuses(base_url, short_lived, 4) != [401] * 4:
+            assert time.monotonic() < deadline, "a server process still takes the deleted token"
         assert fresh_connection_statuses(base_url, short_lived, 10) == [401] * 10
 
         assert len(serving_processes(server)) == 2

@@ -1,0 +1,198 @@
+"""Keyed reads kept in the process while PostgreSQL tells it of every change to the tables they come from.
+
+A `Watched` read (the credential every request authenticates with: an API token or an agent's access token,
+with its tenant) is answered from this
+process's memory when all of these hold, and read from the database otherwise:
+
+- the process listens on the read's channel (`LISTEN`, one connection per database and event loop, opened
+  by the first watched read); a trigger on each table the read comes from (migration 0029_watch) sends a
+  notification on the channel when a transaction that changed the table commits;
+- no notification (and no commit of this process that changed one of those tables, see below) has come
+  since the row was read: every one moves the channel's *generation* and empties what was kept;
+- the listening connection has stayed open since the row was read (losing it moves the generation too:
+  a notification may have been missed, so nothing read before counts);
+- the row is younger than `max_age` seconds: the bound if the listening connection is silently gone
+  (a network that drops packets: keepalives and the socket's user timeout find that out in seconds).
+
+A row read while the generation moved is not kept, so a read that raced a change never keeps the old row.
+
+This process's own commits do not wait for the notification: a session that changed a watched table moves
+the generation in its `after_commit` (before the request that committed answers), so a token deleted
+through this process stops authenticating in it at once. Other processes see the change when PostgreSQL's
+notification reaches them, a few milliseconds after the commit.
+
+Only rows that were found are kept: a key nothing matches is read every time (so what is created is seen
+at once, and unknown keys cannot fill the memory). SQLite has no notifications: a watched read there is a
+plain `Database.fetch_first` (which costs ~20 µs in process anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from sqlalchemy import event
+from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
+
+from platpay.db.lean import Lean
+
+if TYPE_CHECKING:
+    from platpay.db.database import Database
+
+log = structlog.get_logger("platpay.db")
+
+# The channels and the tables whose committed changes each one announces: the triggers of migration
+# 0029_watch (tests/db/test_watch.py checks that they match).
+CHANNELS: dict[str, tuple[str, ...]] = {
+    "platpay_credentials": ("api_tokens", "agents", "tenants", "platforms", "sandbox_clocks"),
+}
+_CHANNEL_OF_TABLE = {table: channel for channel, tables in CHANNELS.items() for table in tables}
+
+# Kept rows per channel and process at most (all are dropped when there would be more).
+MAX_ENTRIES = 10_000
+RECONNECT_SECONDS = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+_LISTENERS: weakref.WeakSet[Listener] = weakref.WeakSet()
+
+
+class Listener:
+    """One channel of one database on one event loop: a connection that LISTENs, the generation, the rows
+    kept. Started by `Database.listener`; stopped by `Database.dispose`."""
+
+    def __init__(self, channel: str, connect: Callable[[], Any]) -> None:
+        self.channel = channel
+        self.generation = 0
+        self.entries: dict[Any, tuple[int, float, tuple[Any, ...]]] = {}
+        self._connect = connect
+        self._connection: Any = None
+        self._lost = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._listen(), name=f"listen {channel}")
+        _LISTENERS.add(self)
+
+    @property
+    def live(self) -> bool:
+        connection = self._connection
+        return connection is not None and not connection.is_closed()
+
+    def changed(self, *_: Any) -> None:
+        """Something the kept rows come from may have changed: none of them counts any more."""
+        self.generation += 1
+        self.entries.clear()
+
+    async def _listen(self) -> None:
+        failures = 0
+        while True:
+            connection = None
+            try:
+                connection = await self._connect()
+                self._lost.clear()
+                connection.add_termination_listener(self._terminated)
+                await connection.add_listener(self.channel, self.changed)
+            except asyncio.CancelledError:
+                if connection is not None:
+                    connection.terminate()
+                raise
+            except Exception as error:
+                if connection is not None:
+                    connection.terminate()
+                delay = RECONNECT_SECONDS[min(failures, len(RECONNECT_SECONDS) - 1)]
+                failures += 1
+                log.info("watch.unavailable", channel=self.channel, error=repr(error), retry_in=delay)
+                await asyncio.sleep(delay)
+                continue
+            failures = 0
+            self.changed()  # what was read before we listened may have missed a notification
+            self._connection = connection
+            try:
+                await self._lost.wait()
+            finally:
+                self._connection = None
+                self.changed()
+                connection.terminate()
+
+    def _terminated(self, _connection: Any) -> None:
+        self._connection = None
+        self.changed()
+        self._lost.set()
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._connection = None
+        self.changed()
+
+
+class Watched:
+    """A keyed `Lean` read whose found rows the process keeps while `channel` is listened to (see the
+    module's docstring); `max_age` seconds at most (0: never kept)."""
+
+    def __init__(self, query: Lean, channel: str) -> None:
+        if channel not in CHANNELS:
+            raise ValueError(f"no trigger announces changes on channel {channel!r}")
+        self.query = query
+        self.channel = channel
+
+    async def first(self, db: Database, params: dict[str, Any], key: Any) -> tuple[Any, ...] | None:
+        listener = db.listener(self.channel)
+        if listener is None:
+            return await db.fetch_first(self.query, params)
+        now = time.monotonic()
+        generation = listener.generation
+        if listener.live:
+            kept = listener.entries.get((self, key))
+            if kept is not None and kept[0] == generation and now - kept[1] < db.watch_max_age:
+                return kept[2]
+        live = listener.live
+        row = await db.fetch_first(self.query, params)
+        if row is not None and live and listener.live and listener.generation == generation:
+            if len(listener.entries) >= MAX_ENTRIES:
+                listener.entries.clear()
+            listener.entries[(self, key)] = (generation, now, row)
+        return row
+
+
+def changed_locally(channel: str) -> None:
+    """This process committed a change to a table of `channel`: every listener of it drops what it kept
+    (before the change's notification comes back)."""
+    for listener in list(_LISTENERS):
+        if listener.channel == channel:
+            listener.changed()
+
+
+# ---- this process's own commits --------------------------------------------------------------------------
+
+_TOUCHED = "platpay_watch_channels"
+
+
+def _mark(session: Session, table: str | None) -> None:
+    channel = _CHANNEL_OF_TABLE.get(table or "")
+    if channel is not None:
+        session.info.setdefault(_TOUCHED, set()).add(channel)
+
+
+@event.listens_for(Session, "after_flush")
+def _flushed(session: Session, _flush: UOWTransaction) -> None:
+    for instance in (*session.new, *session.dirty, *session.deleted):
+        _mark(session, getattr(getattr(instance, "__table__", None), "name", None))
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _executed(state: ORMExecuteState) -> None:
+    if state.is_select:
+        return
+    table = getattr(state.statement, "table", None)
+    _mark(state.session, getattr(table, "name", None))
+
+
+# (A session that changed such a table and rolled back keeps its mark: dropping kept rows once too often
+# costs a read; once too few would answer from a row that changed.)
+@event.listens_for(Session, "after_commit")
+def _committed(session: Session) -> None:
+    for channel in session.info.pop(_TOUCHED, ()):
+        changed_locally(channel)
