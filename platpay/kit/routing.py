@@ -15,9 +15,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi import params as fastapi_params
+from fastapi._compat import Undefined, field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
+from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator
 from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Match, Route
@@ -90,45 +93,90 @@ class ApiRoute(APIRoute):
             self.app = lean
 
     def _lean_app(self) -> Any:
-        """The route's ASGI app without FastAPI's per-request machinery, for an operation that needs none of
-        it: no parameters and no body, one dependency taking only the request (the authentication:
-        `principal: Principal = Viewer`), an endpoint returning a Response itself (so nothing to validate
-        or serialize). FastAPI would answer it the same way, through two AsyncExitStacks, a route-level
-        exception wrapper (the app's ExceptionMiddleware outside applies the same handlers), the
-        dependency solver's generic walk (its cache key, scope checks, and empty path, query, header and
-        cookie parsing) and its response handling: ~30% of an authenticated GET /config's CPU in-process.
-        None (FastAPI's app) for any other route; with dependency overrides set, FastAPI's app runs."""
-        if self.body_field is not None or self.max_body_size is not None:
+        """The route's ASGI app without FastAPI's per-request machinery, for an operation whose inputs are
+        plain: a JSON body (one model), path and header parameters of one value each, the request, and
+        dependencies that take only the request and such header parameters and have none of their own (the
+        authentication `principal: Principal = Viewer`, the Idempotency-Key's `idem: Idempotent =
+        Idempotency`), each once; and an endpoint returning a Response itself (nothing to serialize).
+
+        It does what FastAPI's app does for such a route, in the same order and with FastAPI's own
+        validation (`request_params_to_args`, `request_body_to_args`: the same values, the same errors, the
+        same RequestValidationError): the dependencies in order (one whose parameters fail is not called,
+        its errors kept), then the endpoint's path and header parameters, then its body. It skips the two
+        AsyncExitStacks, the route-level exception wrapper (the app's ExceptionMiddleware outside applies
+        the same handlers), telemetry, the dependency cache and the generic walk of every kind of
+        parameter: ~30% of an authenticated GET /config's CPU in-process, ~10% of a POST /transfer-out's.
+        None (FastAPI's app) for any other route; with dependency overrides set, FastAPI's app runs.
+        tests/kit/test_lean_route.py compares both apps' answers request by request."""
+        if type(self).get_route_handler is not ApiRoute.get_route_handler:
+            return None  # a route class that wraps the handler (customers/endpoints.py) keeps it
+        if self.max_body_size is not None or (self.body_field is not None and self._embed_body_fields):
             return None
+        if self._expected_media_type() not in (None, "application/json"):
+            return None
+        if self._expected_media_type() is None and (self.openapi_extra or {}).get("requestBody"):
+            return None  # it reads its body itself
         dependant = self.dependant
-        if not (_takes_nothing(dependant) and inspect.iscoroutinefunction(dependant.call)):
-            return None
-        if len(dependant.dependencies) != 1:
-            return None
-        auth = dependant.dependencies[0]
-        if auth.name is None or auth.dependencies or not _takes_nothing(auth, request=True):
-            return None
-        if not (
-            inspect.iscoroutinefunction(auth.call) or inspect.iscoroutinefunction(type(auth.call).__call__)
-        ):
+        endpoint = dependant.call
+        if endpoint is None or not inspect.iscoroutinefunction(endpoint) or not _plain(dependant, body=True):
             return None
         try:
-            returns = typing.get_type_hints(dependant.call).get("return")
+            returns = typing.get_type_hints(endpoint).get("return")
         except Exception:
             return None
         if not (isinstance(returns, type) and issubclass(returns, Response)):
             return None
-        endpoint, call, name, request_name = dependant.call, auth.call, auth.name, auth.request_param_name
-        if endpoint is None or call is None:
-            return None
-        full, overrides = self.app, self.dependency_overrides_provider
+        steps = []
+        for sub in dependant.dependencies:
+            call = sub.call
+            if sub.name is None or call is None or sub.dependencies or not _plain(sub, body=False):
+                return None
+            if not (inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)):
+                return None
+            steps.append((sub.name, call, sub.request_param_name, tuple(sub.header_params)))
+        if len({id(step[1]) for step in steps}) != len(steps):
+            return None  # FastAPI would call a repeated dependency once
+        path_params, header_params = tuple(dependant.path_params), tuple(dependant.header_params)
+        body_params, request_name = tuple(dependant.body_params), dependant.request_param_name
 
         async def handler(request: Request) -> Response:
-            value = await call(**{request_name: request}) if request_name else await call()
-            response: Response = await endpoint(**{name: value})
+            values: dict[str, Any] = {}
+            errors: list[Any] = []
+            for name, call, sub_request_name, sub_headers in steps:
+                kwargs, failed = (
+                    request_params_to_args(sub_headers, request.headers) if sub_headers else ({}, [])
+                )
+                if failed:
+                    errors.extend(failed)
+                    continue
+                if sub_request_name:
+                    kwargs[sub_request_name] = request
+                values[name] = await call(**kwargs)
+            for fields, source in ((path_params, request.path_params), (header_params, None)):
+                if fields:
+                    found, failed = request_params_to_args(
+                        fields, request.headers if source is None else source
+                    )
+                    values.update(found)
+                    errors.extend(failed)
+            body: Any = Undefined
+            if body_params:
+                # the JSON `checked` parsed (kit/json_body.py), which FastAPI would take from the same cache
+                body = getattr(request, "_json", Undefined)
+                found, failed = await request_body_to_args(
+                    body_fields=list(body_params), received_body=body, embed_body_fields=False
+                )
+                values.update(found)
+                errors.extend(failed)
+            if errors:
+                raise RequestValidationError(errors, body=None if body is Undefined else body)
+            if request_name:
+                values[request_name] = request
+            response: Response = await endpoint(**values)
             return response
 
-        answer = _without_body(handler)
+        answer = self._checked(handler)
+        full, overrides = self.app, self.dependency_overrides_provider
 
         async def app(scope: Scope, receive: Any, send: Any) -> None:
             if overrides is not None and getattr(overrides, "dependency_overrides", None):
@@ -154,7 +202,13 @@ class ApiRoute(APIRoute):
         return "multipart/form-data" if is_form else "application/json"
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        return self._checked(super().get_route_handler())
+
+    def _checked(
+        self, handler: Callable[[Request], Coroutine[Any, Any, Response]]
+    ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """`handler` behind the body's checks: the media type (415), its charset, JSON parsed once
+        (kit/json_body.py), or a body refused where the operation takes none."""
         expected = self._expected_media_type()
         if expected is None:
             if (self.openapi_extra or {}).get("requestBody"):
@@ -189,21 +243,34 @@ class ApiRoute(APIRoute):
         return checked
 
 
-def _takes_nothing(dependant: Dependant, *, request: bool = False) -> bool:
-    """Whether `dependant` has no parameters to parse (and none of FastAPI's special ones, but the request
-    when `request`)."""
-    return not (
-        dependant.path_params
-        or dependant.query_params
-        or dependant.header_params
+def _plain(dependant: Dependant, *, body: bool) -> bool:
+    """Whether `dependant` takes only what the lean app supplies: the request, one-valued path (and,
+    with `body`, body) parameters, one-valued header parameters."""
+    if (
+        dependant.query_params
         or dependant.cookie_params
-        or dependant.body_params
+        or (dependant.body_params and not body)
+        or (dependant.path_params and not body)
         or dependant.websocket_param_name
         or dependant.http_connection_param_name
         or dependant.response_param_name
         or dependant.background_tasks_param_name
         or dependant.security_scopes_param_name
-        or (dependant.request_param_name and not request)
+    ):
+        return False
+    return all(
+        _one_value(field.field_info.annotation)
+        for field in (*dependant.path_params, *dependant.header_params)
+    )
+
+
+def _one_value(annotation: Any) -> bool:
+    """A parameter of one value: not a sequence, not a model of several (FastAPI's parameter models)."""
+    if field_annotation_is_sequence(annotation):
+        return False
+    return not any(
+        isinstance(arg, type) and issubclass(arg, BaseModel)
+        for arg in (annotation, *typing.get_args(annotation))
     )
 
 
