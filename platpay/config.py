@@ -122,8 +122,9 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(
         default=20,
         description="connections per process; keep it above job_concurrency, so jobs never wait for a "
-        "connection (up to twice as many more under bursts, plus a quarter of it for authentication reads on "
-        "PostgreSQL: size PostgreSQL's max_connections for every process)",
+        "connection (up to twice as many more under bursts, plus a quarter of it for authentication reads and "
+        "one listening for credential changes on PostgreSQL: size PostgreSQL's max_connections for every "
+        "process)",
     )
     db_timeout_seconds: float = Field(
         default=5.0,
