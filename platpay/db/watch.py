@@ -1,8 +1,8 @@
 """Keyed reads kept in the process while PostgreSQL tells it of every change to the tables they come from.
 
 A `Watched` read (the credential every request authenticates with: an API token or an agent's access token,
-with its tenant) is answered from this
-process's memory when all of these hold, and read from the database otherwise:
+with its tenant) is answered from this process's memory when all of these hold, and read from the database
+otherwise:
 
 - the process listens on the read's channel (`LISTEN`, one connection per database and event loop, opened
   by the first watched read); a trigger on each table the read comes from (migration 0029_watch) sends a
@@ -178,8 +178,8 @@ def _mark(session: Session, table: str | None) -> None:
 
 @event.listens_for(Session, "after_flush")
 def _flushed(session: Session, _flush: UOWTransaction) -> None:
-    for instance in (*session.new, *session.dirty, *session.deleted):
-        _mark(session, getattr(getattr(instance, "__table__", None), "name", None))
+    for kind in {type(instance) for instance in (*session.new, *session.dirty, *session.deleted)}:
+        _mark(session, getattr(getattr(kind, "__table__", None), "name", None))
 
 
 @event.listens_for(Session, "do_orm_execute")
