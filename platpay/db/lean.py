@@ -30,7 +30,8 @@ idempotency keys and payments' transactions; the transfer path's one read of its
 owner (accounts' repository, the owner's part built by customers'); a card authorization's card read (with
 its sources' accounts and balances appended by their domains) and card transaction INSERT (cards'
 repository); an agent's money request's agent and usage, action and audit append (agents' repository); plus
-authentication's one read per request (`Database.fetch_first`). Every other repository uses the ORM (or Core through the session).
+authentication's one read per request (`Database.fetch_first`, or none while the process keeps the
+credential: db/watch.py). Every other repository uses the ORM (or Core through the session).
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ class Listener:
 
 class Watched:
     """A keyed `Lean` read whose found rows the process keeps while `channel` is listened to (see the
-    module's docstring); `max_age` seconds at most (0: never kept)."""
+    module's docstring), for the database's `watch_max_age` seconds at most (0: never kept)."""
 
     def __init__(self, query: Lean, channel: str) -> None:
         if channel not in CHANNELS:
