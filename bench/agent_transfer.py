@@ -48,11 +48,15 @@ POLICY = {
 }
 
 
-async def _agents(base_url: str, credentials: tuple[str, str], pairs: list[Pair]) -> list[str]:
+async def _agents(
+    base_url: str, credentials: tuple[str, str], pairs: list[Pair], transport: Any = None
+) -> list[str]:
     """One connected agent per customer: its access token, in the order of `pairs`."""
     import httpx
 
-    async with httpx.AsyncClient(base_url=base_url + BASE_PATH, timeout=60, trust_env=False) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url + BASE_PATH, timeout=60, trust_env=False, transport=transport
+    ) as client:
 
         async def one(pair: Pair) -> str:
             created = await client.post(

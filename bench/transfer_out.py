@@ -149,7 +149,11 @@ def _bank(number: int, customer_id: str | None) -> dict[str, Any]:
     return body
 
 
-async def _seed(base_url: str, credentials: tuple[str, str], customers: int) -> list[Pair]:
+async def _seed(
+    base_url: str, credentials: tuple[str, str], customers: int, transport: Any = None
+) -> list[Pair]:
+    """`customers` funded customers with an external account each, and the platform's own pair last;
+    `transport`: an httpx transport (an in-process app) instead of the network."""
     import httpx
 
     limit = asyncio.Semaphore(8)
@@ -162,7 +166,7 @@ async def _seed(base_url: str, credentials: tuple[str, str], customers: int) -> 
         return response.json()
 
     async with httpx.AsyncClient(
-        base_url=base_url + BASE_PATH, auth=credentials, timeout=60, trust_env=False
+        base_url=base_url + BASE_PATH, auth=credentials, timeout=60, trust_env=False, transport=transport
     ) as client:
 
         async def open_one(n: int) -> Pair:

@@ -19,9 +19,10 @@ Nothing here bypasses the unit of work's guarantees: a lean write commits or rol
 The ORM does not see lean writes; `add` and `get` are the ORM's own insert and lookup of an instance, leanly,
 with the same identity-map semantics.
 
-`LeanTransaction` goes one step further for a path whose every statement is lean (a card authorization):
-a transaction straight on a driver connection (`Database.lean_transaction()`), with no ORM session at all
-(its begin, connection checkout and commit cost several times the statements' own driver calls). Rows it
+`LeanTransaction` goes one step further for a path whose every statement is lean (a transfer, a card
+authorization): a transaction straight on a driver connection (`Database.lean_transaction()`, PostgreSQL
+and SQLite), with no ORM session at all (its begin, connection checkout and commit cost several times the
+statements' own driver calls). Rows it
 inserts or reads are snapshots, never attached; an ORM call on it raises at once.
 
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
@@ -164,10 +165,12 @@ Driver = tuple[Any, Any, Dialect, AsyncConnection]
 
 
 class LeanTransaction:
-    """A transaction on an asyncpg connection with no ORM session (`Database.lean_transaction()`): what the
+    """A transaction on a driver connection with no ORM session (`Database.lean_transaction()`): what the
     lean functions of this module need of a session — its `info`, which also carries what a transaction
-    records for the commit hooks (jobs queued, ids read) — and nothing else. Driver errors come back as the
-    driver raised them (as from `Database.fetch_first`).
+    records for the commit hooks (jobs queued, ids read) — and nothing else. On PostgreSQL driver errors
+    come back as asyncpg raised them (as from `Database.fetch_first`); on SQLite as SQLAlchemy's, and BEGIN
+    IMMEDIATE, the statements and COMMIT run inline while the write lock is free (platpay.db.sqlite_inline;
+    `sqlite_begin`, `sqlite_commit`), every write at once: what follows is PostgreSQL's.
 
     BEGIN is sent lazily (`lease`: the pool's lease of the connection, `platpay.db.lean_pool`): reads
     without row locks run before it, in autocommit, each its own snapshot as in READ COMMITTED; the first
@@ -237,8 +240,10 @@ async def _failed(known: Driver, sql: str, args: Any, error: Exception) -> Excep
     """The exception to raise for a driver error; a connection the error shows lost is invalidated first
     (SQLAlchemy's own execution path does the same), so the pool discards it instead of handing it out."""
     adapted, driver, dialect, connection = known
-    if connection is None:  # a LeanTransaction: its pool discards a lost connection as the error leaves it
-        return error
+    if connection is None:
+        # A LeanTransaction. PostgreSQL: the driver's error (its pool discards a lost connection as the error
+        # leaves it). SQLite: SQLAlchemy's, as an ORM session's statement raises it.
+        return error if dialect.name == "postgresql" else _translated(dialect, adapted, sql, args, error)
     translated = _translated(dialect, adapted, sql, args, error)
     if connection_lost(error, driver):
         if isinstance(translated, exc.DBAPIError):
@@ -523,8 +528,8 @@ async def defer_returning(
 
 def defers_checks(session: LeanSession) -> bool:
     """Whether `session` can defer a conditional write (`defer_returning`, `expect`): a PostgreSQL
-    LeanTransaction."""
-    return isinstance(session, LeanTransaction)
+    LeanTransaction (SQLite's runs each statement at once)."""
+    return isinstance(session, LeanTransaction) and session.info[_DRIVER][2].name == "postgresql"
 
 
 @dataclass(frozen=True, slots=True)
@@ -587,6 +592,26 @@ async def finish(session: LeanSession) -> None:
         return
     await flush(session)
     await session.info[_TRANSACTION].commit()
+
+
+async def sqlite_begin(session: LeanSession) -> None:
+    """BEGIN IMMEDIATE for a LeanTransaction on SQLite (`Database.lean_transaction`): the write lock, taken
+    inline when it is free (platpay.db.sqlite_inline)."""
+    known: Driver = session.info[_DRIVER]
+    try:
+        await known[1].begin_write()
+    except Exception as error:
+        raise await _failed(known, "BEGIN IMMEDIATE", (), error) from error
+
+
+async def sqlite_commit(session: LeanSession) -> None:
+    """COMMIT a LeanTransaction on SQLite: a read still waiting goes first (`ahead` sends none there)."""
+    await flush(session)
+    known: Driver = session.info[_DRIVER]
+    try:
+        await known[1].commit()
+    except Exception as error:
+        raise await _failed(known, "COMMIT", (), error) from error
 
 
 async def abort(session: LeanSession) -> None:

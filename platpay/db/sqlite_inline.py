@@ -188,6 +188,14 @@ class InlineConnection(aiosqlite.Connection):
         self._write_locked = True
         return True
 
+    async def begin_write(self) -> None:
+        """BEGIN IMMEDIATE: inline when the write lock is free, else on the connection's thread, waiting up
+        to the busy timeout there (never on the event loop). This connection then holds the write lock."""
+        if self.try_begin(immediate=True):
+            return
+        await self._execute(self._conn.execute, "BEGIN IMMEDIATE")
+        self.began_write()
+
     def began_write(self) -> None:
         """The thread's BEGIN IMMEDIATE succeeded: this connection holds the write lock."""
         self._write_locked = self.wal

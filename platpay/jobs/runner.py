@@ -119,7 +119,7 @@ class JobContext:
 
     async def run(self, operation: LeanFirst[T] | Callable[[AsyncSession], Awaitable[T]]) -> T:
         """`operation` in `transaction()`; a `LeanFirst` (a card authorization) first in a lean transaction
-        (`Database.lean_transaction()`: no ORM session on PostgreSQL), raced, once more in `transaction()`."""
+        (`Database.lean_transaction()`: no ORM session), raced, once more in `transaction()`."""
         if not isinstance(operation, LeanFirst):
             async with self.transaction() as session:
                 return await operation(session)

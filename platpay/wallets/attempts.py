@@ -11,8 +11,9 @@ other on PostgreSQL, and the work takes it from the attempt (`credential`) witho
 
 The work's transaction is an ORM session (`transaction()`) or, for work whose every statement is lean (an
 EMAIL_OTP challenge and verify: the target is >= 200 logins/s on one process), `lean_transaction()`
-(`Database.lean_transaction()`: no ORM session on PostgreSQL); the counting is lean in either, and a failed
-attempt is counted in a lean transaction."""
+(`Database.lean_transaction()`: no ORM session on PostgreSQL; on SQLite an ORM session still, where the
+counting takes the limits' own upsert); the counting is lean in either, and a failed attempt is counted in
+a lean transaction."""
 
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ class Attempt:
     async def _record(self, session: LeanSession, *, work: bool = False) -> RateLimited | None:
         now = clock.now(self.tenant)
         if isinstance(session, AsyncSession):
-            # An ORM session (SQLite's lean transaction is one too): the credential as an instance of it (work
-            # may change it), counted with the limits' own upsert.
+            # An ORM session (SQLite's attempts run in one: `_lean_unit`): the credential as an instance of it
+            # (work may change it), counted with the limits' own upsert.
             credential = await credentials.live_credential(
                 session, tenant=self.tenant, credential_id=self.credential_id, for_update=True
             )
@@ -108,7 +109,12 @@ class Attempt:
 
     def lean_transaction(self) -> contextlib.AbstractAsyncContextManager[LeanSession]:
         """`transaction()` for work whose every statement is lean: `Database.lean_transaction()`."""
-        return self._counted(self.db.lean_transaction())
+        return self._counted(self._lean_unit())
+
+    def _lean_unit(self) -> contextlib.AbstractAsyncContextManager[LeanSession]:
+        # On SQLite an ORM session: an attempt is counted there with the limits' own upsert (`_record`),
+        # the one-statement count is PostgreSQL's (data-modifying CTEs).
+        return self.db.transaction() if self.db.is_sqlite else self.db.lean_transaction()
 
     @contextlib.asynccontextmanager
     async def _counted(self, unit: contextlib.AbstractAsyncContextManager[S]) -> AsyncIterator[S]:
@@ -126,6 +132,6 @@ class Attempt:
         except ApiError as error:
             if error.status < 500 and not isinstance(error, RateLimited) and not self.counted:
                 with contextlib.suppress(ApiError):  # an unknown credential has nothing to count
-                    async with self.db.lean_transaction() as session:
+                    async with self._lean_unit() as session:
                         await self._record(session)
             raise

@@ -1,5 +1,5 @@
-"""An agent's POST /agents/me/transfer-out (and transfer-in) runs in a `LeanTransaction` first (no ORM session,
-PostgreSQL), as the platform's transfer-out does: every function it is passed to declares a `LeanSession`
+"""An agent's POST /agents/me/transfer-out (and transfer-in) runs in a `LeanTransaction` first (no ORM session),
+as the platform's transfer-out does: every function it is passed to declares a `LeanSession`
 (db/unit_of_work.py), never an `AsyncSession` it is not. Read from the calls themselves, on the paths a
 lean attempt takes: executed at once, held for approval, refused by the policy (its refusal audited in the
 same transaction), replayed; and a sandbox account that fails at once gives way to the ORM attempt."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from tests.factories import external_account
 from tests.support import agents
-from tests.support.lean_typing import ON_POSTGRESQL, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
+from tests.support.lean_typing import ON_BOTH, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
 from tests.support.ledger import assert_ledger_verifies
 
-pytestmark = ON_POSTGRESQL
+pytestmark = ON_BOTH
 
 
 async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth, db) -> None:

@@ -1,13 +1,13 @@
-"""A card authorization's lean attempt runs in a `LeanTransaction` (no ORM session, PostgreSQL): every function
+"""A card authorization's lean attempt runs in a `LeanTransaction` (no ORM session): every function
 it is passed to says so, declaring a `LeanSession` (db/unit_of_work.py), never an `AsyncSession` it is not.
 Read from the calls themselves: a profiler records each platpay function that receives the transaction."""
 
 from __future__ import annotations
 
 from tests.support.cards import active_card, approved_cardholder, funded_account, opening_body, simulate
-from tests.support.lean_typing import ON_POSTGRESQL, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
+from tests.support.lean_typing import ON_BOTH, backend, lean_receivers, misdeclared  # noqa: F401 (backend: the fixture)
 
-pytestmark = ON_POSTGRESQL
+pytestmark = ON_BOTH
 
 
 async def test_every_function_given_a_lean_transaction_declares_a_lean_session(client, auth, runner) -> None:

@@ -1,18 +1,20 @@
 """`Database.lean_transaction()`: the unit of work of an operation whose every statement is lean — one commit
 on success, a rollback on any exception, the commit hooks after the commit, a connection that comes back
-clean or not at all, and DatabaseUnavailable for an outage. On PostgreSQL it is a transaction straight on
-an asyncpg connection (a `LeanTransaction`, no ORM session); on SQLite it is `transaction()`'s session."""
+clean or not at all, and DatabaseUnavailable for an outage. A transaction straight on a driver connection (a
+`LeanTransaction`, no ORM session): asyncpg's, or SQLite's with BEGIN IMMEDIATE and COMMIT inline while the
+write lock is free (on the connection's thread, waiting, while another connection holds it)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from types import SimpleNamespace
 from typing import Any
 
 import asyncpg
 import pytest
 from sqlalchemy import Float, bindparam, func, literal, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.exc import IntegrityError
 
 from platpay.db import lean
 from platpay.db.faults import DatabaseUnavailable
@@ -30,7 +32,7 @@ _BACKEND = Lean(select(func.pg_backend_pid()))
 
 def _postgres_only(db) -> None:
     if db.is_sqlite:
-        pytest.skip("a LeanTransaction exists on PostgreSQL only (SQLite: transaction()'s session)")
+        pytest.skip("PostgreSQL's LeanTransaction: its connection, its lazy BEGIN, its deferred writes")
 
 
 async def test_it_commits_once_and_runs_the_commit_hooks_with_what_the_transaction_recorded(db, settings):
@@ -38,7 +40,7 @@ async def test_it_commits_once_and_runs_the_commit_hooks_with_what_the_transacti
     seen: list[object] = []
     db.on_commit(lambda session: seen.append(session.info.get("test.note")))
     async with db.lean_transaction() as session:
-        assert isinstance(session, AsyncSession if db.is_sqlite else LeanTransaction)
+        assert isinstance(session, LeanTransaction)
         await lean.execute_many(session, _INSERT_EVENT, [new_event(tenant_id) for _ in range(2)])
         session.info["test.note"] = "queued"
         assert seen == []  # not before the commit
@@ -56,7 +58,6 @@ async def test_an_exception_rolls_everything_back(db, settings):
 
 
 async def test_an_orm_call_is_refused_by_name_and_nothing_commits(db, settings):
-    _postgres_only(db)
     tenant_id = await first_tenant_id(db, settings)
     with pytest.raises(TypeError, match="no ORM session: 'execute'"):
         async with db.lean_transaction() as session:
@@ -77,6 +78,72 @@ async def test_a_refused_statement_rolls_back_and_its_connection_serves_the_next
     assert await count_events(db) == 0
     async with db.lean_transaction() as session:  # the same connection, out of its aborted transaction
         assert (await lean.first(session, _BACKEND, {}))[0] == pid
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
+
+
+async def test_sqlite_a_refused_statement_is_sqlalchemys_error_and_rolls_back(db, settings):
+    if not db.is_sqlite:
+        pytest.skip("SQLite's errors come back as SQLAlchemy's (PostgreSQL's: asyncpg's, above)")
+    tenant_id = await first_tenant_id(db, settings)
+    values = new_event(tenant_id)
+    with pytest.raises(IntegrityError):
+        async with db.lean_transaction() as session:
+            await lean.rows(session, _INSERT_EVENT, values)
+            await lean.rows(session, _INSERT_EVENT, values)  # same primary key
+    assert await count_events(db) == 0
+    async with db.lean_transaction() as session:  # the write lock came back with the connection
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+    assert await count_events(db) == 1
+
+
+def _sqlite_path(db) -> str:
+    if not db.is_sqlite:
+        pytest.skip("SQLite's write lock, held by another connection")
+    return str(db.engine.url.database)
+
+
+async def test_sqlite_begin_waits_for_another_connections_write_lock_then_commits(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    other = sqlite3.connect(_sqlite_path(db), isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process's writer, as SQLite sees it
+        loop = asyncio.get_running_loop()
+        loop.call_later(0.3, other.execute, "COMMIT")  # the event loop keeps running while BEGIN waits
+        started = loop.time()
+        async with db.lean_transaction() as session:
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+        assert loop.time() - started >= 0.25  # it waited for the lock (on the connection's thread)
+    finally:
+        other.close()
+    assert await count_events(db) == 1
+
+
+async def test_sqlite_a_caller_cancelled_while_begin_waits_leaves_nothing(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    other = sqlite3.connect(_sqlite_path(db), isolation_level=None)
+    waiting = asyncio.Event()
+
+    async def blocked() -> None:
+        waiting.set()
+        async with db.lean_transaction() as session:
+            await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
+
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        task = asyncio.create_task(blocked())
+        await waiting.wait()
+        await asyncio.sleep(0.2)
+        task.cancel()
+        # The lock comes free after the cancel: the thread's BEGIN IMMEDIATE then succeeds for a caller that
+        # is gone, and must be rolled back, not left holding SQLite's write lock.
+        asyncio.get_running_loop().call_later(0.2, other.execute, "COMMIT")
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    finally:
+        other.close()
+    assert await count_events(db) == 0
+    async with db.lean_transaction() as session:  # the process's write lock and the pool are whole
         await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))
     assert await count_events(db) == 1
 

@@ -17,15 +17,17 @@ import pytest
 
 from platpay.db.lean import LeanTransaction
 
-# A lean path's typing test runs on PostgreSQL only (a LeanTransaction exists there): `pytestmark = ON_POSTGRESQL`
-# and `from tests.support.lean_typing import backend` in its module.
+# A lean path's typing test runs where its path takes a LeanTransaction: `pytestmark = ON_BOTH` (transfers,
+# card authorizations, agents' money requests) or `ON_POSTGRESQL` (wallet logins: an ORM session on SQLite),
+# with `from tests.support.lean_typing import backend` in its module.
 ON_POSTGRESQL = pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+ON_BOTH = pytest.mark.parametrize("backend", ["sqlite", "postgresql"], indirect=True)
 
 
 @pytest.fixture
 def backend(request: Any, pg_database: Any) -> str:
-    if pg_database is None:
-        pytest.skip("a LeanTransaction exists on PostgreSQL only: set PLATPAY_TEST_DATABASE_URL")
+    if request.param == "postgresql" and pg_database is None:
+        pytest.skip("PostgreSQL: set PLATPAY_TEST_DATABASE_URL")
     return str(request.param)
 
 

@@ -1,0 +1,245 @@
+"""POST /transfer-out (platform, Basic auth) and POST /agents/me/transfer-out (agent, bearer token) in-process:
+the ASGI app called directly (no server, no sockets), sequential requests, CPU µs per request and Python
+function calls per request (cProfile's count: a figure other work on the machine does not move), on
+PostgreSQL and on SQLite; optionally the top of a cProfile.
+
+It shows where the agent's request spends what the platform's does not (issue 33: agent >= 0.9 x platform),
+and what a change to the request path costs or saves without the noise of a loaded machine.
+
+    .venv/bin/python bench/money_inprocess.py --requests 600 --rounds 3
+    .venv/bin/python bench/money_inprocess.py --backends postgres --only agent --profile 25
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import cProfile
+import json
+import os
+import pstats
+import random
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _support import DEFAULT_PG_ADMIN, bench_env, pg_database, pg_reachable, platform_credentials
+from agent_transfer import _agents
+from transfer_out import BASE_PATH, Pair, _seed
+
+BASE_URL = "http://127.0.0.1:8000"
+
+
+@contextlib.contextmanager
+def _database_url(backend: str, workdir: Path, admin_url: str) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{workdir / 'platpay.db'}"
+    else:
+        with pg_database(admin_url) as url:
+            yield url
+
+
+class _Caller:
+    """Calls the ASGI app the way a server would: one POST with a JSON body, the status kept."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.statuses: list[int] = []
+
+    async def post(self, path: str, body: bytes, authorization: bytes, key: str) -> None:
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await asyncio.sleep(3600)
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                self.statuses.append(message["status"])
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [
+                (b"host", b"127.0.0.1:8000"),
+                (b"user-agent", b"wrk"),
+                (b"authorization", authorization),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"idempotency-key", key.encode()),
+            ],
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+            "state": {},
+        }
+        await self.app(scope, receive, send)
+
+
+async def _measure(url: str, credentials: tuple[str, str], args: argparse.Namespace) -> dict[str, Any]:
+    import httpx
+
+    os.environ["PLATPAY_DATABASE_URL"] = url
+    from platpay.app import create_app
+    from platpay.config import get_settings
+
+    get_settings.cache_clear()
+    settings = get_settings().model_copy(update={"run_embedded_worker": False})
+    app = create_app(settings, embedded_worker=False)
+    lifespan_in: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    lifespan_out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await lifespan_in.put({"type": "lifespan.startup"})
+    lifespan = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, lifespan_in.get, lifespan_out.put)
+    )
+    started = await lifespan_out.get()
+    assert started["type"] == "lifespan.startup.complete", started
+    results: dict[str, Any] = {}
+    try:
+        transport = httpx.ASGITransport(app=app)
+        pairs: list[Pair] = (await _seed(BASE_URL, credentials, args.customers, transport))[:-1]
+        tokens = await _agents(BASE_URL, credentials, pairs, transport)
+        basic = b"Basic " + base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode())
+        caller = _Caller(app)
+        run = secrets.token_hex(4)
+        counter = 0
+
+        async def one(kind: str) -> None:
+            nonlocal counter
+            counter += 1
+            index = random.randrange(len(pairs))
+            pair = pairs[index]
+            body = json.dumps(
+                {
+                    "source": {"accountId": pair.internal_id},
+                    "destination": {"accountId": pair.external_id},
+                    "amount": random.randint(1, 1000),
+                },
+                separators=(",", ":"),
+            ).encode()
+            if kind == "platform":
+                await caller.post(f"{BASE_PATH}/transfer-out", body, basic, f"{run}-{counter}")
+            else:
+                bearer = f"Bearer {tokens[index]}".encode()
+                await caller.post(f"{BASE_PATH}/agents/me/transfer-out", body, bearer, f"{run}-{counter}")
+
+        kinds = [k for k in ("platform", "agent") if args.only in ("", k)]
+        for kind in kinds:  # warm-up: caches, the pools, the kept credentials
+            for _ in range(args.warmup):
+                await one(kind)
+        assert set(caller.statuses) == {201}, caller.statuses[:5]
+        cpu: dict[str, list[float]] = {k: [] for k in kinds}
+        calls: dict[str, int] = {}
+        for number in range(args.rounds):
+            for kind in kinds:
+                caller.statuses.clear()
+                began = time.process_time()
+                for _ in range(args.requests):
+                    await one(kind)
+                cpu[kind].append((time.process_time() - began) / args.requests * 1e6)
+                assert set(caller.statuses) == {201}, set(caller.statuses)
+                print(
+                    f"  round {number + 1} {kind:<8} {cpu[kind][-1]:7.0f} µs CPU per request",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        for kind in kinds:  # function calls: one profiled pass each (cProfile's own cost is not counted)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(args.requests):
+                await one(kind)
+            profiler.disable()
+            stats = pstats.Stats(profiler)
+            calls[kind] = round(stats.total_calls / args.requests)  # type: ignore[attr-defined]
+            if args.profile:
+                print(
+                    f"\n  profile of {args.requests} {kind} requests (top {args.profile} by own time):",
+                    file=sys.stderr,
+                )
+                stats.stream = sys.stderr  # type: ignore[attr-defined]
+                stats.sort_stats("tottime").print_stats(args.profile)
+                stats.sort_stats("cumulative").print_stats(args.profile * 2)
+        for kind in kinds:
+            results[kind] = {
+                "cpu_us": statistics.median(cpu[kind]),
+                "spread": cpu[kind],
+                "calls": calls[kind],
+            }
+    finally:
+        await lifespan_in.put({"type": "lifespan.shutdown"})
+        await lifespan
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backends", default="postgres,sqlite")
+    parser.add_argument("--requests", type=int, default=600, help="requests per measured round and kind")
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--customers", type=int, default=16)
+    parser.add_argument("--only", default="", choices=["", "platform", "agent"])
+    parser.add_argument("--profile", type=int, default=0, help="print the top N of each kind's profile")
+    parser.add_argument(
+        "--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN)
+    )
+    args = parser.parse_args()
+    with contextlib.suppress(ImportError):
+        import uvloop  # what `platpay serve` runs on
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
+    summary: list[str] = []
+    for backend in args.backends.split(","):
+        unreachable = pg_reachable(args.pg_admin_url) if backend == "postgres" else None
+        if unreachable is not None:
+            print(f"postgres: skipped ({unreachable})")
+            continue
+        with (
+            tempfile.TemporaryDirectory(prefix="pp-money-") as tmp,
+            _database_url(backend, Path(tmp), args.pg_admin_url) as url,
+        ):
+            var = str(Path(tmp) / "var")
+            env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=var)
+            credentials = platform_credentials(env, cwd=Path(tmp), migrate=True)
+            os.environ["PLATPAY_VAR_DIR"] = var
+            print(f"{backend}: {args.requests} sequential requests per round and kind", flush=True)
+            stdout, sys.stdout = sys.stdout, devnull  # the access log, rendered as a server renders it
+            try:
+                results = asyncio.run(_measure(url, credentials, args))
+            finally:
+                sys.stdout = stdout
+            for kind, figures in results.items():
+                spread = "-".join(f"{v:.0f}" for v in (min(figures["spread"]), max(figures["spread"])))
+                summary.append(
+                    f"{backend:<9} {kind:<9} {figures['cpu_us']:8.0f} µs ({spread}) {figures['calls']:8,} calls"
+                )
+            if len(results) == 2:
+                ratio = results["platform"]["cpu_us"] / results["agent"]["cpu_us"]
+                summary.append(f"{backend:<9} platform / agent CPU per request: {ratio:.2f}")
+    print("\nbackend   kind      CPU per request (spread)   function calls per request")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()
