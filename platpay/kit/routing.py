@@ -4,6 +4,7 @@ answers 415 to a body in the wrong media type, and omits null fields from respon
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import inspect
 import re
@@ -15,12 +16,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi import params as fastapi_params
-from fastapi._compat import Undefined, field_annotation_is_sequence
+from fastapi._compat import ModelField, Undefined, field_annotation_is_sequence
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.dependencies.utils import (
+    _get_multidict_value,
+    _get_param_aliases,
+    _get_param_model,
+    _validate_value_with_model_field,
+    request_body_to_args,
+    request_params_to_args,
+)
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import AfterValidator, BaseModel, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Json
 from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Match, Route
@@ -100,8 +108,8 @@ class ApiRoute(APIRoute):
         Idempotency`), each once; and an endpoint returning a Response itself (nothing to serialize).
 
         It does what FastAPI's app does for such a route, in the same order and with FastAPI's own
-        validation (`request_params_to_args`, `request_body_to_args`: the same values, the same errors, the
-        same RequestValidationError): the dependencies in order (one whose parameters fail is not called,
+        validation (`request_params_to_args` with its per-field work done once, `_params_reader`;
+        `request_body_to_args`: the same values, the same errors, the same RequestValidationError): the dependencies in order (one whose parameters fail is not called,
         its errors kept), then the endpoint's path and header parameters, then its body. It skips the two
         AsyncExitStacks, the route-level exception wrapper (the app's ExceptionMiddleware outside applies
         the same handlers), telemetry, the dependency cache and the generic walk of every kind of
@@ -134,30 +142,29 @@ class ApiRoute(APIRoute):
                 return None
             if not (inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)):
                 return None
-            steps.append((sub.name, call, sub.request_param_name, tuple(sub.header_params)))
+            steps.append((sub.name, call, sub.request_param_name, _params_reader(sub.header_params)))
         if len({id(step[1]) for step in steps}) != len(steps):
             return None  # FastAPI would call a repeated dependency once
-        path_params, header_params = tuple(dependant.path_params), tuple(dependant.header_params)
+        path_params, header_params = (
+            _params_reader(dependant.path_params),
+            _params_reader(dependant.header_params),
+        )
         body_params, request_name = tuple(dependant.body_params), dependant.request_param_name
 
         async def handler(request: Request) -> Response:
             values: dict[str, Any] = {}
             errors: list[Any] = []
             for name, call, sub_request_name, sub_headers in steps:
-                kwargs, failed = (
-                    request_params_to_args(sub_headers, request.headers) if sub_headers else ({}, [])
-                )
+                kwargs, failed = sub_headers(request.headers) if sub_headers is not None else ({}, [])
                 if failed:
                     errors.extend(failed)
                     continue
                 if sub_request_name:
                     kwargs[sub_request_name] = request
                 values[name] = await call(**kwargs)
-            for fields, source in ((path_params, request.path_params), (header_params, None)):
-                if fields:
-                    found, failed = request_params_to_args(
-                        fields, request.headers if source is None else source
-                    )
+            for read, source in ((path_params, request.path_params), (header_params, None)):
+                if read is not None:
+                    found, failed = read(request.headers if source is None else source)
                     values.update(found)
                     errors.extend(failed)
             body: Any = Undefined
@@ -242,6 +249,50 @@ class ApiRoute(APIRoute):
             return await handler(request)
 
         return checked
+
+
+ParamsReader = Callable[[Any], tuple[dict[str, Any], list[Any]]]
+
+
+def _params_reader(fields: Sequence[ModelField]) -> ParamsReader | None:
+    """FastAPI's `request_params_to_args(fields, received)` as a function of `received`, with what it works out
+    per field on every request (its aliases, whether it takes a list, whether it is a parameter model) worked
+    out once: the same values and errors, by FastAPI's own functions. None without fields."""
+    if not fields:
+        return None
+    fields = tuple(fields)
+    if any(_get_param_model(field) is not None for field in fields):
+        return functools.partial(request_params_to_args, fields)
+    plans = []
+    for field in fields:
+        many = not any(
+            type(item) is Json for item in field.field_info.metadata
+        ) and field_annotation_is_sequence(field.field_info.annotation)
+        info = field.field_info
+        assert isinstance(info, fastapi_params.Param)
+        plans.append((field, tuple(_get_param_aliases(field)), info.in_.value, many))
+
+    def read(received: Any) -> tuple[dict[str, Any], list[Any]]:
+        values: dict[str, Any] = {}
+        errors: list[Any] = []
+        for field, aliases, where, many in plans:
+            _, alias = next((pair for pair in aliases if pair[1] in received), aliases[0])
+            if many:
+                value = _get_multidict_value(field, received, alias=alias)
+            else:  # (what _get_multidict_value does for a field of one value, in a mapping or in headers)
+                value = received.get(alias, None)
+                if value is None:
+                    value = Undefined
+            found, failed = _validate_value_with_model_field(
+                field=field, value=value, values=values, loc=(where, alias)
+            )
+            if failed:
+                errors.extend(failed)
+            else:
+                values[field.name] = found
+        return values, errors
+
+    return read
 
 
 def _plain(dependant: Dependant, *, body: bool) -> bool:
