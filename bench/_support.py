@@ -251,6 +251,16 @@ def pg_database(admin_url: str = DEFAULT_PG_ADMIN, prefix: str = "platpay_bench"
         )
 
 
+@contextlib.contextmanager
+def database_url(backend: str, workdir: Path, admin_url: str = DEFAULT_PG_ADMIN) -> Iterator[str]:
+    """`sqlite`: a file in `workdir`; `postgres`: a throwaway database (`pg_database`). Its SQLAlchemy URL."""
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{workdir / 'platpay.db'}"
+    else:
+        with pg_database(admin_url) as url:
+            yield url
+
+
 def bench_env(**extra: str) -> dict[str, str]:
     """The environment for a platpay child: no inherited PLATPAY_* settings except what we pass."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLATPAY_")}

@@ -21,24 +21,14 @@ import pstats
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, bench_env, pg_database, pg_reachable, platform_credentials
+from _support import DEFAULT_PG_ADMIN, bench_env, database_url, pg_reachable, platform_credentials
 
 BASE_PATH = "/2025-10-13"
-
-
-@contextlib.contextmanager
-def _database_url(backend: str, workdir: Path, admin_url: str) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{workdir / 'platpay.db'}"
-    else:
-        with pg_database(admin_url) as url:
-            yield url
 
 
 async def _measure(
@@ -149,7 +139,7 @@ def main() -> None:
             continue
         with (
             tempfile.TemporaryDirectory(prefix="pp-config-") as tmp,
-            _database_url(backend, Path(tmp), args.pg_admin_url) as url,
+            database_url(backend, Path(tmp), args.pg_admin_url) as url,
         ):
             env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=str(Path(tmp) / "var"))
             client_id, secret = platform_credentials(env, cwd=Path(tmp), migrate=True)

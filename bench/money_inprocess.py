@@ -26,26 +26,16 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, bench_env, pg_database, pg_reachable, platform_credentials
+from _support import DEFAULT_PG_ADMIN, bench_env, database_url, pg_reachable, platform_credentials
 from agent_transfer import _agents
 from transfer_out import BASE_PATH, Pair, _seed
 
 BASE_URL = "http://127.0.0.1:8000"
-
-
-@contextlib.contextmanager
-def _database_url(backend: str, workdir: Path, admin_url: str) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{workdir / 'platpay.db'}"
-    else:
-        with pg_database(admin_url) as url:
-            yield url
 
 
 class _Caller:
@@ -217,7 +207,7 @@ def main() -> None:
             continue
         with (
             tempfile.TemporaryDirectory(prefix="pp-money-") as tmp,
-            _database_url(backend, Path(tmp), args.pg_admin_url) as url,
+            database_url(backend, Path(tmp), args.pg_admin_url) as url,
         ):
             var = str(Path(tmp) / "var")
             env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=var)
