@@ -37,7 +37,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import asyncpg
 from sqlalchemy import event
@@ -47,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from platpay.db import hosts, lean, sqlite_inline
+from platpay.db import hosts, lean, sqlite_inline, sqlite_writes
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -280,7 +280,16 @@ class Database:
         self._write_engine = self.engine.execution_options(**{WRITE_OPTION: True})
         self._read_sessions = async_sessionmaker(self.engine, expire_on_commit=False, autoflush=False)
         self._write_sessions = async_sessionmaker(self._write_engine, expire_on_commit=False, autoflush=False)
-        self._write_lock: asyncio.Lock | None = None
+        self._writes = (
+            sqlite_writes.Writes(
+                timeout=self.timeout,
+                checkout=self._sqlite_checkout,
+                release=self._sqlite_release,
+                translate=functools.partial(lean.translated, self.engine.dialect),
+            )
+            if self.is_sqlite
+            else None
+        )
         self._after_commit: list[Callable[[LeanSession], None]] = []
         # Lean reads never open overflow connections: a burst of them would otherwise make the pool open
         # and close a connection every few requests. Per event loop, as asyncio primitives are.
@@ -330,22 +339,11 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def _sqlite_writer(self) -> AsyncIterator[None]:
-        if not self.is_sqlite:
+        if self._writes is None:
             yield
             return
-        if self._write_lock is None:
-            self._write_lock = asyncio.Lock()
-        try:
-            async with asyncio.timeout(self.timeout):
-                await self._write_lock.acquire()
-        except TimeoutError:
-            raise DatabaseUnavailable(
-                f"the database is busy: no write slot within {self.timeout:g}s"
-            ) from None
-        try:
+        async with self._writes.writer():
             yield
-        finally:
-            self._write_lock.release()
 
     def _unavailable(self, error: Exception) -> None:
         """Raise DatabaseUnavailable in place of `error` if it is an outage (and log the outage once)."""
@@ -432,32 +430,29 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def _sqlite_lean_transaction(self) -> AsyncIterator[LeanSession]:
-        """`lean_transaction()` on SQLite: a LeanTransaction on a connection straight from the engine's pool,
-        BEGIN IMMEDIATE and COMMIT sent by platpay.db.sqlite_inline (inline while the write lock is free, as
-        every lean statement in between): no ORM session, no SQLAlchemy connection (bench/money_inprocess.py
-        measures what that saves). Writers in this process queue on the write lock as in `transaction()`."""
+        """`lean_transaction()` on SQLite: a LeanTransaction on a connection straight from the engine's pool
+        (no ORM session, no SQLAlchemy connection), its statements inline while the connection holds the write
+        lock (platpay.db.sqlite_inline), itself a savepoint of a batch that concurrent lean transactions share
+        and commit together (platpay.db.sqlite_writes): it returns once that COMMIT succeeded."""
+        assert self._writes is not None
         try:
-            async with self._sqlite_writer():
-                fairy = await greenlet_spawn(self._write_engine.sync_engine.raw_connection)
-                try:
-                    driver = cast(sqlite_inline.InlineConnection, fairy.driver_connection)
-                    lean_tx = LeanTransaction(driver, self.engine.dialect)
-                    try:
-                        await lean.sqlite_begin(lean_tx)
-                        yield lean_tx
-                        await lean.sqlite_commit(lean_tx)
-                    except BaseException as error:
-                        with contextlib.suppress(Exception):
-                            await driver.rollback()
-                        if refuses_writes(error):  # a file opened read-only: the connection leaves the pool
-                            await greenlet_spawn(fairy.invalidate, error)
-                        raise
-                finally:
-                    await greenlet_spawn(fairy.close)  # back to the pool (its reset: a ROLLBACK of nothing)
+            async with self._writes.member() as driver:
+                lean_tx = LeanTransaction(driver, self.engine.dialect)
+                yield lean_tx
         except Exception as error:
             self._unavailable(error)
             raise
         self._committed(lean_tx)
+
+    async def _sqlite_checkout(self) -> Any:
+        return await greenlet_spawn(self._write_engine.sync_engine.raw_connection)
+
+    @staticmethod
+    async def _sqlite_release(proxy: Any, error: BaseException | None) -> None:
+        # (a connection whose file refused a write is invalidated: platpay.db.faults.refuses_writes)
+        if error is not None:
+            await greenlet_spawn(proxy.invalidate, error)
+        await greenlet_spawn(proxy.close)
 
     def _committed(self, session: LeanSession) -> None:
         """After a write transaction committed: the outage (if one was logged) is over; the commit hooks."""
@@ -675,6 +670,8 @@ class Database:
                 await pool.close()
         if self.replica is not None:
             await self.replica.close()
+        if self._writes is not None:
+            await self._writes.close()
         await self.engine.dispose()
         if self._checkpointer is not None:
             await asyncio.to_thread(self._checkpointer.stop)

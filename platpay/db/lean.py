@@ -169,8 +169,9 @@ class LeanTransaction:
     lean functions of this module need of a session — its `info`, which also carries what a transaction
     records for the commit hooks (jobs queued, ids read) — and nothing else. On PostgreSQL driver errors
     come back as asyncpg raised them (as from `Database.fetch_first`); on SQLite as SQLAlchemy's, and BEGIN
-    IMMEDIATE, the statements and COMMIT run inline while the write lock is free (platpay.db.sqlite_inline;
-    `sqlite_begin`, `sqlite_commit`), every write at once: what follows is PostgreSQL's.
+    IMMEDIATE, the statements and COMMIT run inline while the write lock is free (platpay.db.sqlite_inline),
+    every write at once, the transaction a savepoint in a group commit (platpay.db.sqlite_writes): what
+    follows is PostgreSQL's.
 
     BEGIN is sent lazily (`lease`: the pool's lease of the connection, `platpay.db.lean_pool`): reads
     without row locks run before it, in autocommit, each its own snapshot as in READ COMMITTED; the first
@@ -594,24 +595,12 @@ async def finish(session: LeanSession) -> None:
     await session.info[_TRANSACTION].commit()
 
 
-async def sqlite_begin(session: LeanSession) -> None:
-    """BEGIN IMMEDIATE for a LeanTransaction on SQLite (`Database.lean_transaction`): the write lock, taken
-    inline when it is free (platpay.db.sqlite_inline)."""
-    known: Driver = session.info[_DRIVER]
-    try:
-        await known[1].begin_write()
-    except Exception as error:
-        raise await _failed(known, "BEGIN IMMEDIATE", (), error) from error
-
-
-async def sqlite_commit(session: LeanSession) -> None:
-    """COMMIT a LeanTransaction on SQLite: a read still waiting goes first (`ahead` sends none there)."""
-    await flush(session)
-    known: Driver = session.info[_DRIVER]
-    try:
-        await known[1].commit()
-    except Exception as error:
-        raise await _failed(known, "COMMIT", (), error) from error
+def translated(dialect: Dialect, sql: str, error: BaseException) -> BaseException:
+    """The SQLAlchemy exception for a driver error of `sql` run outside a statement of this module (SQLite's
+    BEGIN IMMEDIATE, SAVEPOINT, COMMIT: platpay.db.sqlite_writes)."""
+    if not isinstance(error, Exception):
+        return error
+    return _translated(dialect, None, sql, (), error)
 
 
 async def abort(session: LeanSession) -> None:

@@ -196,6 +196,14 @@ class InlineConnection(aiosqlite.Connection):
         await self._execute(self._conn.execute, "BEGIN IMMEDIATE")
         self.began_write()
 
+    async def control(self, sql: str) -> None:
+        """A transaction-control statement (SAVEPOINT, RELEASE, ROLLBACK TO: platpay.db.sqlite_writes): inline
+        while this connection holds the write lock, else on its thread."""
+        if self.holds_write_lock():
+            self._conn.execute(sql)
+        else:
+            await self._execute(self._conn.execute, sql)
+
     def began_write(self) -> None:
         """The thread's BEGIN IMMEDIATE succeeded: this connection holds the write lock."""
         self._write_locked = self.wal
