@@ -402,8 +402,8 @@ class Database:
         PostgreSQL: a `LeanTransaction` on a connection of a pool of its own (`LeanPool`, as large as the
         engine's, per event loop): BEGIN … COMMIT, BEGIN sent with its first write (its writes deferred to
         the end, one statement without BEGIN: db/lean.py); a connection found dead at its first statement
-        (nothing was done on it) is replaced and the statement sent again, once. SQLite: `transaction()`'s session (lean
-        statements run on its driver there; writes are serialized by its lock either way)."""
+        (nothing was done on it) is replaced and the statement sent again, once. SQLite: a LeanTransaction too, a
+        member of a group commit (`_sqlite_lean_transaction`)."""
         if self.is_sqlite:
             async with self._sqlite_lean_transaction() as sqlite_tx:
                 yield sqlite_tx

@@ -22,8 +22,8 @@ with the same identity-map semantics.
 `LeanTransaction` goes one step further for a path whose every statement is lean (a transfer, a card
 authorization): a transaction straight on a driver connection (`Database.lean_transaction()`, PostgreSQL
 and SQLite), with no ORM session at all (its begin, connection checkout and commit cost several times the
-statements' own driver calls). Rows it
-inserts or reads are snapshots, never attached; an ORM call on it raises at once.
+statements' own driver calls). Rows it inserts or reads are snapshots, never attached; an ORM call on it
+raises at once.
 
 Lean statements are for the hot paths a benchmark shows they matter on (bench/README.md), and only inside
 the repositories of the domains that own those tables: the ledger, the outbox (events, deliveries), jobs,
