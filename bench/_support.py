@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +259,32 @@ def database_url(backend: str, workdir: Path, admin_url: str = DEFAULT_PG_ADMIN)
     else:
         with pg_database(admin_url) as url:
             yield url
+
+
+@contextlib.asynccontextmanager
+async def asgi_lifespan(app: Any) -> AsyncIterator[None]:
+    """The ASGI app's lifespan around the block, as a server runs it (startup must complete)."""
+    into: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    await into.put({"type": "lifespan.startup"})
+    task = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, into.get, out.put)
+    )
+    started = await out.get()
+    assert started["type"] == "lifespan.startup.complete", started
+    try:
+        yield
+    finally:
+        await into.put({"type": "lifespan.shutdown"})
+        await task
+
+
+def use_uvloop() -> None:
+    """Run asyncio on uvloop, as `platpay serve` does (when it is installed)."""
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
 
 
 def bench_env(**extra: str) -> dict[str, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import cProfile
 import os
 import pstats
@@ -26,7 +25,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, bench_env, database_url, pg_reachable, platform_credentials
+from _support import (
+    DEFAULT_PG_ADMIN,
+    asgi_lifespan,
+    bench_env,
+    database_url,
+    pg_reachable,
+    platform_credentials,
+    use_uvloop,
+)
 
 BASE_PATH = "/2025-10-13"
 
@@ -73,18 +80,7 @@ async def _measure(
             "state": {},
         }
 
-    lifespan_messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    lifespan_sent: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    await lifespan_messages.put({"type": "lifespan.startup"})
-    lifespan_task = asyncio.create_task(
-        app(
-            {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
-            lifespan_messages.get,
-            lifespan_sent.put,
-        )
-    )
-    await lifespan_sent.get()
-    try:
+    async with asgi_lifespan(app):
         for _ in range(300):  # warm-up: caches, the inline reader, the pools
             await app(scope(), receive, send)
         assert set(statuses) == {200}, statuses[:5]
@@ -110,9 +106,6 @@ async def _measure(
                 stats = pstats.Stats(profiler, stream=sys.stderr)
                 stats.sort_stats("tottime").print_stats(profile)
                 stats.sort_stats("cumulative").print_stats(profile * 2)
-    finally:
-        await lifespan_messages.put({"type": "lifespan.shutdown"})
-        await lifespan_task
 
 
 def main() -> None:
@@ -127,10 +120,7 @@ def main() -> None:
         "--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN)
     )
     args = parser.parse_args()
-    with contextlib.suppress(ImportError):
-        import uvloop  # what `platpay serve` runs on
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    use_uvloop()
     devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
     for backend in args.backends.split(","):
         unreachable = pg_reachable(args.pg_admin_url) if backend == "postgres" else None

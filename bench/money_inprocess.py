@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import cProfile
 import json
 import os
@@ -31,7 +30,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import DEFAULT_PG_ADMIN, bench_env, database_url, pg_reachable, platform_credentials
+from _support import (
+    DEFAULT_PG_ADMIN,
+    asgi_lifespan,
+    bench_env,
+    database_url,
+    pg_reachable,
+    platform_credentials,
+    use_uvloop,
+)
 from agent_transfer import _agents
 from transfer_out import BASE_PATH, Pair, _seed
 
@@ -94,16 +101,8 @@ async def _measure(url: str, credentials: tuple[str, str], args: argparse.Namesp
     get_settings.cache_clear()
     settings = get_settings().model_copy(update={"run_embedded_worker": False})
     app = create_app(settings, embedded_worker=False)
-    lifespan_in: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    lifespan_out: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    await lifespan_in.put({"type": "lifespan.startup"})
-    lifespan = asyncio.create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, lifespan_in.get, lifespan_out.put)
-    )
-    started = await lifespan_out.get()
-    assert started["type"] == "lifespan.startup.complete", started
     results: dict[str, Any] = {}
-    try:
+    async with asgi_lifespan(app):
         transport = httpx.ASGITransport(app=app)
         pairs: list[Pair] = (await _seed(BASE_URL, credentials, args.customers, transport))[:-1]
         tokens = await _agents(BASE_URL, credentials, pairs, transport)
@@ -173,9 +172,6 @@ async def _measure(url: str, credentials: tuple[str, str], args: argparse.Namesp
                 "spread": cpu[kind],
                 "calls": calls[kind],
             }
-    finally:
-        await lifespan_in.put({"type": "lifespan.shutdown"})
-        await lifespan
     return results
 
 
@@ -194,10 +190,7 @@ def main() -> None:
         "--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN)
     )
     args = parser.parse_args()
-    with contextlib.suppress(ImportError):
-        import uvloop  # what `platpay serve` runs on
-
-        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    use_uvloop()
     devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
     summary: list[str] = []
     for backend in args.backends.split(","):
