@@ -50,7 +50,10 @@ async def test_the_balance_event_carries_the_balance_after_each_hold(client, aut
         )
         for envelope in receiver.of_type(updated)
     )
-    assert [(available, total) for _, available, total in announced] == [
+    # The first three by id (time-ordered): the funding's and the two holds'. A slow run may also have
+    # settled the transfers meanwhile (the sandbox settles a second after they start processing): their
+    # balance events come after these.
+    assert [(available, total) for _, available, total in announced[:3]] == [
         (10_000, 10_000),
         (6_000, 10_000),
         (4_500, 10_000),
