@@ -113,8 +113,8 @@ class Writes:
 
     @contextlib.asynccontextmanager
     async def member(self) -> AsyncIterator[Any]:
-        """A lean transaction's place in a batch: yields the batch's driver connection, inside a savepoint of
-        this member's; returns once the batch committed (raises what failed it)."""
+        """A lean transaction's place in a batch: yields the batch's driver connection (inside a savepoint of
+        its own when it joins an open batch); returns once the batch committed (raises what failed it)."""
         lock = await self._acquire()
         try:
             opening = self._batch is None
