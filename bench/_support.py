@@ -279,6 +279,26 @@ async def asgi_lifespan(app: Any) -> AsyncIterator[None]:
         await task
 
 
+def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    """An ASGI HTTP scope as uvicorn builds one for a request from wrk on 127.0.0.1 (`host` and `user-agent`
+    first, then `headers`)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"wrk"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+
+
 def use_uvloop() -> None:
     """Run asyncio on uvloop, as `platpay serve` does (when it is installed)."""
     with contextlib.suppress(ImportError):

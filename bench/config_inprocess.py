@@ -30,6 +30,7 @@ from _support import (
     asgi_lifespan,
     bench_env,
     database_url,
+    http_scope,
     pg_reachable,
     platform_credentials,
     use_uvloop,
@@ -60,25 +61,7 @@ async def _measure(
             statuses.append(message["status"])
 
     def scope() -> dict[str, Any]:
-        return {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "headers": [
-                (b"host", b"127.0.0.1:8000"),
-                (b"user-agent", b"wrk"),
-                (b"authorization", authorization),
-            ],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-            "state": {},
-        }
+        return http_scope("GET", path, [(b"authorization", authorization)])
 
     async with asgi_lifespan(app):
         for _ in range(300):  # warm-up: caches, the inline reader, the pools

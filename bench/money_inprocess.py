@@ -35,6 +35,7 @@ from _support import (
     asgi_lifespan,
     bench_env,
     database_url,
+    http_scope,
     pg_reachable,
     platform_credentials,
     use_uvloop,
@@ -66,28 +67,16 @@ class _Caller:
             if message["type"] == "http.response.start":
                 self.statuses.append(message["status"])
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "headers": [
-                (b"host", b"127.0.0.1:8000"),
-                (b"user-agent", b"wrk"),
+        scope = http_scope(
+            "POST",
+            path,
+            [
                 (b"authorization", authorization),
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
                 (b"idempotency-key", key.encode()),
             ],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-            "state": {},
-        }
+        )
         await self.app(scope, receive, send)
 
 
