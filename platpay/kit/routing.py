@@ -22,13 +22,14 @@ from fastapi.dependencies.utils import (
     _get_multidict_value,
     _get_param_aliases,
     _get_param_model,
+    _is_json_field,
     _validate_value_with_model_field,
     request_body_to_args,
     request_params_to_args,
 )
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Json
+from pydantic import AfterValidator, BaseModel, BeforeValidator
 from pydantic_core import PydanticCustomError
 from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Match, Route
@@ -109,8 +110,9 @@ class ApiRoute(APIRoute):
 
         It does what FastAPI's app does for such a route, in the same order and with FastAPI's own
         validation (`request_params_to_args` with its per-field work done once, `_params_reader`;
-        `request_body_to_args`: the same values, the same errors, the same RequestValidationError): the dependencies in order (one whose parameters fail is not called,
-        its errors kept), then the endpoint's path and header parameters, then its body. It skips the two
+        `request_body_to_args`: the same values, the same errors, the same RequestValidationError): the
+        dependencies in order (one whose parameters fail is not called, its errors kept), then the
+        endpoint's path and header parameters, then its body. It skips the two
         AsyncExitStacks, the route-level exception wrapper (the app's ExceptionMiddleware outside applies
         the same handlers), telemetry, the dependency cache and the generic walk of every kind of
         parameter: ~30% of an authenticated GET /config's CPU in-process; ~18% of a POST /transfer-out's Python
@@ -265,9 +267,7 @@ def _params_reader(fields: Sequence[ModelField]) -> ParamsReader | None:
         return functools.partial(request_params_to_args, fields)
     plans = []
     for field in fields:
-        many = not any(
-            type(item) is Json for item in field.field_info.metadata
-        ) and field_annotation_is_sequence(field.field_info.annotation)
+        many = not _is_json_field(field) and field_annotation_is_sequence(field.field_info.annotation)
         info = field.field_info
         assert isinstance(info, fastapi_params.Param)
         plans.append((field, tuple(_get_param_aliases(field)), info.in_.value, many))
