@@ -44,6 +44,24 @@ hypothesis_settings.register_profile("platpay", deadline=None, suppress_health_c
 hypothesis_settings.load_profile("platpay")
 
 
+@pytest.hookimpl(trylast=True)  # after any plugin's own order (pytest-randomly's shuffle)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow modules first: those that start processes or clusters (marked e2e) and drive a browser. `make
+    test` hands whole modules to its workers in this order (`--dist loadfile --no-loadscope-reorder`): left
+    for last, one of them (a failover, a crash campaign: 30-75 s) kept one worker busy minutes after the
+    other ran out of work. The others follow, the modules with the most tests first (pytest-xdist's own
+    order)."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def slow(path: str) -> bool:
+        return path.endswith("_browser.py") or any(item.get_closest_marker("e2e") for item in modules[path])
+
+    order = sorted(modules, key=lambda path: (not slow(path), 0 if slow(path) else -len(modules[path])))
+    items[:] = [item for path in order for item in modules[path]]
+
+
 def _pg_admin_url(url: str) -> tuple[str, str]:
     parsed = make_url(url)
     return parsed.set(database="postgres").render_as_string(

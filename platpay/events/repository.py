@@ -110,6 +110,23 @@ async def insert_event(
     return endpoint
 
 
+async def endpoint_ahead(session: LeanSession, *, tenant_id: str) -> None:
+    """Where a transaction defers its conditions (`lean.defers_checks`), read the tenant's webhook endpoint for
+    its events (`insert_event`) with the transaction's next read (db/lean.py `ahead`), expected unchanged by
+    the statement that sends its writes: a job's events cost no read of their own (a request's endpoint
+    comes from its authentication). Elsewhere nothing: the first event's INSERT returns it."""
+    known: dict[str, str | None] | None = session.info.get(_ENDPOINTS_READ)
+    if not lean.defers_checks(session) or (known is not None and tenant_id in known):
+        return
+
+    async def check(found: tuple[Any, ...] | None) -> None:
+        endpoint = None if found is None else found[0]
+        await lean.expect(session, _ENDPOINT_IS, {"tenant_id": tenant_id, "url": endpoint})
+        session.info.setdefault(_ENDPOINTS_READ, {})[tenant_id] = endpoint
+
+    await lean.ahead(session, _ENDPOINT, {"tenant_id": tenant_id}, check)
+
+
 async def _defer_event(session: LeanSession, values: dict[str, Any], filled: lean.Filled | None) -> None:
     if filled is None:
         await lean.defer(session, _INSERT_EVENT_ONLY, values)

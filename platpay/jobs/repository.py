@@ -435,7 +435,13 @@ _FINISH = Lean(
 
 
 async def finish(session: LeanSession, *, job_id: str, token: str, now: datetime) -> bool:
-    return bool(await lean.rows(session, _FINISH, {"job_id": job_id, "token": token, "now": now}))
+    """DONE, if `token` still holds the job's lease. In a PostgreSQL lean transaction deferred to the
+    statement that sends its writes, which then fails if the lease was lost (`Raced`: the careful attempt
+    finds it lost)."""
+    params = {"job_id": job_id, "token": token, "now": now}
+    if await lean.defer_returning(session, _FINISH, params, row=job_id) is not None:
+        return True
+    return bool(await lean.rows(session, _FINISH, params))
 
 
 async def reschedule(

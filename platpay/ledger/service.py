@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.sql.elements import ColumnElement
 
 from platpay.db.database import COMMIT_HOOKS
-from platpay.db.unit_of_work import LeanSession
+from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.kit import clock
 from platpay.kit.ids import new_id
 from platpay.kit.pagination import PageParams, PageResult, paginate
@@ -115,13 +115,16 @@ _system_ids: dict[tuple[str, str], str] = {}  # (tenant, code) -> id; ids never 
 
 
 async def system_account(
-    session: AsyncSession, *, tenant_id: str, kind: str, currency: str, qualifier: str = ""
+    session: LeanSession, *, tenant_id: str, kind: str, currency: str, qualifier: str = ""
 ) -> str:
-    """The id of a tenant's system account (created on first use), e.g. CLEARING for ACH in USD."""
+    """The id of a tenant's system account (created on first use), e.g. CLEARING for ACH in USD. Known to
+    the process once read; a lean transaction cannot read or create it (`Raced`: its careful attempt does)."""
     code = ":".join(part for part in (kind.lower(), qualifier, currency) if part)
     cached = _system_ids.get((tenant_id, code))
     if cached is not None:
         return cached
+    if not isinstance(session, AsyncSession):
+        raise Raced(f"system account {code} of tenant {tenant_id} is not known to this process yet")
     account_id = await repository.account_id_by_code(session, tenant_id=tenant_id, code=code)
     if account_id is None:
         now = clock.now()
@@ -283,19 +286,19 @@ async def _apply_legs(
         delta = deltas[(leg.account_id, leg.currency)]
         delta[0 if leg.bucket == AVAILABLE else 1] += leg.amount
     after: dict[str, Balance | PendingBalance] = {}
-    # An entry that moves one account's balance (a hold, a release) defers it where it can (PostgreSQL's lean
-    # transactions): it then costs no round trip of its own and locks the row only while the transaction's
-    # writes run. An entry moving several keeps taking their locks in id order, one statement each.
+    # Each balance change is deferred where it can be (PostgreSQL's lean transactions): it then costs no round
+    # trip of its own and locks the row only while the transaction's writes run, the rows in id order (the
+    # statement takes its conditions' locks in the order they were made). One that cannot (an ORM session,
+    # SQLite, a row this transaction already changes) runs now: the deferred ones before it go first.
     moving = [item for item in sorted(deltas.items()) if item[1] != [0, 0]]
     for (account_id, currency), (d_available, d_held) in moving:
-        if len(moving) == 1:
-            returned = await repository.apply_deferred(
-                session, tenant_id=tenant_id, account_id=account_id, currency=currency,
-                d_available=d_available, d_held=d_held, now=now,
-            )  # fmt: skip
-            if returned is not None:
-                after[account_id] = PendingBalance(returned)
-                continue
+        returned = await repository.apply_deferred(
+            session, tenant_id=tenant_id, account_id=account_id, currency=currency,
+            d_available=d_available, d_held=d_held, now=now,
+        )  # fmt: skip
+        if returned is not None:
+            after[account_id] = PendingBalance(returned)
+            continue
         applied = await repository.apply(
             session,
             tenant_id=tenant_id,

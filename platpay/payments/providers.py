@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanSession
 from platpay.kit.providers import Slot
 from platpay.tenants import service as tenants_service
 from platpay.tenants.context import TenantContext
@@ -82,7 +81,7 @@ def rail_for(tenant: TenantContext) -> PayoutRail:
     return SANDBOX_RAIL.get() if tenant.is_sandbox else RAIL.get()
 
 
-async def rail_of(session: AsyncSession, *, tenant_id: str) -> PayoutRail:
+async def rail_of(session: LeanSession, *, tenant_id: str) -> PayoutRail:
     """The rail of a tenant known by id (jobs)."""
     return (
         SANDBOX_RAIL.get() if await tenants_service.is_sandbox(session, tenant_id=tenant_id) else RAIL.get()

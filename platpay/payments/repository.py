@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, func, or_, select
+from sqlalchemy import Select, bindparam, case, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from platpay.accounts import service as accounts_service
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.unit_of_work import LeanSession
+from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
 from platpay.payments.state import AWAITING, TransactionKind, TransactionStatus
 
+if TYPE_CHECKING:  # the row type accounts.service returns
+    from platpay.accounts.models import InternalAccountRow
+
 
 async def get(
-    session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
+    session: LeanSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
 ) -> TransactionRow | None:
     return await lean.get(
         session, TransactionRow, id=transaction_id, tenant_id=tenant_id, for_update=for_update
@@ -96,6 +100,86 @@ async def created_at_of(session: AsyncSession, *, tenant_id: str, transaction_id
 
 
 _INSERT = Lean(TransactionRow.__table__.insert())
+
+
+# A transfer as a settlement step reads it, without a lock, with the internal account it moves (the source's
+# of a transfer-out, else the destination's; the accounts domain's columns appended).
+_TABLE = TransactionRow.__table__
+_COLUMNS, _KEYS = lean.columns_of(TransactionRow)
+_WITH_ACCOUNT = Lean(
+    accounts_service.with_internal(
+        select(*_COLUMNS).where(
+            _TABLE.c.id == bindparam("transaction_id"), _TABLE.c.tenant_id == bindparam("tenant_id")
+        ),
+        account_id=case(
+            (_TABLE.c.kind == TransactionKind.TRANSFER_OUT, _TABLE.c.source["accountId"].as_string()),
+            else_=_TABLE.c.destination["accountId"].as_string(),
+        ),
+        tenant_id=_TABLE.c.tenant_id,
+    )
+)
+
+
+async def read_with_account(
+    session: LeanSession, *, tenant_id: str, transaction_id: str
+) -> tuple[TransactionRow, InternalAccountRow | None] | None:
+    """The transaction (a snapshot: a change to it is saved by `write_move`) and the internal account it
+    moves (None: none), in one statement; None when the tenant has no such transaction."""
+    found = await lean.first(
+        session, _WITH_ACCOUNT, {"transaction_id": transaction_id, "tenant_id": tenant_id}
+    )
+    if found is None:
+        return None
+    width = len(_KEYS)
+    return lean.snapshot(TransactionRow, _KEYS, found[:width]), accounts_service.internal_from(found[width:])
+
+
+# A status change in a lean transaction (a settlement step, platpay/payments/transfers.py): the columns
+# `service.move` changes, written only if the row is still as it was read (its status, and its updatedAt,
+# which every change of a transaction moves: no other change made meanwhile is overwritten).
+_MOVE = Lean(
+    _TABLE.update()
+    .where(
+        _TABLE.c.id == bindparam("row_id"),
+        _TABLE.c.tenant_id == bindparam("row_tenant_id"),
+        _TABLE.c.status == bindparam("was"),
+        _TABLE.c.updated_at == bindparam("was_updated_at"),
+    )
+    .values(
+        status=bindparam("status"),
+        updated_at=bindparam("updated_at"),
+        settled_at=bindparam("settled_at"),
+        failure_reason=bindparam("failure_reason"),
+        refund=bindparam("refund"),
+        extra=bindparam("extra"),
+    )
+    .returning(_TABLE.c.id)
+)
+
+
+async def write_move(
+    session: LeanSession, row: TransactionRow, *, was: str, was_updated_at: datetime
+) -> None:
+    """Save `row`'s status change (a row read leanly, not tracked by an ORM session) if the transaction is
+    still as read (status `was`, updated at `was_updated_at`); else `Raced` (a concurrent change: the
+    caller's careful attempt decides again under the row's lock). On PostgreSQL's lean transactions deferred
+    to the statement that sends the writes."""
+    params = {
+        "row_id": row.id,
+        "row_tenant_id": row.tenant_id,
+        "was": was,
+        "was_updated_at": was_updated_at,
+        "status": row.status,
+        "updated_at": row.updated_at,
+        "settled_at": row.settled_at,
+        "failure_reason": row.failure_reason,
+        "refund": row.refund,
+        "extra": row.extra,
+    }
+    if await lean.defer_returning(session, _MOVE, params, row=row.id) is not None:
+        return
+    if await lean.first(session, _MOVE, params) is None:
+        raise Raced(f"transaction {row.id} is no longer {was}")
 
 
 async def insert(session: LeanSession, values: dict[str, Any]) -> TransactionRow:

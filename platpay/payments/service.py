@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,6 +31,9 @@ from platpay.payments.schemas import (
 from platpay.payments.state import TransactionStatus, TransactionType, lifecycle
 from platpay.payments.types import TransactionDestination, TransactionSource
 from platpay.tenants.context import TenantContext
+
+if TYPE_CHECKING:  # the row type accounts.service returns
+    from platpay.accounts.models import InternalAccountRow
 
 
 def _failure(row: TransactionRow) -> tuple[str | None, dict[str, Any] | None]:
@@ -213,7 +216,7 @@ async def emit_status(
 
 
 async def move(
-    session: AsyncSession,
+    session: LeanSession,
     row: TransactionRow,
     status: TransactionStatus,
     *,
@@ -228,7 +231,10 @@ async def move(
     raises kit.states.IllegalTransition, before anything changed.
     `failure_reason` is a value of the reference enum of the row's direction (the schema refuses others);
     `failure_details` ({code, message, …}) keeps the specific cause; `refund` replaces the refund as the
-    API shows it; `extra` adds facts kept beside the row (merged into `extra`)."""
+    API shows it; `extra` adds facts kept beside the row (merged into `extra`).
+    In a lean transaction `row` is a snapshot read leanly: its change is written only if the transaction
+    is still as it was read, else `Raced` (repository.write_move)."""
+    was, was_updated_at = row.status, row.updated_at
     target = lifecycle(row.type).move(row.status, status, subject=row.id)
     now = clock.now()
     row.status = target
@@ -243,6 +249,8 @@ async def move(
         row.extra = {**(row.extra or {}), "failureDetails": failure_details}  # JSON tracks assignment only
     if target == TransactionStatus.COMPLETED:
         row.settled_at = now
+    if not isinstance(session, AsyncSession):  # the ORM saves a tracked row's change itself
+        await repository.write_move(session, row, was=was, was_updated_at=was_updated_at)
     return await emit_status(session, row, platform_id=platform_id)
 
 
@@ -264,7 +272,7 @@ async def announce(
 
 
 async def load(
-    session: AsyncSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
+    session: LeanSession, *, tenant_id: str, transaction_id: str, for_update: bool = False
 ) -> TransactionRow:
     row = await repository.get(
         session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=for_update
@@ -272,6 +280,16 @@ async def load(
     if row is None:
         raise TransactionNotFound(transaction_id)
     return row
+
+
+async def read_with_account(
+    session: LeanSession, *, tenant_id: str, transaction_id: str
+) -> tuple[TransactionRow, InternalAccountRow | None]:
+    """`load` without a lock, with the internal account the transaction moves (None: none), in one read."""
+    found = await repository.read_with_account(session, tenant_id=tenant_id, transaction_id=transaction_id)
+    if found is None:
+        raise TransactionNotFound(transaction_id)
+    return found
 
 
 async def get_transaction(

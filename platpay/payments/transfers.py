@@ -19,8 +19,9 @@ from platpay.accounts.state import ExternalAccountStatus, InternalAccountStatus
 from platpay.accounts.validators import corridors
 from platpay.config import Settings
 from platpay.customers import service as customers_service
-from platpay.db.unit_of_work import LeanSession, Raced
+from platpay.db.unit_of_work import LeanSession, Raced, orm_session
 from platpay.errors import InvalidCurrency, InvalidInput, invalid_field
+from platpay.events import service as events_service
 from platpay.jobs import service as jobs_service
 from platpay.kit import clock
 from platpay.ledger import service as ledger
@@ -548,12 +549,27 @@ async def _release(session: AsyncSession, row: TransactionRow) -> ledger.Entry:
 
 
 async def step(
-    session: AsyncSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
+    session: LeanSession, *, tenant_id: str, transaction_id: str, step_name: str, settings: Settings
 ) -> None:
-    """Advance a transfer by one step; a step that no longer applies (already done) does nothing."""
-    row = await payments_service.load(
-        session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
-    )
+    """Advance a transfer by one step; a step that no longer applies (already done) does nothing.
+
+    In a lean transaction (the step job's first attempt: payments/jobs.py) the row is read without its
+    lock and its change is written only if it still has the status it was read with; a rail's failure, a
+    step that no longer applies and a race raise `Raced`, and the careful attempt (an ORM session, the row
+    locked FOR UPDATE) decides again. An incoming transfer's first step changes no status: read leanly, a
+    transfer cancelled meanwhile may get its settle step queued, which then finds it FAILED and does
+    nothing, as it does for a step that arrives late."""
+    careful = isinstance(session, AsyncSession)
+    account: InternalAccountRow | None = None
+    if careful:
+        row = await payments_service.load(
+            session, tenant_id=tenant_id, transaction_id=transaction_id, for_update=True
+        )
+    else:  # one read: the transfer, its account and the tenant's webhook endpoint
+        await events_service.endpoint_ahead(session, tenant_id=tenant_id)
+        row, account = await payments_service.read_with_account(
+            session, tenant_id=tenant_id, transaction_id=transaction_id
+        )
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "process" and row.status == TransactionStatus.PENDING:
         rail = await providers.rail_of(session, tenant_id=tenant_id)
@@ -572,50 +588,53 @@ async def step(
         TransactionStatus.PROCESSING if row.type == TransactionType.OUTGOING else TransactionStatus.PENDING
     ):
         if row.outcome in outcomes.SETTLES:
-            await _settle(session, row)
+            await _settle(session, row, account)
             await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
+        elif not careful:
+            raise Raced(f"transfer {row.id} fails ({row.outcome}): in the careful attempt")
         else:
+            orm = orm_session(session)
             if row.kind == TransactionKind.TRANSFER_OUT:
-                await _release(session, row)
-                await emit_balances(session, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
+                await _release(orm, row)
+                await emit_balances(orm, tenant_id=row.tenant_id, account_ids=[row.source["accountId"]])
             await payments_service.move(
-                session,
+                orm,
                 row,
                 TransactionStatus.FAILED,
                 platform_id=platform_id,
                 **outcomes.transfer_failure(row),
             )
+    elif not careful:
+        raise Raced(f"transfer {row.id} is {row.status}: its {step_name} step decided under its lock")
 
 
-async def _settle(session: AsyncSession, row: TransactionRow) -> None:
+async def _settle(session: LeanSession, row: TransactionRow, account: InternalAccountRow | None) -> None:
+    """The settled transfer's ledger entry (the hold, or the clearing account's credit, to its end) and its
+    internal account's INTERNAL_ACCOUNT.BALANCE_UPDATED with the balance the entry left (`account`: that
+    account as read with the transfer, else read here)."""
     if row.kind == TransactionKind.TRANSFER_OUT:
         account_id, currency, amount = row.source["accountId"], row.sent_currency or "", row.sent_amount or 0
-        clearing = await ledger.system_account(
-            session,
-            tenant_id=row.tenant_id,
-            kind=ledger.CLEARING,
-            currency=currency,
-            qualifier=row.rail or "",
-        )
-        legs = [
-            ledger.Leg(account_id, currency, -amount, ledger.HELD),
-            ledger.Leg(clearing, currency, amount),
-        ]
-        kind = "TRANSFER_OUT_SETTLE"
     else:
         account_id, currency, amount = (
             row.destination["accountId"],
             row.received_currency or "",
             row.received_amount or 0,
         )
-        clearing = await ledger.system_account(
-            session,
-            tenant_id=row.tenant_id,
-            kind=ledger.CLEARING,
-            currency=currency,
-            qualifier=row.rail or "",
+    if account is None:
+        account = await accounts_service.read_internal(
+            session, tenant_id=row.tenant_id, account_id=account_id
         )
+    clearing = await ledger.system_account(
+        session, tenant_id=row.tenant_id, kind=ledger.CLEARING, currency=currency, qualifier=row.rail or ""
+    )
+    if row.kind == TransactionKind.TRANSFER_OUT:
+        legs = [
+            ledger.Leg(account_id, currency, -amount, ledger.HELD),
+            ledger.Leg(clearing, currency, amount),
+        ]
+        kind = "TRANSFER_OUT_SETTLE"
+    else:
         legs = [ledger.Leg(clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
         kind = "TRANSFER_IN_SETTLE"
-    await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
-    await emit_balances(session, tenant_id=row.tenant_id, account_ids=[account_id])
+    entry = await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
+    await accounts_service.emit_balance_update(session, account=account, balance=entry.balances[account_id])

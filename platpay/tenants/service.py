@@ -19,6 +19,7 @@ from sqlalchemy.sql.selectable import ScalarSelect
 
 from platpay.clocks import service as clocks_service
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.errors import invalid_field
 from platpay.kit import clock, currencies
 from platpay.kit.crypto import p256
@@ -286,9 +287,12 @@ async def environment_of(session: AsyncSession, *, tenant_id: str) -> str | None
 _is_sandbox: dict[str, bool] = {}  # tenant id -> sandbox or not; never changes
 
 
-async def is_sandbox(session: AsyncSession, *, tenant_id: str) -> bool:
+async def is_sandbox(session: LeanSession, *, tenant_id: str) -> bool:
+    """Whether the tenant is a sandbox; read once per process (a lean transaction cannot read it: `Raced`,
+    its careful attempt reads it)."""
     known = _is_sandbox.get(tenant_id)
     if known is None:
+        session = _careful(session, tenant_id)
         environment = await environment_of(session, tenant_id=tenant_id)
         if environment is None:
             raise TenantNotFound(f"tenant {tenant_id} not found")
@@ -303,9 +307,17 @@ async def any_platform_exists(session: AsyncSession) -> bool:
 _platform_of: dict[str, str] = {}  # tenant id -> platform id; never changes
 
 
-async def platform_of(session: AsyncSession, *, tenant_id: str) -> str:
+def _careful(session: LeanSession, tenant_id: str) -> AsyncSession:
+    if not isinstance(session, AsyncSession):
+        raise Raced(f"tenant {tenant_id} is not known to this process yet: read in the careful attempt")
+    return session
+
+
+async def platform_of(session: LeanSession, *, tenant_id: str) -> str:
+    """The tenant's platform; read once per process (in a lean transaction: as `is_sandbox`)."""
     platform_id = _platform_of.get(tenant_id)
     if platform_id is None:
+        session = _careful(session, tenant_id)
         row = await repository.get_tenant(session, tenant_id)
         if row is None:
             raise TenantNotFound(f"tenant {tenant_id} not found")

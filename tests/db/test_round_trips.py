@@ -174,3 +174,75 @@ async def test_money_requests_stay_within_their_round_trips(
     assert "FOR UPDATE" not in statements[0] and "ledger_accounts" in statements[0], statements[0]
     for table in ("card_transactions", "ledger_accounts", "ledger_holds", "events", "platpay_expect("):
         assert table in statements[1], (table, statements[1])
+
+
+# A transfer's steps in the worker (payments/jobs.py): each job's statements from its start to its finish,
+# its claim apart. Its first attempt runs in a lean transaction (payments/transfers.py `step`).
+STEP_BUDGET = {
+    # the transfer's row with its internal account and the tenant's webhook endpoint (no lock); PROCESSING,
+    # its event and the settle job with the job's finish, as one statement
+    "process": 2,
+    # the same read; the entry, both balances, COMPLETED, the two events and the job's finish, as one statement
+    "settle": 2,
+}
+
+
+async def test_a_transfers_settlement_steps_stay_within_their_round_trips(
+    apps: tuple[_Apps, Any], logging_cluster: PrivateCluster
+) -> None:
+    from platpay.payments.transfers import STEP_JOB
+
+    served, auth = apps
+    api = served.api
+    counter = _Counter(logging_cluster.log)
+    person = await customer(api, auth)
+    account = await internal_account(api, auth, person["id"])
+    await fund(api, auth, account["id"], 10_000_000)
+    bank = await external_account(api, auth, person["id"])
+    settings = served.app.state.settings.model_copy(update={"sandbox_settlement_seconds": 0})
+    runner = JobRunner(served.database, settings, name="round-trips", listen=False)
+    await runner.run_until_idle()
+
+    async def transfer() -> str:
+        body = {
+            "source": {"accountId": account["id"]},
+            "destination": {"accountId": bank["id"]},
+            "amount": 100,
+        }
+        response = await api.post(
+            "/transfer-out", auth=auth, json=body, headers={"Idempotency-Key": secrets.token_hex(8)}
+        )
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    async def steps(transaction_id: str) -> dict[str, list[str]]:
+        """Each of the transfer's steps run by the runner, with the statements it sent (other jobs, such as
+        the earlier test's transfers' steps, are run uncounted)."""
+        counted: dict[str, list[str]] = {}
+        while len(counted) < 2:
+            claimed = await runner.claim(16)
+            assert claimed, f"the transfer's steps stopped after {sorted(counted)}"
+            for job, token in claimed:
+                if job["kind"] != STEP_JOB or job["payload"]["transactionId"] != transaction_id:
+                    await runner.execute(job, token)
+                    continue
+
+                async def execute(job: dict[str, Any] = job, token: str = token) -> httpx.Response:
+                    await runner.execute(job, token)
+                    return httpx.Response(200)
+
+                _, statements = await counter.round_trips(execute)
+                counted[job["payload"]["step"]] = statements
+        return counted
+
+    for _ in range(2):  # the statements prepared, the tenant and its clearing account known to the process
+        await steps(await transfer())
+    transaction_id = await transfer()
+    for step, statements in (await steps(transaction_id)).items():
+        assert len(statements) <= STEP_BUDGET[step], f"{step}: {len(statements)} round trips:\n" + "\n".join(
+            statement[:160] for statement in statements
+        )
+        assert "statement: BEGIN;" not in statements, (step, statements)
+        assert "platpay_expect(" in statements[-1] and "UPDATE jobs" in statements[-1], statements[-1]
+    done = await api.get(f"/transactions/{transaction_id}", auth=auth)
+    assert done.json()["status"] == "COMPLETED", done.text

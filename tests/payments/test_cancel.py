@@ -10,8 +10,13 @@ import asyncio
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import select
 
+from platpay.db.unit_of_work import Raced
+from platpay.events.models import EventRow
 from platpay.kit import clock
+from platpay.payments import transfers
+from platpay.payments.models import TransactionRow
 from tests.factories import (
     account_destination,
     account_source,
@@ -165,6 +170,54 @@ class TestCancelRacingSettlement:
         if pg_database is None:
             pytest.skip("PostgreSQL concurrency: set PLATPAY_TEST_DATABASE_URL")
         return request.param
+
+    async def test_a_settlement_read_before_a_cancel_gives_way_to_it(self, client, auth, funded, runner, db):
+        """The settle step's first attempt reads the transfer without a lock (payments/transfers.py `step`): a
+        cancel committed after that read makes its writes fail as one (`Raced`), nothing of the settlement
+        written; the careful attempt then finds the transfer FAILED and leaves it."""
+        # a settled transfer first: the tenant and its clearing account known to this process (a lean attempt
+        # that would have to read them gives way at once)
+        await _transfer_out(client, auth, funded["account"], funded["fast"], 100)
+        await runner.run_until_idle()
+        clock.advance(timedelta(minutes=1))
+        await runner.run_until_idle()
+        tx = await _transfer_out(client, auth, funded["account"], funded["slow"], 100)
+        await runner.run_until_idle()  # PROCESSING
+        cancelled = None
+        async with db.read() as session:
+            tenant_id = await session.scalar(
+                select(TransactionRow.tenant_id).where(TransactionRow.id == tx["id"])
+            )
+        with pytest.raises(Raced):
+            async with db.lean_transaction() as lean_session:
+                await transfers.step(
+                    lean_session,
+                    tenant_id=tenant_id,
+                    transaction_id=tx["id"],
+                    step_name="settle",
+                    settings=runner.settings,
+                )
+                cancelled = await _cancel(client, auth, tx["id"], {"reason": "first"})
+        assert cancelled is not None and cancelled.status_code == 200, cancelled
+        async with db.transaction() as session:  # the careful attempt
+            await transfers.step(
+                session,
+                tenant_id=tenant_id,
+                transaction_id=tx["id"],
+                step_name="settle",
+                settings=runner.settings,
+            )
+        final = (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()
+        assert final["status"] == "FAILED" and final["failureDetails"]["code"] == "CANCELLED", final
+        assert await balances(client, auth, funded["customer"]) == (9_900, 9_900)
+        async with db.read() as session:
+            announced = (
+                await session.scalars(select(EventRow.type).where(EventRow.resource_id == tx["id"]))
+            ).all()
+        assert "OUTGOING_PAYMENT.COMPLETED" not in announced and "OUTGOING_PAYMENT.FAILED" in announced, (
+            announced
+        )
+        await assert_ledger_verifies(db)
 
     async def test_exactly_one_of_cancel_and_settlement_wins(self, client, auth, funded, runner, db):
         """Each round: a transfer whose settlement is due, three concurrent cancels and three job runners at
