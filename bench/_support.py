@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -259,6 +260,40 @@ def database_url(backend: str, workdir: Path, admin_url: str = DEFAULT_PG_ADMIN)
     else:
         with pg_database(admin_url) as url:
             yield url
+
+
+def inprocess_backends(
+    backends: str, admin_url: str, prefix: str
+) -> Iterator[tuple[str, str, tuple[str, str]]]:
+    """For each of `backends` (comma-separated; PostgreSQL skipped, said so, when unreachable), a migrated
+    throwaway database with a platform: (backend, its URL, the platform's sandbox credentials), with
+    PLATPAY_VAR_DIR set for the app the in-process benchmarks build; everything removed after each."""
+    for backend in backends.split(","):
+        unreachable = pg_reachable(admin_url) if backend == "postgres" else None
+        if unreachable is not None:
+            print(f"postgres: skipped ({unreachable})")
+            continue
+        with (
+            tempfile.TemporaryDirectory(prefix=prefix) as tmp,
+            database_url(backend, Path(tmp), admin_url) as url,
+        ):
+            var = str(Path(tmp) / "var")
+            credentials = platform_credentials(
+                bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=var), cwd=Path(tmp), migrate=True
+            )
+            os.environ["PLATPAY_VAR_DIR"] = var
+            yield backend, url, credentials
+
+
+@contextlib.contextmanager
+def stdout_to(sink: Any) -> Iterator[None]:
+    """`sys.stdout` replaced by `sink` while inside (an in-process app's access log, rendered as a server
+    renders it, kept off the benchmark's report)."""
+    stdout, sys.stdout = sys.stdout, sink
+    try:
+        yield
+    finally:
+        sys.stdout = stdout
 
 
 @contextlib.asynccontextmanager

@@ -18,7 +18,6 @@ import cProfile
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -28,11 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _support import (
     DEFAULT_PG_ADMIN,
     asgi_lifespan,
-    bench_env,
-    database_url,
     http_scope,
-    pg_reachable,
-    platform_credentials,
+    inprocess_backends,
+    stdout_to,
     use_uvloop,
 )
 
@@ -105,34 +102,16 @@ def main() -> None:
     args = parser.parse_args()
     use_uvloop()
     devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
-    for backend in args.backends.split(","):
-        unreachable = pg_reachable(args.pg_admin_url) if backend == "postgres" else None
-        if unreachable is not None:
-            print(f"postgres: skipped ({unreachable})")
-            continue
-        with (
-            tempfile.TemporaryDirectory(prefix="pp-config-") as tmp,
-            database_url(backend, Path(tmp), args.pg_admin_url) as url,
-        ):
-            env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=str(Path(tmp) / "var"))
-            client_id, secret = platform_credentials(env, cwd=Path(tmp), migrate=True)
-            os.environ["PLATPAY_VAR_DIR"] = str(Path(tmp) / "var")
-            print(f"{backend}: {args.requests} sequential GET /config per round", flush=True)
-            stdout = sys.stdout
-            sys.stdout = devnull
-            try:
-                asyncio.run(
-                    _measure(
-                        url,
-                        client_id,
-                        secret,
-                        requests=args.requests,
-                        rounds=args.rounds,
-                        profile=args.profile,
-                    ),
-                )
-            finally:
-                sys.stdout = stdout
+    for backend, url, (client_id, secret) in inprocess_backends(
+        args.backends, args.pg_admin_url, "pp-config-"
+    ):
+        print(f"{backend}: {args.requests} sequential GET /config per round", flush=True)
+        with stdout_to(devnull):
+            asyncio.run(
+                _measure(
+                    url, client_id, secret, requests=args.requests, rounds=args.rounds, profile=args.profile
+                ),
+            )
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import random
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _support import (
     DEFAULT_PG_ADMIN,
     asgi_lifespan,
-    bench_env,
-    database_url,
     http_scope,
-    pg_reachable,
-    platform_credentials,
+    inprocess_backends,
+    stdout_to,
     use_uvloop,
 )
 from agent_transfer import _agents
@@ -182,33 +179,18 @@ def main() -> None:
     use_uvloop()
     devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
     summary: list[str] = []
-    for backend in args.backends.split(","):
-        unreachable = pg_reachable(args.pg_admin_url) if backend == "postgres" else None
-        if unreachable is not None:
-            print(f"postgres: skipped ({unreachable})")
-            continue
-        with (
-            tempfile.TemporaryDirectory(prefix="pp-money-") as tmp,
-            database_url(backend, Path(tmp), args.pg_admin_url) as url,
-        ):
-            var = str(Path(tmp) / "var")
-            env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=var)
-            credentials = platform_credentials(env, cwd=Path(tmp), migrate=True)
-            os.environ["PLATPAY_VAR_DIR"] = var
-            print(f"{backend}: {args.requests} sequential requests per round and kind", flush=True)
-            stdout, sys.stdout = sys.stdout, devnull  # the access log, rendered as a server renders it
-            try:
-                results = asyncio.run(_measure(url, credentials, args))
-            finally:
-                sys.stdout = stdout
-            for kind, figures in results.items():
-                spread = "-".join(f"{v:.0f}" for v in (min(figures["spread"]), max(figures["spread"])))
-                summary.append(
-                    f"{backend:<9} {kind:<9} {figures['cpu_us']:8.0f} µs ({spread}) {figures['calls']:8,} calls"
-                )
-            if len(results) == 2:
-                ratio = results["platform"]["cpu_us"] / results["agent"]["cpu_us"]
-                summary.append(f"{backend:<9} platform / agent CPU per request: {ratio:.2f}")
+    for backend, url, credentials in inprocess_backends(args.backends, args.pg_admin_url, "pp-money-"):
+        print(f"{backend}: {args.requests} sequential requests per round and kind", flush=True)
+        with stdout_to(devnull):
+            results = asyncio.run(_measure(url, credentials, args))
+        for kind, figures in results.items():
+            spread = "-".join(f"{v:.0f}" for v in (min(figures["spread"]), max(figures["spread"])))
+            summary.append(
+                f"{backend:<9} {kind:<9} {figures['cpu_us']:8.0f} µs ({spread}) {figures['calls']:8,} calls"
+            )
+        if len(results) == 2:
+            ratio = results["platform"]["cpu_us"] / results["agent"]["cpu_us"]
+            summary.append(f"{backend:<9} platform / agent CPU per request: {ratio:.2f}")
     print("\nbackend   kind      CPU per request (spread)   function calls per request")
     print("\n".join(summary))
 

@@ -21,22 +21,13 @@ import random
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _support import (
-    DEFAULT_PG_ADMIN,
-    asgi_lifespan,
-    bench_env,
-    database_url,
-    pg_reachable,
-    platform_credentials,
-    use_uvloop,
-)
+from _support import DEFAULT_PG_ADMIN, asgi_lifespan, inprocess_backends, stdout_to, use_uvloop
 from transfer_out import BASE_PATH, Pair, _seed
 
 BASE_URL = "http://127.0.0.1:8000"
@@ -157,27 +148,12 @@ def main() -> None:
     use_uvloop()
     devnull = open(os.devnull, "w")  # noqa: SIM115 (the access log's destination for the whole run)
     summary: list[str] = []
-    for backend in args.backends.split(","):
-        unreachable = pg_reachable(args.pg_admin_url) if backend == "postgres" else None
-        if unreachable is not None:
-            print(f"postgres: skipped ({unreachable})")
-            continue
-        with (
-            tempfile.TemporaryDirectory(prefix="pp-settle-") as tmp,
-            database_url(backend, Path(tmp), args.pg_admin_url) as url,
-        ):
-            var = str(Path(tmp) / "var")
-            env = bench_env(PLATPAY_DATABASE_URL=url, PLATPAY_VAR_DIR=var)
-            credentials = platform_credentials(env, cwd=Path(tmp), migrate=True)
-            os.environ["PLATPAY_VAR_DIR"] = var
-            print(f"{backend}: {args.transfers} transfers settled per round", flush=True)
-            stdout, sys.stdout = sys.stdout, devnull  # the access log, rendered as a server renders it
-            try:
-                figures = asyncio.run(_measure(url, credentials, args))
-            finally:
-                sys.stdout = stdout
-            spread = "-".join(f"{v:.0f}" for v in (min(figures["spread"]), max(figures["spread"])))
-            summary.append(f"{backend:<9} {figures['cpu_us']:8.0f} µs ({spread}) {figures['calls']:8,} calls")
+    for backend, url, credentials in inprocess_backends(args.backends, args.pg_admin_url, "pp-settle-"):
+        print(f"{backend}: {args.transfers} transfers settled per round", flush=True)
+        with stdout_to(devnull):
+            figures = asyncio.run(_measure(url, credentials, args))
+        spread = "-".join(f"{v:.0f}" for v in (min(figures["spread"]), max(figures["spread"])))
+        summary.append(f"{backend:<9} {figures['cpu_us']:8.0f} µs ({spread}) {figures['calls']:8,} calls")
     print("\nbackend   runner CPU per settled transfer (spread)   function calls per settled transfer")
     print("\n".join(summary))
 
