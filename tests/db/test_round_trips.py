@@ -105,6 +105,14 @@ async def apps(logging_cluster: PrivateCluster, tmp_path: Path) -> AsyncIterator
         await served.close()
 
 
+async def _funded(api: httpx.AsyncClient, auth: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A customer with a well-funded internal account and an external account to send to."""
+    person = await customer(api, auth)
+    account = await internal_account(api, auth, person["id"])
+    await fund(api, auth, account["id"], 10_000_000)
+    return person, account, await external_account(api, auth, person["id"])
+
+
 async def _measured(counter: _Counter, name: str, request: Any, status: int) -> list[str]:
     for _ in range(2):  # every statement prepared on the pools' connections
         warm = await request()
@@ -123,10 +131,7 @@ async def test_money_requests_stay_within_their_round_trips(
     served, auth = apps
     api = served.api
     counter = _Counter(logging_cluster.log)
-    person = await customer(api, auth)
-    account = await internal_account(api, auth, person["id"])
-    await fund(api, auth, account["id"], 10_000_000)
-    bank = await external_account(api, auth, person["id"])
+    person, account, bank = await _funded(api, auth)
 
     await _measured(counter, "GET /config", lambda: api.get("/config", auth=auth), 200)
 
@@ -195,10 +200,7 @@ async def test_a_transfers_settlement_steps_stay_within_their_round_trips(
     served, auth = apps
     api = served.api
     counter = _Counter(logging_cluster.log)
-    person = await customer(api, auth)
-    account = await internal_account(api, auth, person["id"])
-    await fund(api, auth, account["id"], 10_000_000)
-    bank = await external_account(api, auth, person["id"])
+    _, account, bank = await _funded(api, auth)
     settings = served.app.state.settings.model_copy(update={"sandbox_settlement_seconds": 0})
     runner = JobRunner(served.database, settings, name="round-trips", listen=False)
     await runner.run_until_idle()
