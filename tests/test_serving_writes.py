@@ -112,7 +112,13 @@ async def served() -> AsyncIterator[tuple[str, asyncio.Event]]:
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=port, http=OneSendPerTurnProtocol, log_level="warning", lifespan="off"
+            app,
+            host="127.0.0.1",
+            port=port,
+            http=OneSendPerTurnProtocol,
+            log_level="warning",
+            log_config=None,
+            lifespan="off",
         )
     )
     task = asyncio.create_task(server.serve())

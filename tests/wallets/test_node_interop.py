@@ -52,7 +52,7 @@ async def test_the_turnkey_libraries_drive_a_wallets_life(node_modules, app, cli
     wallet = Wallet(client, auth, await wallet_account(client, auth))
     port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", log_config=None, lifespan="off")
     )
     serving = asyncio.create_task(server.serve())
     try:
