@@ -44,7 +44,7 @@ hypothesis_settings.register_profile("platpay", deadline=None, suppress_health_c
 hypothesis_settings.load_profile("platpay")
 
 
-@pytest.hookimpl(trylast=True)  # after any plugin's own order (pytest-randomly's shuffle)
+@pytest.hookimpl(trylast=True)  # after any plugin's own order (a shuffling plugin's, if one is installed)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The slow modules first: those that start processes or clusters (marked e2e) and drive a browser. `make
     test` hands whole modules to its workers in this order (`--dist loadfile --no-loadscope-reorder`): left

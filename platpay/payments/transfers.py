@@ -554,7 +554,7 @@ async def step(
     """Advance a transfer by one step; a step that no longer applies (already done) does nothing.
 
     In a lean transaction (the step job's first attempt: payments/jobs.py) the row is read without its
-    lock and its change is written only if it still has the status it was read with; a rail's failure, a
+    lock and its change is written only if it is still as read (status, updatedAt); a rail's failure, a
     step that no longer applies and a race raise `Raced`, and the careful attempt (an ORM session, the row
     locked FOR UPDATE) decides again. An incoming transfer's first step changes no status: read leanly, a
     transfer cancelled meanwhile may get its settle step queued, which then finds it FAILED and does
