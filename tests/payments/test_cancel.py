@@ -10,11 +10,12 @@ import asyncio
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
 from platpay.db.unit_of_work import Raced
 from platpay.events.models import EventRow
 from platpay.kit import clock
+from platpay.ledger.models import JournalEntryRow
 from platpay.payments import transfers
 from platpay.payments.models import TransactionRow
 from tests.factories import (
@@ -171,42 +172,36 @@ class TestCancelRacingSettlement:
             pytest.skip("PostgreSQL concurrency: set PLATPAY_TEST_DATABASE_URL")
         return request.param
 
-    async def test_a_settlement_read_before_a_cancel_gives_way_to_it(self, client, auth, funded, runner, db):
-        """The settle step's first attempt reads the transfer without a lock (payments/transfers.py `step`): a
-        cancel committed after that read makes its writes fail as one (`Raced`), nothing of the settlement
-        written; the careful attempt then finds the transfer FAILED and leaves it."""
-        # a settled transfer first: the tenant and its clearing account known to this process (a lean attempt
-        # that would have to read them gives way at once)
+    async def _processing(self, client, auth, funded, runner, db):
+        """A slow transfer PROCESSING (its settle step not due), and its tenant's id; a settled transfer first,
+        so that the tenant and its clearing account are known to this process (a lean attempt that would have
+        to read them gives way at once)."""
         await _transfer_out(client, auth, funded["account"], funded["fast"], 100)
         await runner.run_until_idle()
         clock.advance(timedelta(minutes=1))
         await runner.run_until_idle()
         tx = await _transfer_out(client, auth, funded["account"], funded["slow"], 100)
-        await runner.run_until_idle()  # PROCESSING
-        cancelled = None
+        await runner.run_until_idle()
         async with db.read() as session:
             tenant_id = await session.scalar(
                 select(TransactionRow.tenant_id).where(TransactionRow.id == tx["id"])
             )
+        return tx, tenant_id
+
+    async def test_a_settlement_read_before_a_cancel_gives_way_to_it(self, client, auth, funded, runner, db):
+        """The settle step's first attempt reads the transfer without a lock (payments/transfers.py `step`): a
+        cancel committed after that read makes its writes fail as one (`Raced`), nothing of the settlement
+        written; the careful attempt then finds the transfer FAILED and leaves it."""
+        tx, tenant_id = await self._processing(client, auth, funded, runner, db)
+        settle = {"tenant_id": tenant_id, "transaction_id": tx["id"], "step_name": "settle"}
+        cancelled = None
         with pytest.raises(Raced):
             async with db.lean_transaction() as lean_session:
-                await transfers.step(
-                    lean_session,
-                    tenant_id=tenant_id,
-                    transaction_id=tx["id"],
-                    step_name="settle",
-                    settings=runner.settings,
-                )
+                await transfers.step(lean_session, **settle, settings=runner.settings)
                 cancelled = await _cancel(client, auth, tx["id"], {"reason": "first"})
         assert cancelled is not None and cancelled.status_code == 200, cancelled
         async with db.transaction() as session:  # the careful attempt
-            await transfers.step(
-                session,
-                tenant_id=tenant_id,
-                transaction_id=tx["id"],
-                step_name="settle",
-                settings=runner.settings,
-            )
+            await transfers.step(session, **settle, settings=runner.settings)
         final = (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()
         assert final["status"] == "FAILED" and final["failureDetails"]["code"] == "CANCELLED", final
         assert await balances(client, auth, funded["customer"]) == (9_900, 9_900)
@@ -217,6 +212,33 @@ class TestCancelRacingSettlement:
         assert "OUTGOING_PAYMENT.COMPLETED" not in announced and "OUTGOING_PAYMENT.FAILED" in announced, (
             announced
         )
+        await assert_ledger_verifies(db)
+
+    async def test_a_settlement_read_before_a_change_that_keeps_the_status_gives_way_to_it(
+        self, client, auth, funded, runner, db
+    ):
+        """A change committed after the lean read that keeps the status but moves updatedAt (as every change
+        of a transaction does) also makes the lean writes give way, so none of it is overwritten; the careful
+        attempt then settles the transfer once."""
+        tx, tenant_id = await self._processing(client, auth, funded, runner, db)
+        settle = {"tenant_id": tenant_id, "transaction_id": tx["id"], "step_name": "settle"}
+        with pytest.raises(Raced):
+            async with db.lean_transaction() as lean_session:
+                await transfers.step(lean_session, **settle, settings=runner.settings)
+                async with db.transaction() as session:
+                    await session.execute(
+                        update(TransactionRow)
+                        .where(TransactionRow.id == tx["id"])
+                        .values(updated_at=clock.real_now())
+                    )
+        async with db.read() as session:
+            entries = await session.scalar(select(func.count()).where(JournalEntryRow.reference == tx["id"]))
+        assert entries == 1, "the lean attempt wrote its entry (the hold's is the only one)"
+        async with db.transaction() as session:  # the careful attempt
+            await transfers.step(session, **settle, settings=runner.settings)
+        final = (await client.get(f"/transactions/{tx['id']}", auth=auth)).json()
+        assert final["status"] == "COMPLETED", final
+        assert await balances(client, auth, funded["customer"]) == (9_800, 9_800)
         await assert_ledger_verifies(db)
 
     async def test_exactly_one_of_cancel_and_settlement_wins(self, client, auth, funded, runner, db):
