@@ -56,6 +56,9 @@ def from_columns(tenant_id: str, offset_us: int | None, frozen_at: datetime | No
     return TenantClock(tenant_id, timedelta(microseconds=offset_us or 0), frozen_at)
 
 
+registry.clock_columns(registry.ClockColumns(join=join_clock, of=from_columns))
+
+
 def _state(row: ClockRow) -> TenantClock:
     return TenantClock(row.tenant_id, timedelta(microseconds=row.offset_us or 0), row.frozen_at)
 

@@ -572,6 +572,24 @@ class Database:
             self.outage.succeeded(write=False)
         return found
 
+    async def write_alone(self, query: Lean, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Every row one writing statement returns, the statement its own transaction (autocommit, on a
+        connection of the lean transactions' pool): for a change that is one statement whatever it finds
+        (a job claim: jobs/repository.py `claim_at_once`), one round trip and no unit of work. PostgreSQL
+        only (SQLite's writes go through its one writer: `lean_transaction()`). Never sent twice: a write
+        whose answer was lost may have committed."""
+        assert not self.is_sqlite, "write_alone: PostgreSQL only"
+        sql, args, results = query.args(self.engine.dialect, params)
+        try:
+            async with self._pg_transaction_pool().connection(reusable=_writes_on) as driver:
+                found = await driver.fetch(sql, *args)  # a prepared statement cached by asyncpg
+        except Exception as error:
+            self._unavailable(error)
+            raise
+        if self.outage.down_since is not None:
+            self.outage.succeeded()
+        return [convert(row, results) for row in found]
+
     async def _pg_fetch_first(self, sql: str, args: list[Any], results: tuple[Any, ...]) -> Any:
         """One statement on a lean-pool connection. A single autocommit read changes nothing, so one that
         failed because its connection was found dead (the server ended it just before: a restart, a

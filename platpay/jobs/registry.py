@@ -172,3 +172,24 @@ async def load_clocks(session: AsyncSession, tenant_ids: set[str]) -> dict[str, 
     if not tenant_ids or not _CLOCK_LOADERS:
         return {}
     return await _CLOCK_LOADERS[0](session, tenant_ids)
+
+
+# And how a claim made in one statement (PostgreSQL: repository.claim_at_once) reads them with its jobs:
+# `join(select, tenant_id column)` appends the clock's columns to a SELECT (NULLs for a tenant without one),
+# `of(tenant_id, *those columns)` is its clock or None. Registered by the clocks domain beside its loader.
+@dataclass(frozen=True)
+class ClockColumns:
+    join: Callable[[Any, Any], Any]
+    of: Callable[..., Any]
+
+
+_CLOCK_COLUMNS: list[ClockColumns] = []
+
+
+def clock_columns(definition: ClockColumns) -> ClockColumns:
+    _CLOCK_COLUMNS[:] = [definition]
+    return definition
+
+
+def clock_columns_of() -> ClockColumns | None:
+    return _CLOCK_COLUMNS[0] if _CLOCK_COLUMNS else None

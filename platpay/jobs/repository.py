@@ -18,7 +18,20 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Integer, and_, bindparam, case, func, or_, select, text, update
+from sqlalchemy import (
+    Integer,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    true,
+    union_all,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
@@ -130,6 +143,98 @@ async def claim(
         params["limit"] = limit - len(ids)
         ids += [row[0] for row in await lean.rows(session, _QUEUED_OF_LANE, params)]
     return await _lease(session, ids, now=now, lease_until=lease_until, token=token)
+
+
+# PostgreSQL: a lane's claim as one statement, its own transaction (`Database.write_alone`): one round trip
+# where the claim above costs seven in a transaction (BEGIN, the bury, both locking reads, the lease, the
+# clocks' read, COMMIT). The same claim: in the default lane jobs that died on their last attempt are buried
+# first (those the crashed-first read then leaves out: one statement must not change a row twice); crashed
+# jobs first, then queued ones, oldest first, at most `limit`, each read locked SKIP LOCKED and MATERIALIZED
+# (run once, whatever plan the UPDATE gets: see `claim`); the jobs leased; each with its tenant's clock's
+# columns (`registry.ClockColumns`). One row comes back even when nothing was leased, with the count buried.
+_CLAIMS_AT_ONCE: dict[tuple[bool, int], Lean] = {}
+
+
+def _claim_at_once(bury: bool) -> Lean:
+    """The statement, built at first use (the clocks domain registers its columns at import)."""
+    clocks = registry.clock_columns_of()
+    key = (bury, id(clocks))
+    found = _CLAIMS_AT_ONCE.get(key)
+    if found is not None:
+        return found
+    limit = bindparam("limit", type_=Integer())
+    expired = [JobRow.lane == bindparam("lane"), JobRow.state == RUNNING, JobRow.lease_until < _NOW]
+    buried_count: Any = literal(0)
+    if bury:
+        buried = cast(Any, _BURY.statement).cte("buried")
+        buried_count = select(func.count()).select_from(buried).scalar_subquery()
+        expired.append(JobRow.attempts < JobRow.max_attempts)  # the buried ones
+    crashed = (
+        select(JobRow.id, JobRow.run_at, literal(0).label("turn"))
+        .where(*expired)
+        .order_by(JobRow.run_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .cte("crashed")
+        .prefix_with("MATERIALIZED")
+    )
+    queued = (
+        select(JobRow.id, JobRow.run_at, literal(1).label("turn"))
+        .where(JobRow.lane == bindparam("lane"), JobRow.state == QUEUED, JobRow.run_at <= _NOW)
+        .order_by(JobRow.run_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .cte("queued")
+        .prefix_with("MATERIALIZED")
+    )
+    both = union_all(select(crashed), select(queued)).subquery("due")
+    picked = select(both.c.id).order_by(both.c.turn, both.c.run_at).limit(limit).cte("picked")
+    leased = (
+        update(JobRow)
+        .where(JobRow.id == picked.c.id, _claimable(_NOW))
+        .values(
+            state=RUNNING,
+            lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
+            lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
+            attempts=JobRow.attempts + 1,
+            updated_at=_NOW,
+        )
+        .returning(*_JOB_COLUMNS)
+        .cte("leased")
+    )
+    anchor = select(buried_count.label("buried")).cte("anchor")
+    jobs = [leased.c[key] for key in _JOB_KEYS]
+    stmt: Any = select(anchor.c.buried, *jobs).select_from(anchor.outerjoin(leased, true()))
+    if clocks is not None:
+        stmt = clocks.join(stmt, leased.c.tenant_id)
+    found = _CLAIMS_AT_ONCE[key] = Lean(stmt.order_by(leased.c.run_at))
+    return found
+
+
+async def claim_at_once(
+    db: Database, *, lane: str, now: datetime, lease_until: datetime, token: str, limit: int, bury: bool
+) -> tuple[list[tuple[JobRow, Any]], int]:
+    """PostgreSQL: what `bury_exhausted` (with `bury`) then `claim` do, as one statement that is its own
+    transaction; the leased jobs (read-only snapshots) each with its tenant's clock (or None), and how many
+    jobs were buried."""
+    params = {
+        "lane": lane,
+        "now": now,
+        "limit": limit,
+        "new_lease_until": lease_until,
+        "new_lease_token": token,
+    }
+    found = await db.write_alone(_claim_at_once(bury), params)
+    clocks = registry.clock_columns_of()
+    jobs: list[tuple[JobRow, Any]] = []
+    for row in found:
+        if row[1] is None:  # the anchor's row alone: nothing leased
+            continue
+        values = row[1 : 1 + len(_JOB_KEYS)]
+        job = lean.snapshot(JobRow, _JOB_KEYS, values)
+        clock = clocks.of(job.tenant_id, *row[1 + len(_JOB_KEYS) :]) if clocks and job.tenant_id else None
+        jobs.append((job, clock))
+    return jobs, (found[0][0] if found else 0)
 
 
 def _lane_lock_id(lane: str) -> int:

@@ -159,6 +159,21 @@ class JobContext:
         self._finished = True
 
 
+def _claimed(row: Any, job_clock: Any) -> dict[str, Any]:
+    """What the runner keeps of a claimed job (a JobRow snapshot) and its tenant's clock."""
+    return {
+        "id": row.id,
+        "kind": row.kind,
+        "lane": row.lane,
+        "clock": job_clock,
+        "due_at": row.due_at,
+        "payload": row.payload,
+        "tenant_id": row.tenant_id,
+        "attempts": row.attempts,
+        "max_attempts": row.max_attempts,
+    }
+
+
 async def finish_together(session: AsyncSession, contexts: list[JobContext]) -> set[str]:
     """In the caller's transaction, finish (DONE) the jobs of `contexts` (a batch handler's chain) still
     leased to them, in one statement per lease token; their ids. The others' leases were lost: what the
@@ -264,6 +279,21 @@ class JobRunner:
         definition = next(candidate for candidate in registry.lanes() if candidate.name == lane)
         key_cap = definition.key_cap(self.settings) if definition.key_cap is not None else None
         token = str(uuid.uuid4())
+        if tenant_id is None and key_cap is None and not self.db.is_sqlite:
+            # PostgreSQL: a lane's claim is one statement, its own transaction (the same claim as below)
+            now = clock.real_now()
+            leased, buried = await repository.claim_at_once(
+                self.db,
+                lane=lane,
+                now=now,
+                lease_until=now + self.lease,
+                token=token,
+                limit=limit,
+                bury=lane == registry.DEFAULT_LANE,
+            )
+            if buried:
+                log.warning("jobs.buried", count=buried)
+            return [(_claimed(row, job_clock), token) for row, job_clock in leased]
         async with self.db.transaction() as session:
             # A keyed lane's claim waits for its turn first: its lease runs from when it got it.
             if tenant_id is None and key_cap is not None:
@@ -302,20 +332,8 @@ class JobRunner:
                 )
             clocks = await registry.load_clocks(session, {row.tenant_id for row in rows if row.tenant_id})
             claimed = [
-                (
-                    {
-                        "id": row.id,
-                        "kind": row.kind,
-                        "lane": row.lane,
-                        "clock": clocks.get(row.tenant_id or ""),
-                        "due_at": row.due_at,
-                        "payload": row.payload,
-                        "tenant_id": row.tenant_id,
-                        "attempts": row.attempts,
-                        "max_attempts": row.max_attempts,
-                    },
-                    row.lease_token or token,  # a keyed lane's chains: a token each
-                )
+                # a keyed lane's chains: a token each
+                (_claimed(row, clocks.get(row.tenant_id or "")), row.lease_token or token)
                 for row in rows
             ]
         return claimed

@@ -290,6 +290,32 @@ async def test_no_job_twice_or_lost_while_clocks_move(db, settings, platform):
     RUNS.clear()
 
 
+async def test_a_job_claimed_in_its_lane_carries_its_tenants_clock(db, settings, platform):
+    """A lane's claim reads the clocks of the claimed jobs' tenants with them (PostgreSQL: in the claim's one
+    statement, jobs/repository.py `claim_at_once`): a job of a tenant whose clock is frozen gets that clock,
+    one of a tenant on real time none."""
+    async with db.read() as session:
+        tenant = await tenants_service.load_of_platform(
+            session, platform_id=platform["platform_id"], environment="sandbox"
+        )
+    other = await create_platform(db, settings, name="Real time")
+    async with db.read() as session:
+        on_real_time = await tenants_service.load_of_platform(
+            session, platform_id=other["platform_id"], environment="sandbox"
+        )
+    await clocks_service.freeze(db, tenant_id=tenant.id)
+    async with db.transaction() as session:
+        frozen_job = await jobs_service.enqueue(session, COUNT_JOB, {"n": 0}, tenant_id=tenant.id)
+        real_job = await jobs_service.enqueue(session, COUNT_JOB, {"n": 1}, tenant_id=on_real_time.id)
+        plain_job = await jobs_service.enqueue(session, COUNT_JOB, {"n": 2})
+    async with db.read() as session:
+        frozen_at = (await clocks_service.state_of(session, tenant_id=tenant.id)).frozen_at
+    claimed = {job["id"]: job for job, _ in await JobRunner(db, settings, name="claims").claim(10)}
+    assert set(claimed) == {frozen_job, real_job, plain_job}
+    assert claimed[frozen_job]["clock"].frozen_at == frozen_at and claimed[frozen_job]["clock"].frozen
+    assert claimed[real_job]["clock"] is None and claimed[plain_job]["clock"] is None
+
+
 COUNT_JOB = "test.clock_count"
 RUNS: list[int] = []
 

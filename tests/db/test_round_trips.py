@@ -248,3 +248,17 @@ async def test_a_transfers_settlement_steps_stay_within_their_round_trips(
         assert "platpay_expect(" in statements[-1] and "UPDATE jobs" in statements[-1], statements[-1]
     done = await api.get(f"/transactions/{transaction_id}", auth=auth)
     assert done.json()["status"] == "COMPLETED", done.text
+
+    # A claim of the lane is one statement, its own transaction (jobs/repository.py `claim_at_once`).
+    transaction_id = await transfer()
+    claimed: list[Any] = []
+
+    async def claim() -> httpx.Response:
+        claimed.extend(await runner.claim(16))
+        return httpx.Response(200)
+
+    _, statements = await counter.round_trips(claim)
+    assert [job["payload"]["transactionId"] for job, _ in claimed] == [transaction_id], claimed
+    assert len(statements) == 1 and "UPDATE jobs" in statements[0], statements
+    for job, token in claimed:
+        await runner.execute(job, token)

@@ -128,6 +128,26 @@ class TestRunner:
         assert len(await survivor.claim(10)) == 2  # the two left; nothing claimed twice
         assert await survivor.claim(10) == []
 
+    async def test_concurrent_claims_take_every_job_once(self, db, settings, effects):
+        """Eight runners claiming a few jobs at a time, all at once, until the lane is empty, crashed jobs
+        among the queued ones: every job is leased to exactly one claim (PostgreSQL: each claim one statement,
+        its reads SKIP LOCKED; SQLite: one writer)."""
+        crashed_jobs = await _enqueue(db, "test.effect", n=6)
+        assert len(await JobRunner(db, settings, name="crashed").claim(6)) == 6
+        clock.advance(timedelta(seconds=settings.job_lease_seconds + 1))
+        queued = await _enqueue(db, "test.effect", n=90)
+        runners = [JobRunner(db, settings, name=f"r{n}") for n in range(8)]
+        taken: list[str] = []
+
+        async def claim_until_empty(runner: JobRunner) -> None:
+            while claimed := await runner.claim(4):
+                taken.extend(job["id"] for job, _ in claimed)
+
+        await asyncio.gather(*(claim_until_empty(runner) for runner in runners))
+        assert sorted(taken) == sorted(crashed_jobs + queued)  # each once, none left out
+        for job_id in crashed_jobs:
+            assert (await _job(db, job_id)).attempts == 2
+
     async def test_failing_handler_backs_off_then_dies_after_max_attempts(self, db, runner, effects):
         (job_id,) = await _enqueue(db, "test.fail", max_attempts=3)
         for attempt in range(1, 4):
