@@ -62,7 +62,7 @@ from platpay.db.faults import (
 from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
 from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
-from platpay.db.unit_of_work import LeanSession
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.db.watch import Listener
 from platpay.errors import ApiError
 
@@ -427,6 +427,18 @@ class Database:
             self._unavailable(error)
             raise
         self._committed(lean_tx)
+
+    async def run(self, operation: LeanFirst[T]) -> T:
+        """`operation` first in `lean_transaction()`; raced (`Raced`: rolled back), once more in
+        `transaction()`. For a unit of work with nothing of its own to finish with it (a chain of webhook
+        deliveries finishes its jobs in it: jobs.runner.finish_together); a job's runs through
+        `JobContext.run`, a keyed request's through the idempotent runner."""
+        try:
+            async with self.lean_transaction() as lean_session:
+                return await operation.lean(lean_session)
+        except Raced:
+            async with self.transaction() as session:
+                return await operation.careful(session)
 
     @contextlib.asynccontextmanager
     async def _sqlite_lean_transaction(self) -> AsyncIterator[LeanSession]:

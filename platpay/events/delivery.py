@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
 from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRow, WebhookSandboxFaultsRow
@@ -366,26 +367,9 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
         sent.append((ctx, delivery, event, result, at))
     together = [ctx for ctx, *_ in sent] + settled
     if together:
-        async with first.db.transaction() as session:
-            finished = await finish_together(session, together)
-            locked = await repository.lock_deliveries(
-                session, delivery_ids=[delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
-            )
-            for ctx, delivery, event, result, at in sent:
-                row = locked.get(delivery.id)
-                if row is None or row.job_id != ctx.job_id or row.status != DeliveryStatus.PENDING:
-                    continue  # its job's lease was lost, or it was redelivered meanwhile
-                await record_attempt(
-                    session,
-                    delivery=row,
-                    event=event,
-                    result=result,
-                    at=at,
-                    settings=ctx.settings,
-                    tenant_clock=ctx.clock,
-                )
-            if locked:  # one breaker update for the chain's successes
-                await breaker.record_success(session, tenant_id=tenant_id, url=url)
+        await first.db.run(
+            LeanFirst.same(_record_successes, together=together, sent=sent, tenant_id=tenant_id, url=url)
+        )
         for ctx in together:
             ctx.mark_finished()
     if failed is not None:  # after the successes that came before it: the breaker counts it last
@@ -397,6 +381,68 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
                 await ctx.reschedule_in(
                     session, reason="not sent: an earlier delivery to its endpoint failed"
                 )
+
+
+_Sent = tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime]
+
+
+async def _record_successes(
+    session: LeanSession, *, together: list[JobContext], sent: list[_Sent], tenant_id: str, url: str
+) -> None:
+    """A chain's jobs finished (those still leased), and the deliveries it sent, each answered 2xx, recorded
+    DELIVERED with their attempts, in one transaction. Lean (a LeanTransaction): the deliveries' states read
+    locked, each kind of write in one driver call; `Raced` where the ORM is needed, for the careful attempt
+    in an ORM session (`record_attempt` per delivery): an event with a reply hook, an endpoint whose breaker
+    had counted failures."""
+    finished = await finish_together(session, together)
+    ids = [delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
+    current = [
+        (ctx, delivery, event, result, at)
+        for ctx, delivery, event, result, at in sent
+        if ctx.job_id in finished
+    ]
+    if not isinstance(session, AsyncSession):
+        if any(event.type in _reply_hooks for _, _, event, _, _ in current):
+            raise Raced("a reply hook runs in an ORM session")
+        states = await repository.delivery_states(session, delivery_ids=ids)
+        attempts = [
+            {
+                "id": new_id(repository.ATTEMPT_ID_PREFIX),
+                "delivery_id": delivery.id,
+                "tenant_id": delivery.tenant_id,
+                "attempted_at": at,
+                "response_status": result.status,
+                "latency_ms": result.latency_ms,
+                "response_body": result.body,
+                "error": result.error,
+            }
+            for ctx, delivery, _, result, at in current
+            # not if it was redelivered meanwhile
+            if states.get(delivery.id) == (ctx.job_id, DeliveryStatus.PENDING)
+        ]
+        await repository.record_delivered(session, attempts=attempts, now=clock.now())
+        if states and await repository.clear_endpoint_failures(
+            session, endpoint_id=breaker.endpoint_id(tenant_id, url), now=clock.real_now()
+        ):
+            raise Raced("the endpoint had failures: its backlog is hastened through the ORM")
+        WEBHOOK_ATTEMPTS.labels(outcome="delivered").inc(len(attempts))
+        return
+    locked = await repository.lock_deliveries(session, delivery_ids=ids)
+    for ctx, delivery, event, result, at in current:
+        row = locked.get(delivery.id)
+        if row is None or row.job_id != ctx.job_id or row.status != DeliveryStatus.PENDING:
+            continue  # redelivered meanwhile
+        await record_attempt(
+            session,
+            delivery=row,
+            event=event,
+            result=result,
+            at=at,
+            settings=ctx.settings,
+            tenant_clock=ctx.clock,
+        )
+    if locked:  # one breaker update for the chain's successes
+        await breaker.record_success(session, tenant_id=tenant_id, url=url)
 
 
 def _hold(ctx: JobContext, delivery: WebhookDeliveryRow, faults: WebhookSandboxFaultsRow) -> None:

@@ -11,6 +11,7 @@ from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.db.portable import insert_ignore
 from platpay.db.rows import batch_done, batch_of, get_scoped
+from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
 from platpay.events.models import (
     EventRow,
@@ -171,6 +172,73 @@ async def lock_deliveries(session: AsyncSession, *, delivery_ids: list[str]) -> 
     return {row.id: row for row in (await session.scalars(stmt)).all()}
 
 
+# A chain's successes recorded leanly (delivery.py `deliver_chain`): the deliveries read locked, then each one
+# DELIVERED and its attempt stored, each kind in one driver call.
+_DELIVERIES = WebhookDeliveryRow.__table__
+_LOCKED_STATES: dict[int, Lean] = {}  # per number of deliveries (at most a chain: 64)
+_DELIVERED = Lean(
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id == bindparam("delivery_id"))
+    .values(
+        status=DELIVERY.move(DeliveryStatus.PENDING, DeliveryStatus.DELIVERED),
+        attempt_count=_DELIVERIES.c.attempt_count + 1,
+        first_attempt_at=func.coalesce(
+            _DELIVERIES.c.first_attempt_at, bindparam("attempted_at", type_=UtcDateTime())
+        ),
+        last_response_status=bindparam("response_status"),
+        last_error=None,
+        next_attempt_at=None,
+        job_id=None,
+        delivered_at=bindparam("now"),
+        updated_at=bindparam("now"),
+    )
+)
+_INSERT_ATTEMPT = Lean(WebhookAttemptRow.__table__.insert())
+
+
+def _locked_states_of(count: int) -> Lean:
+    found = _LOCKED_STATES.get(count)
+    if found is None:
+        ids = [bindparam(f"id_{index}", type_=_DELIVERIES.c.id.type) for index in range(count)]
+        found = _LOCKED_STATES[count] = Lean(
+            select(_DELIVERIES.c.id, _DELIVERIES.c.job_id, _DELIVERIES.c.status)
+            .where(_DELIVERIES.c.id.in_(ids))
+            .order_by(_DELIVERIES.c.id)  # locked in one order by every chain
+            .with_for_update()
+        )
+    return found
+
+
+async def delivery_states(
+    session: LeanSession, *, delivery_ids: list[str]
+) -> dict[str, tuple[str | None, str]]:
+    """The deliveries' (job id, status), locked for this transaction (lean)."""
+    if not delivery_ids:
+        return {}
+    params = {f"id_{index}": delivery_id for index, delivery_id in enumerate(delivery_ids)}
+    found = await lean.rows(session, _locked_states_of(len(delivery_ids)), params)
+    return {delivery_id: (job_id, status) for delivery_id, job_id, status in found}
+
+
+async def record_delivered(session: LeanSession, *, attempts: list[dict[str, Any]], now: datetime) -> None:
+    """Deliveries answered 2xx, each locked PENDING by this transaction: each DELIVERED with its attempt
+    stored (`attempts`: webhook_attempts rows), in two driver calls (lean)."""
+    await lean.execute_many(
+        session,
+        _DELIVERED,
+        [
+            {
+                "delivery_id": attempt["delivery_id"],
+                "attempted_at": attempt["attempted_at"],
+                "response_status": attempt["response_status"],
+                "now": now,
+            }
+            for attempt in attempts
+        ],
+    )
+    await lean.execute_many(session, _INSERT_ATTEMPT, attempts)
+
+
 async def get_event(session: AsyncSession, event_id: str) -> EventRow | None:
     return await session.get(EventRow, event_id)
 
@@ -279,7 +347,7 @@ async def endpoint_state(session: AsyncSession, *, endpoint_id: str) -> tuple[st
     return await lean.first(session, _ENDPOINT_STATE, {"endpoint_id": endpoint_id})
 
 
-async def clear_endpoint_failures(session: AsyncSession, *, endpoint_id: str, now: datetime) -> bool:
+async def clear_endpoint_failures(session: LeanSession, *, endpoint_id: str, now: datetime) -> bool:
     """After a successful delivery: the endpoint's failure count back to zero and its breaker closed. A
     no-op (no write, no lock) for an endpoint with no failures, the usual case. True if it had any."""
     return bool(await lean.rows(session, _CLEAR_FAILURES, {"endpoint_id": endpoint_id, "now": now}))

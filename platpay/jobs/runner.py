@@ -174,7 +174,7 @@ def _claimed(row: Any, job_clock: Any) -> dict[str, Any]:
     }
 
 
-async def finish_together(session: AsyncSession, contexts: list[JobContext]) -> set[str]:
+async def finish_together(session: LeanSession, contexts: list[JobContext]) -> set[str]:
     """In the caller's transaction, finish (DONE) the jobs of `contexts` (a batch handler's chain) still
     leased to them, in one statement per lease token; their ids. The others' leases were lost: what the
     caller writes for them must not be written (another worker runs them). Once the transaction committed,

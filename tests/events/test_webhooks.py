@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from sqlalchemy import text
+
 from platpay.events import service as events_service
 from platpay.events.delivery import retry_delay
 from platpay.kit.crypto.webhook_signing import verify_header
@@ -218,6 +220,20 @@ async def test_a_chain_to_one_endpoint_records_its_successes_and_stops_at_its_fi
     assert outcomes == [("DELIVERED", 1), ("DELIVERED", 1), ("PENDING", 1)]
     unsent = [d for d in listed if d["id"] not in {r.json["id"] for r in sent}]
     assert [(d["status"], d["attemptCount"]) for d in unsent] == [("PENDING", 0)] * 3
+    async with db.read() as session:  # each sent one's attempt stored, the successes' together
+        stored = (
+            await session.execute(
+                text(
+                    "SELECT d.id, d.first_attempt_at = a.attempted_at, d.delivered_at IS NOT NULL, d.job_id IS NULL,"
+                    " a.response_status, a.error, a.tenant_id FROM webhook_attempts a"
+                    " JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.event_type = 'CUSTOMER.KYC_APPROVED'"
+                )
+            )
+        ).all()
+    assert sorted((row[0], *map(bool, row[1:4]), *row[4:]) for row in stored) == sorted(
+        (r.json["id"], True, status == 200, status == 200, status, None, tenant_id)
+        for r, status in zip(sent, (200, 200, 500), strict=True)
+    )
     [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
     assert (
         endpoint["status"] == "ACTIVE" and endpoint["consecutiveFailures"] == 1
@@ -234,3 +250,72 @@ async def test_a_chain_to_one_endpoint_records_its_successes_and_stops_at_its_fi
     assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 7
     [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
     assert endpoint["consecutiveFailures"] == 0
+
+
+async def _chain_of(client, auth, db, runner, receiver, settings, count):
+    """`count` events due to the tenant's endpoint (its TEST event delivered first), claimed as one chain."""
+    await _set_endpoint(client, auth, receiver.url)
+    await run_jobs_until(runner, lambda: len(receiver.received) == 1)
+    tenant_id = await _tenant_id(client, auth, db)
+    for n in range(count):
+        await _emit(db, tenant_id, data={"id": f"Customer:{n}"})
+    if not count:
+        return []
+    claimed = await runner.claim(1, lane="webhooks", chain=settings.webhook_batch_size)
+    assert len(claimed) == count and len({token for _, token in claimed}) == 1
+    return claimed
+
+
+async def test_a_chain_whose_events_have_a_reply_hook_records_them_through_it_once(
+    client, auth, db, runner, receiver, settings, monkeypatch
+):
+    """The chain's successes are recorded leanly unless an event has a reply hook (which runs in an ORM
+    session): then the lean transaction gives way and the careful one records them, each hook run once with
+    its answer, nothing sent twice."""
+    from platpay.events import delivery
+
+    answered: list[tuple[str, int | None]] = []
+
+    async def hook(session, delivery_row, event, result):
+        answered.append((delivery_row.id, result.status))
+
+    monkeypatch.setitem(delivery._reply_hooks, "CUSTOMER.KYC_APPROVED", hook)
+    claimed = await _chain_of(client, auth, db, runner, receiver, settings, 3)
+    await runner.execute_chain(claimed)
+    sent = receiver.of_type("CUSTOMER.KYC_APPROVED")
+    assert len(sent) == 3  # once each: the lean attempt gave way before anything was written
+    assert sorted(answered) == sorted((request.json["id"], 200) for request in sent)
+    listed = (
+        await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+    ).json()
+    assert [(d["status"], d["attemptCount"]) for d in listed["data"]] == [("DELIVERED", 1)] * 3
+    assert await runner.run_until_idle() == 0  # every job of the chain finished
+
+
+async def test_a_chain_to_an_endpoint_with_failures_counted_clears_them_once(
+    client, auth, db, runner, receiver, settings
+):
+    """Successes to an endpoint whose breaker had counted a failure close it through the careful attempt (its
+    backlog hastened): the count back to zero, each delivery recorded once, nothing sent twice."""
+    settings.webhook_retry_base_seconds = 600  # the failed delivery's retry stays out of the chain
+    receiver.replies(200, 500)  # the TEST event, then the first of the chain
+    await _chain_of(client, auth, db, runner, receiver, settings, 0)
+    tenant_id = await _tenant_id(client, auth, db)
+    await _emit(db, tenant_id, data={"id": "Customer:failed"})
+    await runner.execute_chain(await runner.claim(1, lane="webhooks", chain=settings.webhook_batch_size))
+    [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
+    assert endpoint["status"] == "ACTIVE" and endpoint["consecutiveFailures"] == 1
+    for n in range(3):
+        await _emit(db, tenant_id, data={"id": f"Customer:{n}"})
+    claimed = await runner.claim(1, lane="webhooks", chain=settings.webhook_batch_size)
+    assert len(claimed) == 3 and len({token for _, token in claimed}) == 1  # (the failed one waits)
+    await runner.execute_chain(claimed)
+    assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 4
+    [endpoint] = (await client.get("/webhooks/endpoints", auth=auth)).json()["data"]
+    assert endpoint["status"] == "ACTIVE" and endpoint["consecutiveFailures"] == 0
+    listed = (
+        await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+    ).json()
+    assert sorted((d["status"], d["attemptCount"]) for d in listed["data"]) == [("DELIVERED", 1)] * 3 + [
+        ("PENDING", 1)
+    ]
