@@ -189,19 +189,7 @@ def _claim_at_once(bury: bool) -> Lean:
     )
     both = union_all(select(crashed), select(queued)).subquery("due")
     picked = select(both.c.id).order_by(both.c.turn, both.c.run_at).limit(limit).cte("picked")
-    leased = (
-        update(JobRow)
-        .where(JobRow.id == picked.c.id, _claimable(_NOW))
-        .values(
-            state=RUNNING,
-            lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
-            lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
-            attempts=JobRow.attempts + 1,
-            updated_at=_NOW,
-        )
-        .returning(*_JOB_COLUMNS)
-        .cte("leased")
-    )
+    leased = _leasing(JobRow.id == picked.c.id).cte("leased")
     anchor = select(buried_count.label("buried")).cte("anchor")
     jobs = [leased.c[key] for key in _JOB_KEYS]
     stmt: Any = select(anchor.c.buried, *jobs).select_from(anchor.outerjoin(leased, true()))
@@ -410,24 +398,27 @@ _JOB_COLUMNS, _JOB_KEYS = lean.columns_of(JobRow)
 _LEASES: dict[int, Lean] = {}  # the lease UPDATE of n ids, per n (at most a batch: a few dozen)
 
 
+def _leasing(picked: Any) -> Any:
+    """The UPDATE leasing the jobs `picked` (a condition) chooses that are still claimable, returning them."""
+    return (
+        update(JobRow)
+        .where(picked, _claimable(_NOW))
+        .values(
+            state=RUNNING,
+            lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
+            lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
+            attempts=JobRow.attempts + 1,
+            updated_at=_NOW,
+        )
+        .returning(*_JOB_COLUMNS)
+    )
+
+
 def _lease_of(count: int) -> Lean:
     found = _LEASES.get(count)
     if found is None:
-        found = _LEASES[count] = Lean(
-            update(JobRow)
-            .where(
-                JobRow.id.in_([bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]),
-                _claimable(_NOW),
-            )
-            .values(
-                state=RUNNING,
-                lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
-                lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
-                attempts=JobRow.attempts + 1,
-                updated_at=_NOW,
-            )
-            .returning(*_JOB_COLUMNS)
-        )
+        ids = [bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]
+        found = _LEASES[count] = Lean(_leasing(JobRow.id.in_(ids)))
     return found
 
 
