@@ -395,12 +395,8 @@ async def _record_successes(
     in an ORM session (`record_attempt` per delivery): an event with a reply hook, an endpoint whose breaker
     had counted failures."""
     finished = await finish_together(session, together)
-    ids = [delivery.id for ctx, delivery, *_ in sent if ctx.job_id in finished]
-    current = [
-        (ctx, delivery, event, result, at)
-        for ctx, delivery, event, result, at in sent
-        if ctx.job_id in finished
-    ]
+    current = [one for one in sent if one[0].job_id in finished]  # (a lost lease: another worker's now)
+    ids = [delivery.id for _, delivery, *_ in current]
     if not isinstance(session, AsyncSession):
         if any(event.type in _reply_hooks for _, _, event, _, _ in current):
             raise Raced("a reply hook runs in an ORM session")
