@@ -82,14 +82,18 @@ def stop(proc: subprocess.Popen[Any], *, timeout: float = 10.0) -> None:
         proc.wait(timeout=5)
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process (Linux /proc), or None where unavailable."""
+def cpu_seconds(pid: int, *, reaped: bool = False) -> float | None:
+    """User + system CPU seconds of a process (Linux /proc), or None where unavailable; `reaped`: plus those
+    of its children that have exited and been waited for (a postmaster's: backends that disconnected)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return None
     ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
+    used = int(fields[11]) + int(fields[12])
+    if reaped:
+        used += int(fields[13]) + int(fields[14])
+    return used / ticks
 
 
 def tree_cpu_seconds(pid: int) -> float | None:
@@ -112,8 +116,9 @@ def tree_cpu_seconds(pid: int) -> float | None:
     return sum(known) if known else None
 
 
-def pg_cpu_snapshot(pids: set[int] | None = None) -> dict[int, float]:
-    """CPU seconds of the `postgres` processes on this machine (or only `pids`), by pid."""
+def pg_cpu_snapshot(pids: set[int] | None = None, *, reaped: bool = False) -> dict[int, float]:
+    """CPU seconds of the `postgres` processes on this machine (or only `pids`), by pid; `reaped`: each
+    with its exited children's (see `cpu_seconds`)."""
     snapshot: dict[int, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or (pids is not None and int(entry.name) not in pids):
@@ -123,15 +128,17 @@ def pg_cpu_snapshot(pids: set[int] | None = None) -> dict[int, float]:
                 continue
         except OSError:
             continue
-        value = cpu_seconds(int(entry.name))
+        value = cpu_seconds(int(entry.name), reaped=reaped)
         if value is not None:
             snapshot[int(entry.name)] = value
     return snapshot
 
 
 def pg_cpu_seconds() -> float | None:
-    """CPU seconds of every `postgres` process on this machine, or None where unavailable."""
-    snapshot = pg_cpu_snapshot()
+    """CPU seconds of every `postgres` process on this machine, those that exited meanwhile included (a
+    client that connects per run, as pgbench does, is served by backends gone before the run is measured),
+    or None where unavailable."""
+    snapshot = pg_cpu_snapshot(reaped=True)
     return sum(snapshot.values()) if snapshot else None
 
 

@@ -116,6 +116,7 @@ class Cluster:
             **{
                 "pg_stat_statements.track": "all",
                 "pg_stat_statements.track_utility": "on",
+                "pg_stat_statements.track_planning": "on",
                 "pg_stat_statements.max": "10000",
                 "fsync": "on",
                 "max_connections": "300",
@@ -203,7 +204,7 @@ class Figures:
     other_load: float
     connections: dict[str, int]
     rows_by_table: dict[str, float] = field(default_factory=dict)
-    top_sql: list[tuple[str, float, float]] = field(default_factory=list)
+    top_sql: list[tuple[str, float, float, float, float]] = field(default_factory=list)
     # round trips per operation by how a database distributed by tenant_id would route them (classify())
     routing: dict[str, float] = field(default_factory=dict)
     fan_out_sql: list[tuple[str, float]] = field(default_factory=list)
@@ -335,12 +336,12 @@ class Meter:
             for kind, calls in counts.items()
         }
 
-    async def top_sql(self, ops: int) -> list[tuple[str, float, float]]:
+    async def top_sql(self, ops: int) -> list[tuple[str, float, float, float, float]]:
         conn = await _connect(self.cluster.dsn())
         try:
             rows = await conn.fetch(
                 "SELECT r.rolname || CASE WHEN s.toplevel THEN ': ' ELSE ' (nested): ' END || regexp_replace(s.query, '\\s+', ' ', 'g') AS q, s.calls, "
-                "s.total_exec_time FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid "
+                "s.total_exec_time, s.plans, s.total_plan_time FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid "
                 "JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 AND s.calls >= $2 "
                 "AND r.rolname = ANY($3::text[]) ORDER BY r.rolname, s.calls DESC",
                 DATABASE,
@@ -349,7 +350,16 @@ class Meter:
             )
         finally:
             await conn.close()
-        return [(row["q"], row["calls"] / ops, row["total_exec_time"] * 1000 / ops) for row in rows]
+        return [
+            (
+                row["q"],
+                row["calls"] / ops,
+                row["total_exec_time"] * 1000 / ops,
+                row["plans"] / ops,
+                row["total_plan_time"] * 1000 / ops,
+            )
+            for row in rows
+        ]
 
     def figures(self, name: str, ops: int, before: Snapshot, done: Snapshot, after: Snapshot) -> Figures:
         span = after.at - before.at
@@ -953,8 +963,10 @@ def print_one(f: Figures) -> None:
         + (f", {f.retried_503} requests retried after a 503" if f.retried_503 else ""),
         flush=True,
     )
-    for query, calls, exec_us in f.top_sql:
-        print(f"      {calls:5.2f}/op {exec_us:7.0f} µs/op  {query[:150]}")
+    for query, calls, exec_us, plans, plan_us in f.top_sql:
+        print(
+            f"      {calls:5.2f}/op {exec_us:7.0f} µs/op  planned {plans:5.2f}/op {plan_us:6.0f} µs/op  {query[:150]}"
+        )
 
 
 def report(results: list[Figures], args: argparse.Namespace, settings: dict[str, Any]) -> dict[str, Any]:
@@ -1028,7 +1040,9 @@ def main() -> None:
         "--wait-quiet", type=float, default=0.0, help="wait up to S s for a quiet machine before each"
     )
     parser.add_argument(
-        "--show-sql", action="store_true", help="print each operation's statements (calls/op)"
+        "--show-sql",
+        action="store_true",
+        help="print each operation's statements (calls, execution and planning time per op)",
     )
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()

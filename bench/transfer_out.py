@@ -1094,12 +1094,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
     )
     header = (
         f"{'backend':<9}{'accounts':<9}{'conns':>5}{'procs':>6} {'baseline/s':>10} {'p50':>6} {'p99':>6} {'platpay/s':>9} "
-        f"{'p50':>7} {'p99':>7} {'ratio':>6} {'srv µs/tx':>9} {'pg µs/tx':>9} {'other':>6} {'errors':>6}"
+        f"{'p50':>7} {'p99':>7} {'ratio':>6} {'srv µs/tx':>9} {'pg µs/tx':>9} {'base pg':>8} {'other':>6} {'errors':>6}"
     )
     print(header)
     print(
         f"{'':<9}{'':<9}{'':>5}{'':>6} {'':>10} {'ms':>6} {'ms':>6} {'':>9} {'ms':>7} {'ms':>7} {'':>6} "
-        f"{'':>9} {'':>9} {'cores':>6}"
+        f"{'':>9} {'':>9} {'µs/tx':>8} {'cores':>6}"
     )
     print("-" * len(header))
     summary = []
@@ -1115,7 +1115,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
         print(
             f"{row.backend:<9}{row.scenario:<9}{row.connections:>5}{row.processes:>6} {base.rps:>10.0f} {base.p50_ms:>6.2f} "
             f"{base.p99_ms:>6.2f} {mine.rps:>9.0f} {mine.p50_ms:>7.2f} {mine.p99_ms:>7.2f} {ratio:>6.3f} "
-            f"{_fmt(mine.server_cpu_us, '.0f'):>9} {_fmt(mine.db_cpu_us, '.0f'):>9} "
+            f"{_fmt(mine.server_cpu_us, '.0f'):>9} {_fmt(mine.db_cpu_us, '.0f'):>9} {_fmt(base.db_cpu_us, '.0f'):>8} "
             f"{_fmt(mine.other_cores, '.2f'):>6} {mine.errors:>6}  {verdict}{variant}"
         )
         summary.append(
@@ -1136,6 +1136,7 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
                 if mine.server_cpu_us
                 else None,
                 "platpay_pg_cpu_us_per_transfer": round(mine.db_cpu_us, 1) if mine.db_cpu_us else None,
+                "baseline_pg_cpu_us_per_transfer": round(base.db_cpu_us, 1) if base.db_cpu_us else None,
                 "other_load_cores": round(mine.other_cores, 2) if mine.other_cores is not None else None,
                 "platpay_errors": mine.errors,
                 "rounds_platpay_per_s": [round(r.rps, 1) for r in row.platpay],
@@ -1145,7 +1146,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
     print(
         f"\nTarget (PostgreSQL): platpay >= {TARGET_RATIO} x pgbench. procs = platpay server processes (serve --workers N). "
         "srv/pg µs/tx = CPU time of the platpay processes / "
-        "of all postgres processes per platpay transfer; other = CPU (cores) used meanwhile by processes outside the "
+        "of all postgres processes per platpay transfer; base pg = all postgres processes' CPU per baseline transaction "
+        "(pgbench's); other = CPU (cores) used meanwhile by processes outside the "
         "measurement (other people's work on a shared machine)."
     )
     return summary

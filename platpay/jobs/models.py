@@ -25,9 +25,11 @@ class JobRow(Base):
 
     __tablename__ = "jobs"
     __table_args__ = (
-        Index("ix_jobs_lane_state_run_at", "lane", "state", "run_at"),
+        # Each ends with the id: a key's oldest due jobs (ORDER BY run_at, id: jobs queued together share a
+        # run_at) are then a range of either index read in its order, never a sort of the lane's backlog.
+        Index("ix_jobs_lane_state_run_at_id", "lane", "state", "run_at", "id"),
         Index("ix_jobs_state_lease_until", "state", "lease_until"),
-        Index("ix_jobs_lane_state_concurrency_key_run_at", "lane", "state", "concurrency_key", "run_at"),
+        Index("ix_jobs_lane_state_key_run_at_id", "lane", "state", "concurrency_key", "run_at", "id"),
         Index("ix_jobs_dedupe_key", "dedupe_key", unique=True),
         Index("ix_jobs_tenant_id_state_due_at", "tenant_id", "state", "due_at"),
         # Retention's oldest finished jobs (repository.prune_finished); queued and running ones stay out of it.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 
 import pytest
@@ -272,6 +273,47 @@ class TestLanes:
         assert (await _job(db, job_id)).lease_until > got_it  # a live lease, not one that ran out waiting
         second = JobRunner(db, settings, name="second", listen=False)
         assert await second.claim(1, lane="webhooks") == []  # nobody takes it while it is leased
+
+    async def test_a_keyed_claims_reads_stay_ranges_of_the_key_index_however_long_the_backlog(
+        self, db, backend
+    ):
+        """A keyed claim's reads (the due keys, then each key's oldest due jobs) cost a few index pages
+        whatever a key's backlog, even on statistics taken while the lane was empty (a fresh database under
+        load). Before, PostgreSQL answered the first due key with every due job of the lane, and a key's
+        oldest jobs (ORDER BY run_at, id) by sorting all of its backlog: ~25,000 buffers per read with
+        45,000 deliveries waiting (bench/README.md)."""
+        if backend != "postgresql":
+            pytest.skip("the plans are PostgreSQL's")
+        async with db.transaction() as session:
+            await session.execute(text("ANALYZE jobs"))  # the planner's view: no webhook job queued
+            now = clock.real_now()
+            await session.execute(
+                text(
+                    "INSERT INTO jobs (id, kind, lane, concurrency_key, payload, state, run_at, attempts, "
+                    "max_attempts, created_at, updated_at) SELECT 'Task:backlog-' || n, 'system.noop', 'webhooks', "
+                    "'K', '{}', 'QUEUED', CAST(:now AS timestamptz) - interval '10 millisecond' * (20000 - n), 0, 5, :now, :now "
+                    "FROM generate_series(1, 20000) AS n"
+                ),
+                {"now": now},
+            )
+        reads = {
+            "due keys": repository._DUE_KEYS.bindparams(lane="webhooks", now=now, most=256),
+            "a key's oldest": repository._heads_of_key(lane="webhooks", key="K", now=now, room=64),
+        }
+        async with db.transaction() as session:
+            await repository.lock_lane(session, lane="webhooks")  # as a claim reads: holding the lane
+            for name, read in reads.items():
+                sql = read.compile(dialect=session.bind.dialect, compile_kwargs={"literal_binds": True})
+                [plan] = (
+                    await session.execute(text(f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {sql}"))
+                ).scalar()
+                top = plan["Plan"]
+                pages = top["Shared Hit Blocks"] + top["Shared Read Blocks"]
+                assert pages < 50, (
+                    f"{name}: {pages} pages for a backlog of 20,000 jobs:\n{json.dumps(plan, indent=1)}"
+                )
+        async with db.read() as session:
+            assert (await session.execute(reads["due keys"])).scalars().all() == ["K"]
 
     async def test_at_most_the_cap_of_one_key_in_flight_and_every_key_served_first(
         self, db, runner, settings
