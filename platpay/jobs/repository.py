@@ -234,13 +234,14 @@ async def lock_lane(session: AsyncSession, *, lane: str) -> None:
     transaction-scoped advisory lock; SQLite has one writer anyway). Taken before the claim reads the time:
     a claim that waited here leases from when it got the lane, not from when it began waiting (else a long
     wait would hand out a lease that is already running out, and another worker would take the job again
-    while the first still runs it)."""
+    while the first still runs it).
+
+    On PostgreSQL it also turns sorts off for the rest of the transaction (SET LOCAL enable_sort = off, in
+    the lock's own statement): the planner then sorts only where no index can answer, so the claim's key walk
+    (_DUE_KEYS) and each key's oldest jobs (_heads_of_key) are read in the key index's order, whatever the
+    statistics say of the lane's backlog (on a fresh database under load they said it was empty, and a plan
+    that sorted every due job of the lane looked free). Hold it only in a claim's transaction."""
     if session.bind is not None and session.bind.dialect.name == "postgresql":
-        # With it, the transaction's planner sorts only where nothing else can answer (SET LOCAL
-        # enable_sort = off, in the same statement): the claim's key walk (_DUE_KEYS) and each key's oldest
-        # jobs (_heads_of_key) are then read in the key index's order, whatever the statistics say of the
-        # lane's backlog (on a fresh database under load they said it was empty, and a plan that sorted
-        # every due job of the lane looked free).
         await session.execute(
             select(
                 func.pg_advisory_xact_lock(_lane_lock_id(lane)),
