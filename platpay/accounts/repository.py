@@ -141,6 +141,16 @@ def _pair_statement() -> Lean:
 _PAIR = _pair_statement()
 
 
+def prefetch_internal_with_external(
+    session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
+) -> None:
+    """`internal_with_external`'s read, sent with the transaction's next read (db/lean.py `prefetch`): for a
+    caller that will ask for these accounts after reads that cannot change them."""
+    lean.prefetch(
+        session, _PAIR, {"tenant_id": tenant_id, "internal_id": internal_id, "external_id": external_id}
+    )
+
+
 async def internal_with_external(
     session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow | None, ExternalAccountRow | None, Any]:

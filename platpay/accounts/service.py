@@ -399,6 +399,15 @@ async def read_internal(session: LeanSession, *, tenant_id: str, account_id: str
     return row
 
 
+def prefetch_internal_with_external(
+    session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
+) -> None:
+    """Read `get_internal_with_external`'s accounts with the transaction's next read, for when it asks."""
+    repository.prefetch_internal_with_external(
+        session, tenant_id=tenant_id, internal_id=internal_id, external_id=external_id
+    )
+
+
 async def get_internal_with_external(
     session: LeanSession, *, tenant_id: str, internal_id: str, external_id: str
 ) -> tuple[InternalAccountRow, ExternalAccountRow | None, Any]:

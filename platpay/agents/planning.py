@@ -89,7 +89,14 @@ async def plan_transfer(
 ) -> PlannedTransfer:
     """A transfer-out (`outgoing`) or transfer-in of the agent's customer, planned and judged. Planned first
     (the accounts checked as the customer's, a transfer-out's amount held), judged next: a refusal leaves
-    the plan to be rolled back with the caller's transaction."""
+    the plan to be rolled back with the caller's transaction. The accounts are read with the agent (one
+    round trip): nothing the agent's read decides changes them, and a refusal before the plan ignores them."""
+    internal_id, external_id = (
+        (source_account_id, destination_account_id)
+        if outgoing
+        else (destination_account_id, source_account_id)
+    )
+    transfers.prefetch_accounts(session, tenant=tenant, internal_id=internal_id, external_id=external_id)
     agent, usage = await lock(session, tenant=tenant, agent_id=agent_id)
     operation = ActionType.TRANSFER_OUT if outgoing else ActionType.TRANSFER_IN
     if agent.is_paused or NEEDS[operation] not in agent.policy["permissions"]:  # before touching anything

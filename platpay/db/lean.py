@@ -261,15 +261,31 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
     known = await _driver(session)
     _, driver, dialect, _ = known
     sql, args, results = lean.args(dialect, params)
+    deferred: _Pending | None = session.info.get(_PENDING)
+    kept: dict[Lean, tuple[dict[str, Any], list[tuple[Any, ...]]]] | None = session.info.get(_KEPT)
+    if kept is not None:
+        if (deferred is not None and deferred.parts) or not _plain_read(sql):
+            session.info.pop(_KEPT)  # writes since, or this statement's, may change what they read
+        elif lean in kept and kept[lean][0] == params:  # read with an earlier statement (see `prefetch`)
+            return kept.pop(lean)[1]
+    behind: _Behind | None = None
+    if _BEHIND in session.info and _carries_ahead(sql) and (deferred is None or not deferred.parts):
+        behind = session.info.pop(_BEHIND)
+        if behind.lean is lean and behind.params == params:
+            behind = None  # asked for before anything carried it: sent now, as this statement
+        else:
+            sql, args, results = _behind_combined(behind, dialect, sql, args, results)
     waiting: _Ahead | None = session.info.pop(_AHEAD, None)
     if waiting is not None:  # a read sent ahead of this statement (see `ahead`)
-        deferred: _Pending | None = session.info.get(_PENDING)
         if _carries_ahead(sql) and (deferred is None or not deferred.parts):
-            return await _with_ahead(session, known, waiting, sql, args, results)
+            found = await _with_ahead(session, known, waiting, sql, args, results)
+            return found if behind is None else _keep_behind(session, behind, found)
         await waiting.check(await first(session, waiting.lean, waiting.params))
     pending: _Pending | None = session.info.get(_PENDING)
     if pending is not None and not pending.parts:
         pending = None
+    if pending is not None:
+        session.info.pop(_KEPT, None)  # writes go out with or before this statement
     if (
         pending is not None
         and (pending.expects or pending.expects_last or _UNBEGUN in session.info)
@@ -299,7 +315,8 @@ async def rows(session: LeanSession, lean: Lean, params: dict[str, Any]) -> list
             found = await driver.execute_fetchall(sql, args)  # one hop to aiosqlite's thread
     except Exception as error:
         raise await _failed(known, sql, args, error) from error
-    return [convert(row, results) for row in found] if results else []
+    converted = [convert(row, results) for row in found] if results else []
+    return converted if behind is None else _keep_behind(session, behind, converted)
 
 
 async def first(session: LeanSession, lean: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
@@ -746,6 +763,69 @@ async def _with_ahead(
     width = len(first_results)
     await waiting.check(convert(tuple(found[0])[:width], first_results) if found else None)
     return [convert(tuple(row)[width + 1 :], results) for row in found if row[width] is not None]
+
+
+# A read sent behind: one the operation will ask for later (`first` with the same statement and parameters)
+# but may send now, because nothing it does before asking can change what the read finds (an agent's money
+# request: the transfer's accounts, read with the agent and its usage). In a PostgreSQL LeanTransaction it
+# rides with the transaction's next plain SELECT, as one statement (the read ahead, if one waits, around
+# both): `SELECT * FROM (SELECT 1) AS behind_one LEFT JOIN LATERAL (SELECT true, kept.* FROM (<read>) AS kept
+# LIMIT 1) ON true LEFT JOIN LATERAL (SELECT true, main.* FROM (<next>) AS main) ON true`. Its row is kept
+# until it is asked for, and forgotten when a statement that is not a plain read runs first (that one may
+# change it): it is then read again when asked. One round trip fewer, the same rows: every statement before
+# the ask is a plain read of the same (autocommit, or one) snapshot's data.
+
+_BEHIND = "platpay_lean_behind"  # LeanTransaction.info: the _Behind waiting for the next statement
+_KEPT = "platpay_lean_kept"  # LeanTransaction.info: the rows of reads sent behind, until asked for
+
+
+class _Behind:
+    __slots__ = ("lean", "params")
+
+    def __init__(self, lean: Lean, params: dict[str, Any]) -> None:
+        self.lean, self.params = lean, params
+
+
+def prefetch(session: LeanSession, lean: Lean, params: dict[str, Any]) -> None:
+    """Send the SELECT `lean` (at most one row) with the transaction's next plain SELECT, and keep its row
+    until `first(session, lean, params)` asks for it (see above): for a read whose answer nothing before
+    the ask can change. Only in a PostgreSQL LeanTransaction, with no other read waiting to go behind;
+    elsewhere nothing: the ask reads it then."""
+    if defers_checks(session) and _BEHIND not in session.info:
+        session.info[_BEHIND] = _Behind(lean, params)
+
+
+@functools.lru_cache(maxsize=64)
+def _behind_sql(kept_sql: str, main: str, offset: int) -> str:
+    # Both are compiled statements (Lean), their values bound as parameters: no value is spliced in here.
+    outer = (
+        "SELECT * FROM (SELECT 1 AS behind_one) AS behind_one"
+        " LEFT OUTER JOIN LATERAL (SELECT true AS kept_row, kept.* FROM ({}) AS kept LIMIT 1) AS kept ON true"
+        " LEFT OUTER JOIN LATERAL (SELECT true AS behind_main, main.* FROM ({}) AS main) AS main ON true"
+    )
+    return outer.format(kept_sql, _renumber(main, offset))
+
+
+def _behind_combined(
+    behind: _Behind, dialect: Dialect, sql: str, args: list[Any], results: tuple[Any, ...]
+) -> tuple[str, list[Any], tuple[Any, ...]]:
+    """The statement carrying `behind` and `sql`, its arguments and its columns' processors."""
+    kept_sql, kept_args, kept_results = behind.lean.args(dialect, behind.params)
+    combined = _behind_sql(kept_sql, sql, len(kept_args))
+    processors = (None, None, *kept_results, None, *results)
+    return combined, [*kept_args, *args], processors
+
+
+def _keep_behind(
+    session: LeanSession, behind: _Behind, found: list[tuple[Any, ...]]
+) -> list[tuple[Any, ...]]:
+    """Keep the row read behind (from the first row: every row repeats it) and return the main rows."""
+    width = len(behind.lean.plan(session.info[_DRIVER][2])[2])
+    if found:
+        row = found[0]
+        kept_rows = [tuple(row[2 : 2 + width])] if row[1] is not None else []
+        session.info.setdefault(_KEPT, {})[behind.lean] = (behind.params, kept_rows)
+    return [tuple(row[3 + width :]) for row in found if row[2 + width] is not None]
 
 
 def _pending_of(conn: Any) -> _Pending | None:

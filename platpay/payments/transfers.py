@@ -85,6 +85,17 @@ async def _accounts(
     return internal, external, owner
 
 
+def prefetch_accounts(
+    session: LeanSession, *, tenant: TenantContext, internal_id: str, external_id: str
+) -> None:
+    """Read the accounts a transfer between `internal_id` and `external_id` checks with the transaction's
+    next read (accounts_service.prefetch_internal_with_external): for a caller that plans the transfer after
+    reads of its own (an agent's, its usage)."""
+    accounts_service.prefetch_internal_with_external(
+        session, tenant_id=tenant.id, internal_id=internal_id, external_id=external_id
+    )
+
+
 def _customer_checks(internal: InternalAccountRow, owner: Any) -> str | None:
     """The owner's platformCustomerId after checking it may move money in the account's currency (None for
     the platform's account)."""

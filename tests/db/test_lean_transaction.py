@@ -317,3 +317,83 @@ async def test_an_event_scheduled_to_an_endpoint_since_changed_is_raced(db, sett
         await events_service.emit(session, tenant_id=tenant_id, type="TEST", resource={"id": "x"})
         assert not lean.driver_of(session).is_in_transaction()
     assert await count_events(db) == 1
+
+
+# db/lean.py `prefetch`: a read sent behind rides with the next plain read, and its answer is kept for its ask.
+_EVENTS_OF = Lean(
+    select(func.count()).select_from(EventRow.__table__).where(EventRow.tenant_id == bindparam("tenant_id"))
+)
+_NO_EVENT = Lean(select(EventRow.id).where(EventRow.id == bindparam("event_id")))
+
+
+async def _insert_elsewhere(db, tenant_id: str) -> None:
+    async with db.lean_transaction() as other:
+        await lean.rows(other, _INSERT_EVENT, new_event(tenant_id))
+
+
+async def test_a_read_sent_behind_is_answered_from_the_statement_that_carried_it(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    await _insert_elsewhere(db, tenant_id)
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, _EVENTS_OF, {"tenant_id": tenant_id})
+        lean.prefetch(session, _NO_EVENT, {"event_id": "Event:none"})  # one waits at a time: not sent behind
+        backend = await lean.first(session, _BACKEND, {})  # carries it
+        assert backend is not None and isinstance(backend[0], int)  # the carrying read's own answer
+        await _insert_elsewhere(db, tenant_id)  # committed after the carrying read
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (1,)  # as it was read
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (2,)  # kept once: read anew
+        assert await lean.first(session, _NO_EVENT, {"event_id": "Event:none"}) is None
+        assert not lean.driver_of(session).is_in_transaction()  # reads only: no BEGIN
+
+
+async def test_a_read_sent_behind_that_finds_nothing_is_kept_as_nothing(db, settings):
+    _postgres_only(db)
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, _NO_EVENT, {"event_id": "Event:none"})
+        await lean.first(session, _BACKEND, {})
+        assert await lean.first(session, _NO_EVENT, {"event_id": "Event:none"}) is None
+
+
+async def test_a_write_before_the_ask_forgets_what_was_read_behind(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, _EVENTS_OF, {"tenant_id": tenant_id})
+        await lean.first(session, _BACKEND, {})
+        await lean.rows(session, _INSERT_EVENT, new_event(tenant_id))  # may change it: read again when asked
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (1,)
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, _EVENTS_OF, {"tenant_id": tenant_id})
+        await lean.first(session, _BACKEND, {})
+        await lean.defer(session, _INSERT_EVENT, new_event(tenant_id))  # deferred: it goes with the ask
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (2,)
+
+
+async def test_a_read_sent_behind_rides_inside_a_read_sent_ahead(db, settings):
+    _postgres_only(db)
+    tenant_id = await first_tenant_id(db, settings)
+    seen: list[object] = []
+
+    async def check(row: Any) -> None:
+        seen.append(row)
+
+    async with db.lean_transaction() as session:
+        await lean.ahead(session, _BACKEND, {}, check)  # (a read ahead answers one row)
+        lean.prefetch(session, _EVENTS_OF, {"tenant_id": tenant_id})
+        assert await lean.first(session, _NO_EVENT, {"event_id": "Event:none"}) is None  # carries both
+        assert len(seen) == 1 and isinstance(seen[0], tuple)
+        await _insert_elsewhere(db, tenant_id)
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (0,)
+
+
+async def test_elsewhere_nothing_is_sent_behind(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    async with db.transaction() as orm:  # an ORM session (a careful attempt): read when asked
+        lean.prefetch(orm, _EVENTS_OF, {"tenant_id": tenant_id})
+        assert lean._BEHIND not in orm.info
+        assert await lean.first(orm, _EVENTS_OF, {"tenant_id": tenant_id}) == (0,)
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, _EVENTS_OF, {"tenant_id": tenant_id})
+        assert (lean._BEHIND in session.info) is not db.is_sqlite  # SQLite sends each statement at once
+        assert await lean.first(session, _EVENTS_OF, {"tenant_id": tenant_id}) == (0,)

@@ -39,9 +39,9 @@ BUDGET = {
     # the Idempotency-Key's lookup with the accounts read (db/lean.py `ahead`); every write as one
     # statement, which is its own transaction (no BEGIN, no COMMIT: db/lean.py LeanTransaction)
     "POST /transfer-out": 2,
-    # the key's claim with the agent, its usage and audit head (no lock); the accounts; every write as one
-    # statement, the usage and the head moved only from where they were read
-    "POST /agents/me/transfer-out": 3,
+    # the key's claim with the agent, its usage and audit head (no lock) and the accounts (db/lean.py
+    # `prefetch`); every write as one statement, the usage and the head moved only from where they were read
+    "POST /agents/me/transfer-out": 2,
     # the card with its sources' accounts and balances (no lock); every write as one statement, the card
     # expected unchanged in it (db/lean.py; cards/repository.py card_at_once)
     "POST /sandbox/cards/{id}/simulate/authorization": 2,
@@ -163,6 +163,9 @@ async def test_money_requests_stay_within_their_round_trips(
         201,
     )
     assert not any("FOR UPDATE" in statement for statement in statements), statements
+    read = statements[0]  # the key's claim, the agent with its usage and audit head, and the accounts
+    for table in ("pg_try_advisory_xact_lock", "agent_usage", "internal_accounts", "external_accounts"):
+        assert table in read, (table, read)
     for table in ("UPDATE agent_usage", "UPDATE agent_audit_heads", "ledger_accounts", "platpay_expect("):
         assert table in statements[-1], (table, statements[-1])
 
