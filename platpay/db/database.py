@@ -47,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from platpay.db import hosts, lean, sqlite_inline, sqlite_writes
+from platpay.db import hosts, json_values, lean, sqlite_inline, sqlite_writes
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -142,6 +142,7 @@ def build_engine(
         # SQLite's write lock, and everything else on aiosqlite's thread (platpay.db.sqlite_inline).
         engine = create_async_engine(
             url,
+            json_serializer=json_values.dumps,
             connect_args={
                 "timeout": timeout,
                 "async_creator_fn": functools.partial(sqlite_inline.connect, busy_timeout_ms=busy_ms),
@@ -195,7 +196,8 @@ def build_engine(
     policy = policy or ConnectionPolicy(timeout=timeout)
     # hosts.connect: of a multi-host URL's servers, the writable one on the newest timeline (platpay.db.hosts).
     kwargs: dict[str, Any] = {
-        "connect_args": {**policy.asyncpg_arguments(), "async_creator_fn": hosts.connect}
+        "connect_args": {**policy.asyncpg_arguments(), "async_creator_fn": hosts.connect},
+        "json_serializer": json_values.dumps,
     }
     if null_pool:
         kwargs["poolclass"] = NullPool

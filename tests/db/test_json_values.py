@@ -1,0 +1,69 @@
+"""JSON column values (platpay/db/json_values.py): orjson writes them, the standard library where orjson
+refuses; whatever is written reads back as the same values, on both databases and through both paths (the
+ORM's and a lean statement's)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+import pytest
+from sqlalchemy import bindparam, select
+
+from platpay.db import lean
+from platpay.db.json_values import dumps
+from platpay.db.lean import Lean
+from platpay.events.models import EventRow
+from tests.support.lean import first_tenant_id, new_event
+
+
+class Colour(StrEnum):
+    RED = "RED"
+
+
+@dataclass
+class Point:
+    x: int
+
+
+VALUES = [
+    {"amount": 1234, "note": "é ✓ 𝄞", "nested": {"list": [1, 2.5, None, True, "x"]}},
+    {"big": 2**64 + 1, "negative": -(2**70)},  # beyond 64 bits: the standard library keeps them exact
+    {1: "an int key", "status": Colour.RED},  # an int key becomes "1", as json.dumps writes it
+    [],
+    "plain",
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_what_is_written_reads_back_as_json_dumps_would_have_it(value):
+    assert json.loads(dumps(value)) == json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize("value", [datetime.now(UTC), Point(1), {"when": datetime.now(UTC)}, object()])
+def test_what_the_standard_library_refuses_is_still_refused(value):
+    with pytest.raises(TypeError):
+        json.dumps(value)
+    with pytest.raises(TypeError):
+        dumps(value)
+
+
+_DATA = Lean(select(EventRow.data).where(EventRow.id == bindparam("event_id")))
+_INSERT = Lean(EventRow.__table__.insert())
+
+
+async def test_values_round_trip_through_both_databases_and_both_paths(db, settings):
+    tenant_id = await first_tenant_id(db, settings)
+    data = {"amount": 2**64 + 1, "note": "é ✓ 𝄞", "nested": [{"k": 1.5}, None]}
+    lean_event, orm_event = new_event(tenant_id) | {"data": data}, new_event(tenant_id) | {"data": data}
+    async with db.lean_transaction() as session:
+        await lean.rows(session, _INSERT, lean_event)
+    async with db.transaction() as session:
+        session.add(EventRow(**orm_event))
+    for event in (lean_event, orm_event):
+        async with db.lean_transaction() as session:
+            assert await lean.first(session, _DATA, {"event_id": event["id"]}) == (data,)
+        async with db.read() as session:
+            assert await session.scalar(select(EventRow.data).where(EventRow.id == event["id"])) == data
