@@ -47,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from platpay.db import hosts, json_values, lean, sqlite_inline, sqlite_writes
+from platpay.db import hosts, lean, sqlite_inline, sqlite_writes
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -65,6 +65,7 @@ from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.db.watch import Listener
 from platpay.errors import ApiError
+from platpay.kit import json_text
 
 WRITE_OPTION = "platpay_write"
 DEFAULT_TIMEOUT_SECONDS = 5.0
@@ -142,7 +143,7 @@ def build_engine(
         # SQLite's write lock, and everything else on aiosqlite's thread (platpay.db.sqlite_inline).
         engine = create_async_engine(
             url,
-            json_serializer=json_values.dumps,
+            json_serializer=json_text.compact_text,
             connect_args={
                 "timeout": timeout,
                 "async_creator_fn": functools.partial(sqlite_inline.connect, busy_timeout_ms=busy_ms),
@@ -197,7 +198,7 @@ def build_engine(
     # hosts.connect: of a multi-host URL's servers, the writable one on the newest timeline (platpay.db.hosts).
     kwargs: dict[str, Any] = {
         "connect_args": {**policy.asyncpg_arguments(), "async_creator_fn": hosts.connect},
-        "json_serializer": json_values.dumps,
+        "json_serializer": json_text.compact_text,
     }
     if null_pool:
         kwargs["poolclass"] = NullPool

@@ -58,7 +58,7 @@ from platpay.db.lean import Lean
 from platpay.db.types import IdColumn, UtcDateTime
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, Conflict, InvalidInput
-from platpay.kit import clock
+from platpay.kit import clock, json_text
 from platpay.kit.api_model import ApiModel
 from platpay.kit.crypto.sealing import Sealer, get_sealer
 
@@ -153,7 +153,8 @@ def fingerprint(method: str, path: str, body: Any, *, caller: str | None = None)
 
 
 def render(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    """An answer's body as sent, stored and replayed."""
+    return json_text.compact(body)
 
 
 def _sealer(settings: Settings) -> Sealer:

@@ -1,6 +1,6 @@
-"""JSON column values (platpay/db/json_values.py): orjson writes them, the standard library where orjson
-refuses; whatever is written reads back as the same values, on both databases and through both paths (the
-ORM's and a lean statement's)."""
+"""Compact JSON text (platpay/kit/json_text.py): orjson writes it, the standard library where orjson
+refuses; an answer's bytes are what the standard library's compact form would be; JSON column values read
+back as the same values, on both databases and through both paths (the ORM's and a lean statement's)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import bindparam, select
 
 from platpay.db import lean
-from platpay.db.json_values import dumps
 from platpay.db.lean import Lean
 from platpay.events.models import EventRow
+from platpay.kit.idempotency import render
+from platpay.kit.json_text import compact_text as dumps
 from tests.support.lean import first_tenant_id, new_event
 
 
@@ -40,6 +41,12 @@ VALUES = [
 @pytest.mark.parametrize("value", VALUES)
 def test_what_is_written_reads_back_as_json_dumps_would_have_it(value):
     assert json.loads(dumps(value)) == json.loads(json.dumps(value))
+
+
+def test_an_answer_is_the_standard_librarys_compact_json():
+    body = {"id": "Transaction:1", "amount": 1234, "rate": 0.0512, "name": "Zoë ✓", "tags": [], "x": None}
+    assert render(body) == json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    assert json.loads(render({"rate": 1e-05})) == {"rate": 1e-05}  # (written 1e-5: the same number)
 
 
 @pytest.mark.parametrize("value", [datetime.now(UTC), Point(1), {"when": datetime.now(UTC)}, object()])
