@@ -791,7 +791,9 @@ def prefetch(session: LeanSession, lean: Lean, params: dict[str, Any]) -> None:
     until `first(session, lean, params)` asks for it (see above): for a read whose answer nothing before
     the ask can change. Only in a PostgreSQL LeanTransaction, with no other read waiting to go behind;
     elsewhere nothing: the ask reads it then."""
-    if defers_checks(session) and _BEHIND not in session.info:
+    if not defers_checks(session) or _BEHIND in session.info:
+        return
+    if _carries_ahead(lean.plan(session.info[_DRIVER][2])[0]):  # (a locking read is read when asked)
         session.info[_BEHIND] = _Behind(lean, params)
 
 

@@ -347,6 +347,14 @@ async def test_a_read_sent_behind_is_answered_from_the_statement_that_carried_it
         assert not lean.driver_of(session).is_in_transaction()  # reads only: no BEGIN
 
 
+async def test_a_locking_read_is_not_sent_behind(db, settings):
+    _postgres_only(db)
+    locking = Lean(select(EventRow.id).where(EventRow.id == bindparam("event_id")).with_for_update())
+    async with db.lean_transaction() as session:
+        lean.prefetch(session, locking, {"event_id": "Event:none"})
+        assert lean._BEHIND not in session.info
+
+
 async def test_a_read_sent_behind_that_finds_nothing_is_kept_as_nothing(db, settings):
     _postgres_only(db)
     async with db.lean_transaction() as session:
