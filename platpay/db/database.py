@@ -47,7 +47,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.pool import NullPool
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from platpay.db import hosts, lean, sqlite_inline, sqlite_writes
+from platpay.db import hosts, json_text, lean, sqlite_inline, sqlite_writes
 from platpay.db.connect import ConnectionPolicy, connect_arguments, tune_socket
 from platpay.db.faults import (
     DatabaseUnavailable,
@@ -65,7 +65,6 @@ from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.db.watch import Listener
 from platpay.errors import ApiError
-from platpay.kit import json_text
 
 WRITE_OPTION = "platpay_write"
 DEFAULT_TIMEOUT_SECONDS = 5.0

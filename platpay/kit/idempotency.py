@@ -51,14 +51,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from platpay.config import Settings
-from platpay.db import lean
+from platpay.db import json_text, lean
 from platpay.db.base import Base
 from platpay.db.database import Database
 from platpay.db.lean import Lean
 from platpay.db.types import IdColumn, UtcDateTime
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.errors import ApiError, Conflict, InvalidInput
-from platpay.kit import clock, json_text
+from platpay.kit import clock
 from platpay.kit.api_model import ApiModel
 from platpay.kit.crypto.sealing import Sealer, get_sealer
 

@@ -1,4 +1,4 @@
-"""Compact JSON text (platpay/kit/json_text.py): orjson writes it, the standard library where orjson
+"""Compact JSON text (platpay/db/json_text.py): orjson writes it, the standard library where orjson
 refuses; an answer's bytes are what the standard library's compact form would be; JSON column values read
 back as the same values, on both databases and through both paths (the ORM's and a lean statement's)."""
 
@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import bindparam, select
 
 from platpay.db import lean
+from platpay.db.json_text import compact_text as dumps
 from platpay.db.lean import Lean
 from platpay.events.models import EventRow
 from platpay.kit.idempotency import render
-from platpay.kit.json_text import compact_text as dumps
 from tests.support.lean import first_tenant_id, new_event
 
 
