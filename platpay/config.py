@@ -73,10 +73,12 @@ class Settings(BaseSettings):
     credential_cache_seconds: float = Field(
         default=2.0,
         ge=0,
-        description="PostgreSQL: the longest a process keeps a credential it read (an API token with its "
-        "tenant), while PostgreSQL notifies it of every change to them; a change made through the process "
-        "applies at once, one made elsewhere when its notification arrives (milliseconds); this bound "
-        "holds if the listening connection is silently lost. 0: read on every request",
+        description="the longest a process keeps a credential it read (an API token with its tenant). "
+        "PostgreSQL: kept while PostgreSQL notifies the process of every change to them; a change made "
+        "through the process applies at once, one made elsewhere when its notification arrives "
+        "(milliseconds); this bound holds if the listening connection is silently lost. SQLite (a file): "
+        "kept while no connection of any process has committed anything since (the file's change "
+        "counter, read on every request). 0: read on every request",
     )
     host: str = Field(default="127.0.0.1", description="where `serve` listens (also `--host`)")
     port: int = Field(default=8000, description="the port `serve` listens on (also `--port`)")

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import sqlite3
@@ -63,7 +64,7 @@ from platpay.db.lean import Lean, LeanTransaction, convert
 from platpay.db.lean_pool import LeanPool
 from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
-from platpay.db.watch import Listener
+from platpay.db.watch import Listener, SqliteChanges
 from platpay.errors import ApiError
 
 WRITE_OPTION = "platpay_write"
@@ -306,6 +307,10 @@ class Database:
         # SQLite file databases: lean reads run inline on a read-only connection per thread.
         self._inline_path = sqlite_file
         self._inline_readers: dict[int, sqlite3.Connection] = {}
+        # (each reader's epoch: a reader opened again restarts its data_version counter; platpay.db.watch)
+        self._inline_epochs: dict[int, int] = {}
+        self._epochs = itertools.count(1)
+        self._sqlite_changes: dict[tuple[int, str], SqliteChanges] = {}
         # PostgreSQL with PLATPAY_DATABASE_READ_URL: the reads endpoints choose may go to a standby.
         self.replica: ReplicaRouter | None = None
         if read_url and not self.is_sqlite:
@@ -541,12 +546,24 @@ class Database:
             )
             reader.execute("PRAGMA query_only=ON")
             self._inline_readers[ident] = reader
+            self._inline_epochs[ident] = next(self._epochs)
         return reader
 
     def _drop_inline_reader(self) -> None:
         reader = self._inline_readers.pop(threading.get_ident(), None)
         if reader is not None:
             reader.close()
+
+    def _data_version(self) -> tuple[int, int] | None:
+        """(this thread's read-only connection's epoch, its `PRAGMA data_version`): it moves whenever another
+        connection commits to the file (platpay.db.watch.SqliteChanges); None if it cannot be read."""
+        try:
+            reader = self._inline_reader()
+            ((version,),) = reader.execute("PRAGMA data_version").fetchall()  # (stepped to its end)
+        except sqlite3.Error:
+            self._drop_inline_reader()
+            return None
+        return self._inline_epochs[threading.get_ident()], version
 
     async def fetch_first(self, query: Lean, params: dict[str, Any]) -> tuple[Any, ...] | None:
         """The first row of `query`, or None: one statement in autocommit, without an ORM session.
@@ -621,11 +638,20 @@ class Database:
             return convert(row, results) if row is not None else None
         raise AssertionError("unreachable")
 
-    def listener(self, channel: str) -> Listener | None:
-        """This event loop's listener of `channel` (platpay.db.watch), started by the first call; None where
-        nothing is kept (SQLite, or a max age of 0)."""
-        if self.is_sqlite or self.watch_max_age <= 0:
+    def listener(self, channel: str) -> Listener | SqliteChanges | None:
+        """This event loop's listener of `channel` (platpay.db.watch), started by the first call; on a SQLite
+        file, this thread's `SqliteChanges`; None where nothing is kept (an in-memory SQLite database, or a max
+        age of 0)."""
+        if self.watch_max_age <= 0:
             return None
+        if self.is_sqlite:
+            if self._inline_path is None:
+                return None
+            thread_key = (threading.get_ident(), channel)
+            changes = self._sqlite_changes.get(thread_key)
+            if changes is None:
+                changes = self._sqlite_changes[thread_key] = SqliteChanges(self._data_version)
+            return changes
         key = (asyncio.get_running_loop(), channel)
         listener = self._listeners.get(key)
         if listener is None:
@@ -692,6 +718,7 @@ class Database:
         for (loop, _channel), listener in listeners.items():
             if loop is asyncio.get_running_loop():
                 await listener.stop()
+        self._sqlite_changes = {}
         readers, self._inline_readers = self._inline_readers, {}
         for reader in readers.values():
             reader.close()

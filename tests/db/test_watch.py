@@ -1,10 +1,13 @@
-"""Credentials kept in the process while PostgreSQL notifies it of changes (platpay.db.watch): answered
-without a statement, dropped at once by this process's own commits, by another connection's commit when
-its notification arrives, and whenever the listening connection is lost."""
+"""Credentials kept in the process while the database tells it of changes (platpay.db.watch). PostgreSQL:
+answered without a statement, dropped at once by this process's own commits, by another connection's commit
+when its notification arrives, and whenever the listening connection is lost. SQLite (a file): answered
+after reading the file's change counter alone, dropped by any commit of any connection, seen by the very
+next request."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from typing import Any
 
@@ -14,10 +17,8 @@ import pytest
 from platpay.auth import repository as auth_repository
 from platpay.config import Settings
 from platpay.db.database import Database
-from platpay.db.watch import CHANNELS, MAX_ENTRIES, Listener
+from platpay.db.watch import CHANNELS, MAX_ENTRIES, Listener, SqliteChanges
 from tests.support.databases import PG_URL
-
-pytestmark = pytest.mark.skipif(not PG_URL, reason="notifications are PostgreSQL's")
 
 # Longer than any test here: a change seen is a notification's (or this process's commit's) doing.
 MAX_AGE = 300.0
@@ -30,8 +31,14 @@ def settings(settings: Settings) -> Settings:
 
 @pytest.fixture
 def backend_is_pg(backend: str) -> None:
-    if backend != "postgresql":
-        pytest.skip("SQLite keeps nothing (tested below)")
+    if not PG_URL or backend != "postgresql":
+        pytest.skip("notifications are PostgreSQL's (SQLite's counter: tested below)")
+
+
+@pytest.fixture
+def backend_is_sqlite(backend: str) -> None:
+    if backend != "sqlite":
+        pytest.skip("SQLite's change counter")
 
 
 def _dsn() -> str:
@@ -191,11 +198,128 @@ async def test_kept_rows_are_bounded(db: Database, auth: tuple[str, str], backen
     assert len(listener.entries) == 1  # full: emptied, then the new row kept
 
 
-async def test_sqlite_and_a_max_age_of_zero_keep_nothing(db: Database, backend: str) -> None:
-    if backend == "sqlite":
-        assert db.listener("platpay_credentials") is None
+async def test_a_max_age_of_zero_and_an_in_memory_sqlite_keep_nothing(db: Database) -> None:
     off = Database(db.url, pool_size=1, watch_max_age=0)
     try:
         assert off.listener("platpay_credentials") is None
     finally:
         await off.dispose()
+    memory = Database("sqlite+aiosqlite:///:memory:", pool_size=1, watch_max_age=MAX_AGE)
+    try:
+        assert memory.listener("platpay_credentials") is None
+    finally:
+        await memory.dispose()
+
+
+# ---- SQLite: the file's change counter (PRAGMA data_version) ---------------------------------------------
+
+
+def _sqlite_file(db: Database) -> str:
+    assert db._inline_path is not None
+    return str(db._inline_path)
+
+
+def _commit_elsewhere(db: Database, sql: str, *args: Any) -> None:
+    """A commit by another connection to the file: another process's (`platpay worker`, a CLI command), as
+    far as this one can tell."""
+    other = sqlite3.connect(_sqlite_file(db), isolation_level=None, timeout=10)
+    try:
+        other.execute(sql, args)
+    finally:
+        other.close()
+
+
+def _changes(db: Database) -> SqliteChanges:
+    changes = db.listener("platpay_credentials")
+    assert isinstance(changes, SqliteChanges)
+    return changes
+
+
+async def test_sqlite_keeps_a_credential_while_nothing_is_committed(
+    client: Any, auth: tuple[str, str], db: Database, monkeypatch: pytest.MonkeyPatch, backend_is_sqlite: None
+) -> None:
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    reads = _Reads(db, monkeypatch)
+    for _ in range(5):
+        assert (await client.get("/config", auth=auth)).status_code == 200
+    assert reads.count == 0  # read once above, kept since
+    # the secret is still checked on every request; an unknown client id is read each time
+    assert (await client.get("/config", auth=(auth[0], auth[1] + "x"))).status_code == 401
+    for _ in range(2):
+        assert (await client.get("/config", auth=("nobody", "x"))).status_code == 401
+    assert reads.count == 2
+
+
+async def test_sqlite_another_connections_commit_is_seen_by_the_next_request(
+    client: Any, auth: tuple[str, str], db: Database, backend_is_sqlite: None
+) -> None:
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert _changes(db).entries  # kept
+    _commit_elsewhere(db, "UPDATE api_tokens SET deleted_at = CURRENT_TIMESTAMP WHERE client_id = ?", auth[0])
+    assert (await client.get("/config", auth=auth)).status_code == 401  # no wait, no age bound
+
+
+async def test_sqlite_any_commit_drops_what_was_kept(
+    client: Any, auth: tuple[str, str], db: Database, monkeypatch: pytest.MonkeyPatch, backend_is_sqlite: None
+) -> None:
+    """The counter says that something was committed, not what: a commit to any table drops every kept row
+    (one read more, never a stale answer)."""
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    reads = _Reads(db, monkeypatch)
+    _commit_elsewhere(db, "CREATE TABLE IF NOT EXISTS unrelated_probe (n INTEGER)")
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert reads.count == 1  # read again once, then kept again
+
+
+async def test_sqlite_a_token_deleted_through_this_process_stops_at_once(
+    client: Any, auth: tuple[str, str], db: Database, backend_is_sqlite: None
+) -> None:
+    created = (await client.post("/tokens", auth=auth, json={"name": "t", "permissions": ["VIEW"]})).json()
+    creds = (created["clientId"], created["clientSecret"])
+    assert (await client.get("/config", auth=creds)).status_code == 200  # now kept
+    assert (await client.delete(f"/tokens/{created['id']}", auth=auth)).status_code == 204
+    assert (await client.get("/config", auth=creds)).status_code == 401
+    for domain in ("a.example.com", "b.example.com"):
+        assert (await client.patch("/config", auth=auth, json={"umaDomain": domain})).status_code == 200
+        assert (await client.get("/config", auth=auth)).json()["umaDomain"] == domain
+
+
+async def test_sqlite_a_read_that_raced_a_commit_is_not_kept(
+    client: Any, auth: tuple[str, str], db: Database, monkeypatch: pytest.MonkeyPatch, backend_is_sqlite: None
+) -> None:
+    real = db.fetch_first
+
+    async def raced(query: Any, params: dict[str, Any]) -> Any:
+        row = await real(query, params)
+        if query is auth_repository.CREDENTIAL:  # a commit while the row was on its way
+            _commit_elsewhere(db, "CREATE TABLE IF NOT EXISTS raced_probe (n INTEGER)")
+        return row
+
+    monkeypatch.setattr(db, "fetch_first", raced)
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert not _changes(db).entries
+
+
+async def test_sqlite_a_reader_opened_again_does_not_trust_its_counter(
+    client: Any, auth: tuple[str, str], db: Database, monkeypatch: pytest.MonkeyPatch, backend_is_sqlite: None
+) -> None:
+    """A new connection's counter starts afresh and could equal the old one's: rows kept on the old one
+    are dropped (the reader's epoch is part of what they carry)."""
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert _changes(db).entries
+    db._drop_inline_reader()  # as after an error reading the file
+    reads = _Reads(db, monkeypatch)
+    assert (await client.get("/config", auth=auth)).status_code == 200
+    assert reads.count == 1
+
+
+async def test_sqlite_an_unreadable_counter_keeps_nothing(
+    client: Any, auth: tuple[str, str], db: Database, monkeypatch: pytest.MonkeyPatch, backend_is_sqlite: None
+) -> None:
+    monkeypatch.setattr(_changes(db), "_version", lambda: None)
+    reads = _Reads(db, monkeypatch)
+    for _ in range(3):
+        assert (await client.get("/config", auth=auth)).status_code == 200
+    assert reads.count == 3
+    assert not _changes(db).entries
