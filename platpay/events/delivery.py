@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.config import Settings
+from platpay.db import json_text
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.events import breaker, repository, signing
 from platpay.events.breaker import retry_delay
@@ -94,11 +94,10 @@ async def close_clients() -> None:
 
 
 def envelope(*, delivery_id: str, event_type: str, data: Any, at: datetime) -> bytes:
-    return json.dumps(
-        {"id": delivery_id, "type": event_type, "timestamp": clock.isoformat(at), "data": data},
-        separators=(",", ":"),
-        ensure_ascii=False,
-    ).encode()
+    """A delivery's body: compact UTF-8 JSON (db/json_text.py; signed over these bytes, per delivery)."""
+    return json_text.compact(
+        {"id": delivery_id, "type": event_type, "timestamp": clock.isoformat(at), "data": data}
+    )
 
 
 async def send(

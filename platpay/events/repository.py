@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.portable import insert_ignore
+from platpay.db.portable import insert_ignore, lean_in
 from platpay.db.rows import batch_done, batch_of, get_scoped
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
@@ -175,7 +175,18 @@ async def lock_deliveries(session: AsyncSession, *, delivery_ids: list[str]) -> 
 # A chain's successes recorded leanly (delivery.py `deliver_chain`): the deliveries read locked, then each one
 # DELIVERED and its attempt stored, each kind in one driver call.
 _DELIVERIES = WebhookDeliveryRow.__table__
-_LOCKED_STATES: dict[int, Lean] = {}  # per number of deliveries (at most a chain: 64)
+# (job id, status) of deliveries (a chain's: up to 64), locked in one order by every chain; the ids bound as
+# one list: one statement text
+_LOCKED_STATES = lean_in(
+    lambda picked: (
+        select(_DELIVERIES.c.id, _DELIVERIES.c.job_id, _DELIVERIES.c.status)
+        .where(picked)
+        .order_by(_DELIVERIES.c.id)
+        .with_for_update()
+    ),
+    _DELIVERIES.c.id,
+    "delivery_ids",
+)
 _DELIVERED = Lean(
     update(_DELIVERIES)
     .where(_DELIVERIES.c.id == bindparam("delivery_id"))
@@ -196,27 +207,13 @@ _DELIVERED = Lean(
 _INSERT_ATTEMPT = Lean(WebhookAttemptRow.__table__.insert())
 
 
-def _locked_states_of(count: int) -> Lean:
-    found = _LOCKED_STATES.get(count)
-    if found is None:
-        ids = [bindparam(f"id_{index}", type_=_DELIVERIES.c.id.type) for index in range(count)]
-        found = _LOCKED_STATES[count] = Lean(
-            select(_DELIVERIES.c.id, _DELIVERIES.c.job_id, _DELIVERIES.c.status)
-            .where(_DELIVERIES.c.id.in_(ids))
-            .order_by(_DELIVERIES.c.id)  # locked in one order by every chain
-            .with_for_update()
-        )
-    return found
-
-
 async def delivery_states(
     session: LeanSession, *, delivery_ids: list[str]
 ) -> dict[str, tuple[str | None, str]]:
     """The deliveries' (job id, status), locked for this transaction (lean)."""
     if not delivery_ids:
         return {}
-    params = {f"id_{index}": delivery_id for index, delivery_id in enumerate(delivery_ids)}
-    found = await lean.rows(session, _locked_states_of(len(delivery_ids)), params)
+    found = await lean.rows(session, _LOCKED_STATES, {"delivery_ids": list(delivery_ids)})
     return {delivery_id: (job_id, status) for delivery_id, job_id, status in found}
 
 

@@ -32,12 +32,13 @@ from sqlalchemy import (
     union_all,
     update,
 )
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
-from platpay.db.portable import lean_insert_ignore
+from platpay.db.portable import lean_in, lean_insert_ignore
 from platpay.db.rows import batch_done, batch_of
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
@@ -400,6 +401,9 @@ async def _lease_chains(
         by_id.update((job_id, chain_token) for job_id in ids)
     if not by_id:
         return []
+    if _is_postgresql(session):
+        leased = {row.id: row for row in await _lease_pairs(session, by_id, now=now, lease_until=lease_until)}
+        return [leased[job_id] for ids in chains for job_id in ids if job_id in leased]
     result = await session.execute(
         update(JobRow)
         .where(JobRow.id.in_(list(by_id)), _claimable(now))
@@ -418,7 +422,52 @@ async def _lease_chains(
 
 
 _JOB_COLUMNS, _JOB_KEYS = lean.columns_of(JobRow)
-_LEASES: dict[int, Lean] = {}  # the lease UPDATE of n ids, per n (at most a batch: a few dozen)
+_LEASES: dict[int, Lean] = {}  # SQLite: the lease UPDATE of n ids, per n (at most a batch: a few dozen)
+
+
+def _is_postgresql(session: AsyncSession) -> bool:
+    return session.bind is not None and session.bind.dialect.name == "postgresql"
+
+
+# PostgreSQL: the lease of a keyed claim's jobs, each under its chain's token, as one statement of one text
+# whatever the number of jobs (up to `limit` chains of `chain` jobs: hundreds), the (id, token) pairs bound
+# as two arrays. Built per count (an IN list and a CASE of one branch per job), each claim was a statement
+# text of its own: compiled by SQLAlchemy, prepared by asyncpg and planned by PostgreSQL anew, and evicting
+# the steady statements from the connection's cache of prepared ones.
+_PICKED = (
+    func.unnest(
+        bindparam("ids", type_=postgresql.ARRAY(JobRow.id.type)),
+        bindparam("tokens", type_=postgresql.ARRAY(JobRow.lease_token.type)),
+    )
+    .table_valued("id", "token")
+    .render_derived(name="picked")
+)
+_LEASE_PAIRS = Lean(
+    update(JobRow)
+    .where(JobRow.id == _PICKED.c.id, _claimable(_NOW))
+    .values(
+        state=RUNNING,
+        lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
+        lease_token=_PICKED.c.token,
+        attempts=JobRow.attempts + 1,
+        updated_at=_NOW,
+    )
+    .returning(*_JOB_COLUMNS)
+)
+
+
+async def _lease_pairs(
+    session: AsyncSession, tokens: dict[str, str], *, now: datetime, lease_until: datetime
+) -> list[JobRow]:
+    """PostgreSQL: lease each job of `tokens` (those still claimable) to its token; the leased jobs, as
+    read-only snapshots, in no particular order."""
+    params = {
+        "ids": list(tokens),
+        "tokens": list(tokens.values()),
+        "now": now,
+        "new_lease_until": lease_until,
+    }
+    return [lean.snapshot(JobRow, _JOB_KEYS, row) for row in await lean.rows(session, _LEASE_PAIRS, params)]
 
 
 def _leasing(picked: Any) -> Any:
@@ -451,6 +500,10 @@ async def _lease(
     """Lease `ids` (those still claimable) to `token`; the leased jobs, as read-only snapshots."""
     if not ids:
         return []
+    if _is_postgresql(session):
+        leased = await _lease_pairs(session, dict.fromkeys(ids, token), now=now, lease_until=lease_until)
+        order = {job_id: index for index, job_id in enumerate(ids)}
+        return sorted(leased, key=lambda row: order[row.id])
     params: dict[str, Any] = {f"id_{index}": job_id for index, job_id in enumerate(ids)}
     params.update(now=now, new_lease_until=lease_until, new_lease_token=token)
     found = await lean.rows(session, _lease_of(len(ids)), params)
@@ -511,23 +564,21 @@ async def extend_leases(
     return cast("CursorResult[Any]", result).rowcount or 0
 
 
-_FINISHES_LEASED: dict[int, Lean] = {}  # the finish of n jobs of one lease, per n (at most a chain: 64)
-
-
-def _finish_leased_of(count: int) -> Lean:
-    found = _FINISHES_LEASED.get(count)
-    if found is None:
-        found = _FINISHES_LEASED[count] = Lean(
-            update(JobRow)
-            .where(
-                JobRow.id.in_([bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]),
-                JobRow.lease_token == bindparam("token", type_=JobRow.lease_token.type),
-                JobRow.state == RUNNING,
-            )
-            .values(state=DONE, finished_at=_NOW, updated_at=_NOW, lease_token=None, lease_until=None)
-            .returning(JobRow.id)
+# The finish of the jobs of one lease (a chain: up to 64), the ids bound as one list: one statement text.
+_FINISH_LEASED = lean_in(
+    lambda picked: (
+        update(JobRow)
+        .where(
+            picked,
+            JobRow.lease_token == bindparam("token", type_=JobRow.lease_token.type),
+            JobRow.state == RUNNING,
         )
-    return found
+        .values(state=DONE, finished_at=_NOW, updated_at=_NOW, lease_token=None, lease_until=None)
+        .returning(JobRow.id)
+    ),
+    JobRow.id,
+    "job_ids",
+)
 
 
 async def finish_many_leased(
@@ -535,9 +586,8 @@ async def finish_many_leased(
 ) -> set[str]:
     """Finish (DONE) those of `job_ids` still leased to `token`, in one statement; their ids (lean: a chain of
     webhook deliveries finishes its jobs so)."""
-    params: dict[str, Any] = {f"id_{index}": job_id for index, job_id in enumerate(job_ids)}
-    params.update(token=token, now=now)
-    return {job_id for (job_id,) in await lean.rows(session, _finish_leased_of(len(job_ids)), params)}
+    params = {"job_ids": list(job_ids), "token": token, "now": now}
+    return {job_id for (job_id,) in await lean.rows(session, _FINISH_LEASED, params)}
 
 
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:
