@@ -16,8 +16,8 @@ _counter = 0
 UUID_RE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
-def uuid7() -> uuid.UUID:
-    """RFC 9562 UUIDv7 with a 12-bit counter in rand_a, monotonic within this process."""
+def _uuid7_value() -> int:
+    """RFC 9562 UUIDv7 as an int, with a 12-bit counter in rand_a, monotonic within this process."""
     global _last_ms, _counter
     with _lock:
         ms = time.time_ns() // 1_000_000
@@ -31,16 +31,21 @@ def uuid7() -> uuid.UUID:
             _last_ms = ms
             _counter = int.from_bytes(os.urandom(1), "big")  # random start leaves headroom
         rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-        value = (ms & ((1 << 48) - 1)) << 80
-        value |= 0x7 << 76
-        value |= (_counter & 0xFFF) << 64
-        value |= 0b10 << 62
-        value |= rand_b
-        return uuid.UUID(int=value)
+        return (
+            ((ms & ((1 << 48) - 1)) << 80) | (0x7 << 76) | ((_counter & 0xFFF) << 64) | (0b10 << 62) | rand_b
+        )
+
+
+def uuid7() -> uuid.UUID:
+    """RFC 9562 UUIDv7 with a 12-bit counter in rand_a, monotonic within this process."""
+    return uuid.UUID(int=_uuid7_value())
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}:{uuid7()}"
+    """`<prefix>:<uuid7>`, the UUID in its canonical text (formatted here: `str(uuid.UUID(...))` costs
+    more than the UUID itself, and every row and event takes one)."""
+    h = f"{_uuid7_value():032x}"
+    return f"{prefix}:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def first_at(prefix: str, at: datetime) -> str:
