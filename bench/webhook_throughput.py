@@ -21,7 +21,8 @@ SQLite file), all on 127.0.0.1 in a temporary directory:
 Printed per round: transfers/s; events produced/s (delivery rows created per second of load); deliveries/s
 (POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with a backlog
 still waiting (the runners' capacity while transfers run, never starved); the ratio capacity / events (the
-target: >= 1.2); the backlog (PENDING deliveries) at the start and the end of the load and its trend
+target: >= 1.2), and the same ratio had settlement kept up (when the settlement backlog grows, the events its
+late steps owe are not produced yet: at least two per transfer it fell behind by, added to the events); the backlog (PENDING deliveries) at the start and the end of the load and its trend
 (least-squares slope, per s: > 0 grows without bound); then a drain of at most `--drain` s with no money load
 (deliveries/s alone, time to empty). CPU per delivery of the job runners (PostgreSQL: the worker processes,
 settlement steps included; SQLite: the serve process, which also served the transfers) and of PostgreSQL,
@@ -330,6 +331,13 @@ def one_round(
         "capacity_s": capacity,
         "busy_share": busy_t / loaded,
         "ratio": capacity / (events / loaded) if capacity and events else None,
+        # The events the money path would have produced had its settlement kept up: each transfer whose
+        # settlement fell behind still owes at least its settle step's two events (COMPLETED and
+        # INTERNAL_ACCOUNT.BALANCE_UPDATED; its PROCESSING too if its first step waited as well).
+        "owed_s": max(0.0, 2 * (unsettled1 - unsettled0) / loaded),
+        "ratio_settled": capacity / (events / loaded + max(0.0, 2 * (unsettled1 - unsettled0) / loaded))
+        if capacity and events
+        else None,
         "backlog_end": pending1,
         "unsettled_start": unsettled0,
         "unsettled_end": unsettled1,
@@ -359,7 +367,8 @@ def show(name: str, round_no: int, row: dict[str, Any]) -> None:
         f"  {name} round {round_no}: transfers {row['transfers_s']:.0f}/s ({row['errors']} errors), "
         f"events {row['events_s']:.0f}/s; deliveries {row['deliveries_s']:.0f}/s, "
         f"{f(row['capacity_s'], '.0f')}/s while a backlog waited ({row['busy_share']:.0%} of the load; "
-        f"backlog {row['backlog_start']} at the start); ratio {f(row['ratio'], '.2f')}; backlog at the end "
+        f"backlog {row['backlog_start']} at the start); ratio {f(row['ratio'], '.2f')} (had settlement kept up, "
+        f"at least {row['owed_s']:.0f} events/s more: {f(row['ratio_settled'], '.2f')}); backlog at the end "
         f"{row['backlog_end']} (trend {row['trend_s']:+.1f}/s); settlement jobs unfinished "
         f"{row['unsettled_start']} -> {row['unsettled_end']} ({row['unsettled_trend_s']:+.1f}/s); then alone {f(row['drain_s'], '.0f')}/s, "
         f"emptied in {f(row['drained_in'], '.0f')} s (left {row['left']}); "
@@ -434,8 +443,8 @@ def summary(name: str, rows: list[dict[str, Any]]) -> None:
 
     print(
         f"{name}: median [min-max] of {len(rows)}: events/s {spread('events_s', '.0f')}, "
-        f"deliveries/s {spread('deliveries_s', '.0f')}, while backlogged {spread('capacity_s', '.0f')}, ratio {spread('ratio', '.2f')}, "
-        f"backlog trend {spread('trend_s', '+.0f')}/s, settlement backlog trend "
+        f"deliveries/s {spread('deliveries_s', '.0f')}, while backlogged {spread('capacity_s', '.0f')}, ratio {spread('ratio', '.2f')} "
+        f"(had settlement kept up {spread('ratio_settled', '.2f')}), backlog trend {spread('trend_s', '+.0f')}/s, settlement backlog trend "
         f"{spread('unsettled_trend_s', '+.0f')}/s, runner CPU/delivery {spread('runner_cpu_us', '.0f')} us, "
         f"other load {spread('other_cores', '.2f')} cores",
         flush=True,
