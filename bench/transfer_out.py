@@ -9,10 +9,12 @@ that is its limit). A benchmark, not a test: it prints figures and never fails o
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
-sizes, 3 round trips on PostgreSQL (7 before its writes went as one statement, 8 before the key's lookup
-rode with the read), all in autocommit: the token lookup; one statement of the advisory lock on the key
-with the idempotency key lookup, carrying the joined read of the internal account, the external account
-and the owner (db/lean.py's `ahead`; on SQLite the lookup and the read are two statements); then every
+sizes, 2 round trips on PostgreSQL (3 while the credential was read on every request, 7 before its writes
+went as one statement, 8 before the key's lookup rode with the read), all in autocommit. No token lookup
+on PostgreSQL: the process keeps the credential it authenticated with (platpay/db/watch.py), so neither
+side sends one (on SQLite every transfer's commit moves the file's change counter, so both sides read it).
+One statement of the advisory lock on the key with the idempotency key lookup, carrying the joined read of
+the internal account, the external account and the owner (db/lean.py's `ahead`; on SQLite the lookup and the read are two statements); then every
 write as one statement of data-modifying CTEs, which is its own transaction (db/lean.py's LeanTransaction:
 no BEGIN or COMMIT): the transaction's INSERT, the conditional balance UPDATE … RETURNING (the overdraft
 check; the BALANCE_UPDATED event takes the balance it returns), the journal entry's and its 2 postings'
