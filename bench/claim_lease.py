@@ -3,10 +3,10 @@ statements platpay has for it, side by side in one run.
 
 A benchmark, not a test: it prints figures and never fails on them.
 
-`jobs.repository._lease_chains` leases each chain's jobs under the chain's own token. On PostgreSQL it is one
-lean statement of one text whatever the number of jobs (`UPDATE jobs … FROM unnest(:ids, :tokens)`); the
-other statement (SQLite's, and PostgreSQL's before) is built per claim by the ORM: an `IN` list and a `CASE`
-of one branch per job, a new statement text for every number of jobs. Both run here on the same PostgreSQL
+`jobs.repository._lease_chains` leases each chain's jobs under the chain's own token: one lean statement of
+one text whatever the number of jobs (on PostgreSQL `UPDATE jobs … FROM unnest(:ids, :tokens)`). The
+statement it replaced, kept here (`_orm_lease`) to be measured beside it, was built per claim by the ORM: an
+`IN` list and a `CASE` of one branch per job, a new statement text for every number of jobs. Both run here on the same PostgreSQL
 database (a throwaway `platpay_bench_lease_<random>`, dropped afterwards): N queued jobs of one key, leased
 as chains of 64 (a webhook lane's claim with its default batch size), the jobs set back to QUEUED between
 leases, the two statements alternating, `--rounds` leases of each after warm-ups. Printed: CPU µs of this
@@ -26,15 +26,16 @@ import statistics
 import sys
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachable
-from sqlalchemy import update
+from sqlalchemy import case, update
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from platpay.db import migrate
+from platpay.db import lean, migrate
 from platpay.db.database import Database
 from platpay.jobs import repository
 from platpay.jobs.models import JobRow
@@ -42,6 +43,30 @@ from platpay.kit import clock
 from platpay.kit.ids import new_id
 
 CHAIN = 64
+
+
+async def _orm_lease(
+    session: AsyncSession, chains: list[list[str]], *, now: datetime, lease_until: datetime, token: str
+) -> list[JobRow]:
+    """The lease `_lease_chains` ran before (2279553): the ORM's UPDATE with an IN list and a CASE."""
+    by_id: dict[str, str] = {}
+    for index, ids in enumerate(chains):
+        chain_token = str(uuid.uuid5(uuid.UUID(token), str(index)))
+        by_id.update((job_id, chain_token) for job_id in ids)
+    result = await session.execute(
+        update(JobRow)
+        .where(JobRow.id.in_(list(by_id)), repository._claimable(now))
+        .values(
+            state="RUNNING",
+            lease_until=lease_until,
+            lease_token=case(by_id, value=JobRow.id),
+            attempts=JobRow.attempts + 1,
+            updated_at=now,
+        )
+        .returning(*repository._JOB_COLUMNS)
+        .execution_options(synchronize_session=False)
+    )
+    return [lean.snapshot(JobRow, repository._JOB_KEYS, found) for found in result.all()]
 
 
 async def _measure(url: str, jobs: int, rounds: int) -> dict[str, list[float]]:
@@ -57,27 +82,23 @@ async def _measure(url: str, jobs: int, rounds: int) -> dict[str, list[float]]:
                            run_at=now, attempts=0, max_attempts=5, created_at=now, updated_at=now)
                 )  # fmt: skip
         chains = [ids[start : start + CHAIN] for start in range(0, jobs, CHAIN)]
-        real = repository._is_postgresql
 
         async def lease(lean_statement: bool) -> float:
-            repository._is_postgresql = real if lean_statement else (lambda _session: False)  # type: ignore[assignment]
-            try:
-                async with db.transaction() as session:
-                    await session.execute(
-                        update(JobRow).values(state="QUEUED", lease_until=None, lease_token=None)
-                    )
-                started = time.process_time()
-                async with db.transaction() as session:
+            async with db.transaction() as session:
+                await session.execute(
+                    update(JobRow).values(state="QUEUED", lease_until=None, lease_token=None)
+                )
+            started = time.process_time()
+            async with db.transaction() as session:
+                now, token = clock.real_now(), str(uuid.uuid4())
+                until = now + timedelta(seconds=30)
+                if lean_statement:
                     leased = await repository._lease_chains(
-                        session,
-                        chains,
-                        now=clock.real_now(),
-                        lease_until=clock.real_now() + timedelta(seconds=30),
-                        token=str(uuid.uuid4()),
+                        session, chains, now=now, lease_until=until, token=token
                     )
-                spent = time.process_time() - started
-            finally:
-                repository._is_postgresql = real  # type: ignore[assignment]
+                else:
+                    leased = await _orm_lease(session, chains, now=now, lease_until=until, token=token)
+            spent = time.process_time() - started
             assert len(leased) == jobs, (len(leased), jobs)
             return spent * 1e6 / jobs
 

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
+    JSON,
     Integer,
     and_,
     bindparam,
@@ -401,84 +402,25 @@ async def _lease_chains(
         by_id.update((job_id, chain_token) for job_id in ids)
     if not by_id:
         return []
-    if _is_postgresql(session):
-        leased = {row.id: row for row in await _lease_pairs(session, by_id, now=now, lease_until=lease_until)}
-        return [leased[job_id] for ids in chains for job_id in ids if job_id in leased]
-    result = await session.execute(
-        update(JobRow)
-        .where(JobRow.id.in_(list(by_id)), _claimable(now))
-        .values(
-            state=RUNNING,
-            lease_until=lease_until,
-            lease_token=case(by_id, value=JobRow.id),
-            attempts=JobRow.attempts + 1,
-            updated_at=now,
-        )
-        .returning(*_JOB_COLUMNS)
-        .execution_options(synchronize_session=False)
-    )
-    leased = {row.id: row for row in (lean.snapshot(JobRow, _JOB_KEYS, found) for found in result.all())}
+    leased = {row.id: row for row in await _lease_pairs(session, by_id, now=now, lease_until=lease_until)}
     return [leased[job_id] for ids in chains for job_id in ids if job_id in leased]
 
 
 _JOB_COLUMNS, _JOB_KEYS = lean.columns_of(JobRow)
-_LEASES: dict[int, Lean] = {}  # SQLite: the lease UPDATE of n ids, per n (at most a batch: a few dozen)
 
 
-def _is_postgresql(session: AsyncSession) -> bool:
-    return session.bind is not None and session.bind.dialect.name == "postgresql"
-
-
-# PostgreSQL: the lease of a keyed claim's jobs, each under its chain's token, as one statement of one text
-# whatever the number of jobs (up to `limit` chains of `chain` jobs: hundreds), the (id, token) pairs bound
-# as two arrays. Built per count (an IN list and a CASE of one branch per job), each claim was a statement
-# text of its own: compiled by SQLAlchemy, prepared by asyncpg and planned by PostgreSQL anew, and evicting
-# the steady statements from the connection's cache of prepared ones.
-_PICKED = (
-    func.unnest(
-        bindparam("ids", type_=postgresql.ARRAY(JobRow.id.type)),
-        bindparam("tokens", type_=postgresql.ARRAY(JobRow.lease_token.type)),
-    )
-    .table_valued("id", "token")
-    .render_derived(name="picked")
-)
-_LEASE_PAIRS = Lean(
-    update(JobRow)
-    .where(JobRow.id == _PICKED.c.id, _claimable(_NOW))
-    .values(
-        state=RUNNING,
-        lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
-        lease_token=_PICKED.c.token,
-        attempts=JobRow.attempts + 1,
-        updated_at=_NOW,
-    )
-    .returning(*_JOB_COLUMNS)
-)
-
-
-async def _lease_pairs(
-    session: AsyncSession, tokens: dict[str, str], *, now: datetime, lease_until: datetime
-) -> list[JobRow]:
-    """PostgreSQL: lease each job of `tokens` (those still claimable) to its token; the leased jobs, as
-    read-only snapshots, in no particular order."""
-    params = {
-        "ids": list(tokens),
-        "tokens": list(tokens.values()),
-        "now": now,
-        "new_lease_until": lease_until,
-    }
-    return [lean.snapshot(JobRow, _JOB_KEYS, row) for row in await lean.rows(session, _LEASE_PAIRS, params)]
-
-
-def _leasing(picked: Any) -> Any:
-    """The UPDATE leasing the jobs `picked` (a condition) chooses that are still claimable, returning them."""
+def _leasing(picked: Any, token: Any = None) -> Any:
+    """The UPDATE leasing the jobs `picked` (a condition) chooses that are still claimable, each to `token`
+    (an expression; by default the one bound as `new_lease_token`), returning them."""
     return (
         update(JobRow)
         .where(picked, _claimable(_NOW))
         .values(
             state=RUNNING,
             lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
-            lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type),
+            lease_token=bindparam("new_lease_token", type_=JobRow.lease_token.type)
+            if token is None
+            else token,
             attempts=JobRow.attempts + 1,
             updated_at=_NOW,
         )
@@ -486,28 +428,52 @@ def _leasing(picked: Any) -> Any:
     )
 
 
-def _lease_of(count: int) -> Lean:
-    found = _LEASES.get(count)
-    if found is None:
-        ids = [bindparam(f"id_{index}", type_=JobRow.id.type) for index in range(count)]
-        found = _LEASES[count] = Lean(_leasing(JobRow.id.in_(ids)))
-    return found
+# The lease of claimed jobs, each under its token (a keyed claim's chains each have their own), as one
+# statement of one text whatever the number of jobs (up to `limit` chains of `chain` jobs: hundreds): the
+# (id, token) pairs bound as two arrays on PostgreSQL, as one JSON object on SQLite. Built per count (an IN
+# list, and a CASE of one branch per job), each claim was a statement text of its own: compiled by
+# SQLAlchemy, prepared by asyncpg and planned by PostgreSQL anew, evicting the steady statements from the
+# connection's cache of prepared ones.
+_PAIRS_ARRAYS = (
+    func.unnest(
+        bindparam("ids", type_=postgresql.ARRAY(JobRow.id.type)),
+        bindparam("tokens", type_=postgresql.ARRAY(JobRow.lease_token.type)),
+    )
+    .table_valued("id", "token")
+    .render_derived(name="picked")
+)
+_PAIRS_OBJECT = func.json_each(bindparam("pairs", type_=JSON)).table_valued("key", "value").alias("picked")
+_LEASE_PAIRS = Lean(
+    _leasing(JobRow.id == _PAIRS_OBJECT.c.key, _PAIRS_OBJECT.c.value),
+    dialects={"postgresql": _leasing(JobRow.id == _PAIRS_ARRAYS.c.id, _PAIRS_ARRAYS.c.token)},
+)
+
+
+async def _lease_pairs(
+    session: AsyncSession, tokens: dict[str, str], *, now: datetime, lease_until: datetime
+) -> list[JobRow]:
+    """Lease each job of `tokens` (those still claimable) to its token; the leased jobs, as read-only
+    snapshots, in no particular order."""
+    params = {
+        "ids": list(tokens),
+        "tokens": list(tokens.values()),
+        "pairs": tokens,
+        "now": now,
+        "new_lease_until": lease_until,
+    }
+    return [lean.snapshot(JobRow, _JOB_KEYS, row) for row in await lean.rows(session, _LEASE_PAIRS, params)]
 
 
 async def _lease(
     session: AsyncSession, ids: list[str], *, now: datetime, lease_until: datetime, token: str
 ) -> list[JobRow]:
-    """Lease `ids` (those still claimable) to `token`; the leased jobs, as read-only snapshots."""
+    """Lease `ids` (those still claimable) to `token`; the leased jobs, as read-only snapshots, in the order
+    of `ids`."""
     if not ids:
         return []
-    if _is_postgresql(session):
-        leased = await _lease_pairs(session, dict.fromkeys(ids, token), now=now, lease_until=lease_until)
-        order = {job_id: index for index, job_id in enumerate(ids)}
-        return sorted(leased, key=lambda row: order[row.id])
-    params: dict[str, Any] = {f"id_{index}": job_id for index, job_id in enumerate(ids)}
-    params.update(now=now, new_lease_until=lease_until, new_lease_token=token)
-    found = await lean.rows(session, _lease_of(len(ids)), params)
-    return [lean.snapshot(JobRow, _JOB_KEYS, row) for row in found]
+    leased = await _lease_pairs(session, dict.fromkeys(ids, token), now=now, lease_until=lease_until)
+    order = {job_id: index for index, job_id in enumerate(ids)}
+    return sorted(leased, key=lambda row: order[row.id])
 
 
 async def hasten(session: AsyncSession, *, lane: str, key: str, now: datetime, run_at: datetime) -> int:
