@@ -364,7 +364,9 @@ class TestPerEndpointCap:
             f"\nY's first delivery took {y_first:.3f} s behind X's backlog ({160 - x_done_so_far} left); "
             f"X's receiver peaked at {x.receiver.in_flight_peak} requests at once with {len(workers)} worker(s)"
         )
-        assert y_first <= 1.5
+        # Fair claims put Y's one delivery among X's, not behind all 160 of them. Counted in X's deliveries, not
+        # in seconds, so that a loaded machine, which slows both alike, does not change the verdict.
+        assert 160 - x_done_so_far >= 40
         assert 2 <= x.receiver.in_flight_peak <= settings.webhook_endpoint_max_in_flight
 
 
