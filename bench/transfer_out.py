@@ -745,12 +745,13 @@ def measure_wrk(
     workdir: Path,
 ) -> Rate:
     """Warm up, then one measured run; each wrk run gets its own script, so no Idempotency-Key repeats."""
-    assert target.credentials is not None
+    credentials = target.credentials
+    assert credentials is not None
     url = f"http://127.0.0.1:{target.port}{BASE_PATH}/transfer-out"
 
     def fresh_script() -> Path:
         lua = workdir / f"transfer_out_{secrets.token_hex(4)}.lua"
-        write_wrk_lua(lua, target.credentials, senders, f"{target.name[:2]}{secrets.token_hex(6)}")
+        write_wrk_lua(lua, credentials, senders, f"{target.name[:2]}{secrets.token_hex(6)}")
         return lua
 
     if args.warmup > 0:
@@ -887,11 +888,11 @@ def profile_server(
         f"\nprofile (py-spy --gil, {samples} samples, {seconds:g} s at c={args.connections[0]}, "
         f"{result.rps:.0f} transfers/s): server CPU {per_request:.0f} µs per transfer, by phase:"
     )
-    for label, count in sorted(totals.items(), key=lambda item: -item[1]):
-        print(f"  {100 * count / samples:5.1f}%  {per_request * count / samples:7.0f} µs  {label}")
+    for label, share in sorted(totals.items(), key=lambda item: -item[1]):
+        print(f"  {100 * share / samples:5.1f}%  {per_request * share / samples:7.0f} µs  {label}")
     print("  samples without a platpay phase, by innermost frame:")
-    for leaf, count in sorted(unphased.items(), key=lambda item: -item[1])[:8]:
-        print(f"    {100 * count / samples:5.1f}%  {leaf}")
+    for leaf, share in sorted(unphased.items(), key=lambda item: -item[1])[:8]:
+        print(f"    {100 * share / samples:5.1f}%  {leaf}")
 
 
 # ---- runs -------------------------------------------------------------------------------------------
