@@ -548,6 +548,10 @@ class JobRunner:
         started = 0
         while clock.monotonic() < deadline:
             done_before = self._tasks_done
+            # A lane not known to have work (its last claim came back short, and none of its jobs has ended
+            # since) is claimed only if one autocommit read finds a job to claim there, as the poll's: a
+            # keyed lane's claim is a transaction of several statements, SQLite's takes the write lock.
+            self._polled.update({lane.name for lane in self.lanes()} - self._maybe_due)
             count = await self.run_once()
             started += count
             running = self._all_running()
