@@ -15,7 +15,9 @@ HEADER = "X-Svc-Signature"
 
 def signature_header(key: ec.EllipticCurvePrivateKey, body: bytes) -> str:
     signature = base64.b64encode(p256.sign_der(key, body)).decode()
-    return json.dumps({"v": "1", "s": signature}, separators=(",", ":"))
+    # (base64 holds no character JSON escapes: the same compact JSON json.dumps writes, without its cost on
+    # every delivery)
+    return '{"v":"1","s":"' + signature + '"}'
 
 
 def verify_header(public_key_pem: str, header_value: str, body: bytes) -> bool:
