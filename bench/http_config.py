@@ -1,8 +1,8 @@
 """Authenticated GET /config under load: platpay on SQLite and on PostgreSQL next to a bare Starlette app.
 
 Requirement measured: one server process, 64 concurrent connections for 10 s; report requests/s and
-p50/p99 latency, and the ratio to a bare Starlette app returning the same JSON in the same run. Target:
-ratio >= 0.2 and p99 < 25 ms. This is a benchmark, not a test: it prints figures and never fails on them.
+p50/p99 latency, and the ratio to a bare Starlette app returning the same JSON in the same run. Target (issue
+33): ratio >= 0.4 and p99 < 20 ms. This is a benchmark, not a test: it prints figures and never fails on them.
 
 What runs (all on 127.0.0.1, free ports, a fresh temporary directory):
   bare      python bench/bare_app.py    -- Starlette + uvicorn, the /config JSON from the SQLite server
@@ -61,8 +61,8 @@ from _support import (
 )
 
 BASE_PATH = "/2025-10-13"
-TARGET_RATIO = 0.2
-TARGET_P99_MS = 25.0
+TARGET_RATIO = 0.4  # issue 33
+TARGET_P99_MS = 20.0
 
 
 # ---- wrk --------------------------------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 Requirement measured: on PostgreSQL, transfer-outs with Idempotency-Keys between random funded accounts at
 8 and 32 concurrent connections against one `platpay serve` process: transfers/s and p50/p99, next to
-pgbench running the statements one transfer-out executes, in the same run; target >= 0.25 of pgbench's
-rate. Also the hot-account case (every transfer from the platform's one USD account), and the same on
-SQLite (next to Python's sqlite3 running the same statements in one thread: SQLite has one writer, so
-that is its limit). A benchmark, not a test: it prints figures and never fails on them.
+pgbench running the statements one transfer-out executes, in the same run. Also the hot-account case (every
+transfer from the platform's one USD account), and the same on SQLite (next to Python's sqlite3 running the
+same statements in one thread: SQLite has one writer, so that is its limit). Issue 33's targets, printed as
+met / MISSED beside the median round (`TARGETS`): PostgreSQL >= 0.45 of pgbench with random accounts and
+>= 0.5 with the hot account, SQLite >= 0.3 of sqlite3. A benchmark, not a test: it prints figures and never
+fails on them.
 
 What one transfer-out executes (read from the SQL platpay emits for one request; `--show-sql` prints the
 baseline scripts), every statement mirrored in the baseline with the same tables, indexes and payload
@@ -79,7 +81,14 @@ from _support import (
 from http_config import Target, basic, ensure_wrk, parse_wrk, run_wrk, start_platpay
 
 BASE_PATH = "/2025-10-13"
-TARGET_RATIO = 0.25
+# Issue 33's targets (ratios to the baseline, median round): PostgreSQL with random accounts and with one hot
+# account (one server process per core), SQLite (one process)
+TARGETS = {
+    ("postgres", "spread"): 0.45,
+    ("postgres", "hot"): 0.5,
+    ("sqlite", "spread"): 0.3,
+    ("sqlite", "hot"): 0.3,
+}
 FUND = 100_000_000_000  # minor units per account: $1B, never exhausted by a run
 SCENARIOS = ("spread", "hot")
 
@@ -1109,7 +1118,8 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
     for row in rows:
         base, mine = _median_round(row)
         ratio = mine.rps / base.rps if base.rps else float("nan")
-        verdict = "" if row.backend != "postgres" else ("met" if ratio >= TARGET_RATIO else "MISSED")
+        target = TARGETS.get((row.backend, row.scenario))
+        verdict = "" if target is None else ("met" if ratio >= target else "MISSED")
         variant = (
             f"  variant {row.variant}: rounds {', '.join(f'{r.rps:.0f}' for r in row.platpay)}/s"
             if row.variant
@@ -1147,7 +1157,12 @@ def report(rows: list[Row], args: argparse.Namespace) -> list[dict[str, Any]]:
             }
         )
     print(
-        f"\nTarget (PostgreSQL): platpay >= {TARGET_RATIO} x pgbench. procs = platpay server processes (serve --workers N). "
+        "\nTargets (issue 33): platpay >= "
+        + ", ".join(
+            f"{ratio} x the baseline ({backend}, {accounts})"
+            for (backend, accounts), ratio in TARGETS.items()
+        )
+        + ". procs = platpay server processes (serve --workers N). "
         "srv/pg µs/tx = CPU time of the platpay processes / "
         "of all postgres processes per platpay transfer; base pg = all postgres processes' CPU per baseline transaction "
         "(pgbench's); other = CPU (cores) used meanwhile by processes outside the "
