@@ -343,11 +343,12 @@ class Settings(BaseSettings):
         default=8, ge=1, description="deliveries in flight to one endpoint at once, across every worker"
     )
     webhook_batch_size: int = Field(
-        default=64,
+        default=256,
         ge=1,
         description="deliveries to one endpoint a worker takes at once per in-flight slot: sent one after "
-        "the other over a kept-alive connection, each signed on its own, recorded in one transaction (a "
-        "worker that dies meanwhile leaves them to be sent again: at least once)",
+        "the other over a kept-alive connection, each signed on its own, recorded together at the end and "
+        "at least once a second before it (a worker that dies meanwhile leaves those sent since the last "
+        "recording to be sent again: at least once)",
     )
     webhook_failing_after: int = Field(
         default=5,

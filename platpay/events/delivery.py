@@ -31,7 +31,7 @@ from platpay.events.models import EventRow, WebhookAttemptRow, WebhookDeliveryRo
 from platpay.events.sender import ConnectTimeout, InvalidAnswer, Sender
 from platpay.events.state import DELIVERY, DeliveryStatus, EndpointStatus
 from platpay.jobs.registry import batch_handler, handler
-from platpay.jobs.runner import JobContext, RetryLater, finish_together
+from platpay.jobs.runner import JobContext, RetryLater, finish_together, reschedule_together
 from platpay.kit import clock
 from platpay.kit.crypto.webhook_signing import HEADER, signature_header
 from platpay.kit.ids import new_id
@@ -311,14 +311,21 @@ async def _record_one(
         await breaker.after_attempt(session, ctx, attempted, settings=ctx.settings)
 
 
+# A chain's successes are recorded at its end, and during it whenever this long has passed since they were
+# last recorded: a long chain to a fast endpoint is recorded once (its claim, its read and its recording shared
+# by all of it), a slow endpoint's deliveries show DELIVERED within about this long of being sent, and a worker
+# that dies mid-chain leaves at most this long's worth of sent-but-unrecorded deliveries to be sent again.
+RECORD_EVERY_SECONDS = 1.0
+
+
 @batch_handler(DELIVER_JOB)
 async def deliver_chain(contexts: list[JobContext]) -> None:
     """A chain of deliveries to one endpoint (the lane's `chain`: up to `webhook_batch_size` of them per
     in-flight slot): read together, each signed with its own timestamp and sent in turn over the endpoint's
-    kept-alive connection, the successes recorded together in one transaction (attempts, deliveries, one
-    breaker update for the chain, the jobs finished). The first failure is recorded on its own (the
-    breaker's per-attempt rules) and ends the chain: the deliveries not yet sent go back to the queue
-    without an attempt, where the breaker's state decides when they run. What this leaves unfinished (an
+    kept-alive connection, the successes recorded together, in one transaction at the chain's end and one each
+    `RECORD_EVERY_SECONDS` before it (attempts, deliveries, one breaker update, the jobs finished). The first
+    failure is recorded on its own (the breaker's per-attempt rules) and ends the chain: the deliveries not
+    yet sent go back to the queue without an attempt, where the breaker's state decides when they run. What this leaves unfinished (an
     endpoint not ACTIVE, a sandbox's faults, a manual redelivery) the runner runs one by one (`deliver`)."""
     if any(ctx.payload.get("manual") for ctx in contexts):
         return
@@ -344,10 +351,26 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
         return
     if _blocked(first.settings, environment, url):
         return  # the SSRF guard, one by one
-    sent: list[tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime]] = []
+    sent: list[_Sent] = []
     settled: list[JobContext] = []  # superseded by a redelivery, or settled: nothing to send
-    failed: tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime] | None = None
+    failed: _Sent | None = None
     rest: list[JobContext] = []
+
+    async def record() -> None:
+        """What was sent (and settled) so far, recorded in one transaction; the lists emptied."""
+        together = [ctx for ctx, *_ in sent] + settled
+        if together:
+            await first.db.run(
+                LeanFirst.same(
+                    _record_successes, together=together, sent=list(sent), tenant_id=tenant_id, url=url
+                )
+            )
+            for ctx in together:
+                ctx.mark_finished()
+        sent.clear()
+        settled.clear()
+
+    recorded_at = clock.monotonic()
     for index, ctx in enumerate(contexts):
         pair = found.get(ctx.payload["deliveryId"])
         if pair is None or pair[0].status != DeliveryStatus.PENDING or pair[0].job_id != ctx.job_id:
@@ -364,22 +387,18 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
             rest = contexts[index + 1 :]
             break
         sent.append((ctx, delivery, event, result, at))
-    together = [ctx for ctx, *_ in sent] + settled
-    if together:
-        await first.db.run(
-            LeanFirst.same(_record_successes, together=together, sent=sent, tenant_id=tenant_id, url=url)
-        )
-        for ctx in together:
-            ctx.mark_finished()
+        if clock.monotonic() - recorded_at >= RECORD_EVERY_SECONDS:
+            await record()
+            recorded_at = clock.monotonic()
+    await record()
     if failed is not None:  # after the successes that came before it: the breaker counts it last
         ctx, delivery, event, result, at = failed
         await _record_one(ctx, delivery_id=delivery.id, event=event, result=result, at=at)
-    if rest:
+    if rest:  # not sent: back to the queue, no attempt spent
         async with first.db.transaction() as session:
-            for ctx in rest:  # not sent: back to the queue, no attempt spent
-                await ctx.reschedule_in(
-                    session, reason="not sent: an earlier delivery to its endpoint failed"
-                )
+            await reschedule_together(
+                session, rest, reason="not sent: an earlier delivery to its endpoint failed"
+            )
 
 
 _Sent = tuple[JobContext, WebhookDeliveryRow, EventRow, AttemptResult, datetime]

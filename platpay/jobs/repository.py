@@ -530,21 +530,27 @@ async def extend_leases(
     return cast("CursorResult[Any]", result).rowcount or 0
 
 
-# The finish of the jobs of one lease (a chain: up to 64), the ids bound as one list: one statement text.
-_FINISH_LEASED = lean_in(
-    lambda picked: (
-        update(JobRow)
-        .where(
-            picked,
-            JobRow.lease_token == bindparam("token", type_=JobRow.lease_token.type),
-            JobRow.state == RUNNING,
-        )
-        .values(state=DONE, finished_at=_NOW, updated_at=_NOW, lease_token=None, lease_until=None)
-        .returning(JobRow.id)
-    ),
-    JobRow.id,
-    "job_ids",
-)
+def _of_lease(**values: Any) -> Lean:
+    """An UPDATE of those of the jobs bound as `job_ids` (one list: one statement text whatever their number, a
+    chain's up to `webhook_batch_size`) still leased to `token`, returning their ids."""
+    return lean_in(
+        lambda picked: (
+            update(JobRow)
+            .where(
+                picked,
+                JobRow.lease_token == bindparam("token", type_=JobRow.lease_token.type),
+                JobRow.state == RUNNING,
+            )
+            .values(**values)
+            .returning(JobRow.id)
+        ),
+        JobRow.id,
+        "job_ids",
+    )
+
+
+# The finish of the jobs of one lease.
+_FINISH_LEASED = _of_lease(state=DONE, finished_at=_NOW, updated_at=_NOW, lease_token=None, lease_until=None)
 
 
 async def finish_many_leased(
@@ -631,6 +637,45 @@ async def reschedule(
         .values(**values)
     )
     return bool(cast("CursorResult[Any]", result).rowcount)
+
+
+# Jobs of one lease put back to QUEUED at once, as `reschedule` with reset_attempts puts back one: the rest
+# of a chain its handler did not get to (a webhook chain ended by a failure: up to `webhook_batch_size`
+# jobs), one statement whatever their number, so that a long chain's rest holds no lock (SQLite's single
+# writer above all) for a statement per job.
+_RESCHEDULE_LEASED = _of_lease(
+    state=QUEUED,
+    run_at=bindparam("run_at", type_=UtcDateTime()),
+    due_at=bindparam("due_at", type_=UtcDateTime()),
+    updated_at=_NOW,
+    lease_token=None,
+    lease_until=None,
+    last_error=bindparam("error", type_=JobRow.last_error.type),
+    attempts=0,
+)
+
+
+async def reschedule_leased(
+    session: LeanSession,
+    *,
+    job_ids: list[str],
+    token: str,
+    now: datetime,
+    run_at: datetime,
+    due_at: datetime | None,
+    error: str | None,
+) -> set[str]:
+    """Back to QUEUED at `run_at` with their attempts reset, those of `job_ids` still leased to `token`, in
+    one statement; their ids."""
+    params = {
+        "job_ids": list(job_ids),
+        "token": token,
+        "now": now,
+        "run_at": run_at,
+        "due_at": due_at,
+        "error": error,
+    }
+    return {job_id for (job_id,) in await lean.rows(session, _RESCHEDULE_LEASED, params)}
 
 
 async def queue_stats(session: AsyncSession, *, now: datetime) -> dict[str, Any]:

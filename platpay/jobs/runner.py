@@ -191,6 +191,28 @@ async def finish_together(session: LeanSession, contexts: list[JobContext]) -> s
     return finished
 
 
+async def reschedule_together(session: LeanSession, contexts: list[JobContext], *, reason: str = "") -> None:
+    """In the caller's transaction, put the jobs of `contexts` (a batch handler's chain: one lane, one tenant)
+    back in the queue, due now, their attempts reset, as each one's `reschedule_in` would, in one statement per
+    lease token. Each is then finished for the runner: put back, or found leased to another worker."""
+    if not contexts:
+        return
+    first = contexts[0]
+    real_run_at, due_at = placement(None, lane=first.lane, tenant_id=first.tenant_id)
+    by_token: dict[str, list[str]] = {}
+    for ctx in contexts:
+        if ctx._finished:
+            raise RuntimeError("job already finished in an earlier transaction")
+        by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    now = clock.real_now()
+    for token, job_ids in by_token.items():
+        await repository.reschedule_leased(
+            session, job_ids=job_ids, token=token, now=now, run_at=real_run_at, due_at=due_at, error=reason
+        )
+    for ctx in contexts:
+        ctx.mark_finished()
+
+
 class JobRunner:
     """Claims and runs the jobs of every lane, or with `lanes` (names, checked: `registry.UnknownLane`) of
     those lanes only (`platpay worker --lanes webhooks`: a process that only delivers webhooks, beside

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
 from sqlalchemy import text
 
+from platpay.events import delivery as delivery_module
 from platpay.events import service as events_service
 from platpay.events.delivery import retry_delay
 from platpay.kit.crypto.webhook_signing import verify_header
@@ -189,6 +191,31 @@ class TestRetryPolicy:
             assert max(delays) <= ceiling and min(delays) >= ceiling / 2
 
 
+async def test_a_long_chain_records_its_successes_while_it_runs(
+    client, auth, db, runner, receiver, settings, monkeypatch
+):
+    """A chain to a slow endpoint does not keep its successes unrecorded until its end: they are recorded
+    whenever RECORD_EVERY_SECONDS passed since the last recording, so the API shows them DELIVERED while the
+    chain still runs (and a worker dying then would send again only those sent since)."""
+    monkeypatch.setattr(delivery_module, "RECORD_EVERY_SECONDS", 0.3)
+    claimed = await _chain_of(client, auth, db, runner, receiver, settings, 8)
+    receiver.default = Reply(delay=0.15)
+
+    async def delivered() -> int:
+        listed = await client.get("/webhooks/deliveries", auth=auth, params={"type": "CUSTOMER.KYC_APPROVED"})
+        return sum(1 for d in listed.json()["data"] if d["status"] == "DELIVERED")
+
+    chain = asyncio.create_task(runner.execute_chain(claimed))
+    seen_while_running = 0
+    while not chain.done():
+        seen_while_running = max(seen_while_running, await delivered())
+        await asyncio.sleep(0.05)
+    await chain
+    assert 0 < seen_while_running < 8, seen_while_running  # some recorded before the chain ended
+    assert await delivered() == 8
+    assert len(receiver.of_type("CUSTOMER.KYC_APPROVED")) == 8  # each sent once
+
+
 async def test_a_chain_to_one_endpoint_records_its_successes_and_stops_at_its_first_failure(
     client, auth, db, runner, receiver, settings
 ):
@@ -220,6 +247,19 @@ async def test_a_chain_to_one_endpoint_records_its_successes_and_stops_at_its_fi
     assert outcomes == [("DELIVERED", 1), ("DELIVERED", 1), ("PENDING", 1)]
     unsent = [d for d in listed if d["id"] not in {r.json["id"] for r in sent}]
     assert [(d["status"], d["attemptCount"]) for d in unsent] == [("PENDING", 0)] * 3
+    async with db.read() as session:  # their jobs back in the queue together: no lease, no attempt spent
+        queued = (
+            await session.execute(
+                text(
+                    "SELECT j.state, j.attempts, j.lease_token IS NULL, j.last_error FROM jobs j"
+                    " JOIN webhook_deliveries d ON d.job_id = j.id WHERE d.id IN (:a, :b, :c)"
+                ),
+                dict(zip("abc", [d["id"] for d in unsent], strict=True)),
+            )
+        ).all()
+    assert [tuple(row) for row in queued] == [
+        ("QUEUED", 0, True, "not sent: an earlier delivery to its endpoint failed")
+    ] * 3
     async with db.read() as session:  # each sent one's attempt stored, the successes' together
         stored = (
             await session.execute(
