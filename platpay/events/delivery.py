@@ -325,8 +325,9 @@ async def deliver_chain(contexts: list[JobContext]) -> None:
     kept-alive connection, the successes recorded together, in one transaction at the chain's end and one each
     `RECORD_EVERY_SECONDS` before it (attempts, deliveries, one breaker update, the jobs finished). The first
     failure is recorded on its own (the breaker's per-attempt rules) and ends the chain: the deliveries not
-    yet sent go back to the queue without an attempt, where the breaker's state decides when they run. What this leaves unfinished (an
-    endpoint not ACTIVE, a sandbox's faults, a manual redelivery) the runner runs one by one (`deliver`)."""
+    yet sent go back to the queue without an attempt, where the breaker's state decides when they run. What
+    this leaves unfinished (an endpoint not ACTIVE, a sandbox's faults, a manual redelivery) the runner runs
+    one by one (`deliver`)."""
     if any(ctx.payload.get("manual") for ctx in contexts):
         return
     first = contexts[0]

@@ -150,7 +150,7 @@ async def get_delivery(
 _DELIVERY_COLUMNS, _DELIVERY_KEYS = lean.columns_of(WebhookDeliveryRow)
 _EVENT_COLUMNS, _EVENT_KEYS = lean.columns_of(EventRow)
 # A chain's deliveries with their events: one statement text whatever the chain's length (the ids bound as
-# one list), its rows made read-only snapshots (no identity map, no loading machinery for 2 x 64 rows).
+# one list), its rows made read-only snapshots (no identity map, no loading machinery for 2 x 256 rows).
 _EVENT_JOIN = WebhookDeliveryRow.__table__.join(
     EventRow.__table__, EventRow.__table__.c.id == WebhookDeliveryRow.__table__.c.event_id
 )
