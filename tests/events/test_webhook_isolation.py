@@ -217,7 +217,16 @@ def p99(values: list[float]) -> float:
     return sorted(values)[max(0, round(len(values) * 0.99) - 1)]
 
 
+# X's attempts hang this long here: a delivery of Y's that waited behind one of them would arrive at least
+# this late, far beyond what a loaded machine adds (CI once saw one of Y's 10 take 2.2 s with the 2 s above).
+HANG_SECONDS = 5.0
+
+
 class TestAHangingNeighbor:
+    @pytest.fixture
+    def settings(self, settings: Any) -> Any:
+        return settings.model_copy(update={"webhook_timeout_seconds": HANG_SECONDS})
+
     async def test_holds_up_neither_another_tenants_webhooks_nor_settlement(
         self, client, db, tenants, workers, settings
     ) -> None:
@@ -254,7 +263,8 @@ class TestAHangingNeighbor:
             for _ in range(9):
                 for event_type, data in events:
                     await events_service.emit(session, tenant_id=x.tenant_id, type=event_type, resource=data)
-        await eventually(lambda: _failing(client, x), timeout=20)  # five timeouts in a row, four at a time
+        # five timeouts in a row, four at a time: two rounds of HANG_SECONDS
+        await eventually(lambda: _failing(client, x), timeout=8 * HANG_SECONDS)
         assert await pending_deliveries(db, x) >= 1000 * 5 - 100  # five events a transfer, minus a few tries
 
         with_x_webhooks, with_x_settle = await paced_transfers(client, db, y, count=10, every=0.2)
@@ -265,7 +275,9 @@ class TestAHangingNeighbor:
             f"{statistics.median(with_x_settle):.3f}/{p99(with_x_settle):.3f} s beside X "
             f"({await pending_deliveries(db, x)} of X's deliveries pending, {x.receiver.hung} requests hung)"
         )
-        assert p99(with_x_webhooks) <= 2.0
+        # none of Y's waited out one of X's hung attempts, and most were as quick as without X
+        assert max(with_x_webhooks) < HANG_SECONDS - 2.0
+        assert statistics.median(with_x_webhooks) <= max(0.5, 2 * statistics.median(baseline_webhooks))
         assert p99(with_x_settle) <= p99(baseline_settle) + 1.0  # within noise of the run without X
         assert x.receiver.hung < 100  # a few rounds of the per-endpoint cap and the probes, not one per event
 
