@@ -18,12 +18,14 @@ if TYPE_CHECKING:
     from platpay.jobs.runner import JobContext
 
 Handler = Callable[["JobContext"], Awaitable[None]]
-# Handles a chain of jobs of one kind and one concurrency key together (a keyed lane's `chain`): it finishes
-# the jobs it handles (`runner.finish_together`); the runner runs whatever it left unfinished one by one.
+# Handles a chain of jobs of one kind together (a keyed lane's `chain`, one concurrency key; in the default
+# lane, the jobs of one tenant one claim took that it `takes`): it finishes the jobs it handles
+# (`runner.finish_together`); the runner runs whatever it left unfinished one by one.
 BatchHandler = Callable[[list["JobContext"]], Awaitable[None]]
 
 _HANDLERS: dict[str, Handler] = {}
 _BATCH_HANDLERS: dict[str, BatchHandler] = {}
+_BATCH_TAKES: dict[str, Callable[[dict[str, Any]], bool] | None] = {}
 
 DEFAULT_LANE = "default"
 
@@ -138,9 +140,15 @@ def get(kind: str) -> Handler | None:
     return _HANDLERS.get(kind)
 
 
-def batch_handler(kind: str) -> Callable[[BatchHandler], BatchHandler]:
+def batch_handler(
+    kind: str, *, takes: Callable[[dict[str, Any]], bool] | None = None
+) -> Callable[[BatchHandler], BatchHandler]:
+    """Register the handler that runs several jobs of `kind` together (`takes`: which of them it may take
+    together, by payload; by default every one; in the default lane the others run on their own)."""
+
     def register(func: BatchHandler) -> BatchHandler:
         _BATCH_HANDLERS[kind] = func
+        _BATCH_TAKES[kind] = takes
         return func
 
     return register
@@ -148,6 +156,14 @@ def batch_handler(kind: str) -> Callable[[BatchHandler], BatchHandler]:
 
 def get_batch(kind: str) -> BatchHandler | None:
     return _BATCH_HANDLERS.get(kind)
+
+
+def batches(kind: str, payload: dict[str, Any]) -> bool:
+    """Whether a default-lane job of `kind` with `payload` may run in a batch with others."""
+    if kind not in _BATCH_HANDLERS:
+        return False
+    takes = _BATCH_TAKES.get(kind)
+    return takes is None or takes(payload)
 
 
 def load_plugins(plugins: str = "") -> None:

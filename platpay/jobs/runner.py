@@ -159,6 +159,17 @@ class JobContext:
         self._finished = True
 
 
+def _chain_of(lane: registry.Lane, job: dict[str, Any], token: str) -> str:
+    """Which chain of a claim the job runs in: a keyed lane's, its token's (the claim's chains); in another
+    lane, its kind's and tenant's when the kind's batch handler takes it (one claim, one token), else its
+    own."""
+    if lane.chain is not None:
+        return token
+    if registry.batches(job["kind"], job["payload"]):
+        return f"{job['kind']}\x00{job['tenant_id'] or ''}"
+    return job["id"]
+
+
 def _claimed(row: Any, job_clock: Any) -> dict[str, Any]:
     """What the runner keeps of a claimed job (a JobRow snapshot) and its tenant's clock."""
     return {
@@ -387,9 +398,9 @@ class JobRunner:
         return timedelta(seconds=base * (0.5 + random.random() / 2))
 
     async def execute_chain(self, chain: list[tuple[dict[str, Any], str]]) -> None:
-        """A chain of a keyed lane (jobs of one key under one lease token), one after the other: together
-        by their kind's batch handler if it has one, then whatever it left unfinished one by one. Its
-        leases are kept alive together until the last is done."""
+        """A chain (one lease token: a keyed lane's jobs of one key, or another lane's jobs of one kind and
+        tenant claimed together, `_chain_of`): together by their kind's batch handler if it has one, then
+        whatever it left unfinished one by one. Its leases are kept alive together until the last is done."""
         if len(chain) == 1:
             await self.execute(*chain[0])
             return
@@ -401,8 +412,9 @@ class JobRunner:
             finished: set[str] = set()
             if batch is not None:
                 contexts = [self._context(job, job_token) for job, job_token in chain]
-                # (a keyed lane runs on real time, as `execute` runs every lane but the default one)
-                clock_token = clock.use(None)
+                # (on its tenant's clock in the default lane, else on real time, as `execute` runs them)
+                default_lane = contexts[0].lane == registry.DEFAULT_LANE
+                clock_token = clock.use(contexts[0].clock if default_lane else None)
                 writer_token = replica.acting_for(contexts[0].tenant_id)
                 try:
                     await batch(contexts)
@@ -553,9 +565,11 @@ class JobRunner:
             size = lane.chain(self.settings) if lane.chain is not None else 1
             claimed = await self.claim(wanted, lane=lane.name, chain=size)
             chains: dict[str, list[tuple[dict[str, Any], str]]] = {}
-            for job, token in claimed:  # a keyed lane's chains share a token each; others run on their own
-                chains.setdefault(token if lane.chain is not None else job["id"], []).append((job, token))
-            if len(chains) == wanted:
+            for job, token in claimed:
+                # a keyed lane's chains share a token each; in another lane, the jobs of one kind and tenant
+                # that the kind's batch handler takes together are one chain, and the rest run on their own
+                chains.setdefault(_chain_of(lane, job, token), []).append((job, token))
+            if (len(chains) if lane.chain is not None else len(claimed)) == wanted:
                 self._maybe_due.add(lane.name)  # there may be more
             for jobs in chains.values():
                 task = asyncio.create_task(self.execute_chain(jobs))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from platpay.db.unit_of_work import LeanFirst
-from platpay.jobs.registry import handler
-from platpay.jobs.runner import JobContext
+from typing import Any
+
+from platpay.db.unit_of_work import LeanFirst, Raced
+from platpay.jobs.registry import batch_handler, handler
+from platpay.jobs.runner import JobContext, LeaseLost, finish_together
 from platpay.payments import transfers
 
 
@@ -12,12 +14,48 @@ from platpay.payments import transfers
 async def transfer_step(ctx: JobContext) -> None:
     """One step of a transfer; its state change, ledger entry and webhooks commit with the job: first in a
     lean transaction, raced or on a rarer path once more in an ORM session (`transfers.step`)."""
-    await ctx.run(
-        LeanFirst.same(
-            transfers.step,
-            tenant_id=ctx.tenant_id or "",
-            transaction_id=ctx.payload["transactionId"],
-            step_name=ctx.payload["step"],
-            settings=ctx.settings,
-        )
-    )
+    await ctx.run(LeanFirst.same(transfers.step, **_step_of(ctx)))
+
+
+def _step_of(ctx: JobContext) -> dict[str, Any]:
+    """The step job's arguments to `transfers.step`."""
+    return {
+        "tenant_id": ctx.tenant_id or "",
+        "transaction_id": ctx.payload["transactionId"],
+        "step_name": ctx.payload["step"],
+        "settings": ctx.settings,
+    }
+
+
+def _batched(payload: dict[str, Any]) -> bool:
+    """Which steps run in batches: those that move no balance (a transfer's `process`). A settle step posts to
+    its account and to the tenant's clearing account: several in one transaction would lock several accounts
+    across round trips, in no order two such transactions share (PostgreSQL found deadlocks between them and
+    the API's opposing entries), and hold the clearing row for the whole batch. Those run one per transaction,
+    their balance changes sent in one statement in account-id order (`ledger.post`)."""
+    return payload.get("step") == "process"
+
+
+@batch_handler(transfers.STEP_JOB, takes=_batched)
+async def transfer_steps(contexts: list[JobContext]) -> None:
+    """A tenant's `process` steps claimed together (the runner's batch of the default lane) in one
+    transaction: each transfer's status change and webhooks, its settle step queued, and every job finished,
+    commit together or not at all. First a lean transaction; a step that needs the careful attempt (`Raced`:
+    what this process has not read yet) takes the whole batch there, an ORM transaction. A lease lost to
+    another worker rolls the batch back, and the runner then runs each step on its own (that one's finds its
+    lease gone)."""
+    first = contexts[0]
+    for unit in (first.db.lean_transaction, first.db.transaction):
+        try:
+            async with unit() as session:
+                for ctx in contexts:
+                    await transfers.step(session, **_step_of(ctx))
+                if len(await finish_together(session, contexts)) < len(contexts):
+                    raise LeaseLost("a step of the batch is another worker's now")
+        except Raced:
+            continue  # rolled back: the careful attempt
+        except LeaseLost:
+            return  # rolled back: one by one
+        for ctx in contexts:
+            ctx.mark_finished()
+        return
