@@ -23,7 +23,7 @@ run: $(STAMP) ## migrate, bootstrap a sandbox platform on first start, serve on 
 test: $(STAMP) ## the whole suite (SQLite always; PostgreSQL too when PLATPAY_TEST_DATABASE_URL is set)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-lint: $(STAMP) ## ruff, then mypy over platpay/ ([tool.mypy] in pyproject.toml); CI runs it before the suite
+lint: $(STAMP) ## ruff, then mypy over platpay/ and bench/ ([tool.mypy] in pyproject.toml); CI runs it before the suite
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -803,6 +803,7 @@ def operations(auth: tuple[str, str], holders: list[Holder], run: str) -> dict[s
     async def otp_login(client: Any, i: int) -> None:
         # one login at a time per credential: a second challenge would replace the first one's target
         credential_id = pick(wallets, i).credential_id
+        assert credential_id is not None  # (wallets: the holders that have one)
         async with locks[credential_id]:
             await _login(client, auth, credential_id)
 

@@ -36,6 +36,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -77,7 +78,10 @@ def client(base_url: str, auth: tuple[str, str], pairs: list[Pair], run: Run, un
             pair = pairs[(n + serial) % len(pairs)]
             serial += 1
             key = f"faults-{uuid.uuid4()}"
-            body = {"source": {"accountId": pair.internal_id}, "destination": {"accountId": pair.external_id}}
+            body: dict[str, Any] = {
+                "source": {"accountId": pair.internal_id},
+                "destination": {"accountId": pair.external_id},
+            }
             body["amount"] = 100 + serial % 900
             while True:
                 sent = time.monotonic()

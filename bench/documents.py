@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -45,7 +46,7 @@ from _support import DEFAULT_PG_ADMIN, machine_summary, pg_database, pg_reachabl
 from http_config import start_platpay
 
 BASE_PATH = "/2025-10-13"
-PERSON = {
+PERSON: dict[str, Any] = {
     "customerType": "INDIVIDUAL",
     "fullName": "Bench Person",
     "birthDate": "1990-04-12",

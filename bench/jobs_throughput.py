@@ -226,7 +226,7 @@ async def bench_backend(
         result.cpu_us_per_job = cpu * 1e6 / args.jobs
         async with db.read() as session:
             done = await session.scalar(
-                select(func.count()).where(JobRow.kind == NOOP, JobRow.state == "DONE")  # type: ignore[arg-type]
+                select(func.count()).where(JobRow.kind == NOOP, JobRow.state == "DONE")
             )
         if done != args.jobs:
             result.notes.append(f"{done} of {args.jobs} no-op jobs DONE")

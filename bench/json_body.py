@@ -9,6 +9,7 @@ duplicate-key check's `object_pairs_hook` runs once per object). Prints CPU micr
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import time
 import timeit
@@ -46,13 +47,17 @@ def main() -> None:
         raw = json.dumps(value).encode()
         number = max(1, args.number // max(1, len(raw) // 150))
         plain = (
-            min(timeit.repeat(lambda raw=raw: json.loads(raw), number=number, repeat=args.repeat, timer=CPU))
+            min(
+                timeit.repeat(
+                    functools.partial(json.loads, raw), number=number, repeat=args.repeat, timer=CPU
+                )
+            )
             / number
         )
         ours = (
             min(
                 timeit.repeat(
-                    lambda raw=raw: json_body.parse(raw), number=number, repeat=args.repeat, timer=CPU
+                    functools.partial(json_body.parse, raw), number=number, repeat=args.repeat, timer=CPU
                 )
             )
             / number

@@ -42,7 +42,7 @@ from _support import BIN, free_port, machine_summary, wait_http  # noqa: E402
 
 from tests.e2e.pg_cluster import PrivateCluster  # noqa: E402
 from tests.support.api_checks import api_client  # noqa: E402
-from tests.support.money import fund, open_holder, transfer_out_body  # noqa: E402
+from tests.support.money import Holder, fund, open_holder, transfer_out_body  # noqa: E402
 from tests.support.pg import PgProbe  # noqa: E402
 from tests.support.processes import process_env  # noqa: E402
 
@@ -138,7 +138,7 @@ def main() -> None:
         lock = threading.Lock()
         stop_at = time.monotonic() + args.duration
 
-        def reader(auth: tuple[str, str], holder, transaction_id: str, offset: int) -> None:  # type: ignore[no-untyped-def]
+        def reader(auth: tuple[str, str], holder: Holder, transaction_id: str, offset: int) -> None:
             paths = [
                 "/transactions",
                 f"/transactions/{transaction_id}",
@@ -159,7 +159,7 @@ def main() -> None:
                         requests["GET " + ("movable" if path != "/config" else "/config")] += 1
                         statuses[status] += 1
 
-        def writer(auth: tuple[str, str], holder) -> None:  # type: ignore[no-untyped-def]
+        def writer(auth: tuple[str, str], holder: Holder) -> None:
             with api_client(base, auth) as client:
                 while time.monotonic() < stop_at:
                     response = client.post(

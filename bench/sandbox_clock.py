@@ -87,7 +87,7 @@ async def bench(name: str, url: str, workdir: Path, args: argparse.Namespace) ->
         cpu = time.process_time() - cpu
         async with db.read() as session:
             done = await session.scalar(
-                select(func.count()).where(JobRow.kind == NOOP, JobRow.state == "DONE")  # type: ignore[arg-type]
+                select(func.count()).where(JobRow.kind == NOOP, JobRow.state == "DONE")
             )
         print(
             f"  {name}: advance over {args.jobs} due jobs ({args.steps} due instant(s)) returned in "

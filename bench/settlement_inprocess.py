@@ -65,8 +65,8 @@ async def _completed(db: Any, ids: list[str]) -> int:
         return int(
             await session.scalar(
                 select(func.count()).where(
-                    TransactionRow.id.in_(ids),  # type: ignore[attr-defined]
-                    TransactionRow.status == "COMPLETED",  # type: ignore[arg-type]
+                    TransactionRow.id.in_(ids),
+                    TransactionRow.status == "COMPLETED",
                 )
             )
             or 0

@@ -217,7 +217,7 @@ async def bench(name: str, url: str, workdir: Path, args: argparse.Namespace) ->
             walked = time.perf_counter()
             deep = {key: await _deep_cursor(client, path, args.deep) for key, path in lists.items()}
             print(f"  {name}: walked {args.deep} pages of each list in {time.perf_counter() - walked:.1f} s")
-            pages = {"first page": {}, f"page {args.deep}": None}
+            pages: dict[str, Any] = {"first page": {}, f"page {args.deep}": None}
             results: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for _ in range(args.warmup):
                 for key, path in lists.items():

@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -69,6 +69,9 @@ from _support import (
     stop,
 )
 from http_config import start_platpay
+
+if TYPE_CHECKING:
+    from platpay.customers.types import CustomerDraft
 
 BASE_PATH = "/2025-10-13"
 PERSON = {
@@ -135,7 +138,10 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
             from platpay.customers import service as customers_service
 
             person = await customers_service.create_customer(
-                session, tenant=tenant, draft={**_draft(), "email": "bench@example.com"}, settings=settings
+                session,
+                tenant=tenant,
+                draft=cast("CustomerDraft", {**_draft(), "email": "bench@example.com"}),
+                settings=settings,
             )
             account_id = (
                 await session.execute(
@@ -176,7 +182,7 @@ async def _in_process(database_url: str, workdir: Path, ops: int) -> dict[str, f
             )
             import json
 
-            return json.loads(response.body)
+            return json.loads(bytes(response.body))
 
         challenges = [await first_call() for _ in range(ops + 10)]
         headers = [WalletSignature(stamps.make(key, c["payloadToSign"]), c["requestId"]) for c in challenges]

@@ -206,7 +206,7 @@ def run_backend(name: str, url: str, workdir: Path, args: argparse.Namespace) ->
         *([] if name == "sqlite" else ["--no-worker"]),
     ]
     processes = []
-    logs = []
+    logs: list[Any] = []
     try:
         for command in [serve] + ([[str(BIN / "platpay"), "worker"]] * 2 if name == "postgres" else []):
             log = (home / f"{len(logs)}.log").open("wb")
