@@ -202,6 +202,34 @@ async def finish_together(session: LeanSession, contexts: list[JobContext]) -> s
     return finished
 
 
+async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -> bool:
+    """`operation` (a batch handler's work for all of `contexts`, one tenant's jobs under one lease token) in
+    one transaction that also finishes every job, as `JobContext.run` does for one: first a lean
+    transaction, raced, once more in an ORM one. A lease lost meanwhile rolls it back: False, nothing
+    finished (the runner then runs each job on its own, and that one finds its lease gone); True when every
+    job finished with it."""
+    first = contexts[0]
+    try:
+        try:
+            async with first.db.lean_transaction() as lean_session:
+                await operation.lean(lean_session)
+                await _finish_all(lean_session, contexts)
+        except Raced:  # rolled back, nothing finished: the careful attempt
+            async with first.db.transaction() as session:
+                await operation.careful(session)
+                await _finish_all(session, contexts)
+    except LeaseLost:
+        return False
+    for ctx in contexts:
+        ctx.mark_finished()
+    return True
+
+
+async def _finish_all(session: LeanSession, contexts: list[JobContext]) -> None:
+    if len(await finish_together(session, contexts)) < len(contexts):
+        raise LeaseLost("a job of the batch is another worker's now")
+
+
 async def reschedule_together(session: LeanSession, contexts: list[JobContext], *, reason: str = "") -> None:
     """In the caller's transaction, put the jobs of `contexts` (a batch handler's chain: one lane, one tenant)
     back in the queue, due now, their attempts reset, as each one's `reschedule_in` would, in one statement per

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from platpay.db.unit_of_work import LeanFirst, Raced
+from platpay.db.unit_of_work import LeanFirst, LeanSession
 from platpay.jobs.registry import batch_handler, handler
-from platpay.jobs.runner import JobContext, LeaseLost, finish_together
+from platpay.jobs.runner import JobContext, run_together
 from platpay.payments import transfers
 
 
@@ -40,22 +40,11 @@ def _batched(payload: dict[str, Any]) -> bool:
 async def transfer_steps(contexts: list[JobContext]) -> None:
     """A tenant's `process` steps claimed together (the runner's batch of the default lane) in one
     transaction: each transfer's status change and webhooks, its settle step queued, and every job finished,
-    commit together or not at all. First a lean transaction; a step that needs the careful attempt (`Raced`:
-    what this process has not read yet) takes the whole batch there, an ORM transaction. A lease lost to
-    another worker rolls the batch back, and the runner then runs each step on its own (that one's finds its
-    lease gone)."""
-    first = contexts[0]
-    for unit in (first.db.lean_transaction, first.db.transaction):
-        try:
-            async with unit() as session:
-                for ctx in contexts:
-                    await transfers.step(session, **_step_of(ctx))
-                if len(await finish_together(session, contexts)) < len(contexts):
-                    raise LeaseLost("a step of the batch is another worker's now")
-        except Raced:
-            continue  # rolled back: the careful attempt
-        except LeaseLost:
-            return  # rolled back: one by one
+    commit together or not at all (`run_together`: lean first, raced in one ORM transaction; a lease lost
+    meanwhile leaves them to the runner, one by one)."""
+
+    async def steps(session: LeanSession) -> None:
         for ctx in contexts:
-            ctx.mark_finished()
-        return
+            await transfers.step(session, **_step_of(ctx))
+
+    await run_together(contexts, LeanFirst.same(steps))
