@@ -202,12 +202,11 @@ async def finish_together(session: LeanSession, contexts: list[JobContext]) -> s
     return finished
 
 
-async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -> bool:
+async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -> None:
     """`operation` (a batch handler's work for all of `contexts`, one tenant's jobs under one lease token) in
     one transaction that also finishes every job, as `JobContext.run` does for one: first a lean
-    transaction, raced, once more in an ORM one. A lease lost meanwhile rolls it back: False, nothing
-    finished (the runner then runs each job on its own, and that one finds its lease gone); True when every
-    job finished with it."""
+    transaction, raced, once more in an ORM one. A lease lost meanwhile rolls it back, nothing finished:
+    the runner then runs each job on its own (and that one finds its lease gone)."""
     first = contexts[0]
     try:
         try:
@@ -219,10 +218,9 @@ async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -
                 await operation.careful(session)
                 await _finish_all(session, contexts)
     except LeaseLost:
-        return False
+        return
     for ctx in contexts:
         ctx.mark_finished()
-    return True
 
 
 async def _finish_all(session: LeanSession, contexts: list[JobContext]) -> None:
