@@ -25,6 +25,8 @@ from platpay.db.startup import StartupFailed
 
 MIGRATIONS_DIR = Path(str(files("platpay") / "migrations"))
 ALEMBIC_INI = MIGRATIONS_DIR / "alembic.ini"
+# Serializes concurrent `migrate` runs on PostgreSQL (env.py takes it, transaction-scoped).
+MIGRATION_LOCK_ID = 7_342_001
 
 
 class SchemaFromNewerVersion(StartupFailed):

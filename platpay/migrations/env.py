@@ -19,7 +19,6 @@ from platpay.db.database import DEFAULT_TIMEOUT_SECONDS, WRITE_OPTION, build_eng
 
 domains.load()  # every domain's tables in Base.metadata
 target_metadata = Base.metadata
-MIGRATION_LOCK_ID = 7_342_001  # serializes concurrent `migrate` runs on PostgreSQL
 
 
 def _url() -> str:
@@ -62,7 +61,11 @@ def _run(connection: Connection) -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    connection.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+    # A transaction-scoped lock: it is released by the commit that makes the migrations visible (or by the
+    # rollback), never before. A session lock released before that commit let a waiting `migrate` read the
+    # revision the first had not committed yet and run the migrations again (CI: a second CREATE TABLE
+    # alembic_version failed with DuplicateTableError).
+    connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": migrate.MIGRATION_LOCK_ID})
     try:
         _configure(connection)
         # A database a newer platpay migrated is refused before anything runs (downgrades are unsupported).
@@ -70,15 +73,11 @@ def _run(connection: Connection) -> None:
         with context.begin_transaction():
             context.run_migrations()
     except BaseException:
-        # Roll back first: an unlock sent into the failed transaction would itself fail and hide the
-        # migration's error, and a commit would keep what ran before the failure. The session's lock
-        # goes when the connection closes, or here when it is still usable.
+        # Roll back: a commit would keep what ran before the failure. The rollback also releases the lock
+        # (as does the connection closing, when it is no longer usable).
         with contextlib.suppress(Exception):
             connection.rollback()
-            connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID})
-            connection.commit()
         raise
-    connection.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK_ID})
     connection.commit()
 
 

@@ -4,10 +4,13 @@ here with a revision this platpay does not know) is refused, naming its revision
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine, make_url
 
 from platpay import package_version
 from platpay.db import migrate
@@ -47,6 +50,39 @@ def test_several_migrate_processes_at_once_bring_the_schema_to_head_once(
         assert sql.fetch("SELECT version_num FROM alembic_version") == [(migrate.head_revision(),)]
     finally:
         sql.close()
+
+
+def test_the_migration_lock_is_held_until_the_migrations_commit(pg_database: str) -> None:
+    """The lock is released by the migrations' commit, not before it: a `migrate` waiting for it must find
+    the schema the first one committed (CI once saw a waiting one create alembic_version a second time,
+    when the lock went before the commit). Checked at the moment of each commit: another session cannot
+    take the lock then."""
+    # The commit runs inside env.py's event loop: the other session is driven from a thread of its own.
+    other = ThreadPoolExecutor(1)
+    sql = other.submit(Sql, pg_database).result()
+    name = make_url(pg_database).database
+    taken_at_commit: list[bool] = []
+
+    def try_lock() -> bool:
+        taken = bool(sql.fetch(f"SELECT pg_try_advisory_lock({migrate.MIGRATION_LOCK_ID})")[0][0])
+        if taken:
+            sql.execute(f"SELECT pg_advisory_unlock({migrate.MIGRATION_LOCK_ID})")
+        return taken
+
+    def on_commit(connection: Connection) -> None:
+        if connection.engine.url.database == name:
+            taken_at_commit.append(other.submit(try_lock).result())
+
+    event.listen(Engine, "commit", on_commit)
+    try:
+        migrate.upgrade(pg_database)
+    finally:
+        event.remove(Engine, "commit", on_commit)
+        other.submit(sql.close).result()
+        other.shutdown()
+    assert taken_at_commit == [False], (
+        "another session took the migration lock before the migrations committed"
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
