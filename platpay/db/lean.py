@@ -518,11 +518,18 @@ class Returned:
 
 
 async def defer_returning(
-    session: LeanSession, lean: Lean, params: dict[str, Any], *, row: str, last: bool = False
+    session: LeanSession,
+    lean: Lean,
+    params: dict[str, Any],
+    *,
+    row: str,
+    last: bool = False,
+    returns: int = 1,
 ) -> Returned | None:
     """Defer a DML `lean` with RETURNING that must return exactly one row (an UPDATE that must find its
-    row, `row` naming it), in a PostgreSQL LeanTransaction: what it returns is for later deferred writes to
-    read (`defer`'s `reading`); if it returns no row, the statement that sends it fails and `Raced` is
+    row, `row` naming it; `returns`: exactly that many, an UPDATE of several rows that must find them all),
+    in a PostgreSQL LeanTransaction: what it returns is for later deferred writes to read (`defer`'s
+    `reading`); if it returns another number of rows, the statement that sends it fails and `Raced` is
     raised. Elsewhere (SQLite, an ORM session, where each condition is checked as it comes), or when a
     deferred write already changes `row` (one statement must not change a row twice): None, run it now.
 
@@ -539,7 +546,7 @@ async def defer_returning(
     sql, args, _ = lean.args(known[2], params)
     name = pending.add(sql, args, lean.tables())
     pending.rows.add(key)
-    condition = f"(SELECT count(*) FROM {name}) = 1"  # noqa: S608  (a CTE name of ours: "w<n>")
+    condition = f"(SELECT count(*) FROM {name}) = {int(returns)}"  # noqa: S608  (a CTE name of ours: "w<n>")
     (pending.expects_last if last else pending.expects).append(condition)
     return Returned(pending, name)
 

@@ -562,6 +562,17 @@ async def finish_many_leased(
     return {job_id for (job_id,) in await lean.rows(session, _FINISH_LEASED, params)}
 
 
+async def finish_all_leased(session: LeanSession, *, job_ids: list[str], token: str, now: datetime) -> bool:
+    """Finish (DONE) every one of `job_ids` if `token` still holds each one's lease, in one statement; False
+    when some lease was lost (the caller rolls back). In a PostgreSQL lean transaction deferred to the
+    statement that sends its writes, which then fails if a lease was lost (`Raced`), as `finish` does."""
+    params = {"job_ids": list(job_ids), "token": token, "now": now}
+    key = f"{token}:{job_ids[0]}" if job_ids else token
+    if await lean.defer_returning(session, _FINISH_LEASED, params, row=key, returns=len(job_ids)) is not None:
+        return True
+    return len(await lean.rows(session, _FINISH_LEASED, params)) == len(set(job_ids))
+
+
 async def extend_lease(session: AsyncSession, *, job_id: str, token: str, lease_until: datetime) -> bool:
     result = await session.execute(
         update(JobRow)

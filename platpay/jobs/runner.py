@@ -224,8 +224,18 @@ async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -
 
 
 async def _finish_all(session: LeanSession, contexts: list[JobContext]) -> None:
-    if len(await finish_together(session, contexts)) < len(contexts):
-        raise LeaseLost("a job of the batch is another worker's now")
+    """Every job of the batch DONE in the caller's transaction, one statement per lease token (in a lean one
+    deferred to its writes: a lease lost fails them, `Raced`, and the careful attempt finds it lost), or
+    LeaseLost."""
+    by_token: dict[str, list[str]] = {}
+    for ctx in contexts:
+        if ctx._finished:
+            raise RuntimeError("job already finished in an earlier transaction")
+        by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    now = clock.real_now()
+    for token, job_ids in by_token.items():
+        if not await repository.finish_all_leased(session, job_ids=job_ids, token=token, now=now):
+            raise LeaseLost("a job of the batch is another worker's now")
 
 
 async def reschedule_together(session: LeanSession, contexts: list[JobContext], *, reason: str = "") -> None:

@@ -39,12 +39,16 @@ def _batched(payload: dict[str, Any]) -> bool:
 @batch_handler(transfers.STEP_JOB, takes=_batched)
 async def transfer_steps(contexts: list[JobContext]) -> None:
     """A tenant's `process` steps claimed together (the runner's batch of the default lane) in one
-    transaction: each transfer's status change and webhooks, its settle step queued, and every job finished,
-    commit together or not at all (`run_together`: lean first, raced in one ORM transaction; a lease lost
-    meanwhile leaves them to the runner, one by one)."""
+    transaction (`transfers.steps`: leanly, one read of every transfer and one statement of every write):
+    each transfer's status change and webhooks, its settle step queued, and every job finished, commit
+    together or not at all (`run_together`: lean first, raced in one ORM transaction; a lease lost meanwhile
+    leaves them to the runner, one by one)."""
+    first = contexts[0]
+    batch = [(ctx.payload["transactionId"], ctx.payload["step"]) for ctx in contexts]
 
     async def steps(session: LeanSession) -> None:
-        for ctx in contexts:
-            await transfers.step(session, **_step_of(ctx))
+        await transfers.steps(
+            session, tenant_id=first.tenant_id or "", transfers=batch, settings=first.settings
+        )
 
     await run_together(contexts, LeanFirst.same(steps))

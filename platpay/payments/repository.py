@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.db import lean
 from platpay.db.lean import Lean
+from platpay.db.portable import lean_in
 from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
@@ -106,18 +107,21 @@ _INSERT = Lean(TransactionRow.__table__.insert())
 # of a transfer-out, else the destination's; the accounts domain's columns appended).
 _TABLE = TransactionRow.__table__
 _COLUMNS, _KEYS = lean.columns_of(TransactionRow)
-_WITH_ACCOUNT = Lean(
-    accounts_service.with_internal(
-        select(*_COLUMNS).where(
-            _TABLE.c.id == bindparam("transaction_id"), _TABLE.c.tenant_id == bindparam("tenant_id")
-        ),
+
+
+def _with_account(where: Any) -> Any:
+    return accounts_service.with_internal(
+        select(*_COLUMNS).where(where, _TABLE.c.tenant_id == bindparam("tenant_id")),
         account_id=case(
             (_TABLE.c.kind == TransactionKind.TRANSFER_OUT, _TABLE.c.source["accountId"].as_string()),
             else_=_TABLE.c.destination["accountId"].as_string(),
         ),
         tenant_id=_TABLE.c.tenant_id,
     )
-)
+
+
+_WITH_ACCOUNT = Lean(_with_account(_TABLE.c.id == bindparam("transaction_id")))
+_MANY_WITH_ACCOUNT = lean_in(_with_account, _TABLE.c.id, "transaction_ids")
 
 
 async def read_with_account(
@@ -130,8 +134,26 @@ async def read_with_account(
     )
     if found is None:
         return None
+    return _with_account_from(found)
+
+
+async def read_many_with_account(
+    session: LeanSession, *, tenant_id: str, transaction_ids: list[str]
+) -> dict[str, tuple[TransactionRow, InternalAccountRow | None]]:
+    """`read_with_account` of several transactions of one tenant in one statement, by id (those the tenant
+    has)."""
+    found = await lean.rows(
+        session, _MANY_WITH_ACCOUNT, {"transaction_ids": list(transaction_ids), "tenant_id": tenant_id}
+    )
+    read = [_with_account_from(values) for values in found]
+    return {row.id: (row, account) for row, account in read}
+
+
+def _with_account_from(values: Any) -> tuple[TransactionRow, InternalAccountRow | None]:
     width = len(_KEYS)
-    return lean.snapshot(TransactionRow, _KEYS, found[:width]), accounts_service.internal_from(found[width:])
+    return lean.snapshot(TransactionRow, _KEYS, values[:width]), accounts_service.internal_from(
+        values[width:]
+    )
 
 
 # A status change in a lean transaction (a settlement step, platpay/payments/transfers.py): the columns

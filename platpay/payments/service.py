@@ -292,6 +292,15 @@ async def read_with_account(
     return found
 
 
+async def read_many_with_account(
+    session: LeanSession, *, tenant_id: str, transaction_ids: list[str]
+) -> dict[str, tuple[TransactionRow, InternalAccountRow | None]]:
+    """`read_with_account` of several transactions of one tenant in one read, by id (missing ones absent)."""
+    return await repository.read_many_with_account(
+        session, tenant_id=tenant_id, transaction_ids=transaction_ids
+    )
+
+
 async def get_transaction(
     session: AsyncSession, *, tenant: TenantContext, transaction_id: str
 ) -> AnyTransaction:

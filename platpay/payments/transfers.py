@@ -28,7 +28,7 @@ from platpay.ledger import service as ledger
 from platpay.payments import providers
 from platpay.payments import sandbox_outcomes as outcomes
 from platpay.payments import service as payments_service
-from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable
+from platpay.payments.errors import AmountOutOfRange, TransactionNotCancellable, TransactionNotFound
 from platpay.payments.models import TransactionRow
 from platpay.payments.schemas import AnyTransaction, Transaction
 from platpay.payments.state import TransactionKind, TransactionStatus, TransactionType
@@ -581,6 +581,45 @@ async def step(
         row, account = await payments_service.read_with_account(
             session, tenant_id=tenant_id, transaction_id=transaction_id
         )
+    await _advance(session, row, account, step_name=step_name, settings=settings)
+
+
+async def steps(
+    session: LeanSession, *, tenant_id: str, transfers: list[tuple[str, str]], settings: Settings
+) -> None:
+    """`step` for several of a tenant's transfers ((transaction id, step name) each) in one transaction:
+    leanly, every transfer read in one statement (with the tenant's webhook endpoint) and every change sent
+    with the transaction's writes, so a batch costs the round trips of one step; carefully, one `step`
+    after another (each row locked as `step` locks it)."""
+    if isinstance(session, AsyncSession):
+        for transaction_id, step_name in transfers:
+            await step(
+                session, tenant_id=tenant_id, transaction_id=transaction_id, step_name=step_name,
+                settings=settings,
+            )  # fmt: skip
+        return
+    await events_service.endpoint_ahead(session, tenant_id=tenant_id)
+    read = await payments_service.read_many_with_account(
+        session, tenant_id=tenant_id, transaction_ids=[transaction_id for transaction_id, _ in transfers]
+    )
+    for transaction_id, step_name in transfers:
+        if transaction_id not in read:
+            raise TransactionNotFound(transaction_id)
+        row, account = read[transaction_id]
+        await _advance(session, row, account, step_name=step_name, settings=settings)
+
+
+async def _advance(
+    session: LeanSession,
+    row: TransactionRow,
+    account: InternalAccountRow | None,
+    *,
+    step_name: str,
+    settings: Settings,
+) -> None:
+    """`step` on the transfer as read (`account`: its internal account, when read with it)."""
+    careful = isinstance(session, AsyncSession)
+    tenant_id = row.tenant_id
     platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
     if step_name == "process" and row.status == TransactionStatus.PENDING:
         rail = await providers.rail_of(session, tenant_id=tenant_id)

@@ -197,6 +197,16 @@ STEP_BUDGET = {
 }
 
 
+def _without_introspection(statements: list[str]) -> list[str]:
+    """`statements` less asyncpg's type introspection (its query of pg_type between two set_config('jit')
+    calls), which it sends once per connection for a type new to it."""
+    found = next((n for n, statement in enumerate(statements) if "typeinfo_tree" in statement), None)
+    if found is None:
+        return statements
+    assert "jit" in statements[found - 1] and "jit" in statements[found + 1], statements
+    return statements[: found - 1] + statements[found + 2 :]
+
+
 async def test_a_transfers_settlement_steps_stay_within_their_round_trips(
     apps: tuple[_Apps, Any], logging_cluster: PrivateCluster
 ) -> None:
@@ -267,3 +277,34 @@ async def test_a_transfers_settlement_steps_stay_within_their_round_trips(
     assert len(statements) == 1 and "UPDATE jobs" in statements[0], statements
     for job, token in claimed:
         await runner.execute(job, token)
+
+    # A tenant's process steps claimed together cost the round trips of one (payments/transfers.py `steps`):
+    # one read of every transfer, one statement of every write and every job's finish. (Twice: the first
+    # batch prepares the read, whose array parameter asyncpg also introspects once per connection.)
+    async def batch_of_five() -> list[str]:
+        await runner.run_until_idle()
+        ids = [await transfer() for _ in range(5)]
+        batch = await runner.claim(16)
+        assert sorted(job["payload"]["transactionId"] for job, _ in batch) == sorted(ids), batch
+        assert {job["payload"]["step"] for job, _ in batch} == {"process"}
+
+        async def run_batch() -> httpx.Response:
+            await runner.execute_chain(batch)
+            return httpx.Response(200)
+
+        _, statements = await counter.round_trips(run_batch)
+        for transaction_id in ids:
+            moved = await api.get(f"/transactions/{transaction_id}", auth=auth)
+            assert moved.json()["status"] == "PROCESSING", moved.text
+        return statements
+
+    await batch_of_five()
+    # (asyncpg introspects a type the first time a connection of the pool meets it: three statements of its
+    # own, once per connection, not the batch's)
+    statements = _without_introspection(await batch_of_five())
+    assert len(statements) <= STEP_BUDGET["process"], f"{len(statements)} round trips:\n" + "\n".join(
+        statement[:160] for statement in statements
+    )
+    assert "statement: BEGIN;" not in statements, statements
+    assert statements[-1].count("UPDATE jobs") >= 1 and "platpay_expect(" in statements[-1], statements[-1]
+    await runner.run_until_idle()
