@@ -185,16 +185,22 @@ def _claimed(row: Any, job_clock: Any) -> dict[str, Any]:
     }
 
 
-async def finish_together(session: LeanSession, contexts: list[JobContext]) -> set[str]:
-    """In the caller's transaction, finish (DONE) the jobs of `contexts` (a batch handler's chain) still
-    leased to them, in one statement per lease token; their ids. The others' leases were lost: what the
-    caller writes for them must not be written (another worker runs them). Once the transaction committed,
-    the caller marks every one of them finished (`mark_finished`)."""
+def _by_token(contexts: list[JobContext]) -> dict[str, list[str]]:
+    """The job ids of `contexts` (a batch handler's, none finished yet) by their lease token."""
     by_token: dict[str, list[str]] = {}
     for ctx in contexts:
         if ctx._finished:
             raise RuntimeError("job already finished in an earlier transaction")
         by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    return by_token
+
+
+async def finish_together(session: LeanSession, contexts: list[JobContext]) -> set[str]:
+    """In the caller's transaction, finish (DONE) the jobs of `contexts` (a batch handler's chain) still
+    leased to them, in one statement per lease token; their ids. The others' leases were lost: what the
+    caller writes for them must not be written (another worker runs them). Once the transaction committed,
+    the caller marks every one of them finished (`mark_finished`)."""
+    by_token = _by_token(contexts)
     finished: set[str] = set()
     now = clock.real_now()
     for token, job_ids in by_token.items():
@@ -227,11 +233,7 @@ async def _finish_all(session: LeanSession, contexts: list[JobContext]) -> None:
     """Every job of the batch DONE in the caller's transaction, one statement per lease token (in a lean one
     deferred to its writes: a lease lost fails them, `Raced`, and the careful attempt finds it lost), or
     LeaseLost."""
-    by_token: dict[str, list[str]] = {}
-    for ctx in contexts:
-        if ctx._finished:
-            raise RuntimeError("job already finished in an earlier transaction")
-        by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    by_token = _by_token(contexts)
     now = clock.real_now()
     for token, job_ids in by_token.items():
         if not await repository.finish_all_leased(session, job_ids=job_ids, token=token, now=now):
@@ -246,11 +248,7 @@ async def reschedule_together(session: LeanSession, contexts: list[JobContext], 
         return
     first = contexts[0]
     real_run_at, due_at = placement(None, lane=first.lane, tenant_id=first.tenant_id)
-    by_token: dict[str, list[str]] = {}
-    for ctx in contexts:
-        if ctx._finished:
-            raise RuntimeError("job already finished in an earlier transaction")
-        by_token.setdefault(ctx._token, []).append(ctx.job_id)
+    by_token = _by_token(contexts)
     now = clock.real_now()
     for token, job_ids in by_token.items():
         await repository.reschedule_leased(
