@@ -551,6 +551,18 @@ async def defer_returning(
     return Returned(pending, name)
 
 
+async def derive(session: LeanSession, lean: Lean, params: dict[str, Any], *, reading: Returned) -> Returned:
+    """A SELECT `lean` over what `reading` returns (through `Returned.stand_in`), deferred with the
+    transaction's writes as a value of its own for later deferred writes to read, as they read `reading`
+    (the ledger: one account's balance after one entry of several that one UPDATE applied together)."""
+    known = await _driver(session)
+    pending = await _buffer(session, known, lean, params)
+    if reading.pending is not pending or reading.batch != pending.sent:  # (sent since: a bulk write)
+        raise Raced("a deferred write's RETURNING was sent before the value derived from it")
+    sql, args, _ = lean.args(known[2], params)
+    return Returned(pending, pending.add(sql.replace(_STAND_IN, reading.name), args, frozenset()))
+
+
 def defers_checks(session: LeanSession) -> bool:
     """Whether `session` can defer a conditional write (`defer_returning`, `expect`): a PostgreSQL
     LeanTransaction (SQLite's runs each statement at once)."""

@@ -208,11 +208,15 @@ async def finish_together(session: LeanSession, contexts: list[JobContext]) -> s
     return finished
 
 
-async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -> None:
+async def run_together(
+    contexts: list[JobContext], operation: LeanFirst[None], *, careful: bool = True
+) -> None:
     """`operation` (a batch handler's work for all of `contexts`, one tenant's jobs under one lease token) in
     one transaction that also finishes every job, as `JobContext.run` does for one: first a lean
-    transaction, raced, once more in an ORM one. A lease lost meanwhile rolls it back, nothing finished:
-    the runner then runs each job on its own (and that one finds its lease gone)."""
+    transaction, raced, once more in an ORM one (`careful`; without it, raced, nothing is finished and the
+    runner runs each job on its own: for work that must not hold its rows' locks across round trips in one
+    ORM transaction, a batch of settlements). A lease lost meanwhile rolls it back, nothing finished: the
+    runner then runs each job on its own (and that one finds its lease gone)."""
     first = contexts[0]
     try:
         try:
@@ -220,6 +224,8 @@ async def run_together(contexts: list[JobContext], operation: LeanFirst[None]) -
                 await operation.lean(lean_session)
                 await _finish_all(lean_session, contexts)
         except Raced:  # rolled back, nothing finished: the careful attempt
+            if not careful:
+                return
             async with first.db.transaction() as session:
                 await operation.careful(session)
                 await _finish_all(session, contexts)

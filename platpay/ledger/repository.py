@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 _ACCOUNTS = LedgerAccountRow.__table__
 
 # One statement for every balance change, cached once: add to both buckets unless that would take a
-# non-negative account (allow_negative false) below zero in either bucket; the new buckets come back.
+# non-negative account (allow_negative false) below zero in either bucket; the new buckets come back. The
+# check is on `floor_*`: the change itself for one entry's; for several entries' changes applied as one
+# (`apply`'s `floors`), the lowest running sum of them, so it allows exactly what applying them one after
+# another would.
 _APPLY = Lean(
     update(_ACCOUNTS)
     .where(
@@ -35,8 +38,8 @@ _APPLY = Lean(
         or_(
             _ACCOUNTS.c.allow_negative,
             and_(
-                _ACCOUNTS.c.available + bindparam("d_available") >= 0,
-                _ACCOUNTS.c.held + bindparam("d_held") >= 0,
+                _ACCOUNTS.c.available + bindparam("floor_available", type_=_ACCOUNTS.c.available.type) >= 0,
+                _ACCOUNTS.c.held + bindparam("floor_held", type_=_ACCOUNTS.c.held.type) >= 0,
             ),
         ),
     )
@@ -55,10 +58,22 @@ AVAILABLE_AFTER = _AFTER.c.available
 TOTAL_AFTER = _AFTER.c.available + _AFTER.c.held
 
 
+# One entry's balance-after among several applied together: what the UPDATE returned less the changes of the
+# entries after it (a value of its own in the deferred statement, read as an UPDATE's RETURNING is read).
+_LESS_LATER = Lean(
+    select(
+        (_AFTER.c.available - bindparam("later_available", type_=_ACCOUNTS.c.available.type)).label(
+            "available"
+        ),
+        (_AFTER.c.held - bindparam("later_held", type_=_ACCOUNTS.c.held.type)).label("held"),
+    )
+)
+
+
 def balance_filled(
     returned: lean.Returned, *, available: tuple[str, ...], total: tuple[str, ...]
 ) -> lean.Filled:
-    """What a deferred write storing the balance a deferred `apply_deferred` returns fills in: at the JSON
+    """What a deferred write storing the balance a deferred `apply` returns fills in: at the JSON
     path `available` the available balance after it, at `total` the total (db/lean.py `Filled`)."""
     return lean.Filled(returned, ((available, AVAILABLE_AFTER), (total, TOTAL_AFTER)))
 
@@ -119,51 +134,43 @@ async def apply(
     tenant_id: str,
     account_id: str,
     currency: str,
-    d_available: int,
-    d_held: int,
+    deltas: tuple[int, int],
     now: datetime,
-) -> tuple[int, int] | None:
-    """Move one account's buckets; its new (available, held), or None when refused (it would go
-    negative, or there is no such account in that currency)."""
-    params = _apply_params(tenant_id, account_id, currency, d_available, d_held, now)
-    return await lean.first(session, _APPLY, params)
+    floors: tuple[int, int] | None = None,
+) -> tuple[int, int] | lean.Returned | None:
+    """Move one account's buckets by `deltas` (available, held), unless that would take a non-negative
+    account below zero (or there is no such account in that currency). `floors`: for the changes of several
+    entries applied as one (their sum in `deltas`), the lowest running sums of them, so that what is
+    allowed is what applying them one after another would allow.
 
-
-def _apply_params(
-    tenant_id: str, account_id: str, currency: str, d_available: int, d_held: int, now: datetime
-) -> dict[str, Any]:
-    return {
+    Deferred where it can be (a PostgreSQL LeanTransaction, db/lean.py `defer_returning`): a `Returned` for
+    later deferred writes to read (AVAILABLE_AFTER, TOTAL_AFTER; `less_later`), and if it refuses, the
+    statement that sends the transaction's writes fails (`Raced`: the operation runs again carefully, where
+    it refuses at once). Elsewhere (SQLite, an ORM session, the account's balance already changing in that
+    statement) now: the new (available, held), or None when refused."""
+    params = {
         "account_id": account_id,
         "tenant": tenant_id,
         "ccy": currency,
-        "d_available": d_available,
-        "d_held": d_held,
+        "d_available": deltas[0],
+        "d_held": deltas[1],
+        "floor_available": (floors or deltas)[0],
+        "floor_held": (floors or deltas)[1],
         "now": now,
     }
+    # (the balance row: locked after what the operation decided by, a card, an agent's usage)
+    returned = await lean.defer_returning(session, _APPLY, params, row=account_id, last=True)
+    if returned is not None:
+        return returned
+    found = await lean.first(session, _APPLY, params)
+    return None if found is None else (found[0], found[1])
 
 
-async def apply_deferred(
-    session: LeanSession,
-    *,
-    tenant_id: str,
-    account_id: str,
-    currency: str,
-    d_available: int,
-    d_held: int,
-    now: datetime,
-) -> lean.Returned | None:
-    """`apply`, deferred to the statement that sends the transaction's writes (a PostgreSQL LeanTransaction:
-    db/lean.py): what it returns is for deferred writes to read (AVAILABLE_AFTER, TOTAL_AFTER), and if it
-    refuses, that statement fails (`Raced`: the operation runs again in an ORM session, which refuses at
-    once). None where it cannot be deferred (SQLite, an ORM session, the account's balance already changing
-    in that statement): `apply` it now."""
-    return await lean.defer_returning(
-        session,
-        _APPLY,
-        _apply_params(tenant_id, account_id, currency, d_available, d_held, now),
-        row=account_id,
-        last=True,  # the balance row: locked after what the operation decided by (a card, an agent's usage)
-    )
+async def less_later(session: LeanSession, returned: lean.Returned, later: tuple[int, int]) -> lean.Returned:
+    """What a deferred `apply` returns less the changes `later` (available, held) of the entries
+    applied after one: that entry's balance-after, deferred as well."""
+    params = {"later_available": later[0], "later_held": later[1]}
+    return await lean.derive(session, _LESS_LATER, params, reading=returned)
 
 
 async def get_account(session: LeanSession, *, tenant_id: str, account_id: str) -> LedgerAccountRow | None:

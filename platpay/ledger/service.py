@@ -13,7 +13,7 @@ Invariants, enforced here and checked again by `verify`:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import Enum
@@ -215,7 +215,7 @@ class BalanceOrder(Enum):
 @dataclass(frozen=True, slots=True)
 class PendingBalance:
     """An account's balance after a change deferred to the statement that sends the transaction's writes
-    (`repository.apply_deferred`): Python never knows it, so a deferred write that stores it (the event
+    (`repository.apply`, deferred): Python never knows it, so a deferred write that stores it (the event
     announcing it) takes it from what the change returns (`filled`)."""
 
     returned: repository.Returned
@@ -263,6 +263,80 @@ async def post(
     return Entry(id=entry_id, legs=legs, balances=after)
 
 
+@dataclass(frozen=True, slots=True)
+class EntrySpec:
+    """One entry of `post_many`: what `post` takes."""
+
+    kind: str
+    reference: str | None
+    legs: list[Leg]
+
+
+async def post_many(
+    session: LeanSession, *, tenant_id: str, entries: list[EntrySpec], reported: Collection[str] = ()
+) -> list[Entry]:
+    """Write several balanced entries of one tenant and move the balances they touch as `post` would,
+    one entry after another, but each account once: by the sum of the entries' changes, refused unless
+    every entry would have been allowed in turn (the lowest running sum: `repository.apply`'s floors), the
+    accounts in id order, after the entries' other writes in a PostgreSQL lean transaction (a batch of a
+    tenant's settlements: its clearing account changes once, not once per entry). Each Entry's balances are
+    those after it, of the accounts in `reported` (those whose balance the caller announces: in a lean
+    transaction each costs a deferred value of its own). A refusal raises `Raced` (the caller rolls back and posts them one by one, where the
+    entry that cannot pay says so). The transaction must not move these accounts otherwise."""
+    for spec in entries:
+        _check_balanced(spec.legs)
+    now = clock.now()
+    per_entry: list[dict[tuple[str, str], tuple[int, int]]] = []
+    for spec in entries:
+        deltas: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        for leg in spec.legs:
+            deltas[(leg.account_id, leg.currency)][0 if leg.bucket == AVAILABLE else 1] += leg.amount
+        per_entry.append({key: (d[0], d[1]) for key, d in deltas.items() if d != [0, 0]})
+    totals: dict[tuple[str, str], tuple[int, int]] = {}
+    floors: dict[tuple[str, str], tuple[int, int]] = {}
+    for deltas_of_entry in per_entry:
+        for key, (d_available, d_held) in deltas_of_entry.items():
+            available, held = totals.get(key, (0, 0))
+            available, held = available + d_available, held + d_held
+            totals[key] = (available, held)
+            low_available, low_held = floors.get(key, (available, held))
+            floors[key] = (min(low_available, available), min(low_held, held))
+    finals: dict[tuple[str, str], tuple[int, int] | repository.Returned] = {}
+    for key in sorted(totals):
+        account_id, currency = key
+        applied = await repository.apply(
+            session, tenant_id=tenant_id, account_id=account_id, currency=currency, deltas=totals[key],
+            floors=floors[key], now=now,
+        )  # fmt: skip
+        if applied is None:
+            raise Raced(f"the entries' changes of account {account_id} are refused together: one by one")
+        finals[key] = applied
+    # each entry's balance-after: the final one less the changes of the entries after it
+    later = dict(totals)
+    posted = []
+    for spec, deltas_of_entry in zip(entries, per_entry, strict=True):
+        balances: dict[str, Balance | PendingBalance] = {}
+        for key, (d_available, d_held) in deltas_of_entry.items():
+            available, held = later[key]
+            later[key] = (available - d_available, held - d_held)
+            rest = later[key]
+            if key[0] not in reported:
+                continue
+            final = finals[key]
+            if isinstance(final, tuple):
+                balances[key[0]] = Balance(final[0] - rest[0], final[1] - rest[1])
+            elif rest == (0, 0):
+                balances[key[0]] = PendingBalance(final)
+            else:
+                balances[key[0]] = PendingBalance(await repository.less_later(session, final, rest))
+        entry_id = await _write_entry(
+            session, tenant_id=tenant_id, kind=spec.kind, reference=spec.reference, legs=spec.legs,
+            reverses_id=None, now=now,
+        )  # fmt: skip
+        posted.append(Entry(id=entry_id, legs=spec.legs, balances=balances))
+    return posted
+
+
 def with_balance(stmt: Select[Any], *, account_id: ColumnElement[Any]) -> Select[Any]:
     """`stmt` with the balance of the ledger account its column `account_id` names read in the same query,
     as its last two columns, which `balance_from` turns into the Balance: for a statement of another domain
@@ -292,28 +366,18 @@ async def _apply_legs(
     # SQLite, a row this transaction already changes) runs now: the deferred ones before it go first.
     moving = [item for item in sorted(deltas.items()) if item[1] != [0, 0]]
     for (account_id, currency), (d_available, d_held) in moving:
-        returned = await repository.apply_deferred(
-            session, tenant_id=tenant_id, account_id=account_id, currency=currency,
-            d_available=d_available, d_held=d_held, now=now,
-        )  # fmt: skip
-        if returned is not None:
-            after[account_id] = PendingBalance(returned)
-            continue
         applied = await repository.apply(
-            session,
-            tenant_id=tenant_id,
-            account_id=account_id,
-            currency=currency,
-            d_available=d_available,
-            d_held=d_held,
-            now=now,
-        )
+            session, tenant_id=tenant_id, account_id=account_id, currency=currency,
+            deltas=(d_available, d_held), now=now,
+        )  # fmt: skip
         if applied is None:
             await _explain_refusal(
                 session, tenant_id=tenant_id, account_id=account_id, currency=currency, needed=-d_available
             )
-        else:
+        elif isinstance(applied, tuple):
             after[account_id] = Balance(*applied)
+        else:
+            after[account_id] = PendingBalance(applied)
     return after
 
 

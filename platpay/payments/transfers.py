@@ -589,8 +589,9 @@ async def steps(
 ) -> None:
     """`step` for several of a tenant's transfers ((transaction id, step name) each) in one transaction:
     leanly, every transfer read in one statement (with the tenant's webhook endpoint) and every change sent
-    with the transaction's writes, so a batch costs the round trips of one step; carefully, one `step`
-    after another (each row locked as `step` locks it)."""
+    with the transaction's writes, so a batch costs the round trips of one step (settle steps only: their
+    entries posted together, `_settle_together`); carefully, one `step` after another (each row locked as
+    `step` locks it)."""
     if isinstance(session, AsyncSession):
         for transaction_id, step_name in transfers:
             await step(
@@ -602,9 +603,13 @@ async def steps(
     read = await payments_service.read_many_with_account(
         session, tenant_id=tenant_id, transaction_ids=[transaction_id for transaction_id, _ in transfers]
     )
-    for transaction_id, step_name in transfers:
+    for transaction_id, _ in transfers:
         if transaction_id not in read:
             raise TransactionNotFound(transaction_id)
+    if {step_name for _, step_name in transfers} == {"settle"}:
+        await _settle_together(session, [read[transaction_id] for transaction_id, _ in transfers])
+        return
+    for transaction_id, step_name in transfers:
         row, account = read[transaction_id]
         await _advance(session, row, account, step_name=step_name, settings=settings)
 
@@ -662,6 +667,50 @@ async def _settle(session: LeanSession, row: TransactionRow, account: InternalAc
     """The settled transfer's ledger entry (the hold, or the clearing account's credit, to its end) and its
     internal account's INTERNAL_ACCOUNT.BALANCE_UPDATED with the balance the entry left (`account`: that
     account as read with the transfer, else read here)."""
+    account, spec = await _settlement(session, row, account)
+    entry = await ledger.post(
+        session, tenant_id=row.tenant_id, kind=spec.kind, reference=spec.reference, legs=spec.legs
+    )
+    await accounts_service.emit_balance_update(session, account=account, balance=entry.balances[account.id])
+
+
+async def _settle_together(
+    session: LeanSession, read: list[tuple[TransactionRow, InternalAccountRow | None]]
+) -> None:
+    """`_settle` and COMPLETED for several of a tenant's transfers that all settle, in a lean transaction:
+    their entries posted together (`ledger.post_many`: each account, the clearing account too, changed once),
+    each transfer's BALANCE_UPDATED with the balance its own entry left, then its COMPLETED. A transfer that
+    does not settle now (it fails, or its step no longer applies) raises `Raced`: the batch's steps then run
+    one by one."""
+    for row, _ in read:
+        expected = (
+            TransactionStatus.PROCESSING
+            if row.type == TransactionType.OUTGOING
+            else TransactionStatus.PENDING
+        )
+        if row.status != expected or row.outcome not in outcomes.SETTLES:
+            raise Raced(f"transfer {row.id} does not settle now ({row.status}, {row.outcome}): one by one")
+    tenant_id = read[0][0].tenant_id
+    platform_id = await tenants_service.platform_of(session, tenant_id=tenant_id)
+    settled = [await _settlement(session, row, account) for row, account in read]
+    entries = await ledger.post_many(
+        session,
+        tenant_id=tenant_id,
+        entries=[spec for _, spec in settled],
+        reported={account.id for account, _ in settled},
+    )
+    for (row, _), (account, _), entry in zip(read, settled, entries, strict=True):
+        await accounts_service.emit_balance_update(
+            session, account=account, balance=entry.balances[account.id]
+        )
+        await payments_service.move(session, row, TransactionStatus.COMPLETED, platform_id=platform_id)
+
+
+async def _settlement(
+    session: LeanSession, row: TransactionRow, account: InternalAccountRow | None
+) -> tuple[InternalAccountRow, ledger.EntrySpec]:
+    """The internal account a settling transfer moves (`account` when read with it, else read here) and its
+    settlement's entry."""
     if row.kind == TransactionKind.TRANSFER_OUT:
         account_id, currency, amount = row.source["accountId"], row.sent_currency or "", row.sent_amount or 0
     else:
@@ -682,9 +731,6 @@ async def _settle(session: LeanSession, row: TransactionRow, account: InternalAc
             ledger.Leg(account_id, currency, -amount, ledger.HELD),
             ledger.Leg(clearing, currency, amount),
         ]
-        kind = "TRANSFER_OUT_SETTLE"
-    else:
-        legs = [ledger.Leg(clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
-        kind = "TRANSFER_IN_SETTLE"
-    entry = await ledger.post(session, tenant_id=row.tenant_id, kind=kind, reference=row.id, legs=legs)
-    await accounts_service.emit_balance_update(session, account=account, balance=entry.balances[account_id])
+        return account, ledger.EntrySpec("TRANSFER_OUT_SETTLE", row.id, legs)
+    legs = [ledger.Leg(clearing, currency, -amount), ledger.Leg(account_id, currency, amount)]
+    return account, ledger.EntrySpec("TRANSFER_IN_SETTLE", row.id, legs)

@@ -1,8 +1,10 @@
-"""A tenant's `process` steps claimed together run as one batch (payments/jobs.py `transfer_steps`): one
-transaction for all of them, their jobs finished in it; first lean, and in one ORM transaction when a step needs
+"""A tenant's steps claimed together run in batches (payments/jobs.py `transfer_steps`): its `process`
+steps in one transaction, their jobs finished in it; first lean, and in one ORM transaction when a step needs
 the careful attempt (a tenant this process has not read yet). A lease lost to another worker rolls the batch
-back, and each step then runs on its own. Settle steps, which move balances, run one per transaction. Every
-test ends with the ledger verified (the `db` fixture's check, and here explicitly)."""
+back, and each step then runs on its own. Its `settle` steps a few at a time (`SETTLES_TOGETHER`), their
+entries posted together (each account moved once, each BALANCE_UPDATED with the balance its own entry left);
+one that does not settle, or a race, leaves them to run one by one. Every test ends with the ledger verified
+(the `db` fixture's check, and here explicitly)."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ from datetime import timedelta
 
 from sqlalchemy import select, update
 
+from platpay.events.models import EventRow
 from platpay.jobs.models import JobRow
 from platpay.kit import clock
 from platpay.ledger import service as ledger
+from platpay.payments.jobs import SETTLES_TOGETHER
 from platpay.payments.transfers import STEP_JOB
 from tests.factories import balances, customer, external_account, fund, internal_account
 
@@ -51,7 +55,7 @@ async def _ledger_ok(db) -> None:
     assert report.ok, report.lines()
 
 
-async def _settle_all(client, auth, db, runner, ids: list[str]) -> None:
+async def _settle_all(client, auth, db, runner, ids: list[str], *, settle_transactions: int) -> None:
     await runner.run_until_idle()
     processed = await _step_jobs(db, "process", ids)
     assert len(processed) == len(ids) and {job.state for job in processed} == {"DONE"}
@@ -62,23 +66,117 @@ async def _settle_all(client, auth, db, runner, ids: list[str]) -> None:
     await runner.run_until_idle()
     settled = await _step_jobs(db, "settle", ids)
     assert len(settled) == len(ids) and {job.state for job in settled} == {"DONE"}
-    assert len({job.finished_at for job in settled}) == len(ids)  # one per transaction
+    assert len({job.finished_at for job in settled}) == settle_transactions
     assert {await _status(client, auth, tx) for tx in ids} == {"COMPLETED"}
+
+
+def _groups(count: int) -> int:
+    """The transactions `count` settle steps claimed together commit in: groups of SETTLES_TOGETHER, and a
+    group of one on its own."""
+    return -(-count // SETTLES_TOGETHER)
 
 
 async def test_a_tenants_due_process_steps_commit_together(client, auth, db, runner):
     """The lean batch: the tenant is known to this process (an earlier transfer of it ran its steps)."""
     person, account, bank = await _setup(client, auth)
-    await _settle_all(client, auth, db, runner, await _transfers(client, auth, account, bank, 1))
-    await _settle_all(client, auth, db, runner, await _transfers(client, auth, account, bank, 5))
+    await _settle_all(
+        client, auth, db, runner, await _transfers(client, auth, account, bank, 1), settle_transactions=1
+    )
+    await _settle_all(
+        client,
+        auth,
+        db,
+        runner,
+        await _transfers(client, auth, account, bank, 5),
+        settle_transactions=_groups(5),
+    )
     assert await balances(client, auth, person) == (9_400, 9_400)
     await _ledger_ok(db)
 
 
 async def test_a_tenant_not_read_yet_takes_the_batch_to_one_careful_transaction(client, auth, db, runner):
+    """Its clearing account is not known to this process either: the settle batches race, and the steps
+    run one by one (the first one's careful attempt reads it)."""
     person, account, bank = await _setup(client, auth)
-    await _settle_all(client, auth, db, runner, await _transfers(client, auth, account, bank, 4))
+    await _settle_all(
+        client, auth, db, runner, await _transfers(client, auth, account, bank, 4), settle_transactions=4
+    )
     assert await balances(client, auth, person) == (9_600, 9_600)
+    await _ledger_ok(db)
+
+
+async def _balance_events(db, account: str) -> list[dict]:
+    async with db.read() as session:
+        rows = (
+            await session.scalars(
+                select(EventRow)
+                .where(EventRow.type == "INTERNAL_ACCOUNT.BALANCE_UPDATED", EventRow.resource_id == account)
+                .order_by(EventRow.id)
+            )
+        ).all()
+    return [row.data for row in rows]
+
+
+async def test_settlements_of_one_account_posted_together_announce_the_balance_each_left(
+    client, auth, db, runner, receiver
+):
+    """Transfers from one account settle in one transaction (its balance row and the clearing row each
+    changed once), with a webhook endpoint (each event's delivery rides along: the batch's writes still fit
+    one statement): each BALANCE_UPDATED carries the total balance its own entry left, as one by one."""
+    person, account, bank = await _setup(client, auth)
+    response = await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
+    assert response.status_code == 200, response.text
+    await _settle_all(
+        client, auth, db, runner, await _transfers(client, auth, account, bank, 1), settle_transactions=1
+    )
+    amounts = [100, 200, 300][:SETTLES_TOGETHER]
+    ids = []
+    for amount in amounts:
+        body = {"source": {"accountId": account}, "destination": {"accountId": bank}, "amount": amount}
+        response = await client.post("/transfer-out", auth=auth, json=body)
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+    before = len(await _balance_events(db, account))
+    await _settle_all(client, auth, db, runner, ids, settle_transactions=1)
+    settled = (await _balance_events(db, account))[before:]
+    # the process steps announce nothing; each settlement one BALANCE_UPDATED, in entry order
+    totals = [event["totalBalance"]["amount"] for event in settled]
+    available = {event["balance"]["amount"] for event in settled}
+    start = 10_000 - 100
+    expected, left = [], start
+    for amount in amounts:
+        left -= amount
+        expected.append(left)
+    assert totals == expected, settled
+    assert available == {start - sum(amounts)}
+    assert await balances(client, auth, person) == (start - sum(amounts),) * 2
+    await _ledger_ok(db)
+
+
+async def test_a_transfer_that_fails_among_settling_ones_sends_the_batch_one_by_one(client, auth, db, runner):
+    """One transfer's bank rejects it (the sandbox's 004): its settle step fails it, which the lean batch
+    cannot do; the batch rolls back and every step runs on its own: that one FAILED (its hold released), the
+    others COMPLETED."""
+    person, account, bank = await _setup(client, auth)
+    await _settle_all(
+        client, auth, db, runner, await _transfers(client, auth, account, bank, 1), settle_transactions=1
+    )
+    rejecting = await external_account(client, auth, person, account_number="987654004")
+    ids = await _transfers(client, auth, account, bank, SETTLES_TOGETHER - 1)
+    body = {"source": {"accountId": account}, "destination": {"accountId": rejecting["id"]}, "amount": 100}
+    response = await client.post("/transfer-out", auth=auth, json=body)
+    assert response.status_code == 201, response.text
+    failing = response.json()["id"]
+    await runner.run_until_idle()
+    clock.advance(timedelta(seconds=2))
+    await runner.run_until_idle()
+    settled = await _step_jobs(db, "settle", [*ids, failing])
+    assert {job.state for job in settled} == {"DONE"}
+    assert len({job.finished_at for job in settled}) == len(settled)  # one by one
+    assert {await _status(client, auth, tx) for tx in ids} == {"COMPLETED"}
+    assert await _status(client, auth, failing) == "FAILED"
+    spent = 100 * (1 + len(ids))
+    assert await balances(client, auth, person) == (10_000 - spent,) * 2
     await _ledger_ok(db)
 
 
