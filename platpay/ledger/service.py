@@ -281,8 +281,9 @@ async def post_many(
     accounts in id order, after the entries' other writes in a PostgreSQL lean transaction (a batch of a
     tenant's settlements: its clearing account changes once, not once per entry). Each Entry's balances are
     those after it, of the accounts in `reported` (those whose balance the caller announces: in a lean
-    transaction each costs a deferred value of its own). A refusal raises `Raced` (the caller rolls back and posts them one by one, where the
-    entry that cannot pay says so). The transaction must not move these accounts otherwise."""
+    transaction each costs a deferred value of its own). A refusal raises `Raced` (the caller rolls back and
+    posts them one by one, where the entry that cannot pay says so). The transaction must not move these
+    accounts otherwise."""
     for spec in entries:
         _check_balanced(spec.legs)
     now = clock.now()

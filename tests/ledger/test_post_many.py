@@ -11,17 +11,7 @@ import pytest
 
 from platpay.db.unit_of_work import Raced
 from platpay.ledger import service as ledger
-
-
-async def _fund(db: Any, accounts: dict[str, Any], amount: int) -> None:
-    async with db.transaction() as session:
-        await ledger.post(
-            session,
-            tenant_id=accounts["tenant"],
-            kind="FUNDING",
-            reference="post-many",
-            legs=[ledger.Leg(accounts["source"], "USD", -amount), ledger.Leg(accounts["a"], "USD", amount)],
-        )
+from tests.ledger.support import fund
 
 
 def _move(accounts: dict[str, Any], source: str, destination: str, amount: int) -> ledger.EntrySpec:
@@ -54,7 +44,7 @@ async def _verify(db: Any, entries: int) -> None:
 
 @pytest.mark.parametrize("lean", [False, True], ids=["orm", "lean"])
 async def test_each_entry_has_the_balances_it_left_and_each_account_moves_once(db, accounts, lean):
-    await _fund(db, accounts, 1_000)
+    await fund(db, accounts, 1_000)
     specs = [_move(accounts, "a", "b", 100), _move(accounts, "a", "b", 200), _move(accounts, "b", "a", 50)]
     posted = await _post_many(db, accounts, specs, lean=lean)
     expected = [
@@ -77,7 +67,7 @@ async def test_each_entry_has_the_balances_it_left_and_each_account_moves_once(d
 @pytest.mark.parametrize("lean", [False, True], ids=["orm", "lean"])
 async def test_entries_are_refused_together_when_one_could_not_pay_in_turn(db, accounts, lean):
     """a holds 50: paying 100 first cannot be allowed, although the entries together change a by nothing."""
-    await _fund(db, accounts, 50)
+    await fund(db, accounts, 50)
     with pytest.raises(Raced):
         await _post_many(
             db, accounts, [_move(accounts, "a", "b", 100), _move(accounts, "b", "a", 100)], lean=lean
@@ -90,7 +80,7 @@ async def test_entries_are_refused_together_when_one_could_not_pay_in_turn(db, a
 async def test_entries_that_can_pay_in_turn_are_allowed_together(db, accounts, lean):
     """a holds 50 and pays it all twice, b paying it back between: each entry in turn leaves a and b at zero
     or above (a's lowest point is 0), though together they take 100 from a."""
-    await _fund(db, accounts, 50)
+    await fund(db, accounts, 50)
     specs = [_move(accounts, "a", "b", 50), _move(accounts, "b", "a", 50), _move(accounts, "a", "b", 50)]
     posted = await _post_many(db, accounts, specs, lean=lean)
     assert len(posted) == 3

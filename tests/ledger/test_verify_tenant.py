@@ -10,17 +10,7 @@ from sqlalchemy import text
 from platpay.ledger import service as ledger
 from platpay.ledger.errors import LedgerAccountNotFound
 from tests.factories import create_platform
-
-
-async def _fund(db, accounts, amount: int) -> None:
-    async with db.transaction() as session:
-        await ledger.post(
-            session,
-            tenant_id=accounts["tenant"],
-            kind="FUNDING",
-            reference="Transaction:fund",
-            legs=[ledger.Leg(accounts["source"], "USD", -amount), ledger.Leg(accounts["a"], "USD", amount)],
-        )
+from tests.ledger.support import fund
 
 
 async def _other_tenant(db, settings) -> str:
@@ -42,7 +32,7 @@ async def _skew(db, account_id: str, by: int) -> None:
 
 class TestVerifyOneTenant:
     async def test_counts_and_trial_balances_are_the_tenants_own(self, db, settings, accounts):
-        await _fund(db, accounts, 700)
+        await fund(db, accounts, 700)
         other = await _other_tenant(db, settings)
         async with db.read() as session:
             whole = await ledger.verify(session)
@@ -56,7 +46,7 @@ class TestVerifyOneTenant:
         assert mine.counts["accounts"] + theirs.counts["accounts"] <= whole.counts["accounts"]
 
     async def test_a_tenants_problem_is_found_for_it_only(self, db, settings, accounts):
-        await _fund(db, accounts, 700)
+        await fund(db, accounts, 700)
         other = await _other_tenant(db, settings)
         await _skew(db, accounts["a"], 5)
         try:
@@ -72,7 +62,7 @@ class TestVerifyOneTenant:
 
 class TestAccountWithBalance:
     async def test_one_account_or_one_not_found(self, db, settings, accounts):
-        await _fund(db, accounts, 700)
+        await fund(db, accounts, 700)
         other = await _other_tenant(db, settings)
         async with db.read() as session:
             found = await ledger.account_with_balance(
