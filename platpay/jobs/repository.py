@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.db import lean
 from platpay.db.database import Database
 from platpay.db.lean import Lean
-from platpay.db.portable import lean_in, lean_insert_ignore
+from platpay.db.portable import lean_in, lean_insert_ignore, only_if
 from platpay.db.rows import batch_done, batch_of
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
@@ -512,7 +512,7 @@ async def finish_many(session: AsyncSession, *, job_ids: list[str], now: datetim
         return 0
     result = await session.execute(
         update(JobRow)
-        .where(JobRow.id.in_(job_ids), JobRow.state == QUEUED)
+        .where(JobRow.id.in_(job_ids), only_if(JobRow.state, QUEUED))
         .values(state=DONE, finished_at=now, updated_at=now)
     )
     return cast("CursorResult[Any]", result).rowcount or 0
@@ -524,7 +524,7 @@ async def extend_leases(
     """A chain's leases extended (those of `job_ids` still held by `token`); how many."""
     result = await session.execute(
         update(JobRow)
-        .where(JobRow.id.in_(job_ids), JobRow.lease_token == token, JobRow.state == RUNNING)
+        .where(JobRow.id.in_(job_ids), only_if(JobRow.lease_token, token), only_if(JobRow.state, RUNNING))
         .values(lease_until=lease_until)
     )
     return cast("CursorResult[Any]", result).rowcount or 0
@@ -538,8 +538,8 @@ def _of_lease(**values: Any) -> Lean:
             update(JobRow)
             .where(
                 picked,
-                JobRow.lease_token == bindparam("token", type_=JobRow.lease_token.type),
-                JobRow.state == RUNNING,
+                only_if(JobRow.lease_token, bindparam("token", type_=JobRow.lease_token.type)),
+                only_if(JobRow.state, RUNNING),
             )
             .values(**values)
             .returning(JobRow.id)

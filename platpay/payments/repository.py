@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from platpay.accounts import service as accounts_service
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.portable import lean_in
+from platpay.db.portable import lean_in, only_if
 from platpay.db.unit_of_work import LeanSession, Raced
 from platpay.kit.pagination import keyset_page
 from platpay.payments.models import TransactionRow
@@ -111,7 +111,7 @@ _COLUMNS, _KEYS = lean.columns_of(TransactionRow)
 
 def _with_account(where: Any) -> Any:
     return accounts_service.with_internal(
-        select(*_COLUMNS).where(where, _TABLE.c.tenant_id == bindparam("tenant_id")),
+        select(*_COLUMNS).where(where, only_if(_TABLE.c.tenant_id, bindparam("tenant_id"))),
         account_id=case(
             (_TABLE.c.kind == TransactionKind.TRANSFER_OUT, _TABLE.c.source["accountId"].as_string()),
             else_=_TABLE.c.destination["accountId"].as_string(),

@@ -1,0 +1,200 @@
+"""Statements that find their rows by a list of keys read them by their keys, not through the index of
+another column they check (db/portable.py `only_if`).
+
+PostgreSQL plans a prepared statement once for any parameters (a generic plan, asyncpg's prepared statements
+after their first executions): `id = ANY($n)` is then ten rows to it, and on a table never analyzed (a
+fresh database under its first load; autovacuum off, as on this project's machines) one tenant's rows, or
+the running jobs, looked fewer. Each statement here was read through that other index before: every
+transaction of the tenant for each batch of settlement steps (18 ms for one against 0.35 by its key, in
+bench/webhook_throughput.py), every running job for each finish of a chain. The plans asked for are the
+generic ones, in a database of the test's own whose tables nothing has analyzed, filled in the transaction
+that asks (and rolls back): nothing can analyze them meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from platpay.config import get_settings
+from platpay.db import migrate
+from platpay.db.database import Database
+from platpay.db.lean import Lean
+from platpay.jobs import repository as jobs_repository
+from platpay.kit import clock
+from platpay.payments import repository as payments_repository
+from tests.factories import create_platform
+from tests.support.databases import PG_URL
+
+ROWS = 5_000
+
+
+async def _admin(sql: str) -> None:
+    assert PG_URL is not None
+    url = make_url(PG_URL).set(drivername="postgresql", database="postgres")
+    connection = await asyncpg.connect(url.render_as_string(hide_password=False))
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_url() -> Iterator[str]:
+    """A migrated PostgreSQL database of this module's own: none of its tables was ever analyzed."""
+    if PG_URL is None:
+        pytest.skip("the plans are PostgreSQL's")
+    name = f"{make_url(PG_URL).database}_plans_{secrets.token_hex(4)}"
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    try:
+        url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+        migrate.upgrade(url)
+        yield url
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def fresh(fresh_url: str) -> AsyncIterator[Database]:
+    database = Database(fresh_url, pool_size=2)
+    try:
+        yield database
+    finally:
+        await database.dispose()
+
+
+def _literal(value: Any) -> str:
+    """`value` as an SQL literal (the test's own values: ids, tokens, times)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime):
+        return f"'{value.isoformat()}'"
+    if isinstance(value, list):
+        return f"ARRAY[{', '.join(_literal(item) for item in value)}]" if value else "'{}'"
+    if isinstance(value, dict):
+        value = json.dumps(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _indexes(node: dict[str, Any]) -> list[str]:
+    """The indexes a bitmap's subtree reads."""
+    own = [node["Index Name"]] if node["Node Type"] == "Bitmap Index Scan" else []
+    return own + [name for child in node.get("Plans", []) for name in _indexes(child)]
+
+
+def _scans(node: dict[str, Any]) -> list[tuple[str, str]]:
+    """(relation, what reads it: an index's name, or "Seq Scan") of every scan in a JSON plan."""
+    found = []
+    if "Relation Name" in node and node["Node Type"] != "ModifyTable":
+        if node["Node Type"] == "Bitmap Heap Scan":
+            found.extend((node["Relation Name"], index) for index in _indexes(node))
+        else:
+            found.append((node["Relation Name"], node.get("Index Name") or node["Node Type"]))
+    if node["Node Type"] != "Bitmap Heap Scan":
+        for child in node.get("Plans", []):
+            found.extend(_scans(child))
+    return found
+
+
+async def _generic_scans(
+    connection: AsyncConnection, lean: Lean, params: dict[str, Any]
+) -> list[tuple[str, str]]:
+    """The scans of `lean`'s generic plan for `params` (its own defaults for the rest), in the connection's
+    transaction."""
+    sql, binds, _ = lean.plan(connection.dialect)
+    await connection.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
+    await connection.exec_driver_sql(f"PREPARE keyed AS {sql}")
+    args = ", ".join(_literal(params.get(name, default)) for name, default, _ in binds)
+    [[plan]] = (await connection.exec_driver_sql(f"EXPLAIN (FORMAT JSON) EXECUTE keyed({args})")).all()
+    await connection.exec_driver_sql("DEALLOCATE keyed")
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return _scans(plan[0]["Plan"])
+
+
+def _only_by(scans: list[tuple[str, str]], table: str, index: str) -> None:
+    mine = [scan for scan in scans if scan[0] == table]
+    assert mine, scans
+    assert all(found == index for _, found in mine), mine
+
+
+async def test_a_batch_of_transfers_is_read_by_their_ids(fresh: Database) -> None:
+    """A batch of settlement steps reads its transfers (`read_many_with_account`) by their ids, not through
+    the tenant's index; and only the tenant's."""
+    platform = await create_platform(fresh, get_settings().model_copy(update={"database_url": fresh.url}))
+    async with fresh.read() as session:
+        tenant_id = await session.scalar(
+            text("SELECT id FROM tenants WHERE platform_id = :platform AND environment = 'sandbox'"),
+            {"platform": platform["platform_id"]},
+        )
+    ids = ["Transaction:plan-7", "Transaction:plan-8"]
+    async with fresh.engine.connect() as connection, connection.begin() as transaction:
+        await connection.execute(
+            text(
+                "INSERT INTO transactions (id, tenant_id, type, kind, status, direction, source, destination, "
+                "fee_amount, extra, created_at, updated_at) SELECT 'Transaction:plan-' || n, :tenant, "
+                "'OUTGOING', 'TRANSFER_OUT', 'PENDING', 'DEBIT', '{}', '{}', 0, '{}', :now, :now "
+                f"FROM generate_series(1, {ROWS}) AS n"
+            ),
+            {"tenant": tenant_id, "now": clock.real_now()},
+        )
+        scans = await _generic_scans(
+            connection,
+            payments_repository._MANY_WITH_ACCOUNT,
+            {"transaction_ids": ids, "tenant_id": tenant_id},
+        )
+        await transaction.commit()
+    _only_by(scans, "transactions", "pk_transactions")
+    async with fresh.lean_transaction() as session:
+        found = await payments_repository.read_many_with_account(
+            session, tenant_id=tenant_id, transaction_ids=ids
+        )
+        assert sorted(found) == ids
+        assert not await payments_repository.read_many_with_account(  # another tenant's: none
+            session, tenant_id="Tenant:another", transaction_ids=ids
+        )
+
+
+async def test_a_chains_jobs_are_finished_by_their_ids(fresh: Database) -> None:
+    """A chain's finish (`finish_many_leased`, and `finish_all_leased` of a batch of steps) reads its jobs
+    by their ids, not through the index of the jobs' state (every running job); and only those of its
+    lease."""
+    now = clock.real_now()
+    prefix = f"Task:plan-{secrets.token_hex(4)}-"
+    ids = [f"{prefix}7", f"{prefix}8"]
+    async with fresh.engine.connect() as connection, connection.begin() as transaction:
+        await connection.execute(
+            text(
+                "INSERT INTO jobs (id, kind, lane, payload, state, run_at, attempts, max_attempts, "
+                "lease_until, lease_token, created_at, updated_at) SELECT :prefix || n, 'system.noop', "
+                "'default', '{}', 'RUNNING', :now, 1, 5, CAST(:now AS timestamptz) + interval '1 minute', "
+                f"'lease-A', :now, :now FROM generate_series(1, {ROWS}) AS n"
+            ),
+            {"prefix": prefix, "now": now},
+        )
+        scans = await _generic_scans(
+            connection, jobs_repository._FINISH_LEASED, {"job_ids": ids, "token": "lease-A", "now": now}
+        )
+        await transaction.commit()
+    _only_by(scans, "jobs", "pk_jobs")
+    async with fresh.lean_transaction() as session:
+        assert await jobs_repository.finish_many_leased(
+            session, job_ids=ids, token="lease-A", now=now
+        ) == set(ids)
+        assert not await jobs_repository.finish_many_leased(  # a token not theirs: none
+            session, job_ids=[f"{prefix}9"], token="lease-B", now=now
+        )
