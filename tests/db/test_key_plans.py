@@ -126,10 +126,19 @@ async def _generic_scans(
     return _scans(plan[0]["Plan"])
 
 
-def _only_by(scans: list[tuple[str, str]], table: str, index: str) -> None:
+async def _read_by_key(
+    db: Database, fill: str, filled: dict[str, Any], lean: Lean, params: dict[str, Any], table: str, key: str
+) -> None:
+    """`fill` run, then `lean`'s generic plan for `params` asked in the same transaction (the table never
+    analyzed, its new rows not yet visible to anyone), which is committed: the plan reads `table` only
+    through the index `key`."""
+    async with db.engine.connect() as connection, connection.begin() as transaction:
+        await connection.execute(text(fill), filled)
+        scans = await _generic_scans(connection, lean, params)
+        await transaction.commit()
     mine = [scan for scan in scans if scan[0] == table]
     assert mine, scans
-    assert all(found == index for _, found in mine), mine
+    assert all(found == key for _, found in mine), mine
 
 
 async def test_a_batch_of_transfers_is_read_by_their_ids(fresh: Database) -> None:
@@ -142,23 +151,17 @@ async def test_a_batch_of_transfers_is_read_by_their_ids(fresh: Database) -> Non
             {"platform": platform["platform_id"]},
         )
     ids = ["Transaction:plan-7", "Transaction:plan-8"]
-    async with fresh.engine.connect() as connection, connection.begin() as transaction:
-        await connection.execute(
-            text(
-                "INSERT INTO transactions (id, tenant_id, type, kind, status, direction, source, destination, "
-                "fee_amount, extra, created_at, updated_at) SELECT 'Transaction:plan-' || n, :tenant, "
-                "'OUTGOING', 'TRANSFER_OUT', 'PENDING', 'DEBIT', '{}', '{}', 0, '{}', :now, :now "
-                f"FROM generate_series(1, {ROWS}) AS n"
-            ),
-            {"tenant": tenant_id, "now": clock.real_now()},
-        )
-        scans = await _generic_scans(
-            connection,
-            payments_repository._MANY_WITH_ACCOUNT,
-            {"transaction_ids": ids, "tenant_id": tenant_id},
-        )
-        await transaction.commit()
-    _only_by(scans, "transactions", "pk_transactions")
+    await _read_by_key(
+        fresh,
+        "INSERT INTO transactions (id, tenant_id, type, kind, status, direction, source, destination, fee_amount, "
+        "extra, created_at, updated_at) SELECT 'Transaction:plan-' || n, :tenant, 'OUTGOING', 'TRANSFER_OUT', "
+        f"'PENDING', 'DEBIT', '{{}}', '{{}}', 0, '{{}}', :now, :now FROM generate_series(1, {ROWS}) AS n",
+        {"tenant": tenant_id, "now": clock.real_now()},
+        payments_repository._MANY_WITH_ACCOUNT,
+        {"transaction_ids": ids, "tenant_id": tenant_id},
+        "transactions",
+        "pk_transactions",
+    )
     async with fresh.lean_transaction() as session:
         found = await payments_repository.read_many_with_account(
             session, tenant_id=tenant_id, transaction_ids=ids
@@ -176,21 +179,18 @@ async def test_a_chains_jobs_are_finished_by_their_ids(fresh: Database) -> None:
     now = clock.real_now()
     prefix = f"Task:plan-{secrets.token_hex(4)}-"
     ids = [f"{prefix}7", f"{prefix}8"]
-    async with fresh.engine.connect() as connection, connection.begin() as transaction:
-        await connection.execute(
-            text(
-                "INSERT INTO jobs (id, kind, lane, payload, state, run_at, attempts, max_attempts, "
-                "lease_until, lease_token, created_at, updated_at) SELECT :prefix || n, 'system.noop', "
-                "'default', '{}', 'RUNNING', :now, 1, 5, CAST(:now AS timestamptz) + interval '1 minute', "
-                f"'lease-A', :now, :now FROM generate_series(1, {ROWS}) AS n"
-            ),
-            {"prefix": prefix, "now": now},
-        )
-        scans = await _generic_scans(
-            connection, jobs_repository._FINISH_LEASED, {"job_ids": ids, "token": "lease-A", "now": now}
-        )
-        await transaction.commit()
-    _only_by(scans, "jobs", "pk_jobs")
+    await _read_by_key(
+        fresh,
+        "INSERT INTO jobs (id, kind, lane, payload, state, run_at, attempts, max_attempts, lease_until, "
+        "lease_token, created_at, updated_at) SELECT :prefix || n, 'system.noop', 'default', '{}', 'RUNNING', "
+        ":now, 1, 5, CAST(:now AS timestamptz) + interval '1 minute', 'lease-A', :now, :now "
+        f"FROM generate_series(1, {ROWS}) AS n",
+        {"prefix": prefix, "now": now},
+        jobs_repository._FINISH_LEASED,
+        {"job_ids": ids, "token": "lease-A", "now": now},
+        "jobs",
+        "pk_jobs",
+    )
     async with fresh.lean_transaction() as session:
         assert await jobs_repository.finish_many_leased(
             session, job_ids=ids, token="lease-A", now=now
