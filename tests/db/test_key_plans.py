@@ -8,7 +8,7 @@ the running jobs, looked fewer. Each statement here was read through that other 
 transaction of the tenant for each batch of settlement steps (18 ms for one against 0.35 by its key, in
 bench/webhook_throughput.py), every running job for each finish of a chain. The plans asked for are the
 generic ones, in a database of the test's own whose tables nothing has analyzed, filled in the transaction
-that asks (and rolls back): nothing can analyze them meanwhile.
+that asks, before it commits: nothing can analyze the new rows meanwhile.
 """
 
 from __future__ import annotations
