@@ -25,6 +25,14 @@ from tests.support.fx import expected
 START = 1_000_000
 
 
+@pytest.fixture(autouse=True)
+def _frozen_clock() -> None:
+    """Time moves only when a test says so (`_advance`): a payout settles 1 s after it starts processing,
+    and a loaded machine once let that second pass in real time inside one `run_until_idle`, so that the
+    transfer asserted PROCESSING was already COMPLETED."""
+    clock.freeze()
+
+
 async def _advance(runner, seconds: float = 0) -> None:
     clock.advance(timedelta(seconds=seconds))
     await runner.run_until_idle()
