@@ -7,6 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from platpay.clocks import service as clocks_service
@@ -122,6 +123,15 @@ class TestControl:
         assert _at(created["createdAt"]) >= clock.real_now() + timedelta(seconds=86399)
 
 
+@pytest.fixture
+def _real_time_stands_still() -> None:
+    """Real time (the process clock) moves only when a test moves it. These tests stop one second short of a
+    deadline on the tenant's clock, which runs on real time: a loaded machine once let that second pass between
+    creating the quote and reading it back, and a quote asserted PENDING at 299 s was already EXPIRED."""
+    clock.freeze()
+
+
+@pytest.mark.usefixtures("_real_time_stands_still")
 class TestJobsFollowTheClock:
     async def test_quote_expires_on_advance(self, client, auth, runner, receiver):
         await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
@@ -184,6 +194,7 @@ class TestJobsFollowTheClock:
         assert (await client.get("/sandbox/clock", auth=other)).json()["offsetSeconds"] == 0
 
 
+@pytest.mark.usefixtures("_real_time_stands_still")
 class TestIncomingApproval:
     async def test_an_unanswered_202_times_out_on_the_tenants_clock(self, client, auth, runner, receiver):
         await _advance(client, auth, 3600)  # the clock well ahead before the payment arrives

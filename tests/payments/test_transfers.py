@@ -137,6 +137,7 @@ class TestTransferOut:
         )
 
     async def test_bank_rejection_fails_at_settlement_and_releases(self, client, auth, funded, runner):
+        clock.freeze()  # settlement comes 1 s after the rail takes it: only when the test moves time
         bank = await external_account(client, auth, funded["customer"]["id"], account_number="55555004")
         tx = (await _transfer_out(client, auth, funded["account"]["id"], bank["id"], 3_000)).json()
         await runner.run_until_idle()
@@ -154,6 +155,7 @@ class TestTransferOut:
         assert await balances(client, auth, funded["customer"]["id"]) == (10_000, 10_000)
 
     async def test_slow_failure_stays_pending_about_thirty_seconds(self, client, auth, funded, runner):
+        clock.freeze()  # ~30 s pending, counted only as the test moves time
         bank = await external_account(client, auth, funded["customer"]["id"], account_number="55555005")
         tx = (await _transfer_out(client, auth, funded["account"]["id"], bank["id"], 3_000)).json()
         await runner.run_until_idle()
