@@ -767,7 +767,9 @@ def measure_wrk(
         run_wrk(wrk, url, fresh_script(), connections=connections, threads=1, seconds=args.warmup)
     lua = fresh_script()
     quiet(args, [target.proc.pid])
-    with LoadMeter(target.proc.pid, postgres=target.name == "postgres", ours=[target.proc.pid]) as meter:
+    # (a variant's server is "postgres-<name>": its PostgreSQL CPU is its own, not foreign load)
+    on_postgres = target.name == "postgres" or target.name.startswith("postgres-")
+    with LoadMeter(target.proc.pid, postgres=on_postgres, ours=[target.proc.pid]) as meter:
         result = parse_wrk(run_wrk(wrk, url, lua, connections=connections, threads=1, seconds=args.duration))
     if target.proc.poll() is not None:
         raise RuntimeError(f"{target.name} exited during the run; see {target.log}")

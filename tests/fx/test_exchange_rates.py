@@ -89,6 +89,7 @@ class TestExchangeRates:
         assert (mxn["minSendingAmount"], mxn["maxSendingAmount"]) == (500, 900_000)
 
     async def test_updated_at_is_stable_within_the_cache_ttl(self, client, auth):
+        clock.freeze()  # 299 s of a 300 s cache: no real second may pass between the two reads
         first = (await _rates(client, auth, sourceCurrency="USD", destinationCurrency="MXN"))[0]["updatedAt"]
         clock.advance(timedelta(seconds=299))
         assert (await _rates(client, auth, sourceCurrency="USD", destinationCurrency="MXN"))[0][
