@@ -197,12 +197,14 @@ def start_platpay(
     home = workdir / name
     home.mkdir(parents=True, exist_ok=True)
     log = home / "server.log"
-    env = bench_env(
-        PLATPAY_DATABASE_URL=database_url,
-        PLATPAY_VAR_DIR=str(home / "var"),
-        PLATPAY_HOST="127.0.0.1",
-        PLATPAY_PORT=str(port),
-        **extra_env,
+    env = bench_env(  # (extra_env may name another URL of the same database: over a Unix socket, say)
+        **{
+            "PLATPAY_DATABASE_URL": database_url,
+            "PLATPAY_VAR_DIR": str(home / "var"),
+            "PLATPAY_HOST": "127.0.0.1",
+            "PLATPAY_PORT": str(port),
+            **extra_env,
+        }
     )
     with log.open("wb") as out:
         proc = subprocess.Popen(

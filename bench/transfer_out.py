@@ -947,7 +947,14 @@ def run_postgres(
                         f"postgres-{name}",
                         url,
                         workdir,
-                        {**env, **variant_env},
+                        # ("{database}" in a value: this run's database, e.g. a URL over a Unix socket)
+                        {
+                            **env,
+                            **{
+                                k: v.replace("{database}", dsn.rsplit("/", 1)[1])
+                                for k, v in variant_env.items()
+                            },
+                        },
                         workers=processes,
                         credentials=target.credentials,
                     )
@@ -1236,7 +1243,9 @@ def main() -> None:
         metavar="NAME:KEY=VALUE[,KEY=VALUE...]",
         help="PostgreSQL: also serve the same database with these settings (a second server started beside "
         "the first) and measure it in the same rounds, e.g. the connection policy off: "
-        "'no-timeouts:PLATPAY_DB_STATEMENT_TIMEOUT_SECONDS=0,PLATPAY_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=0'",
+        "'no-timeouts:PLATPAY_DB_STATEMENT_TIMEOUT_SECONDS=0,PLATPAY_DB_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS=0'; "
+        "{database} in a value is the run's database: 'unix:PLATPAY_DATABASE_URL=postgresql+asyncpg://postgres@/"
+        "{database}?host=/var/run/postgresql'",
     )
     parser.add_argument("--show-sql", action="store_true", help="print the pgbench scripts")
     parser.add_argument("--json-out", type=Path, help="also write the figures as JSON here")
