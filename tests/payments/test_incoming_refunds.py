@@ -98,6 +98,7 @@ class TestReturnedToTheSender:
     async def test_a_failed_payout_is_refunded_to_the_sender(
         self, client, auth, db, person, runner, receiver
     ):
+        clock.freeze()  # the refund comes 1 s after the failure: only when the test moves time
         await _hook(client, auth, runner, receiver)
         await _deposit_account(client, auth, person["id"], "123456004")
         tx = await _receive(client, auth, person["id"], 2_500)
