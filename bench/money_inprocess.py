@@ -195,6 +195,10 @@ async def _measure(url: str, credentials: tuple[str, str], args: argparse.Namesp
             profiler.disable()
             stats = pstats.Stats(profiler)
             calls[kind] = round(stats.total_calls / args.requests)  # type: ignore[attr-defined]
+            if args.dump_stats:
+                Path(args.dump_stats).mkdir(parents=True, exist_ok=True)
+                backend = "postgres" if url.startswith("postgresql") else "sqlite"
+                stats.dump_stats(str(Path(args.dump_stats) / f"{backend}-{kind}.pstats"))
             if args.profile:
                 print(
                     f"\n  profile of {args.requests} {kind} requests (top {args.profile} by own time):",
@@ -223,6 +227,12 @@ def main() -> None:
     parser.add_argument("--customers", type=int, default=16)
     parser.add_argument("--only", default="", choices=["", *KINDS])
     parser.add_argument("--profile", type=int, default=0, help="print the top N of each kind's profile")
+    parser.add_argument(
+        "--dump-stats",
+        default="",
+        metavar="DIR",
+        help="write each kind's profile to DIR/<backend>-<kind>.pstats (compare two with bench/pstats_diff.py)",
+    )
     parser.add_argument(
         "--pg-admin-url", default=os.environ.get("PLATPAY_BENCH_PG_ADMIN_URL", DEFAULT_PG_ADMIN)
     )

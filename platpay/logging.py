@@ -22,6 +22,8 @@ from typing import Any
 
 import structlog
 
+from platpay.loops import running_loop
+
 _SECRET_MARKERS = ("secret", "password", "authorization", "token", "key", "signature", "otp")
 _ALLOWED = {"token_id", "idempotency_key_present", "job_id", "request_id"}
 
@@ -162,7 +164,7 @@ def _flush_soon(stream: Any) -> None:
     in one loop iteration go out in one write (one system call per line was ~4% of a request's CPU under
     load), and none waits longer than that iteration. Outside an event loop: at once."""
     try:
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
     except RuntimeError:
         stream.flush()
         return

@@ -32,6 +32,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, valu
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
+from platpay.loops import running_loop
+
 if TYPE_CHECKING:
     from platpay.config import Settings
 
@@ -138,7 +140,7 @@ class RequestTally:
         series[0][bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1  # the first bound >= seconds
         series[1][0] += seconds
         try:
-            loop = asyncio.get_running_loop()
+            loop = running_loop()
         except RuntimeError:
             self.flush()
             return

@@ -27,6 +27,8 @@ from uvicorn import Config, Server
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.supervisors import multiprocess
 
+from platpay.loops import running_loop
+
 logger = logging.getLogger("uvicorn.error")
 
 
@@ -85,7 +87,9 @@ class OneSendPerTurnProtocol(HttpToolsProtocol):
     module level: `--workers` hands the config to its processes by pickling it)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._joined = OneSendPerTurn(transport, asyncio.get_running_loop())
+        # running_loop() keeps the loop in the connection's context (uvloop runs a transport's callbacks in
+        # one context of its own), which each request's task copies: a request never looks it up again.
+        self._joined = OneSendPerTurn(transport, running_loop())
         super().connection_made(cast(asyncio.Transport, self._joined))
 
     def eof_received(self) -> None:

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent / "platpay"
 
 # docs/architecture.md, top to bottom: a package may import only packages before it in this list.
 LAYERS = (
-    ("kit", "config", "errors", "logging", "metrics", "db"),
+    ("loops", "kit", "config", "errors", "logging", "metrics", "db"),
     ("jobs",),
     ("clocks",),
     ("tenants",),

@@ -66,6 +66,7 @@ from platpay.db.replica import RecentWrites, ReplicaRouter, current_writer
 from platpay.db.unit_of_work import LeanFirst, LeanSession, Raced
 from platpay.db.watch import Listener, SqliteChanges
 from platpay.errors import ApiError
+from platpay.loops import running_loop
 
 WRITE_OPTION = "platpay_write"
 DEFAULT_TIMEOUT_SECONDS = 5.0
@@ -528,7 +529,7 @@ class Database:
     def _lean_slot(self) -> asyncio.Semaphore | contextlib.nullcontext[None]:
         if self._lean_limit is None:
             return contextlib.nullcontext()
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         slots = self._lean_slots.get(loop)
         if slots is None:
             slots = self._lean_slots[loop] = asyncio.Semaphore(self._lean_limit)
@@ -652,7 +653,7 @@ class Database:
             if changes is None:
                 changes = self._sqlite_changes[thread_key] = SqliteChanges(self._data_version)
             return changes
-        key = (asyncio.get_running_loop(), channel)
+        key = (running_loop(), channel)
         listener = self._listeners.get(key)
         if listener is None:
             listener = self._listeners[key] = Listener(channel, self._open_pg_connection)
@@ -661,7 +662,7 @@ class Database:
     def _pg_transaction_pool(self) -> LeanPool:
         """This event loop's pool for lean transactions: as large as the engine's pool (a transaction holds
         its connection for all its statements), its connections set up as the lean reads' are."""
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         pool = self._pg_transaction_pools.get(loop)
         if pool is None:
             pool = self._pg_transaction_pools[loop] = LeanPool(
@@ -676,7 +677,7 @@ class Database:
         A quarter of the engine's pool size: a lean read holds its connection for one short statement, so
         a few serve every concurrent request (they queue briefly, first come first served), without
         doubling the process's share of PostgreSQL's max_connections."""
-        loop = asyncio.get_running_loop()
+        loop = running_loop()
         pool = self._pg_pools.get(loop)
         if pool is None:
             pool = self._pg_pools[loop] = LeanPool(

@@ -34,6 +34,7 @@ from typing import Any
 import asyncpg
 
 from platpay.db.faults import connection_lost, refuses_writes
+from platpay.loops import running_loop
 
 
 class LeanPool:
@@ -90,7 +91,7 @@ class LeanPool:
             self._discard(idle)  # the server closed it while it sat idle, or the caller refused it
         if self._opened < self.size and not self._waiters:
             return await self._open()
-        waiter = asyncio.get_running_loop().create_future()
+        waiter = running_loop().create_future()
         self._waiters.append(waiter)
         async with asyncio.timeout(self.timeout):  # a wait cut short here raises TimeoutError
             try:

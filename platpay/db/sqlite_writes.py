@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from platpay.db.faults import DatabaseUnavailable, refuses_writes
+from platpay.loops import running_loop
 
 
 class _Batch:
@@ -152,7 +153,7 @@ class Writes:
             if isinstance(error, Exception):
                 raise self._translate("BEGIN IMMEDIATE", error) from error
             raise
-        self._batch = _Batch(fairy, asyncio.get_running_loop().create_future())
+        self._batch = _Batch(fairy, running_loop().create_future())
         return self._batch
 
     async def _control(self, batch: _Batch, sql: str) -> None:
@@ -182,7 +183,7 @@ class Writes:
         join after it). A broken batch ends now."""
         if batch.broken is None:
             if batch.committer is None:
-                batch.committer = asyncio.get_running_loop().create_task(self._commit_later(batch))
+                batch.committer = running_loop().create_task(self._commit_later(batch))
             return
         await self._end(batch)
 

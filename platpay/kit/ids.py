@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
 import uuid
 from datetime import datetime
+
+from platpay.kit.entropy import random_bytes
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -17,7 +18,8 @@ UUID_RE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 def _uuid7_value() -> int:
-    """RFC 9562 UUIDv7 as an int, with a 12-bit counter in rand_a, monotonic within this process."""
+    """RFC 9562 UUIDv7 as an int, with a 12-bit counter in rand_a, monotonic within this process (its random
+    bits from kit/entropy.py)."""
     global _last_ms, _counter
     with _lock:
         ms = time.time_ns() // 1_000_000
@@ -29,8 +31,8 @@ def _uuid7_value() -> int:
             ms = _last_ms
         else:
             _last_ms = ms
-            _counter = int.from_bytes(os.urandom(1), "big")  # random start leaves headroom
-        rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+            _counter = random_bytes(1)[0]  # random start leaves headroom
+        rand_b = int.from_bytes(random_bytes(8), "big") & ((1 << 62) - 1)
         return (
             ((ms & ((1 << 48) - 1)) << 80) | (0x7 << 76) | ((_counter & 0xFFF) << 64) | (0b10 << 62) | rand_b
         )

@@ -14,6 +14,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from platpay.config import decode_master_key
+from platpay.kit.entropy import random_bytes
 
 _PREFIX = "v1."
 
@@ -33,7 +34,7 @@ class Sealer:
         self._aead = AESGCM(key)
 
     def seal(self, plaintext: bytes, *, purpose: str) -> str:
-        nonce = os.urandom(12)
+        nonce = random_bytes(12)  # unique per seal (kit/entropy.py: never handed out twice)
         return _PREFIX + _b64e(nonce + self._aead.encrypt(nonce, plaintext, purpose.encode()))
 
     def open(self, sealed: str, *, purpose: str) -> bytes:
