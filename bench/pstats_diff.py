@@ -37,14 +37,18 @@ def main() -> None:
     args = parser.parse_args()
     first, second = _per_function(args.first), _per_function(args.second)
     n = args.requests
-    rows = []
+    rows: list[tuple[str, float, float, float, float]] = []
     for key in first.keys() | second.keys():
         a_calls, a_own = first.get(key, (0, 0.0))
         b_calls, b_own = second.get(key, (0, 0.0))
         rows.append((key, a_calls / n, b_calls / n, a_own / n * 1e6, b_own / n * 1e6))
-    index = 2 if args.by == "calls" else 4
-    rows.sort(key=lambda row: abs(row[index] - row[index - 1]), reverse=True)
-    totals = [sum(row[i] for row in rows) for i in range(1, 5)]
+
+    def difference(row: tuple[str, float, float, float, float]) -> float:
+        return abs(row[2] - row[1]) if args.by == "calls" else abs(row[4] - row[3])
+
+    rows.sort(key=difference, reverse=True)
+    totals: list[float] = [sum(row[1] for row in rows), sum(row[2] for row in rows)]
+    totals += [sum(row[3] for row in rows), sum(row[4] for row in rows)]
     print(f"{'calls/req':>19}  {'own µs/req':>17}  function")
     print(f"{totals[0]:8.1f} {totals[1]:8.1f}   {totals[2]:7.0f} {totals[3]:7.0f}   (all)")
     for key, a_calls, b_calls, a_us, b_us in rows[: args.top]:
