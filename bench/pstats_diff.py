@@ -51,8 +51,8 @@ def main() -> None:
     totals += [sum(row[3] for row in rows), sum(row[4] for row in rows)]
     print(f"{'calls/req':>19}  {'own µs/req':>17}  function")
     print(f"{totals[0]:8.1f} {totals[1]:8.1f}   {totals[2]:7.0f} {totals[3]:7.0f}   (all)")
-    for key, a_calls, b_calls, a_us, b_us in rows[: args.top]:
-        print(f"{a_calls:8.1f} {b_calls:8.1f}   {a_us:7.1f} {b_us:7.1f}   {key}")
+    for name, calls_1, calls_2, own_1, own_2 in rows[: args.top]:
+        print(f"{calls_1:8.1f} {calls_2:8.1f}   {own_1:7.1f} {own_2:7.1f}   {name}")
 
 
 if __name__ == "__main__":
