@@ -2,8 +2,9 @@
 (kit/ids.py) and AES-GCM nonces (kit/crypto/sealing.py).
 
 The operating system's random bytes (`os.urandom`, one `getrandom` system call per call), taken 4 KiB at a
-time and handed out in order, each byte once: a transfer takes ~10 such values, and their system calls
-were ~4 % of its CPU on a virtual machine whose system calls are slow. The bytes are the same
+time and handed out in order, each byte once: a transfer takes ~10 such values, whose system calls were
+half of the transfer's (bench/README.md, "System calls per request"; the CPU saved is within the noise of
+the machine it was measured on). The bytes are the same
 cryptographically secure ones; what changes is only that they were read a little earlier. A forked child
 drops the parent's unread bytes, so no two processes ever hand out the same bytes. Secrets (keys, tokens,
 passwords) keep taking theirs straight from `secrets`."""
