@@ -87,8 +87,9 @@ class OneSendPerTurnProtocol(HttpToolsProtocol):
     module level: `--workers` hands the config to its processes by pickling it)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        # running_loop() keeps the loop in the connection's context (uvloop runs a transport's callbacks in
-        # one context of its own), which each request's task copies: a request never looks it up again.
+        # running_loop() keeps the loop in the connection's context. uvloop (PostgreSQL's default loop) runs a
+        # transport's callbacks in one context of its own, which each request's task copies, so a request there
+        # never looks it up again; asyncio's loop (SQLite's) runs them in fresh copies: one lookup per request.
         self._joined = OneSendPerTurn(transport, running_loop())
         super().connection_made(cast(asyncio.Transport, self._joined))
 
