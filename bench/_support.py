@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,6 +43,28 @@ def child_setup() -> None:
     """preexec_fn for our children."""
     if _NICENESS:
         os.nice(_NICENESS)
+
+
+def debian_tool(command: str, package: str | None = None) -> str:
+    """The path of `command`; when it is missing and this runs as root with apt-get, its Debian package
+    (`package`, by default the command's name) is installed first; otherwise exits saying how."""
+    path = shutil.which(command)
+    if path:
+        return path
+    package = package or command
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        print(
+            f"{command} not found: installing the Debian package (apt-get install -y {package})", flush=True
+        )
+        if subprocess.run(["apt-get", "install", "-y", package], check=False).returncode != 0:
+            subprocess.run(["apt-get", "update"], check=False)
+            subprocess.run(["apt-get", "install", "-y", package], check=False)
+        path = shutil.which(command)
+        if path:
+            return path
+    sys.exit(
+        f"{command} is required: install it with `sudo apt-get install -y {package}` (Debian/Ubuntu package)"
+    )
 
 
 def free_port() -> int:

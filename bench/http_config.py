@@ -46,6 +46,7 @@ from _support import (
     child_setup,
     children_cpu_seconds,
     cpu_seconds,
+    debian_tool,
     free_port,
     machine_summary,
     pg_backend_pids,
@@ -69,19 +70,7 @@ TARGET_P99_MS = 20.0
 
 
 def ensure_wrk() -> str:
-    path = shutil.which("wrk")
-    if path:
-        return path
-    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
-        print("wrk not found: installing the Debian package (apt-get install -y wrk)", flush=True)
-        result = subprocess.run(["apt-get", "install", "-y", "wrk"], check=False)
-        if result.returncode != 0:
-            subprocess.run(["apt-get", "update"], check=False)
-            subprocess.run(["apt-get", "install", "-y", "wrk"], check=False)
-        path = shutil.which("wrk")
-        if path:
-            return path
-    sys.exit("wrk is required: install it with `sudo apt-get install -y wrk` (Debian/Ubuntu package `wrk`)")
+    return debian_tool("wrk")
 
 
 _UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}

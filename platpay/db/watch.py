@@ -14,6 +14,12 @@ otherwise:
 - the row is younger than `max_age` seconds: the bound if the listening connection is silently gone
   (a network that drops packets: keepalives and the socket's user timeout find that out in seconds).
 
+Requests that miss the same key at once share one read (`pending`): when a kept row's age runs out, or a
+notification empties what was kept, the requests in flight on every connection would otherwise each read
+it (64 connections: 64 reads queued for the lean pool's 8 connections, every `max_age` seconds). A request joins a read only if it began
+under the generation it sees: after this process's own commit (or a notification), a new read is made.
+If the shared read fails or its request is cancelled, those that joined it read for themselves.
+
 A row read while the generation moved is not kept, so a read that raced a change never keeps the old row.
 
 This process's own commits do not wait for the notification: a session that changed a watched table moves
@@ -75,6 +81,7 @@ class Listener:
         self.channel = channel
         self.generation = 0
         self.entries: dict[Any, tuple[Any, float, tuple[Any, ...]]] = {}
+        self.pending: dict[Any, tuple[Any, asyncio.Future[tuple[Any, ...] | None]]] = {}
         self._connect = connect
         self._connection: Any = None
         self._lost = asyncio.Event()
@@ -146,6 +153,7 @@ class SqliteChanges:
 
     def __init__(self, version: Callable[[], tuple[int, int] | None]) -> None:
         self.entries: dict[Any, tuple[Any, float, tuple[Any, ...]]] = {}
+        self.pending: dict[Any, tuple[Any, asyncio.Future[tuple[Any, ...] | None]]] = {}
         self._version = version
         self._seen: tuple[int, int] | None = None
 
@@ -178,8 +186,40 @@ class Watched:
             kept = watch.entries.get((self, key))
             if kept is not None and kept[0] == generation and now - kept[1] < db.watch_max_age:
                 return kept[2]
-        row = await db.fetch_first(self.query, params)
-        if row is not None and generation is not None and watch.current() == generation:
+            shared = watch.pending.get((self, key))
+            if shared is not None and shared[0] == generation:
+                read = shared[1]
+                await asyncio.wait((read,))
+                if not read.cancelled() and read.exception() is None:
+                    return read.result()
+                # (it failed or its request was cancelled: this request reads for itself)
+        if generation is None:
+            return await db.fetch_first(self.query, params)
+        return await self._read(db, watch, params, key, generation, now)
+
+    async def _read(
+        self,
+        db: Database,
+        watch: Listener | SqliteChanges,
+        params: dict[str, Any],
+        key: Any,
+        generation: Any,
+        now: float,
+    ) -> tuple[Any, ...] | None:
+        """Read the row, letting requests for the same key under the same generation share the read, and
+        keep it if nothing moved the generation meanwhile."""
+        read: asyncio.Future[tuple[Any, ...] | None] = asyncio.get_running_loop().create_future()
+        shared = watch.pending[(self, key)] = (generation, read)
+        try:
+            row = await db.fetch_first(self.query, params)
+        except BaseException:
+            read.cancel()
+            raise
+        finally:
+            if watch.pending.get((self, key)) is shared:
+                del watch.pending[(self, key)]
+        read.set_result(row)
+        if row is not None and watch.current() == generation:
             if len(watch.entries) >= MAX_ENTRIES:
                 watch.entries.clear()
             watch.entries[(self, key)] = (generation, now, row)

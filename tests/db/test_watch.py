@@ -189,6 +189,80 @@ async def test_losing_the_listening_connection_drops_everything_until_it_is_back
     assert reads.count == 1  # kept again
 
 
+class _SlowReads:
+    """The credential's reads, each held `delay` seconds before it runs (the real read), counted; the first
+    `fail` of them raise instead of reading."""
+
+    def __init__(self, db: Database, monkeypatch: pytest.MonkeyPatch, delay: float, fail: int = 0) -> None:
+        self.count = 0
+        real = db.fetch_first
+
+        async def slow(query: Any, params: dict[str, Any]) -> Any:
+            if query is auth_repository.CREDENTIAL:
+                self.count += 1
+                await asyncio.sleep(delay)
+                if self.count <= fail:
+                    raise ConnectionResetError("the read's connection was lost")
+            return await real(query, params)
+
+        monkeypatch.setattr(db, "fetch_first", slow)
+
+
+async def test_requests_that_miss_at_once_share_one_read(
+    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
+) -> None:
+    listener = await _listening(db)
+    reads = _SlowReads(db, monkeypatch, delay=0.05)
+    rows = await asyncio.gather(*(auth_repository.credential(db, auth[0]) for _ in range(20)))
+    assert reads.count == 1
+    assert all(row is not None and row == rows[0] for row in rows)
+    assert not listener.pending
+    # a key nothing matches is shared while in flight too, and not kept
+    missing = await asyncio.gather(*(auth_repository.credential(db, "nobody") for _ in range(5)))
+    assert missing == [None] * 5 and reads.count == 2
+
+
+async def test_a_read_begun_before_a_change_is_not_shared_after_it(
+    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
+) -> None:
+    listener = await _listening(db)
+    reads = _SlowReads(db, monkeypatch, delay=0.05)
+    first = asyncio.create_task(auth_repository.credential(db, auth[0]))
+    await asyncio.sleep(0.01)  # the first read is on its way
+    listener.changed()  # e.g. this process committed a change to a token
+    second = asyncio.create_task(auth_repository.credential(db, auth[0]))
+    await asyncio.gather(first, second)
+    assert reads.count == 2
+
+
+async def test_those_that_joined_a_failed_read_read_for_themselves(
+    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
+) -> None:
+    listener = await _listening(db)
+    reads = _SlowReads(db, monkeypatch, delay=0.05, fail=1)
+    first = asyncio.create_task(auth_repository.credential(db, auth[0]))
+    await asyncio.sleep(0.01)
+    joined = [asyncio.create_task(auth_repository.credential(db, auth[0])) for _ in range(3)]
+    with pytest.raises(ConnectionResetError):
+        await first
+    assert all(row is not None for row in await asyncio.gather(*joined))
+    assert reads.count == 4 and not listener.pending
+
+
+async def test_those_that_joined_a_cancelled_read_read_for_themselves(
+    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
+) -> None:
+    listener = await _listening(db)
+    reads = _SlowReads(db, monkeypatch, delay=0.05)
+    first = asyncio.create_task(auth_repository.credential(db, auth[0]))
+    await asyncio.sleep(0.01)
+    joined = [asyncio.create_task(auth_repository.credential(db, auth[0])) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    first.cancel()  # its client went away
+    assert all(row is not None for row in await asyncio.gather(*joined))
+    assert first.cancelled() and reads.count == 4 and not listener.pending
+
+
 async def test_kept_rows_are_bounded(db: Database, auth: tuple[str, str], backend_is_pg: None) -> None:
     listener = await _listening(db)
     listener.entries.update({("x", n): (listener.generation, 0.0, ()) for n in range(MAX_ENTRIES)})
