@@ -235,32 +235,22 @@ async def test_a_read_begun_before_a_change_is_not_shared_after_it(
     assert reads.count == 2
 
 
-async def test_those_that_joined_a_failed_read_read_for_themselves(
-    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
+@pytest.mark.parametrize("ending", ["fails", "is cancelled"])
+async def test_those_that_joined_a_read_that_ends_without_a_row_read_for_themselves(
+    ending: str, db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
 ) -> None:
     listener = await _listening(db)
-    reads = _SlowReads(db, monkeypatch, delay=0.05, fail=1)
+    reads = _SlowReads(db, monkeypatch, delay=0.05, fail=1 if ending == "fails" else 0)
     first = asyncio.create_task(auth_repository.credential(db, auth[0]))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # the first read is on its way
     joined = [asyncio.create_task(auth_repository.credential(db, auth[0])) for _ in range(3)]
-    with pytest.raises(ConnectionResetError):
+    await asyncio.sleep(0.01)
+    if ending == "is cancelled":
+        first.cancel()  # its client went away
+    with pytest.raises(ConnectionResetError if ending == "fails" else asyncio.CancelledError):
         await first
     assert all(row is not None for row in await asyncio.gather(*joined))
     assert reads.count == 4 and not listener.pending
-
-
-async def test_those_that_joined_a_cancelled_read_read_for_themselves(
-    db: Database, auth: tuple[str, str], monkeypatch: pytest.MonkeyPatch, backend_is_pg: None
-) -> None:
-    listener = await _listening(db)
-    reads = _SlowReads(db, monkeypatch, delay=0.05)
-    first = asyncio.create_task(auth_repository.credential(db, auth[0]))
-    await asyncio.sleep(0.01)
-    joined = [asyncio.create_task(auth_repository.credential(db, auth[0])) for _ in range(3)]
-    await asyncio.sleep(0.01)
-    first.cancel()  # its client went away
-    assert all(row is not None for row in await asyncio.gather(*joined))
-    assert first.cancelled() and reads.count == 4 and not listener.pending
 
 
 async def test_kept_rows_are_bounded(db: Database, auth: tuple[str, str], backend_is_pg: None) -> None:
