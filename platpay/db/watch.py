@@ -16,9 +16,10 @@ otherwise:
 
 Requests that miss the same key at once share one read (`pending`): when a kept row's age runs out, or a
 notification empties what was kept, the requests in flight on every connection would otherwise each read
-it (64 connections: 64 reads queued for the lean pool's 8 connections, every `max_age` seconds). A request joins a read only if it began
-under the generation it sees: after this process's own commit (or a notification), a new read is made.
-If the shared read fails or its request is cancelled, those that joined it read for themselves.
+it (64 connections: 64 reads queued for the lean pool's 8 connections, every `max_age` seconds). A request
+joins a read only if it began under the generation it sees: after this process's own commit (or a
+notification), a new read is made. If the shared read fails or its request is cancelled, those that joined
+it read for themselves.
 
 A row read while the generation moved is not kept, so a read that raced a change never keeps the old row.
 
@@ -53,6 +54,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session, UOWTransaction
 
 from platpay.db.lean import Lean
+from platpay.loops import running_loop
 
 if TYPE_CHECKING:
     from platpay.db.database import Database
@@ -208,7 +210,7 @@ class Watched:
     ) -> tuple[Any, ...] | None:
         """Read the row, letting requests for the same key under the same generation share the read, and
         keep it if nothing moved the generation meanwhile."""
-        read: asyncio.Future[tuple[Any, ...] | None] = asyncio.get_running_loop().create_future()
+        read: asyncio.Future[tuple[Any, ...] | None] = running_loop().create_future()
         shared = watch.pending[(self, key)] = (generation, read)
         try:
             row = await db.fetch_first(self.query, params)
