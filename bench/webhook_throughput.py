@@ -18,8 +18,9 @@ SQLite file), all on 127.0.0.1 in a temporary directory:
     runners would only ever deliver what the (loaded, slow) money path produced, and deliveries/s would
     equal events/s whatever the runners could do.
 
-Printed per round: transfers/s; events produced/s (delivery rows created per second of load); deliveries/s
-(POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with a backlog
+Printed per round: transfers/s and their p99 (and the same with no runner, the backlog's making: what
+delivering beside them costs the money path); events produced/s (delivery rows created per second of load);
+deliveries/s (POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with a backlog
 still waiting (the runners' capacity while transfers run, never starved); the ratio capacity / events (the
 target: >= 1.2), and the same ratio had settlement kept up (when the settlement backlog grows, the events its
 late steps owe are not produced yet: at least two per transfer it fell behind by, added to the events); the backlog (PENDING deliveries) at the start and the end of the load and its trend
@@ -255,7 +256,7 @@ def one_round(
 
     # 1. a backlog: the money path with no runner (its deliveries and settlement steps queue up)
     deployment.runners(False)
-    load(args.prefill)
+    alone = load(args.prefill)
     _, backlog0 = counter.read()
     # 2. the runners on, and the money load again: deliveries/s while transfers run and a backlog is waiting
     deployment.runners(True)
@@ -324,6 +325,10 @@ def one_round(
     capacity = busy_n / busy_t if busy_t > 0 else None
     return {
         "transfers_s": result.rps,
+        "p99_ms": result.p99_ms,
+        # the money path with no runner (the backlog's making): what delivering beside it costs it
+        "alone_s": alone.rps,
+        "alone_p99_ms": alone.p99_ms,
         "errors": result.non_2xx + sum(result.socket_errors.values()),
         "backlog_start": backlog0,
         "events_s": events / loaded,
@@ -364,7 +369,8 @@ def show(name: str, round_no: int, row: dict[str, Any]) -> None:
         return "-" if value is None else format(value, spec)
 
     print(
-        f"  {name} round {round_no}: transfers {row['transfers_s']:.0f}/s ({row['errors']} errors), "
+        f"  {name} round {round_no}: transfers {row['transfers_s']:.0f}/s, p99 {row['p99_ms']:.0f} ms "
+        f"({row['errors']} errors; with no runner {row['alone_s']:.0f}/s, p99 {row['alone_p99_ms']:.0f} ms), "
         f"events {row['events_s']:.0f}/s; deliveries {row['deliveries_s']:.0f}/s, "
         f"{f(row['capacity_s'], '.0f')}/s while a backlog waited ({row['busy_share']:.0%} of the load; "
         f"backlog {row['backlog_start']} at the start); ratio {f(row['ratio'], '.2f')} (had settlement kept up, "
@@ -442,7 +448,8 @@ def summary(name: str, rows: list[dict[str, Any]]) -> None:
         return f"{format(statistics.median(values), spec)} [{format(values[0], spec)}-{format(values[-1], spec)}]"
 
     print(
-        f"{name}: median [min-max] of {len(rows)}: events/s {spread('events_s', '.0f')}, "
+        f"{name}: median [min-max] of {len(rows)}: transfers/s {spread('transfers_s', '.0f')} (with no runner "
+        f"{spread('alone_s', '.0f')}), p99 {spread('p99_ms', '.0f')} ms, events/s {spread('events_s', '.0f')}, "
         f"deliveries/s {spread('deliveries_s', '.0f')}, while backlogged {spread('capacity_s', '.0f')}, ratio {spread('ratio', '.2f')} "
         f"(had settlement kept up {spread('ratio_settled', '.2f')}), backlog trend {spread('trend_s', '+.0f')}/s, settlement backlog trend "
         f"{spread('unsettled_trend_s', '+.0f')}/s, runner CPU/delivery {spread('runner_cpu_us', '.0f')} us, "

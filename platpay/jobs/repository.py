@@ -74,6 +74,14 @@ def _claimable(now: datetime | Any) -> Any:
     )
 
 
+def _still_claimable(now: datetime | Any) -> Any:
+    """`_claimable` as a condition on jobs found by their ids (`only_if`: no index of the states serves it)."""
+    return or_(
+        and_(only_if(JobRow.state, QUEUED), JobRow.run_at <= now),
+        and_(only_if(JobRow.state, RUNNING), JobRow.lease_until < now),
+    )
+
+
 _BURY = Lean(
     update(JobRow)
     .where(
@@ -414,7 +422,7 @@ def _leasing(picked: Any, token: Any = None) -> Any:
     (an expression; by default the one bound as `new_lease_token`), returning them."""
     return (
         update(JobRow)
-        .where(picked, _claimable(_NOW))
+        .where(picked, _still_claimable(_NOW))
         .values(
             state=RUNNING,
             lease_until=bindparam("new_lease_until", type_=UtcDateTime()),

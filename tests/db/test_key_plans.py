@@ -1,5 +1,11 @@
 """Statements that find their rows by a list of keys read them by their keys, not through the index of
-another column they check (db/portable.py `only_if`).
+another column they check (db/portable.py `only_if`), on PostgreSQL and on SQLite.
+
+SQLite keeps no statistics: beside a list read by json_each it always preferred the index of a column the
+statement only checks (a job's state), and read the list once for each row of that index: a webhook chain's
+lease read every queued job of the lane, times the chain's 256 jobs (0.7 s with 20,000 queued), on the event
+loop of the process serving requests. Its plans do not depend on the data: each statement's is asked once, of
+an empty migrated database.
 
 PostgreSQL plans a prepared statement once for any parameters (a generic plan, asyncpg's prepared statements
 after their first executions): `id = ANY($n)` is then ten rows to it, and on a table never analyzed (a
@@ -14,18 +20,25 @@ that asks, before it commits: nothing can analyze the new rows meanwhile.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import pkgutil
+import re
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import pytest
 from sqlalchemy import text
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+import platpay
 from platpay.config import get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
@@ -198,3 +211,108 @@ async def test_a_chains_jobs_are_finished_by_their_ids(fresh: Database) -> None:
         assert not await jobs_repository.finish_many_leased(  # a token not theirs: none
             session, job_ids=[f"{prefix}9"], token="lease-B", now=now
         )
+
+
+async def test_a_claims_lease_takes_its_jobs_by_their_ids(fresh: Database) -> None:
+    """A claim's lease of the jobs it chose (`_lease_pairs`: a webhook chain's up to 256, each to its
+    token) reads them by their ids, not through the index of the states (the lane's whole queued backlog);
+    and leases only those still claimable."""
+    now = clock.real_now()
+    prefix = f"Task:lease-{secrets.token_hex(4)}-"
+    await _read_by_key(
+        fresh,
+        "INSERT INTO jobs (id, kind, lane, payload, state, run_at, attempts, max_attempts, created_at, "
+        "updated_at) SELECT :prefix || n, 'system.noop', 'webhooks', '{}', 'QUEUED', :now, 0, 5, :now, :now "
+        f"FROM generate_series(1, {ROWS}) AS n",
+        {"prefix": prefix, "now": now},
+        jobs_repository._LEASE_PAIRS,
+        {"ids": [f"{prefix}7", f"{prefix}8"], "tokens": ["lease-A", "lease-B"], "now": now},
+        "jobs",
+        "pk_jobs",
+    )
+    async with fresh.transaction() as session:
+        leased = await jobs_repository._lease_pairs(
+            session,
+            {f"{prefix}7": "lease-A", f"{prefix}8": "lease-B"},
+            now=now,
+            lease_until=now + timedelta(seconds=30),
+        )
+        assert {(row.id, row.lease_token, row.state) for row in leased} == {
+            (f"{prefix}7", "lease-A", "RUNNING"),
+            (f"{prefix}8", "lease-B", "RUNNING"),
+        }
+        again = await jobs_repository._lease_pairs(  # leased already (a live lease): not again
+            session, {f"{prefix}7": "lease-C"}, now=now, lease_until=now + timedelta(seconds=30)
+        )
+        assert again == []
+
+
+# SQLite: every statement that finds its rows by a list bound as JSON, found in platpay's modules
+
+
+def _json_list_statements() -> list[tuple[str, str]]:
+    """(module.name, SQLite SQL) of every module-level Lean whose SQLite statement reads a bound JSON list."""
+    dialect = sqlite_dialect.dialect()
+    found: dict[int, tuple[str, str]] = {}
+    for info in pkgutil.walk_packages(platpay.__path__, prefix="platpay."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, Lean) and id(value) not in found:
+                sql = value.plan(dialect)[0]
+                if "json_each(" in sql:
+                    found[id(value)] = (f"{info.name}.{name}", sql)
+    return sorted(found.values())
+
+
+# `table.column IN (SELECT anon.value FROM json_each(?))`, or `table.column = picked."key"` (a JSON object's
+# keys joined): the column whose keys the list holds
+_BY_LIST = re.compile(r'(\w+)\.(\w+) IN \(SELECT \w+\.value\s+FROM json_each\(|(\w+)\.(\w+) = \w+\."key"')
+
+
+@pytest.fixture(scope="module")
+def sqlite_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sqlite3.Connection]:
+    path = Path(tmp_path_factory.mktemp("plans")) / "plans.db"
+    migrate.upgrade(f"sqlite+aiosqlite:///{path}")
+    connection = sqlite3.connect(path)
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+STATEMENTS = _json_list_statements()
+
+
+def test_the_statements_with_json_lists_are_found() -> None:
+    """(The test below has something to check: the lease of claimed jobs, their finish, balances, ...)"""
+    names = {name for name, _ in STATEMENTS}
+    assert {"platpay.jobs.repository._LEASE_PAIRS", "platpay.jobs.repository._FINISH_LEASED"} <= names
+    assert all(_BY_LIST.search(sql) for _, sql in STATEMENTS), [
+        n for n, sql in STATEMENTS if not _BY_LIST.search(sql)
+    ]
+
+
+@pytest.mark.parametrize(("name", "sql"), STATEMENTS, ids=[name for name, _ in STATEMENTS])
+def test_sqlite_reads_a_list_of_keys_by_the_keys(
+    sqlite_schema: sqlite3.Connection, name: str, sql: str
+) -> None:
+    """SQLite's plan reads each table found by a list either after the list (the list the outer loop, the
+    table searched by each key) or through an index whose equalities include the listed column (the list
+    its IN), never through another index or a scan with the list as a filter."""
+    plan = [row[3] for row in sqlite_schema.execute(f"EXPLAIN QUERY PLAN {sql}", [None] * sql.count("?"))]
+    for match in _BY_LIST.finditer(sql):
+        table, column = (
+            (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        )
+        list_read = False
+        reads = []
+        for line in plan:
+            if "VIRTUAL TABLE" in line:
+                list_read = True
+            elif re.match(rf"(SCAN|SEARCH) {table}\b", line):
+                reads.append(line)
+                keyed = re.search(rf"\((?:[^)]*\bAND )?{column}=\?", line) is not None
+                assert list_read or keyed, f"{name} reads {table} not by its {column}: {plan}"
+        assert reads, f"{name}: {table} not in {plan}"
