@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, SessionTransaction
 
 from platpay.db import lean
 from platpay.db.lean import Lean
-from platpay.db.portable import insert_ignore, lean_in
+from platpay.db.portable import insert_ignore, lean_in, only_if
 from platpay.db.rows import batch_done, batch_of, get_scoped
 from platpay.db.types import UtcDateTime
 from platpay.db.unit_of_work import LeanSession
@@ -481,7 +481,8 @@ async def deliveries_of_events(
         return []
     stmt = (
         select(WebhookDeliveryRow)
-        .where(WebhookDeliveryRow.tenant_id == tenant_id, WebhookDeliveryRow.event_id.in_(event_ids))
+        # by the events' ids: SQLite read every delivery of the tenant through its index, the ids a filter
+        .where(only_if(WebhookDeliveryRow.tenant_id, tenant_id), WebhookDeliveryRow.event_id.in_(event_ids))
         .order_by(WebhookDeliveryRow.id)
     )
     return list((await session.scalars(stmt)).all())
@@ -494,7 +495,9 @@ async def attempts_of_deliveries(
         return []
     stmt = (
         select(WebhookAttemptRow)
-        .where(WebhookAttemptRow.tenant_id == tenant_id, WebhookAttemptRow.delivery_id.in_(delivery_ids))
+        .where(
+            only_if(WebhookAttemptRow.tenant_id, tenant_id), WebhookAttemptRow.delivery_id.in_(delivery_ids)
+        )
         .order_by(WebhookAttemptRow.delivery_id, WebhookAttemptRow.id)
     )
     return list((await session.scalars(stmt)).all())

@@ -33,7 +33,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -43,6 +43,7 @@ from platpay.config import get_settings
 from platpay.db import migrate
 from platpay.db.database import Database
 from platpay.db.lean import Lean
+from platpay.events import repository as events_repository
 from platpay.jobs import repository as jobs_repository
 from platpay.kit import clock
 from platpay.payments import repository as payments_repository
@@ -316,3 +317,46 @@ def test_sqlite_reads_a_list_of_keys_by_the_keys(
                 keyed = re.search(rf"\((?:[^)]*\bAND )?{column}=\?", line) is not None
                 assert list_read or keyed, f"{name} reads {table} not by its {column}: {plan}"
         assert reads, f"{name}: {table} not in {plan}"
+
+
+async def test_sqlite_reads_a_timelines_deliveries_by_their_events(
+    sqlite_template: Path, tmp_path: Path
+) -> None:
+    """A resource's timeline (events/service.py `timeline_for_resource`) reads the deliveries of its events by
+    the events' ids and their attempts by the deliveries' ids, not every delivery of the tenant through the
+    tenant's index (SQLite chose that one, the ids a filter)."""
+    path = tmp_path / "timeline.db"
+    path.write_bytes(sqlite_template.read_bytes())
+    database = Database(f"sqlite+aiosqlite:///{path}")
+    sent: list[str] = []
+
+    def keep(connection: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    event.listen(database.engine.sync_engine, "before_cursor_execute", keep)
+    try:
+        async with database.read() as session:
+            assert not await events_repository.deliveries_of_events(
+                session, tenant_id="Tenant:t", event_ids=["Event:1", "Event:2"]
+            )
+            assert not await events_repository.attempts_of_deliveries(
+                session, tenant_id="Tenant:t", delivery_ids=["Delivery:1", "Delivery:2"]
+            )
+    finally:
+        await database.dispose()
+    reads = {
+        table: next(statement for statement in sent if f"FROM {table}" in statement)
+        for table in ("webhook_deliveries", "webhook_attempts")
+    }
+    with sqlite3.connect(path) as connection:
+        for table, column in (("webhook_deliveries", "event_id"), ("webhook_attempts", "delivery_id")):
+            statement = reads[table]
+            plan = [
+                row[3]
+                for row in connection.execute(
+                    f"EXPLAIN QUERY PLAN {statement}", [None] * statement.count("?")
+                )
+            ]
+            assert any(re.match(rf"SEARCH {table} USING INDEX \w+ \({column}=\?", line) for line in plan), (
+                plan
+            )
