@@ -5,12 +5,17 @@ transaction, its credentials, configuration and clock kept, other tenants untouc
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from pathlib import Path
 from typing import Any
 
+from sqlalchemy import func, select, text, true
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 from typer.testing import CliRunner
 
 from platpay import cli, domains
 from platpay.db.base import Base
+from platpay.ledger import repository as ledger_repository
 from platpay.sandbox import service as sandbox_service
 from tests.factories import (
     account_destination,
@@ -38,7 +43,7 @@ async def _populate(client, auth) -> dict[str, Any]:
 
 
 class TestReset:
-    async def test_reset_wipes_one_tenant_only(self, client, auth, db, settings, runner, receiver):
+    async def test_reset_wipes_one_tenant_only(self, client, auth, db, settings, runner, receiver, platform):
         await client.patch("/config", auth=auth, json={"webhookEndpoint": receiver.url})
         other = (await create_platform(db, settings, name="Other"))["sandbox"]
         mine = await _populate(client, auth)
@@ -51,6 +56,23 @@ class TestReset:
         assert deleted["customers"] == 1 and deleted["quotes"] == 1 and deleted["postings"] > 0
         listed = (await client.get("/customers", auth=auth)).json()
         assert listed["data"] == []
+        # not a row of the tenant left in a table the reset clears (those read through their parents too), but
+        # the platform's own internal accounts, opened again
+        async with db.read() as session:
+            mine_tenant = await session.scalar(
+                text("SELECT id FROM tenants WHERE platform_id = :platform AND environment = 'sandbox'"),
+                {"platform": platform["platform_id"]},
+            )
+            left = {
+                table.name: await session.scalar(
+                    select(func.count())
+                    .select_from(table)
+                    .where(table.c.tenant_id == mine_tenant)
+                    .where(table.c.customer_id.is_not(None) if table.name == "internal_accounts" else true())
+                )
+                for table in [*sandbox_service.tenant_tables(), Base.metadata.tables["postings"]]
+            }
+        assert not any(left.values()), {name: count for name, count in left.items() if count}
         assert (await client.get(f"/quotes/{mine['quote']['id']}", auth=auth)).status_code == 404
         assert (await client.get("/transactions", auth=auth)).json()["data"] == []
         # the credentials, the configuration and the clock stay
@@ -99,3 +121,32 @@ def test_every_tenant_table_is_covered() -> None:
     assert reset == {name for name, table in tables.items() if "tenant_id" in table.c} - (
         sandbox_service.KEPT | sandbox_service.CLEARED_BY_DOMAIN
     )
+
+
+# Read whole by a reset: no index finds its rows by tenant, and they hang from no parent row (an agent's audit
+# head: one row per agent). A table added here is read whole, every tenant's rows, in the reset's transaction.
+READ_WHOLE = {"agent_audit_heads"}
+
+
+def test_a_reset_reads_the_tenants_rows_only(sqlite_template: Path) -> None:
+    """Each table's delete (and the ledger's postings') finds the tenant's rows by an index, on SQLite: by
+    the tenant where an index begins with it, else through the parent rows they belong to (a webhook's
+    attempts by its deliveries, postings by their entries), never by reading the table whole."""
+    domains.load()
+    statements = {
+        table.name: table.delete().where(sandbox_service._of_tenant(table, "Tenant:t"))
+        for table in sandbox_service.tenant_tables()
+    }
+    statements["postings"] = ledger_repository.delete_postings_of("Tenant:t")
+    dialect = sqlite_dialect.dialect()
+    with sqlite3.connect(sqlite_template) as connection:
+        read_whole = set()
+        for name, statement in statements.items():
+            sql = str(statement.compile(dialect=dialect))
+            plan = [
+                row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}", [None] * sql.count("?"))
+            ]
+            if any(line.startswith(f"SCAN {name}") for line in plan):
+                read_whole.add(name)
+    assert read_whole == READ_WHOLE
+    assert "webhook_deliveries.tenant_id" in str(statements["webhook_attempts"].compile(dialect=dialect))
