@@ -79,9 +79,9 @@ def only_if(column: Any, value: Any) -> Any:
     database, autovacuum off), or one tenant's thousands of rows among many tenants', judged the tenant's
     rows or the running jobs fewer than the keys' ten, and every read of a batch of settlement steps read
     every transaction of the tenant (18 ms for one, against 0.35 ms by its key: bench/README.md). SQLite,
-    which keeps no statistics, always prefers such an index to a list read by json_each: a webhook worker's
-    lease of 256 deliveries walked the lane's whole queued backlog, once per job leased (0.7 s with 20,000
-    queued, against 4 ms by their ids), on the event loop of the process serving requests."""
+    which keeps no statistics, always prefers such an index to a list read by json_each: the lease of a
+    claim's 256 webhook jobs read every queued job of the lane, and the bound list once for each (0.7 s with
+    20,000 queued, against 4 ms by their ids), on the event loop of the process serving requests."""
     return _Unindexed(column).is_not_distinct_from(value)
 
 
