@@ -5,6 +5,7 @@ transaction, its credentials, configuration and clock kept, other tenants untouc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from platpay import cli, domains
 from platpay.db.base import Base
 from platpay.ledger import repository as ledger_repository
+from platpay.sandbox import repository as sandbox_repository
 from platpay.sandbox import service as sandbox_service
 from tests.factories import (
     account_destination,
@@ -134,12 +136,12 @@ def test_a_reset_reads_the_tenants_rows_only(sqlite_template: Path) -> None:
     attempts by its deliveries, postings by their entries), never by reading the table whole."""
     domains.load()
     statements = {
-        table.name: table.delete().where(sandbox_service._of_tenant(table, "Tenant:t"))
+        table.name: table.delete().where(sandbox_repository.of_tenant(table, "Tenant:t"))
         for table in sandbox_service.tenant_tables()
     }
     statements["postings"] = ledger_repository.delete_postings_of("Tenant:t")
     dialect = sqlite_dialect.dialect()
-    with sqlite3.connect(sqlite_template) as connection:
+    with contextlib.closing(sqlite3.connect(sqlite_template)) as connection:
         read_whole = set()
         for name, statement in statements.items():
             sql = str(statement.compile(dialect=dialect))
