@@ -12,6 +12,7 @@ step, and leases from the moment it got the lane.
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 import uuid
 from collections import Counter
@@ -66,19 +67,14 @@ async def insert(session: LeanSession, values: dict[str, Any]) -> bool:
     return bool(await lean.rows(session, _INSERT_UNLESS_DEDUPED, values))
 
 
-def _claimable(now: datetime | Any) -> Any:
-    """Due queued jobs and crashed ones whose lease expired, at `now` (a value, or a bind parameter)."""
+def _claimable(now: datetime | Any, *, found_by_id: bool = False) -> Any:
+    """Due queued jobs and crashed ones whose lease expired, at `now` (a value, or a bind parameter). With
+    `found_by_id`, a check of jobs a statement finds by their ids: the states as `only_if`, which no index
+    serves."""
+    state_is = only_if if found_by_id else operator.eq
     return or_(
-        and_(JobRow.state == QUEUED, JobRow.run_at <= now),
-        and_(JobRow.state == RUNNING, JobRow.lease_until < now),
-    )
-
-
-def _still_claimable(now: datetime | Any) -> Any:
-    """`_claimable` as a condition on jobs found by their ids (`only_if`: no index of the states serves it)."""
-    return or_(
-        and_(only_if(JobRow.state, QUEUED), JobRow.run_at <= now),
-        and_(only_if(JobRow.state, RUNNING), JobRow.lease_until < now),
+        and_(state_is(JobRow.state, QUEUED), JobRow.run_at <= now),
+        and_(state_is(JobRow.state, RUNNING), JobRow.lease_until < now),
     )
 
 
@@ -422,7 +418,7 @@ def _leasing(picked: Any, token: Any = None) -> Any:
     (an expression; by default the one bound as `new_lease_token`), returning them."""
     return (
         update(JobRow)
-        .where(picked, _still_claimable(_NOW))
+        .where(picked, _claimable(_NOW, found_by_id=True))
         .values(
             state=RUNNING,
             lease_until=bindparam("new_lease_until", type_=UtcDateTime()),
