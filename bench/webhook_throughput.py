@@ -20,8 +20,8 @@ SQLite file), all on 127.0.0.1 in a temporary directory:
 
 Printed per round: transfers/s and their p99 (and the same with no runner, the backlog's making: what
 delivering beside them costs the money path); events produced/s (delivery rows created per second of load);
-deliveries/s (POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with a backlog
-still waiting (the runners' capacity while transfers run, never starved); the ratio capacity / events (the
+deliveries/s (POSTs the receiver got) over the whole load and over the 2 s sampling intervals that ended with
+a backlog still waiting (the runners' capacity while transfers run, never starved); the ratio capacity / events (the
 target: >= 1.2), and the same ratio had settlement kept up (when the settlement backlog grows, the events its
 late steps owe are not produced yet: at least two per transfer it fell behind by, added to the events); the backlog (PENDING deliveries) at the start and the end of the load and its trend
 (least-squares slope, per s: > 0 grows without bound); then a drain of at most `--drain` s with no money load

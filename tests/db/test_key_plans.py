@@ -20,6 +20,7 @@ that asks, before it commits: nothing can analyze the new rows meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import pkgutil
@@ -348,7 +349,7 @@ async def test_sqlite_reads_a_timelines_deliveries_by_their_events(
         table: next(statement for statement in sent if f"FROM {table}" in statement)
         for table in ("webhook_deliveries", "webhook_attempts")
     }
-    with sqlite3.connect(path) as connection:
+    with contextlib.closing(sqlite3.connect(path)) as connection:
         for table, column in (("webhook_deliveries", "event_id"), ("webhook_attempts", "delivery_id")):
             statement = reads[table]
             plan = [
