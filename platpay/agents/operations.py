@@ -158,10 +158,9 @@ async def _store_usage(
     session: LeanSession, row: AgentUsageRow, usage: policies.Usage, now: datetime
 ) -> None:
     """Set the (locked) usage row to `usage` and save it."""
-    row.day, row.daily_spend, row.daily_count = usage.day, usage.daily_spend, usage.daily_count
-    row.month, row.monthly_spend = usage.month, usage.monthly_spend
-    row.updated_at = now
-    await repository.write_usage(session, row)
+    await repository.write_usage(session, row, day=usage.day, daily_spend=usage.daily_spend,
+                                 daily_count=usage.daily_count, month=usage.month,
+                                 monthly_spend=usage.monthly_spend, updated_at=now)  # fmt: skip
 
 
 async def _uncount(session: AsyncSession, row: AgentUsageRow, action: AgentActionRow, now: datetime) -> None:

@@ -341,18 +341,30 @@ def _usage_values(usage: AgentUsageRow) -> dict[str, Any]:
     }
 
 
-async def write_usage(session: LeanSession, usage: AgentUsageRow) -> None:
-    """Save a usage snapshot's counters (its row is locked by `agent_with_usage` in this transaction): a
-    deferred write (db/lean.py), sent with the transaction's next statement. Read without the lock (see
-    _READ_USAGE): the write must find the row as it was read, or the transaction is raced."""
+async def write_usage(
+    session: LeanSession,
+    usage: AgentUsageRow,
+    *,
+    day: str,
+    daily_spend: int,
+    daily_count: int,
+    month: str,
+    monthly_spend: int,
+    updated_at: datetime,
+) -> None:
+    """Set a usage snapshot's counters (from `agent_with_usage`: its row is locked in this transaction) and
+    save them: a deferred write (db/lean.py), sent with the transaction's next statement. Read without the
+    lock (see _READ_USAGE): the write must find the row as it was read, or the transaction is raced."""
+    lean.set_in_snapshot(usage, day=day, daily_spend=daily_spend, daily_count=daily_count, month=month,
+                         monthly_spend=monthly_spend, updated_at=updated_at)  # fmt: skip
     params = {
         "usage_agent_id": usage.agent_id,
-        "new_day": usage.day,
-        "new_daily_spend": usage.daily_spend,
-        "new_daily_count": usage.daily_count,
-        "new_month": usage.month,
-        "new_monthly_spend": usage.monthly_spend,
-        "new_updated_at": usage.updated_at,
+        "new_day": day,
+        "new_daily_spend": daily_spend,
+        "new_daily_count": daily_count,
+        "new_month": month,
+        "new_monthly_spend": monthly_spend,
+        "new_updated_at": updated_at,
     }
     read = session.info.get(_READ_USAGE, {}).pop(usage.agent_id, None)
     if read is not None:
@@ -390,12 +402,6 @@ _HEAD_MOVE = (  # the head moved from the sequence this transaction locked (or r
 _AUDIT_HEAD_SET = Lean(_HEAD_MOVE)
 _AUDIT_HEAD_MOVE = Lean(_HEAD_MOVE.returning(AgentAuditHeadRow.agent_id))  # (its RETURNING: that it matched)
 _AUDIT_INSERT = Lean(AgentAuditRow.__table__.insert())
-
-
-def audit_snapshot(values: dict[str, Any]) -> AgentAuditRow:
-    """An audit record built from its column values, as a read-only snapshot in no session (what `record`
-    returns once `append_audit` has written it)."""
-    return lean.snapshot(AgentAuditRow, tuple(values), tuple(values.values()))
 
 
 async def lock_audit_head(session: LeanSession, *, agent_id: str) -> tuple[int, str] | None:

@@ -1015,6 +1015,12 @@ def snapshot(cls: type[Any], keys: tuple[str, ...], values: Sequence[Any]) -> An
     return row
 
 
+def set_in_snapshot(row: Any, **values: Any) -> None:
+    """Give a `snapshot` new values (by attribute name) as it was given its own: without the attribute
+    events an ORM instance's changes fire (it is in no session; the change is not saved)."""
+    row.__dict__.update(values)
+
+
 def _attach(session: LeanSession, row: Any) -> None:
     """Make an instance inserted by a lean INSERT persistent in `session`, as if loaded: later changes
     to it flush as UPDATEs with the unit of work. In a LeanTransaction there is no session: the row stays a

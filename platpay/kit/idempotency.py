@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, cast
@@ -150,6 +151,19 @@ def fingerprint(method: str, path: str, body: Any, *, caller: str | None = None)
         [method.upper(), path, body, caller], sort_keys=True, separators=(",", ":"), default=str
     )
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+_PLAIN_PATH = re.compile(r"/[A-Za-z0-9._~:@!$&'()*+,;=/-]*")
+
+
+def _path(request: Request) -> str:
+    """`request.url.path` (what fingerprints have always held), without building the URL for a path it
+    would keep as it is: one of plain characters not starting with `//` (the URL percent-encodes `?`, `#`
+    and `\\`, and its parser drops tabs and newlines)."""
+    path: str = request.scope["path"]
+    if _PLAIN_PATH.fullmatch(path) and not path.startswith("//"):
+        return path
+    return request.url.path
 
 
 def render(body: Any) -> bytes:
@@ -506,7 +520,7 @@ class Idempotent:
             key=self.key,
             request_fingerprint=fingerprint(
                 request.method,
-                request.url.path,
+                _path(request),
                 canonical_body(body),
                 caller=getattr(state, "caller", None),
             ),

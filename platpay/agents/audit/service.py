@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -95,16 +96,42 @@ _timestamp = chain.timestamp
 
 def content_of(row: AgentAuditRow) -> dict[str, Any]:
     """What the hash covers."""
+    return _content(row.id, row.tenant_id, row.agent_id, row.sequence, row.kind, row.actor, row.occurred_at,
+                    row.data)  # fmt: skip
+
+
+def _content(
+    id: str,
+    tenant_id: str,
+    agent_id: str,
+    sequence: int,
+    kind: str,
+    actor: str | None,
+    occurred_at: datetime,
+    data: Any,
+) -> dict[str, Any]:
     return {
-        "id": row.id,
-        "tenantId": row.tenant_id,
-        "agentId": row.agent_id,
-        "sequence": row.sequence,
-        "kind": row.kind,
-        "actor": row.actor,
-        "occurredAt": _timestamp(row.occurred_at),
-        "data": row.data,
+        "id": id,
+        "tenantId": tenant_id,
+        "agentId": agent_id,
+        "sequence": sequence,
+        "kind": kind,
+        "actor": actor,
+        "occurredAt": _timestamp(occurred_at),
+        "data": data,
     }
+
+
+def _as_stored(data: Any) -> Any:
+    """`data` as a JSON column gives it back: a copy of JSON's own values, anything else as `str()` gives it
+    (a time, an enum that is not a string). A plain value (chain.plain) is copied by orjson, the same value
+    ~6x faster."""
+    if chain.plain(data):
+        try:
+            return orjson.loads(orjson.dumps(data))
+        except TypeError:  # (an integer beyond 64 bits: orjson.JSONEncodeError)
+            pass
+    return json.loads(json.dumps(data, default=str))
 
 
 hash_of = chain.hash_of
@@ -129,32 +156,30 @@ async def record(
     now: datetime,
     data: dict[str, Any] | None = None,
     actor: str | None = None,
-) -> AgentAuditRow:
+) -> None:
     """Append one record to the agent's chain, in the caller's transaction (lean statements: the head's locked
     read, its move, the record's INSERT). `actor`: the request's credential unless given (authentication
-    names its principal before the request's is known). Returns the record as written (a snapshot, in no
-    session)."""
+    names its principal before the request's is known)."""
     assert kind in KINDS, kind
     head = await repository.lock_audit_head(session, agent_id=agent_id)
     sequence, previous_hash = head if head is not None else (0, GENESIS)
+    record_id, actor, stored = new_id("AgentAuditRecord"), actor or _actor.get(), _as_stored(data or {})
+    content = _content(record_id, tenant_id, agent_id, sequence + 1, kind, actor, now, stored)
     values = {
-        "id": new_id("AgentAuditRecord"),
+        "id": record_id,
         "tenant_id": tenant_id,
         "agent_id": agent_id,
         "sequence": sequence + 1,
         "kind": kind,
-        "actor": actor or _actor.get(),
+        "actor": actor,
         "occurred_at": now,
-        "data": json.loads(json.dumps(data or {}, default=str)),
+        "data": stored,
         "previous_hash": previous_hash,
-        "hash": "",
+        "hash": hash_of(previous_hash, content, key=chain_key()),
         "hash_algorithm": KEYED,
         "legacy_seal": None,
     }
-    row = repository.audit_snapshot(values)
-    row.hash = values["hash"] = hash_of(previous_hash, content_of(row), key=chain_key())
     await repository.append_audit(session, record=values, head_sequence=None if head is None else sequence)
-    return row
 
 
 def record_refusals(

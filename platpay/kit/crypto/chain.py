@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -38,13 +39,45 @@ def chain_key(info: bytes) -> bytes:
 
 
 def timestamp(value: datetime) -> str:
-    """A time as chained content holds it (UTC, microseconds, `Z`)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A time as chained content holds it (UTC, microseconds, `Z`): `%Y-%m-%dT%H:%M:%S.%fZ`."""
+    utc = value.astimezone(UTC)
+    if utc.year < 1000:  # (strftime's %Y does not pad a year below 1000 to four digits; isoformat does)
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return utc.isoformat(timespec="microseconds")[:-6] + "Z"  # (its "+00:00" replaced)
+
+
+def plain(value: Any) -> bool:
+    """Whether `value` is made of dicts, lists, strings, integers, booleans and None only (exactly those
+    types: no subclass, no float)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is not str and kind is not int and kind is not bool and item is not None:
+            return False
+    return True
+
+
+def canonical(content: Mapping[str, Any]) -> bytes:
+    """Sorted, compact JSON, UTF-8: `json.dumps(content, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)`. For a plain value (`plain`) orjson writes exactly those bytes (the same escapes, keys
+    in code point order) about ten times faster; a float (whose exponent orjson spells differently: `1e-5`
+    for `1e-05`), a key that is no string, an integer beyond 64 bits or any other type goes to the standard
+    library, which accepts or refuses it as it always did."""
+    if plain(content):
+        try:
+            return orjson.dumps(content, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # (a key that is no string, an integer beyond 64 bits: orjson.JSONEncodeError)
+            pass
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def message(previous_hash: str, content: Mapping[str, Any]) -> bytes:
-    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return (previous_hash + canonical).encode()
+    return previous_hash.encode() + canonical(content)
 
 
 def hash_of(previous_hash: str, content: Mapping[str, Any], *, key: bytes | None) -> str:
