@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from platpay.accounts import instructions
 from platpay.accounts.validators import checksums, wallets
 from tests.accounts.examples import INVALID, VALID
 from tests.factories import create_platform
@@ -512,3 +513,16 @@ class TestDiscoveries:
         assert len(mx) >= 3 and {d["currency"] for d in mx} == {"MXN"}
         assert (await client.get("/discoveries", auth=auth, params={"country": "mx"})).status_code == 400
         assert (await client.get("/discoveries", auth=auth, params={"country": "ZZ"})).json()["data"] == []
+
+
+def test_derived_instructions_are_a_fresh_copy_each_time():
+    """Deposit details are derived once per id and process; what a caller changes in its copy (a quote's notes)
+    never reaches the next caller's."""
+    first = instructions.derived_instructions("InternalAccount:copy-test", "USD")
+    first[0]["instructionsNotes"] = "changed"
+    first[0]["accountOrWalletInfo"]["reference"] = "changed"
+    again = instructions.derived_instructions("InternalAccount:copy-test", "USD")
+    assert again[0]["instructionsNotes"] != "changed"
+    assert again[0]["accountOrWalletInfo"]["reference"] == instructions.deposit_reference(
+        "InternalAccount:copy-test"
+    )

@@ -7,16 +7,10 @@ memo reference tied to this quote; crypto gets a deposit address of the quote's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
-
 from platpay.accounts import instructions
 from platpay.accounts.types import PaymentInstruction
 from platpay.errors import invalid_field
 from platpay.kit import currencies
-
-if TYPE_CHECKING:  # a row type accounts.service returns; payments never queries its table
-    from platpay.accounts.models import InternalAccountRow
 
 # The network each crypto deposit arrives on in this deployment (accounts/instructions.py's wallets).
 DEPOSIT_NETWORKS = {
@@ -30,14 +24,6 @@ DEPOSIT_NETWORKS = {
     "USDB": "SPARK",
 }
 STABLECOINS_NEEDING_NETWORK = frozenset({"USDC", "USDT"})
-
-
-@dataclass(frozen=True, slots=True)
-class _FundingTarget:
-    """What instructions.funding_instructions reads from an account: an id to derive from and a currency."""
-
-    id: str
-    currency: str
 
 
 def check_network(currency: str, network: str | None, *, field: str) -> str | None:
@@ -55,8 +41,7 @@ def check_network(currency: str, network: str | None, *, field: str) -> str | No
 
 
 def payment_instructions(*, quote_id: str, currency: str, amount: int) -> list[PaymentInstruction]:
-    target = cast("InternalAccountRow", _FundingTarget(id=quote_id, currency=currency))
-    found = instructions.funding_instructions(target)
+    found = instructions.derived_instructions(quote_id, currency)
     for item in found:
         reference = item["accountOrWalletInfo"].get("reference")
         memo = f" with reference {reference} in the memo" if reference else ""
