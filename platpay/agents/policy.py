@@ -64,7 +64,8 @@ class Usage:
 
     def as_of(self, now: datetime) -> Usage:
         """The counters that apply at `now`: a new UTC day (month) starts from zero."""
-        day, month = utc_day(now), utc_month(now)
+        day = utc_day(now)
+        month = day[:7]  # (utc_month's)
         return Usage(
             day=day,
             daily_spend=self.daily_spend if self.day == day else 0,
