@@ -12,6 +12,7 @@ from enum import Enum, StrEnum
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from platpay.agents.audit import service as audit
 from platpay.kit.crypto import chain
 
 
@@ -85,3 +86,19 @@ def test_what_the_standard_library_refuses_is_still_refused():
 def test_a_timestamp_is_strftimes(moment, offset_minutes):
     aware = moment.replace(tzinfo=timezone(timedelta(minutes=offset_minutes)))
     assert chain.timestamp(aware) == aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(max_size=6),
+        _VALUES
+        | st.datetimes(timezones=st.just(UTC))
+        | st.sampled_from([Kind.MONEY, Plain.ONE, 2**63, 2**64 - 1, -(2**63), 2**64, -(2**63) - 1]),
+        max_size=6,
+    )
+)
+def test_an_audit_records_data_is_stored_as_the_standard_library_would_store_it(data):
+    """The agents' audit trail stores (and hashes) a copy of a record's data: orjson's for plain values, the
+    standard library's round trip (`default=str`) for the rest; the same values either way."""
+    assert audit._as_stored(data) == json.loads(json.dumps(data, default=str))
