@@ -10,7 +10,6 @@ bech32m addresses).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, cast
 
@@ -54,12 +53,11 @@ def _clabe(account_id: str) -> str:
     return checksums.make_clabe("646180" + _digits(account_id, "clabe", 11))  # 646 = STP, 180 = CDMX
 
 
-def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
-    code = row.currency
+def _bank_info(account_id: str, code: str, reference: str) -> dict[str, Any]:
     if code == "USD":
         return {
             "accountType": "USD_ACCOUNT",
-            "accountNumber": _digits(row.id, "usd", 12),
+            "accountNumber": _digits(account_id, "usd", 12),
             "routingNumber": SANDBOX_ROUTING,
             "bankName": SANDBOX_BANK,
             "paymentRails": ["ACH", "WIRE", "RTP", "FEDNOW"],
@@ -68,7 +66,7 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
     if code == "EUR":
         return {
             "accountType": "EUR_ACCOUNT",
-            "iban": _iban_de(row.id),
+            "iban": _iban_de(account_id),
             "swiftCode": "PLPYDEFFXXX",
             "bankName": SANDBOX_BANK,
             "paymentRails": ["SEPA", "SEPA_INSTANT"],
@@ -77,7 +75,7 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
     if code == "MXN":
         return {
             "accountType": "MXN_ACCOUNT",
-            "clabeNumber": _clabe(row.id),
+            "clabeNumber": _clabe(account_id),
             "bankName": SANDBOX_BANK,
             "paymentRails": ["SPEI"],
             "reference": reference,
@@ -86,7 +84,7 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
         return {
             "accountType": "GBP_ACCOUNT",
             "sortCode": "040004",
-            "accountNumber": _digits(row.id, "gbp", 8),
+            "accountNumber": _digits(account_id, "gbp", 8),
             "bankName": SANDBOX_BANK,
             "paymentRails": ["FASTER_PAYMENTS"],
             "reference": reference,
@@ -94,7 +92,7 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
     if code == "BRL":
         return {
             "accountType": "BRL_ACCOUNT",
-            "qrCode": _pix_payload(row.id, reference),
+            "qrCode": _pix_payload(account_id, reference),
             "paymentRails": ["PIX"],
         }
     if code == "INR":
@@ -108,7 +106,7 @@ def _bank_info(row: InternalAccountRow, reference: str) -> dict[str, Any]:
         "swiftCode": "PLPYUS33XXX",
         "bankName": SANDBOX_BANK,
         "country": "US",
-        "accountNumber": _digits(row.id, f"swift-{code}", 12),
+        "accountNumber": _digits(account_id, f"swift-{code}", 12),
         "accountHolderName": SANDBOX_ACCOUNT_HOLDER,
         "paymentRails": ["SWIFT"],
         # optional since 2026-08 (the account number identifies the deposit), kept for June's clients
@@ -147,9 +145,9 @@ _WALLETS = {
 }
 
 
-def _wallet_info(row: InternalAccountRow) -> dict[str, Any]:
-    account_type, asset = _WALLETS[row.currency]
-    seed = _digest(row.id, "wallet")
+def _wallet_info(account_id: str, currency: str) -> dict[str, Any]:
+    account_type, asset = _WALLETS[currency]
+    seed = _digest(account_id, "wallet")
     if account_type == "SOLANA_WALLET":
         address = encodings.base58_encode(seed)
     elif account_type == "TRON_WALLET":
@@ -180,11 +178,10 @@ def derived_instructions(source_id: str, currency: str) -> list[PaymentInstructi
 
 @lru_cache(maxsize=4096)
 def _derived(account_id: str, currency: str) -> tuple[PaymentInstruction, ...]:
-    row = cast("InternalAccountRow", _Derived(account_id, currency))
     if currency in _WALLETS:
         return (
             {
-                "accountOrWalletInfo": _wallet_info(row),
+                "accountOrWalletInfo": _wallet_info(account_id, currency),
                 "instructionsNotes": f"Send {currency} to this address.",
                 "isPlatformAccount": False,
             },
@@ -195,16 +192,8 @@ def _derived(account_id: str, currency: str) -> tuple[PaymentInstruction, ...]:
         notes = "Pay this UPI address; it identifies this account."
     return (
         {
-            "accountOrWalletInfo": _bank_info(row, reference),
+            "accountOrWalletInfo": _bank_info(account_id, currency, reference),
             "instructionsNotes": notes,
             "isPlatformAccount": True,
         },
     )
-
-
-@dataclass(frozen=True, slots=True)
-class _Derived:
-    """What the derivations read of an account."""
-
-    id: str
-    currency: str

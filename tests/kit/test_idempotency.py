@@ -74,7 +74,10 @@ class TestADuplicateThatCommitsFirst:
 
 @examples(max_examples=300, deadline=None)
 @given(
-    st.text(alphabet=st.characters(codec="utf-8"), max_size=24) | st.sampled_from(["/transfer-out", "//x"])
+    # plain characters mixed with those the URL changes or drops (?, #, \\, %, tab, newline, a leading //)
+    st.text(alphabet=st.sampled_from("ab/-_.~:%?#\\\t\n é"), max_size=24)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=24)
+    | st.sampled_from(["/transfer-out", "//x"])
 )
 def test_the_fingerprints_path_is_the_urls(raw):
     """A fingerprint holds `request.url.path`, which the idempotency layer reads without building the URL for
