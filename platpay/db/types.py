@@ -48,14 +48,9 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 def _aware_utc(value: datetime | None) -> datetime | None:
     """A bound timestamp in UTC (refusing a naive one: its zone is unknown)."""
-    if value is None:
-        return None
-    zone = value.tzinfo
-    if zone is UTC:
-        return value
-    if zone is None:
+    if value is not None and value.tzinfo is None:
         raise ValueError(f"naive datetime {value!r}: use platpay.kit.clock")
-    return value.astimezone(UTC)
+    return _as_utc(value)
 
 
 def _naive_utc(value: datetime | None) -> datetime | None:

@@ -10,14 +10,11 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 import pytest
-from sqlalchemy import bindparam, select
 
-from platpay.db import lean
 from platpay.db.json_text import compact_text as dumps
-from platpay.db.lean import Lean
 from platpay.events.models import EventRow
 from platpay.kit.idempotency import render
-from tests.support.lean import first_tenant_id, new_event
+from tests.support.lean import first_tenant_id, new_event, read_both_ways, write_both_ways
 
 
 class Colour(StrEnum):
@@ -57,20 +54,10 @@ def test_what_the_standard_library_refuses_is_still_refused(value):
         dumps(value)
 
 
-_DATA = Lean(select(EventRow.data).where(EventRow.id == bindparam("event_id")))
-_INSERT = Lean(EventRow.__table__.insert())
-
-
 async def test_values_round_trip_through_both_databases_and_both_paths(db, settings):
     tenant_id = await first_tenant_id(db, settings)
     data = {"amount": 2**64 + 1, "note": "é ✓ 𝄞", "nested": [{"k": 1.5}, None]}
     lean_event, orm_event = new_event(tenant_id) | {"data": data}, new_event(tenant_id) | {"data": data}
-    async with db.lean_transaction() as session:
-        await lean.rows(session, _INSERT, lean_event)
-    async with db.transaction() as session:
-        session.add(EventRow(**orm_event))
+    await write_both_ways(db, lean_event, orm_event)
     for event in (lean_event, orm_event):
-        async with db.lean_transaction() as session:
-            assert await lean.first(session, _DATA, {"event_id": event["id"]}) == (data,)
-        async with db.read() as session:
-            assert await session.scalar(select(EventRow.data).where(EventRow.id == event["id"])) == data
+        assert await read_both_ways(db, EventRow.data, event["id"]) == (data, data)

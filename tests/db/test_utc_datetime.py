@@ -12,9 +12,8 @@ from sqlalchemy import bindparam, select, text
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.events.models import EventRow
-from tests.support.lean import count_events, first_tenant_id, new_event
+from tests.support.lean import count_events, first_tenant_id, new_event, read_both_ways, write_both_ways
 
-_CREATED = Lean(select(EventRow.created_at).where(EventRow.id == bindparam("event_id")))
 _INSERT = Lean(EventRow.__table__.insert())
 _AFTER = Lean(
     select(EventRow.id)
@@ -36,16 +35,9 @@ async def test_an_instant_reads_back_in_utc_through_both_paths(db, settings, wri
     tenant_id = await first_tenant_id(db, settings)
     lean_event = new_event(tenant_id) | {"created_at": written}
     orm_event = new_event(tenant_id) | {"created_at": written}
-    async with db.lean_transaction() as session:
-        await lean.rows(session, _INSERT, lean_event)
-    async with db.transaction() as session:
-        session.add(EventRow(**orm_event))
+    await write_both_ways(db, lean_event, orm_event)
     for event in (lean_event, orm_event):
-        async with db.lean_transaction() as session:
-            (lean_read,) = await lean.first(session, _CREATED, {"event_id": event["id"]})
-        async with db.read() as session:
-            orm_read = await session.scalar(select(EventRow.created_at).where(EventRow.id == event["id"]))
-        for read in (lean_read, orm_read):
+        for read in await read_both_ways(db, EventRow.created_at, event["id"]):
             assert read == INSTANT
             assert read.tzinfo is UTC  # (not merely equal: the zone the API renders is UTC's)
 
