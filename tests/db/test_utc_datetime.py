@@ -12,9 +12,15 @@ from sqlalchemy import bindparam, select, text
 from platpay.db import lean
 from platpay.db.lean import Lean
 from platpay.events.models import EventRow
-from tests.support.lean import count_events, first_tenant_id, new_event, read_both_ways, write_both_ways
+from tests.support.lean import (
+    INSERT_EVENT,
+    count_events,
+    first_tenant_id,
+    new_event,
+    read_both_ways,
+    write_both_ways,
+)
 
-_INSERT = Lean(EventRow.__table__.insert())
 _AFTER = Lean(
     select(EventRow.id)
     .where(EventRow.type == "TEST", EventRow.created_at > bindparam("after"))
@@ -50,7 +56,7 @@ async def test_comparisons_bind_the_instant_not_the_wall_clock(db, settings):
     late = new_event(tenant_id) | {"created_at": INSTANT + timedelta(minutes=1)}
     async with db.lean_transaction() as session:
         for event in (early, late):
-            await lean.rows(session, _INSERT, event)
+            await lean.rows(session, INSERT_EVENT, event)
     behind = INSTANT.astimezone(timezone(timedelta(hours=-8)))  # its wall clock is hours before both events
     async with db.lean_transaction() as session:
         found = [row[0] for row in await lean.rows(session, _AFTER, {"after": behind})]
@@ -62,7 +68,9 @@ async def test_a_naive_timestamp_is_refused_and_nothing_is_written(db, settings)
     before = await count_events(db)
     with pytest.raises(ValueError, match="naive datetime"):
         async with db.lean_transaction() as session:
-            await lean.rows(session, _INSERT, new_event(tenant_id) | {"created_at": datetime(2026, 1, 1)})
+            await lean.rows(
+                session, INSERT_EVENT, new_event(tenant_id) | {"created_at": datetime(2026, 1, 1)}
+            )
     with pytest.raises(Exception, match="naive datetime"):
         async with db.transaction() as session:
             session.add(EventRow(**new_event(tenant_id) | {"created_at": datetime(2026, 1, 1)}))

@@ -38,13 +38,13 @@ async def count_events(db) -> int:
         return (await session.execute(text("SELECT count(*) FROM events"))).scalar_one()
 
 
-_INSERT_EVENT = Lean(EventRow.__table__.insert())
+INSERT_EVENT = Lean(EventRow.__table__.insert())  # an event row (new_event) by a lean statement
 
 
 async def write_both_ways(db, lean_event: dict, orm_event: dict) -> None:
     """`lean_event` inserted by a lean statement, `orm_event` through the ORM, each in its own transaction."""
     async with db.lean_transaction() as session:
-        await lean.rows(session, _INSERT_EVENT, lean_event)
+        await lean.rows(session, INSERT_EVENT, lean_event)
     async with db.transaction() as session:
         session.add(EventRow(**orm_event))
 
